@@ -1,0 +1,110 @@
+"""Quantile-stratified sample of C-sets: ``spark-submit jobs/sample.py --input OUT/csets --output OUT``.
+
+Reads the ``csets/`` table, writes ``samples/`` (one row per drawn C-set and feature, with its
+page URL and ranked replacements), ``rejects/sample/``, ``samples/_run.json`` (bounds, stratum
+sizes, Spearman's rho) and ``report/sample/`` (log-scale histograms). Rules: udfs/sampling.py.
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # spark-submit / python jobs/sample.py: make udfs importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from udfs import sampling
+from udfs.job import SparkJob
+
+log = logging.getLogger("llm4schema.sample")
+
+
+class SampleJob(SparkJob):
+    name = "sample"
+    table = "samples"
+    description = __doc__
+    input_help = "the csets/ table (one or more Parquet folders or files)"
+
+    def add_arguments(self, parser):
+        parser.add_argument("--features", nargs="+", default=["n_instances", "n_properties"],
+                            help="numeric csets columns, each sampled independently")
+        parser.add_argument("--strata", type=int, default=3, help="quantile strata per feature")
+        parser.add_argument("--per-stratum", type=int, default=30, help="C-sets drawn per stratum")
+        parser.add_argument("--seed", type=int, default=42, help="seed of the hash permutation")
+        parser.add_argument("--replacement-urls", type=int, default=3,
+                            help="replacement candidates from the drawn C-set's other sample URLs")
+        parser.add_argument("--replacement-csets", type=int, default=5,
+                            help="replacement candidates from undrawn C-sets of the same stratum")
+        parser.add_argument("--reject-raw-chars", type=int, default=1000, help="raw row cut in rejects/")
+        parser.add_argument("--no-plots", dest="plots", action="store_false",
+                            help="skip the PNG histograms (the bins still go to the run record)")
+
+    @property
+    def report_dir(self) -> Path:
+        return self.output_root / "report" / self.name
+
+    def run(self):
+        a = self.args
+        self.clear_outputs()
+        if self.report_dir.exists():
+            shutil.rmtree(self.report_dir)
+        with self.record.time("read"):
+            try:
+                df = self.spark.read.parquet(*a.input)
+            except Exception as exc:  # AnalysisException: missing path, no Parquet files
+                raise SystemExit(f"sample: cannot read the csets table {a.input}: "
+                                 f"{str(exc).splitlines()[0]}") from None
+        with self.record.time("sample"):
+            try:
+                result = sampling.sample_csets(
+                    df, features=a.features, n_strata=a.strata, per_stratum=a.per_stratum, seed=a.seed,
+                    replacement_urls=a.replacement_urls, replacement_csets=a.replacement_csets,
+                    source=",".join(a.input), reject_raw_chars=a.reject_raw_chars)
+            except sampling.SampleError as exc:
+                raise SystemExit(f"sample: {exc}") from None
+        with self.record.time("write"):
+            (result.samples.orderBy("feature", "stratum_index", "sample_rank").coalesce(1)
+             .write.mode("overwrite").parquet(str(self.table_dir)))
+            n_rejects = result.stats["counters"]["csets_rejected"]
+            if n_rejects:
+                result.rejects.coalesce(1).write.mode("overwrite").parquet(str(self.rejects_dir))
+        stats = result.stats
+        for key, value in stats.pop("counters").items():
+            self.record.count(key, value)
+        self.record.count("rows_out", self.spark.read.parquet(str(self.table_dir)).count())
+        for key, value in stats.items():
+            self.record[key] = value
+        self.record["histograms"] = list(result.histograms.values())
+        if a.plots:
+            with self.record.time("plots"):
+                rho = {k: v["rho"] for k, v in stats["spearman"].items()}
+                pngs = []
+                for f, hist in result.histograms.items():
+                    title = f"{f}, {self.record['counters']['csets_in_frame']} C-sets" + "".join(
+                        f", rho({k})={v:.3f}" for k, v in rho.items() if v is not None and f in k.split("~"))
+                    pngs.append(str(sampling.plot_histogram(hist, stats["bounds"][f],
+                                                            self.report_dir / f"hist_{f}.png", title)))
+                self.record["report"] = pngs
+        self._summary()
+
+    def _summary(self):
+        r = self.record.data
+        lines = [f"sample: {r['counters']['csets_in']} C-sets in, {r['counters']['csets_drawable']} drawable, "
+                 f"{r['counters']['csets_rejected']} rejected, {r['counters']['rows_out']} sample rows"]
+        if r.get("empty_reason"):
+            lines.append(f"  empty sample: {r['empty_reason']}")
+        for f, bounds in r["bounds"].items():
+            lines.append(f"  {f}: bounds {bounds}")
+        for s in r["strata_sizes"]:
+            lines.append(f"    {s['feature']}/{s['stratum']} ({s['lower']}, {s['upper']}]: "
+                         f"population {s['population']}, drawable {s['drawable']}, drawn {s['drawn']}")
+        for k, v in r["spearman"].items():
+            lines.append(f"  spearman {k}: {v['rho']}" + (f" ({v['reason']})" if v.get("reason") else ""))
+        for w in r["warnings"]:
+            lines.append(f"  warning: {w}")
+        print("\n".join(lines), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(SampleJob().main())
