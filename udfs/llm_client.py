@@ -1,0 +1,511 @@
+"""The one client every agent uses to reach a model: any OpenAI-compatible chat-completions endpoint.
+
+* async, with a bound on requests in flight (``max_concurrency``);
+* retries with exponential backoff and full jitter on connection errors, timeouts, 429 and 5xx
+  (``Retry-After`` is honoured), a per-request timeout, and a clear failure reason when retries
+  run out: a batch never loses a row, a failed request comes back as a ``Completion`` with
+  ``error`` set;
+* a persistent request cache (SQLite) keyed by (model, messages, parameters): a rerun or a
+  resumed run never pays twice for the same request;
+* token and latency accounting on every ``Completion`` and summed in ``LLMClient.stats``;
+* structured output: ``json_schema=`` sends a JSON-schema ``response_format`` and the answer is
+  parsed strictly (``MalformedOutput`` says what is wrong); ``choices=`` sends vLLM's
+  ``structured_outputs.choice`` (the embedded service understands it too);
+* yes/no verdict scores from the first answer token's top logprobs:
+  P(yes) / (P(yes) + P(no)), each summed over the spellings of the word ("Yes", " yes", ...).
+
+Plain Python: ``LLMClient(...).chat_sync(messages)``; async: ``await client.chat(messages)``;
+Ray Data: ``ds.map_batches(ChatBatch, fn_constructor_kwargs={...}, batch_size=8, compute=...)``.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import random
+import sqlite3
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import httpx
+
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+# Parameters that change the answer, hence part of the cache key; anything else passed through
+# ``extra`` is part of it too.
+YES = "yes"
+NO = "no"
+
+
+class LLMError(RuntimeError):
+    """A request that failed for good (after retries, or a 4xx that retrying cannot fix)."""
+
+
+class MalformedOutput(ValueError):
+    """The model answered, but not in the shape that was asked for."""
+
+    def __init__(self, reason: str, text: str):
+        super().__init__(f"malformed model output: {reason}; output starts {text[:200]!r}")
+        self.reason = reason
+        self.text = text
+
+
+@dataclass
+class Completion:
+    text: str | None = None
+    parsed: Any = None
+    finish_reason: str | None = None
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    latency_s: float = 0.0
+    attempts: int = 0
+    from_cache: bool = False
+    model: str | None = None
+    logprobs: list[dict[str, Any]] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def as_row(self) -> dict[str, Any]:
+        row = asdict(self)
+        row.pop("logprobs")
+        row["parsed"] = json.dumps(self.parsed) if self.parsed is not None else None
+        return row
+
+
+@dataclass
+class Verdict:
+    """A yes/no answer scored from the first answer token: ``score`` = P(yes) / (P(yes) + P(no))."""
+
+    score: float | None
+    answer: str | None
+    p_yes: float
+    p_no: float
+    completion: Completion
+
+    @property
+    def error(self) -> str | None:
+        return self.completion.error
+
+
+@dataclass
+class Stats:
+    requests: int = 0
+    http_requests: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    latency_s: float = 0.0
+
+    def add(self, c: Completion) -> None:
+        self.requests += 1
+        self.cache_hits += c.from_cache
+        self.failures += c.error is not None
+        if not c.from_cache:
+            self.prompt_tokens += c.prompt_tokens
+            self.completion_tokens += c.completion_tokens
+            self.cached_prompt_tokens += c.cached_prompt_tokens
+            self.latency_s += c.latency_s
+
+
+# --------------------------------------------------------------------------------------------
+# strict parsing (pure functions, unit-tested on their own)
+
+
+def parse_json_output(text: str | None, schema: dict[str, Any] | None = None) -> Any:
+    """Parse a model's JSON answer strictly: the whole text (a ```json fence is allowed) must be one
+    JSON value, and it must validate against ``schema`` when given."""
+    if text is None or not text.strip():
+        raise MalformedOutput("empty output", text or "")
+    body = text.strip()
+    if body.startswith("```"):
+        lines = body.split("\n")
+        if len(lines) < 2 or not lines[-1].strip().startswith("```"):
+            raise MalformedOutput("unterminated code fence", text)
+        body = "\n".join(lines[1:-1])
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise MalformedOutput(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", text) from None
+    if schema is not None:
+        import jsonschema
+
+        try:
+            jsonschema.validate(value, schema)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+            raise MalformedOutput(f"does not match the schema at {where}: {exc.message}", text) from None
+    return value
+
+
+def verdict_from_logprobs(logprobs: list[dict[str, Any]] | None) -> tuple[float | None, float, float]:
+    """(score, P(yes), P(no)) from the first answer token's top logprobs.
+
+    Every spelling whose stripped, lower-cased form is "yes" (or "no") counts toward that word.
+    The score is None when neither word is among the top tokens: no evidence, not 0.5.
+    """
+    if not logprobs:
+        return None, 0.0, 0.0
+    first = logprobs[0]
+    candidates = first.get("top_logprobs") or [first]
+    p_yes = p_no = 0.0
+    for cand in candidates:
+        word = str(cand.get("token", "")).strip().lower()
+        lp = cand.get("logprob")
+        if lp is None or lp == -math.inf:
+            continue
+        if word == YES:
+            p_yes += math.exp(lp)
+        elif word == NO:
+            p_no += math.exp(lp)
+    if p_yes + p_no == 0:
+        return None, 0.0, 0.0
+    return p_yes / (p_yes + p_no), p_yes, p_no
+
+
+# --------------------------------------------------------------------------------------------
+# request cache
+
+
+class RequestCache:
+    """SQLite table of successful answers keyed by the sha256 of (model, messages, parameters).
+
+    Only successes are stored, so a failed request is tried again on the next run. WAL mode lets
+    several processes (Ray Data workers) share one file.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, request TEXT,"
+            " response TEXT, created REAL)"
+        )
+        self._db.commit()
+
+    @staticmethod
+    def key(request: dict[str, Any]) -> str:
+        return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
+                (key, request.get("model"), json.dumps(request, ensure_ascii=False), json.dumps(response), time.time()),
+            )
+            self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT count(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+# --------------------------------------------------------------------------------------------
+# the client
+
+
+class LLMClient:
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        max_concurrency: int = 4,
+        max_retries: int = 5,
+        timeout_s: float = 120.0,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        cache_path: str | Path | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        seed: int | None = None,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key
+        self.max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.cache = RequestCache(cache_path) if cache_path else None
+        self.transport = transport
+        self.stats = Stats()
+        self._random = random.Random(seed)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._http: httpx.AsyncClient | None = None
+        self._sem: asyncio.Semaphore | None = None
+
+    # The httpx client and semaphore belong to one event loop; a new loop (asyncio.run per Ray
+    # Data batch, say) gets new ones.
+    def _session(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+            self._http = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
+                headers=headers,
+                transport=self.transport,
+                limits=httpx.Limits(max_connections=self.max_concurrency * 2),
+            )
+            self._sem = asyncio.Semaphore(self.max_concurrency)
+            self._loop = loop
+        return self._http, self._sem
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+            self._loop = None
+
+    async def resolve_model(self) -> str:
+        """The model named at construction, else the first one the endpoint lists."""
+        if self.model:
+            return self.model
+        http, _ = self._session()
+        resp = await http.get(f"{self.base_url}/models")
+        resp.raise_for_status()
+        data = resp.json().get("data") or []
+        if not data:
+            raise LLMError(f"{self.base_url}/models lists no model")
+        self.model = data[0]["id"]
+        return self.model
+
+    def build_request(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        json_schema: dict[str, Any] | None = None,
+        choices: Sequence[str] | None = None,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        req: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+        if json_schema is not None:
+            req["response_format"] = {"type": "json_schema",
+                                      "json_schema": {"name": "output", "schema": json_schema, "strict": True}}
+        if choices is not None:
+            req["structured_outputs"] = {"choice": list(choices)}
+        if logprobs:
+            req["logprobs"] = True
+            if top_logprobs:
+                req["top_logprobs"] = top_logprobs
+        req.update(extra or {})
+        return req
+
+    async def chat(self, messages: Sequence[dict[str, Any]], *, json_schema: dict[str, Any] | None = None,
+                   raise_errors: bool = False, **kwargs: Any) -> Completion:
+        """One chat completion. Failures come back as ``Completion.error`` unless ``raise_errors``."""
+        if self.model is None:
+            try:
+                await self.resolve_model()
+            except Exception as exc:  # noqa: BLE001
+                c = Completion(error=f"model listing failed: {type(exc).__name__}: {exc}")
+                self.stats.add(c)
+                if raise_errors:
+                    raise LLMError(c.error) from exc
+                return c
+        req = self.build_request(messages, json_schema=json_schema, **kwargs)
+        c = await self._send(req)
+        if c.ok and json_schema is not None:
+            try:
+                c.parsed = parse_json_output(c.text, json_schema)
+            except MalformedOutput as exc:
+                c.error = str(exc)
+        self.stats.add(c)
+        if raise_errors and c.error:
+            raise LLMError(c.error)
+        return c
+
+    async def verdict(self, messages: Sequence[dict[str, Any]], *, constrain: bool = True,
+                      top_logprobs: int = 20, **kwargs: Any) -> Verdict:
+        """Ask a yes/no question; score it from the first answer token's top logprobs."""
+        c = await self.chat(messages, max_tokens=1, logprobs=True, top_logprobs=top_logprobs,
+                            choices=[YES, NO] if constrain else None, **kwargs)
+        if not c.ok:
+            return Verdict(None, None, 0.0, 0.0, c)
+        score, p_yes, p_no = verdict_from_logprobs(c.logprobs)
+        if score is None:
+            c.error = f"no yes/no token among the first token's top {top_logprobs} logprobs (answer {c.text!r})"
+            return Verdict(None, None, 0.0, 0.0, c)
+        return Verdict(score, YES if score >= 0.5 else NO, p_yes, p_no, c)
+
+    async def chat_many(self, requests: Iterable[dict[str, Any]]) -> list[Completion]:
+        """Many chats at once (each a dict of ``chat`` keyword arguments, ``messages`` included);
+        results in input order, one per request."""
+        return list(await asyncio.gather(*(self.chat(**r) for r in requests)))
+
+    async def verdict_many(self, requests: Iterable[dict[str, Any]]) -> list[Verdict]:
+        return list(await asyncio.gather(*(self.verdict(**r) for r in requests)))
+
+    def _backoff(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after:
+            try:
+                return min(float(retry_after), self.backoff_max_s)
+            except ValueError:
+                pass
+        return self._random.uniform(0, min(self.backoff_max_s, self.backoff_base_s * 2 ** attempt))
+
+    async def _send(self, req: dict[str, Any]) -> Completion:
+        key = RequestCache.key(req) if self.cache is not None else None
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                c = self._completion(hit)
+                c.from_cache = True
+                return c
+        http, sem = self._session()
+        reason = "not sent"
+        t0 = time.monotonic()
+        attempt = 0
+        for attempt in range(1, self.max_retries + 2):
+            retry_after = None
+            async with sem:
+                self.stats.http_requests += 1
+                try:
+                    resp = await http.post(f"{self.base_url}/chat/completions", json=req)
+                except (httpx.TimeoutException, httpx.TransportError) as exc:
+                    reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                    resp = None
+            if resp is not None:
+                if resp.status_code == 200:
+                    try:
+                        body = resp.json()
+                        c = self._completion(body)
+                    except (ValueError, KeyError, IndexError, TypeError) as exc:
+                        reason = f"unreadable response body ({type(exc).__name__}: {exc})"
+                    else:
+                        c.latency_s = time.monotonic() - t0
+                        c.attempts = attempt
+                        if self.cache is not None:
+                            self.cache.put(key, req, body)
+                        return c
+                else:
+                    reason = f"HTTP {resp.status_code}: {_error_message(resp)}"
+                    if resp.status_code not in RETRY_STATUS:
+                        return Completion(error=reason, attempts=attempt, latency_s=time.monotonic() - t0,
+                                          model=req.get("model"))
+                    retry_after = resp.headers.get("retry-after")
+            if attempt <= self.max_retries:
+                self.stats.retries += 1
+                await asyncio.sleep(self._backoff(attempt - 1, retry_after))
+        return Completion(error=f"gave up after {attempt} attempts: {reason}", attempts=attempt,
+                          latency_s=time.monotonic() - t0, model=req.get("model"))
+
+    @staticmethod
+    def _completion(body: dict[str, Any]) -> Completion:
+        choice = body["choices"][0]
+        usage = body.get("usage") or {}
+        details = usage.get("prompt_tokens_details") or {}
+        lp = choice.get("logprobs") or {}
+        return Completion(
+            text=choice["message"].get("content"),
+            finish_reason=choice.get("finish_reason"),
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            cached_prompt_tokens=int(details.get("cached_tokens") or 0),
+            model=body.get("model"),
+            logprobs=lp.get("content") if isinstance(lp, dict) else None,
+        )
+
+    # ---- plain Python
+
+    def run(self, coro):
+        """Run a coroutine of this client from synchronous code (one private event loop)."""
+        if not hasattr(self, "_own_loop") or self._own_loop.is_closed():
+            self._own_loop = asyncio.new_event_loop()
+        return self._own_loop.run_until_complete(coro)
+
+    def chat_sync(self, messages: Sequence[dict[str, Any]], **kwargs: Any) -> Completion:
+        return self.run(self.chat(messages, **kwargs))
+
+    def verdict_sync(self, messages: Sequence[dict[str, Any]], **kwargs: Any) -> Verdict:
+        return self.run(self.verdict(messages, **kwargs))
+
+    def close(self) -> None:
+        if getattr(self, "_own_loop", None) and not self._own_loop.is_closed():
+            self._own_loop.run_until_complete(self.aclose())
+            self._own_loop.close()
+        if self.cache is not None:
+            self.cache.close()
+
+
+def _error_message(resp: httpx.Response) -> str:
+    try:
+        body = resp.json()
+        err = body.get("error", body)
+        msg = err.get("message", err) if isinstance(err, dict) else err
+        return str(msg)[:500]
+    except ValueError:
+        return resp.text[:500]
+
+
+class ChatBatch:
+    """A Ray Data ``map_batches`` callable: one chat per row, the answers as new columns.
+
+    ``prompt_column`` holds the user message; ``system`` is prepended to each. Every input row
+    comes out, with ``error`` set where the request failed.
+    """
+
+    def __init__(self, base_url: str, model: str | None = None, *, prompt_column: str = "prompt",
+                 system: str | None = None, json_schema: dict[str, Any] | None = None,
+                 verdict: bool = False, client_kwargs: dict[str, Any] | None = None,
+                 chat_kwargs: dict[str, Any] | None = None):
+        self.client = LLMClient(base_url, model, **(client_kwargs or {}))
+        self.prompt_column = prompt_column
+        self.system = system
+        self.json_schema = json_schema
+        self.verdict = verdict
+        self.chat_kwargs = chat_kwargs or {}
+
+    def _messages(self, prompt: str) -> list[dict[str, str]]:
+        msgs = [{"role": "system", "content": self.system}] if self.system else []
+        return msgs + [{"role": "user", "content": str(prompt)}]
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        prompts = list(batch[self.prompt_column])
+        if self.verdict:
+            verdicts = self.client.run(self.client.verdict_many(
+                [{"messages": self._messages(p), **self.chat_kwargs} for p in prompts]))
+            completions = [v.completion for v in verdicts]
+            batch["score"] = [v.score for v in verdicts]
+            batch["answer"] = [v.answer for v in verdicts]
+        else:
+            completions = self.client.run(self.client.chat_many(
+                [{"messages": self._messages(p), "json_schema": self.json_schema, **self.chat_kwargs}
+                 for p in prompts]))
+            batch["text"] = [c.text for c in completions]
+            batch["parsed"] = [json.dumps(c.parsed) if c.parsed is not None else None for c in completions]
+        for name in ("error", "model", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
+                     "latency_s", "attempts", "from_cache"):
+            batch[name] = [getattr(c, name) for c in completions]
+        return batch
