@@ -23,6 +23,10 @@ from rapidfuzz.distance import Levenshtein
 
 DEFAULT_THRESHOLD = 0.8
 DEFAULT_BATCH_SIZE = 64
+# Intra-op threads of the embedding model. One: scores run in many worker processes at once, and
+# on a shared 2-core machine (load 6x the cores) one thread embedded 4x faster in batches and 18x
+# faster one text at a time than two, whose OpenMP workers spin waiting for each other.
+DEFAULT_THREADS = 1
 
 _model = None
 _model_lock = threading.Lock()
@@ -46,9 +50,15 @@ def levenshtein_similarity(a: Any, b: Any) -> float:
     return Levenshtein.normalized_similarity(normalise(a), normalise(b))
 
 
-def load_model():
-    """The embedding model, loaded once per process from the package's own files."""
+def load_model(threads: int | None = DEFAULT_THREADS):
+    """The embedding model, loaded once per process from the package's own files. ``threads``
+    sets torch's intra-op threads for the process (None leaves torch's default)."""
     global _model, _model_load_s
+    if threads is not None:
+        import torch
+
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
     if _model is None:
         with _model_lock:
             if _model is None:
@@ -76,7 +86,10 @@ def embed(texts: Sequence[str], batch_size: int = DEFAULT_BATCH_SIZE):
 
     if not texts:
         return np.zeros((0, 384), dtype="float32")
-    return load_model().encode(
+    # Loaded on first use with the default threads; a job that called load_model(threads=n)
+    # first keeps its setting.
+    model = _model if _model is not None else load_model()
+    return model.encode(
         list(texts), batch_size=batch_size, normalize_embeddings=True,
         convert_to_numpy=True, show_progress_bar=False,
     )

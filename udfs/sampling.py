@@ -33,7 +33,8 @@ draw ``i``), so no two draws share a replacement C-set and taking the next candi
 uniform draw from the stratum.
 
 Spearman's rho between two features: average ranks for ties (the same per-value running sums),
-then Pearson's correlation of the ranks, both in Spark over the whole frame.
+then Pearson's correlation of the ranks, summed exactly in Spark over the whole frame (so rho is
+identical, to the last bit, whatever the partitioning).
 """
 from __future__ import annotations
 
@@ -244,22 +245,37 @@ def histogram(rows: list[Row], feature: str) -> dict[str, Any]:
 
 
 def spearman(frame: DataFrame, pairs: list[tuple[str, str]], counts: DataFrame) -> dict[str, float | None]:
-    """Spearman's rho of each pair: Pearson's correlation of average ranks, over the whole frame,
-    in Spark (one job for all pairs)."""
+    """Spearman's rho of each pair: Pearson's correlation of average ranks over the whole frame.
+
+    Twice an average rank is an integer (2 * cum - n + 1), so Spark sums exact decimals
+    (n, sum x, sum y, sum x^2, sum y^2, sum xy of doubled ranks) and the driver only applies the
+    formula to those six numbers: the result does not depend on partitioning or summation order.
+    """
     if not pairs:
         return {}
     features = list(dict.fromkeys(f for pair in pairs for f in pair))
     ranked = frame.select(*[F.col(f).cast("double").alias(f"_v{i}") for i, f in enumerate(features)])
+    big = T.DecimalType(38, 0)
     for i, f in enumerate(features):
-        r = counts.where(F.col("feature") == f).select(F.col("value").alias(f"_v{i}"),
-                                                       F.col("avg_rank").alias(f"_r{i}"))
+        r = counts.where(F.col("feature") == f).select(
+            F.col("value").alias(f"_v{i}"), (2 * F.col("cum") - F.col("n") + 1).cast(big).alias(f"_r{i}"))
         ranked = ranked.join(r, f"_v{i}")
     pos = {f: i for i, f in enumerate(features)}
-    row = ranked.agg(*[F.corr(f"_r{pos[x]}", f"_r{pos[y]}").alias(f"{x}~{y}") for x, y in pairs]).first()
-    out = {}
+    aggs = [F.count(F.lit(1)).alias("n")]
+    for i in range(len(features)):
+        aggs += [F.sum(f"_r{i}").alias(f"s{i}"), F.sum(F.col(f"_r{i}") * F.col(f"_r{i}")).alias(f"q{i}")]
     for x, y in pairs:
-        rho = row[f"{x}~{y}"]
-        out[f"{x}~{y}"] = None if rho is None or math.isnan(rho) else float(rho)
+        aggs.append(F.sum(F.col(f"_r{pos[x]}") * F.col(f"_r{pos[y]}")).alias(f"p{pos[x]}_{pos[y]}"))
+    row = ranked.agg(*aggs).first()
+    n = int(row["n"])
+    out: dict[str, float | None] = {}
+    for x, y in pairs:
+        i, j = pos[x], pos[y]
+        sx, sy, qx, qy = (int(row[k]) for k in (f"s{i}", f"s{j}", f"q{i}", f"q{j}"))
+        num = n * int(row[f"p{i}_{j}"]) - sx * sy
+        vx, vy = n * qx - sx * sx, n * qy - sy * sy
+        out[f"{x}~{y}"] = (None if vx == 0 or vy == 0
+                           else max(-1.0, min(1.0, num / (math.sqrt(vx) * math.sqrt(vy)))))
     return out
 
 

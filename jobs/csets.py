@@ -1,0 +1,127 @@
+"""C-sets of WebDataCommons N-Quads: ``spark-submit jobs/csets.py --input DIR --output OUT``.
+
+Streams N-Quads (plain or gzip; files, directories, globs, manifests; one file = one task) into
+the ``csets/`` table: one row per characteristic set with its instances, pages, domains and a
+deterministic sample of page URLs. Malformed lines go to ``rejects/csets/`` with file, line and
+reason; ``csets/_run.json`` holds counters that reconcile (lines read = quads parsed + lines
+rejected + blank/comment lines skipped). Same file on a cluster: add ``--master`` or use
+spark-submit's flags.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+if __package__ in (None, ""):  # run as a script: make the project importable without installing
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from pyspark import StorageLevel  # noqa: E402
+from pyspark.sql import Observation  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+from udfs import csets as C  # noqa: E402
+from udfs.inputs import resolve_inputs  # noqa: E402
+from udfs.job import SparkJob, log  # noqa: E402
+from udfs.vocab import load_vocabulary, resolve_vocab_path  # noqa: E402
+
+
+class CsetsJob(SparkJob):
+    name = "csets"
+    table = "csets"
+    description = __doc__
+    input_help = "N-Quads inputs: files (.nq, .nq.gz, .gz), directories, globs, or manifests (.paths/.txt/.manifest or @file) listing them"
+
+    def add_arguments(self, p):
+        p.add_argument("--subject-scope", choices=["iri", "page"],
+                       help="iri: blank nodes scoped to their page, an IRI is one entity everywhere; "
+                            "page: every (subject, page) is its own entity")
+        p.add_argument("--sample-urls", type=int, help="K, page URLs kept per C-set in sample_urls")
+        p.add_argument("--vocab", help="schema.org release: a bundled name (30.0), a folder or an .nt file")
+        p.add_argument("--no-clean", dest="clean", action="store_false", default=True,
+                       help="keep raw sets: no vocabulary filtering (schema.org terms by local name, other IRIs whole)")
+        p.add_argument("--ignore-corrupt-files", action="store_true",
+                       help="skip unreadable inputs (Spark's ignoreCorruptFiles) instead of failing; files that "
+                            "yield no line are then listed in rejects/ (a truncated gzip keeps the lines read before the damage)")
+        p.add_argument("--reject-raw-chars", type=int, help="cut raw lines to this many characters in rejects/")
+        p.add_argument("--top", type=int, help="C-sets shown in the summary printed at the end")
+
+    def run(self):
+        a = self.args
+        cfg = C.CsetConfig(subject_scope=a.subject_scope, clean=a.clean, sample_urls=a.sample_urls,
+                           reject_raw_chars=a.reject_raw_chars)
+        files = resolve_inputs(a.input)
+        vocab = load_vocabulary(a.vocab)
+        self.record["inputs"] = {"files": len(files), "first": files[:5],
+                                 "bytes": sum(os.path.getsize(f) for f in files if os.path.exists(f))}
+        self.record["vocabulary"] = {"release": vocab.release, "path": str(resolve_vocab_path(a.vocab)),
+                                     "types": len(vocab.classes), "properties": len(vocab.properties)}
+        spark = self.spark
+        spark.conf.set("spark.sql.files.ignoreCorruptFiles", str(a.ignore_corrupt_files).lower())
+        self.clear_outputs()
+
+        lines = C.read_lines(spark, files)
+        seen = Observation("lines")
+        lines = lines.observe(seen, F.count(F.lit(1)).alias("lines_read"))
+        ep = C.entity_pages(lines, vocab, cfg).persist(StorageLevel.MEMORY_AND_DISK)
+        ents = C.entities(ep).persist(StorageLevel.MEMORY_AND_DISK)
+
+        with self.record.time("read, parse and group by entity (one pass over the input)"):
+            per_file = C.lines_per_file(ep)
+        lines_read = int(seen.get["lines_read"])
+
+        with self.record.time("write csets"):
+            table = C.csets(ep, ents, cfg).orderBy(F.desc("n_instances"), "cset_id")
+            table.write.mode("overwrite").parquet(str(self.table_dir))
+        with self.record.time("write rejects"):
+            rej = C.rejects(ep)
+            norm = {f.removeprefix("file://").removeprefix("file:"): n for f, n in per_file.items()}
+            silent = [f for f in files if norm.get(f, 0) == 0]
+            if silent:
+                rej = rej.unionByName(spark.createDataFrame(
+                    [(f, None, "no line read (empty file, or unreadable and skipped)", None) for f in silent],
+                    C.REJECTS_SCHEMA))
+            rej.coalesce(1).write.mode("overwrite").parquet(str(self.rejects_dir))
+
+        written = spark.read.parquet(str(self.table_dir))
+        n_csets = written.count()
+        with self.record.time("counters"):
+            counters = C.counters(ep, ents, n_csets, cfg.clean)
+        counters = {"lines_read": lines_read, **counters,
+                    "files_without_lines": len(silent), "rejects_written": spark.read.parquet(str(self.rejects_dir)).count()}
+        counters["reconciles"] = (lines_read == counters["quads_parsed"] + counters["lines_rejected"]
+                                  + counters["lines_skipped_blank_or_comment"])
+        for k, v in counters.items():
+            self.record.count(k, v)
+        self.record["outputs"] = {"csets": str(self.table_dir), "rejects": str(self.rejects_dir)}
+        ep.unpersist()
+        ents.unpersist()
+        if not counters["reconciles"]:
+            raise RuntimeError(f"counters do not reconcile: {counters}")
+        self.summary(written, counters, a.top)
+
+    def summary(self, table, counters, top):
+        rows = table.orderBy(F.desc("n_instances"), "cset_id").limit(top).collect()
+        out = [
+            f"C-sets: {self.table_dir}   rejects: {self.rejects_dir}   run record: {self.table_dir / '_run.json'}",
+            f"lines {counters['lines_read']:,} = quads {counters['quads_parsed']:,} + rejected "
+            f"{counters['lines_rejected']:,} + skipped {counters['lines_skipped_blank_or_comment']:,}; "
+            f"pages {counters['pages']:,}; entities {counters['entities_before_cleaning']:,} -> "
+            f"{counters['entities_after_cleaning']:,}; sets {counters['sets_before_cleaning']:,} -> "
+            f"{counters['sets_after_cleaning']:,} after cleaning",
+            f"top {len(rows)} C-sets by instances:",
+            f"{'instances':>9} {'pages':>6} {'domains':>7} {'props':>5}  tokens",
+        ]
+        for r in rows:
+            tokens = ["isa:" + t for t in r["types"]] + list(r["properties"])
+            text = " ".join(tokens)
+            out.append(f"{r['n_instances']:>9,} {r['n_pages']:>6,} {r['n_domains']:>7,} {r['n_properties']:>5}  "
+                       f"{text[:110] + ('...' if len(text) > 110 else '')}")
+        print("\n".join(out), flush=True)
+
+
+def main(argv=None) -> int:
+    return CsetsJob(argv).main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""Characteristic sets (C-sets) from WDC N-Quads, as Spark DataFrame transformations.
+
+The C-set of an entity is the set of its tokens: ``isa:<Type>`` for each rdf:type and the local
+name of each other property (the LLM4Schema.org definition). Entity = subject; a blank node is
+scoped to its page, an IRI is the same entity on every page (the paper's code), unless
+``subject_scope="page"`` makes every (subject, page) its own entity.
+
+The input is read once. One aggregation turns lines into ``entity_pages`` rows (an entity on a
+page with its kept and dropped tokens) and carries the rejected and skipped lines through the same
+shuffle, so the counters and the rejects come from the same single pass that feeds the C-sets.
+
+Cleaning against the vocabulary: schema.org namespace variants (http/https, ``www.``) are one
+namespace; a token is dropped, with a reason, when its IRI is outside schema.org or its local name
+is not a type (for ``isa:``) or a property of the release; the sets are then regrouped.
+``clean=False`` keeps the raw sets (schema.org terms by local name, other IRIs in full).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from udfs import nquads as N
+from udfs.vocab import Vocabulary
+
+# Drop reasons of the cleaning step.
+TYPE_NOT_SCHEMA = "type outside the schema.org namespace"
+TYPE_UNKNOWN = "type not in the schema.org vocabulary"
+PROPERTY_NOT_SCHEMA = "property outside the schema.org namespace"
+PROPERTY_UNKNOWN = "property not in the schema.org vocabulary"
+
+CSETS_SCHEMA = T.StructType([
+    T.StructField("cset_id", T.StringType(), False),
+    T.StructField("types", T.ArrayType(T.StringType()), False),
+    T.StructField("properties", T.ArrayType(T.StringType()), False),
+    T.StructField("n_properties", T.LongType(), False),
+    T.StructField("n_instances", T.LongType(), False),
+    T.StructField("n_pages", T.LongType(), False),
+    T.StructField("n_domains", T.LongType(), False),
+    T.StructField("sample_urls", T.ArrayType(T.StringType()), False),
+])
+
+REJECTS_SCHEMA = T.StructType([
+    T.StructField("source", T.StringType(), False),
+    T.StructField("position", T.LongType(), True),
+    T.StructField("reason", T.StringType(), False),
+    T.StructField("raw", T.StringType(), True),
+])
+
+_ROW_INDEX_BITS = (1 << 33) - 1  # monotonically_increasing_id = partition << 33 | row in partition
+
+
+@dataclass(frozen=True)
+class CsetConfig:
+    subject_scope: str = "iri"  # "iri" | "page"
+    clean: bool = True
+    sample_urls: int = 10
+    reject_raw_chars: int = 1000
+
+    def __post_init__(self):
+        if self.subject_scope not in ("iri", "page"):
+            raise ValueError(f"subject_scope must be 'iri' or 'page', not {self.subject_scope!r}")
+        if self.sample_urls < 0:
+            raise ValueError("sample_urls must be >= 0")
+
+
+def read_lines(spark: SparkSession, files: list[str]) -> DataFrame:
+    """Lines with their file and 1-based line number; one input file is one task.
+
+    A gzip file cannot be split anyway; a plain file is kept whole too (``maxPartitionBytes`` and
+    ``openCostInBytes`` at 1 TiB stop both splitting and packing several files into a task), which
+    is what makes the per-partition row index a line number.
+    """
+    one_tib = str(1 << 40)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", one_tib)
+    spark.conf.set("spark.sql.files.openCostInBytes", one_tib)
+    return spark.read.text(files).select(
+        F.col("value").alias("line"),
+        F.input_file_name().alias("file"),
+        ((F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_INDEX_BITS))) + 1).alias("line_no"),
+    )
+
+
+def _token_and_reason(s: Column, p: Column, o: Column, vocab: Vocabulary, clean: bool) -> tuple[Column, Column]:
+    is_type = p == F.lit(N.RDF_TYPE_TERM)
+    p_local = N.schema_local(p)
+    o_local = F.when(is_type, N.schema_local(o))
+    token = F.when(
+        is_type,
+        F.concat(F.lit("isa:"), F.when(o_local != "", o_local).otherwise(o)),
+    ).otherwise(F.when(p_local != "", p_local).otherwise(p))
+    if not clean:
+        return token, F.lit(None).cast("string")
+    reason = (
+        F.when(is_type & (o_local == ""), F.lit(TYPE_NOT_SCHEMA))
+        .when(is_type & ~o_local.isin(sorted(vocab.classes)), F.lit(TYPE_UNKNOWN))
+        .when(~is_type & (p_local == ""), F.lit(PROPERTY_NOT_SCHEMA))
+        .when(~is_type & ~p_local.isin(sorted(vocab.properties)), F.lit(PROPERTY_UNKNOWN))
+    )
+    return token, reason
+
+
+def entity_pages(lines: DataFrame, vocab: Vocabulary, cfg: CsetConfig) -> DataFrame:
+    """The one pass over the input: rows of kind ``quad`` (entity on a page: n_lines quads, kept
+    tokens, dropped ``reason\\ttoken`` strings), ``reject`` (one malformed line) and ``skip``
+    (blank and comment lines, one row per file)."""
+    q = N.parse(lines, "line", "q")
+    token, reason = _token_and_reason(F.col("q.s"), F.col("q.p"), F.col("q.o"), vocab, cfg.clean)
+    page = N.iri_value(F.col("q.g"))
+    if cfg.subject_scope == "page":
+        entity = F.concat(page, F.lit(" "), F.col("q.s"))
+    else:
+        entity = F.when(F.col("q.s").startswith("_:"), F.concat(page, F.lit(" "), F.col("q.s"))).otherwise(
+            N.iri_value(F.col("q.s"))
+        )
+    kind = F.when(F.col("q.ok"), "quad").when(F.col("q.blank"), "skip").otherwise("reject")
+    keyed = q.select(
+        kind.alias("kind"),
+        F.when(F.col("q.ok"), entity).otherwise(F.col("file")).alias("k1"),
+        F.when(F.col("q.ok"), page).when(F.col("q.blank"), F.lit("")).otherwise(
+            F.col("line_no").cast("string")).alias("k2"),
+        F.col("file"),
+        F.when(F.col("q.ok") & reason.isNull(), token).alias("kept"),
+        F.when(F.col("q.ok") & reason.isNotNull(), F.concat(reason, F.lit("\t"), token)).alias("dropped"),
+        F.when(~F.col("q.ok") & ~F.col("q.blank"), F.col("line_no")).alias("line_no"),
+        F.when(~F.col("q.ok") & ~F.col("q.blank"), N.reject_reason(F.col("line"))).alias("reason"),
+        F.when(~F.col("q.ok") & ~F.col("q.blank"), N.printable(F.substring("line", 1, cfg.reject_raw_chars))).alias("raw"),
+    )
+    # file is part of the key so that per-file line counts are exact.
+    return keyed.groupBy("kind", "k1", "k2", "file").agg(
+        F.count(F.lit(1)).alias("n_lines"),
+        F.collect_set("kept").alias("kept"),
+        F.collect_set("dropped").alias("dropped"),
+        F.first("line_no", ignorenulls=True).alias("line_no"),
+        F.first("reason", ignorenulls=True).alias("reason"),
+        F.first("raw", ignorenulls=True).alias("raw"),
+    )
+
+
+def rejects(ep: DataFrame) -> DataFrame:
+    return ep.filter(F.col("kind") == "reject").select(
+        F.regexp_replace("file", "^file:(//)?", "").alias("source"),
+        F.col("line_no").cast("long").alias("position"),
+        F.col("reason"),
+        F.col("raw"),
+    )
+
+
+def lines_per_file(ep: DataFrame) -> dict[str, int]:
+    """Lines read per input file (one small row per file: safe to collect at 10^4 files)."""
+    return {r["file"]: int(r["n"]) for r in ep.groupBy("file").agg(F.sum("n_lines").alias("n")).collect()}
+
+
+def entities(ep: DataFrame) -> DataFrame:
+    """One row per entity: its sorted kept tokens and the raw tokens it had before cleaning."""
+    quads = ep.filter(F.col("kind") == "quad")
+    dropped_tokens = F.transform(F.col("dropped_all"), lambda d: F.substring_index(d, "\t", -1))
+    return (
+        quads.groupBy(F.col("k1").alias("entity"))
+        .agg(
+            F.array_sort(F.array_distinct(F.flatten(F.collect_list("kept")))).alias("tokens"),
+            F.array_distinct(F.flatten(F.collect_list("dropped"))).alias("dropped_all"),
+        )
+        .select(
+            "entity",
+            "tokens",
+            F.array_sort(F.array_union(F.col("tokens"), F.array_distinct(dropped_tokens))).alias("raw_tokens"),
+            F.col("dropped_all").alias("dropped"),
+        )
+    )
+
+
+def _cset_id(tokens: Column) -> Column:
+    return F.sha2(F.concat_ws(" ", tokens), 256)
+
+
+def page_domain(url: Column) -> Column:
+    """Host of a page URL, lower-cased, without a leading ``www.``."""
+    host = F.lower(F.parse_url(url, F.lit("HOST")))
+    return F.regexp_replace(host, r"^www\.", "")
+
+
+def csets(ep: DataFrame, ents: DataFrame, cfg: CsetConfig) -> DataFrame:
+    """The C-sets table (``CSETS_SCHEMA``) from the entity pages and the entities."""
+    ent_cset = ents.filter(F.size("tokens") > 0).select("entity", "tokens", _cset_id(F.col("tokens")).alias("cset_id"))
+    base = ent_cset.groupBy("cset_id").agg(
+        F.first("tokens").alias("tokens"),
+        F.count(F.lit(1)).alias("n_instances"),
+    )
+    pages = (
+        ep.filter(F.col("kind") == "quad")
+        .select(F.col("k1").alias("entity"), F.col("k2").alias("page_url"))
+        .join(ent_cset.select("entity", "cset_id"), "entity")
+        .select("cset_id", "page_url")
+        .distinct()
+    )
+    page_stats = pages.groupBy("cset_id").agg(
+        F.count(F.lit(1)).alias("n_pages"),
+        F.countDistinct(page_domain(F.col("page_url"))).alias("n_domains"),
+    )
+    # Deterministic, spread-out choice of K pages: smallest (hash, url); no dependence on partitioning.
+    ranked = pages.withColumn("h", F.xxhash64("page_url")).withColumn(
+        "r", F.row_number().over(Window.partitionBy("cset_id").orderBy("h", "page_url"))
+    )
+    samples = (
+        ranked.filter(F.col("r") <= cfg.sample_urls)
+        .groupBy("cset_id")
+        .agg(F.array_sort(F.collect_list(F.struct("r", "page_url"))).alias("s"))
+        .select("cset_id", F.transform("s", lambda x: x["page_url"]).alias("sample_urls"))
+    )
+    types = F.transform(F.filter("tokens", lambda t: t.startswith("isa:")), lambda t: F.substring(t, 5, 1 << 20))
+    props = F.filter("tokens", lambda t: ~t.startswith("isa:"))
+    out = (
+        base.join(page_stats, "cset_id")
+        .join(samples, "cset_id", "left")
+        .select(
+            "cset_id",
+            F.array_sort(types).alias("types"),
+            F.array_sort(props).alias("properties"),
+            F.size("tokens").cast("long").alias("n_properties"),
+            F.col("n_instances").cast("long"),
+            F.col("n_pages").cast("long"),
+            F.col("n_domains").cast("long"),
+            F.coalesce("sample_urls", F.array().cast("array<string>")).alias("sample_urls"),
+        )
+    )
+    return conform(out, CSETS_SCHEMA)
+
+
+def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
+    """Cast to the explicit schema (nullability included) so every writer agrees on the table."""
+    cols = [F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields]
+    return df.select(*cols)
+
+
+def counters(ep: DataFrame, ents: DataFrame, n_csets: int, clean: bool) -> dict:
+    """Counters that reconcile: lines = quads + rejected + skipped; entities and sets before and
+    after cleaning; dropped (entity, token) pairs by reason with the most frequent tokens."""
+    by_kind = {r["kind"]: r for r in ep.groupBy("kind").agg(
+        F.sum("n_lines").alias("lines"), F.count(F.lit(1)).alias("rows")).collect()}
+    lines_quad = int(by_kind["quad"]["lines"]) if "quad" in by_kind else 0
+    lines_reject = int(by_kind["reject"]["lines"]) if "reject" in by_kind else 0
+    lines_skip = int(by_kind["skip"]["lines"]) if "skip" in by_kind else 0
+    reasons = {r["reason"]: int(r["n"]) for r in ep.filter(F.col("kind") == "reject").groupBy("reason").agg(
+        F.sum("n_lines").alias("n")).collect()}
+    ent = ents.agg(
+        F.count(F.lit(1)).alias("entities"),
+        F.sum(F.when(F.size("tokens") > 0, 1).otherwise(0)).alias("kept"),
+        F.countDistinct(F.concat_ws(" ", "raw_tokens")).alias("raw_sets"),
+    ).collect()[0]
+    out = {
+        "quads_parsed": lines_quad,
+        "lines_rejected": lines_reject,
+        "lines_skipped_blank_or_comment": lines_skip,
+        "lines_read_by_kind_sum": lines_quad + lines_reject + lines_skip,
+        "rejected_by_reason": dict(sorted(reasons.items())),
+        "entity_page_rows": int(by_kind["quad"]["rows"]) if "quad" in by_kind else 0,
+        "pages": ep.filter(F.col("kind") == "quad").select("k2").distinct().count(),
+        "entities_before_cleaning": int(ent["entities"]),
+        "sets_before_cleaning": int(ent["raw_sets"]),
+        "entities_after_cleaning": int(ent["kept"] or 0),
+        "entities_emptied_by_cleaning": int(ent["entities"]) - int(ent["kept"] or 0),
+        "sets_after_cleaning": n_csets,
+        "cleaning": clean,
+    }
+    if clean:
+        dropped = ents.select(F.explode("dropped").alias("d")).select(
+            F.substring_index("d", "\t", 1).alias("reason"), F.substring_index("d", "\t", -1).alias("token"))
+        by_reason = dropped.groupBy("reason").agg(
+            F.count(F.lit(1)).alias("n"), F.countDistinct("token").alias("distinct")).collect()
+        top = dropped.groupBy("reason", "token").count()
+        top = top.withColumn("r", F.row_number().over(Window.partitionBy("reason").orderBy(F.desc("count"), "token")))
+        tops: dict[str, list] = {}
+        for r in top.filter(F.col("r") <= 5).orderBy("reason", "r").collect():
+            tops.setdefault(r["reason"], []).append([r["token"], int(r["count"])])
+        out["tokens_dropped_by_reason"] = {
+            r["reason"]: {"entity_tokens": int(r["n"]), "distinct_tokens": int(r["distinct"]), "top": tops.get(r["reason"], [])}
+            for r in sorted(by_reason, key=lambda r: r["reason"])
+        }
+    return out
