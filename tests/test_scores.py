@@ -285,6 +285,10 @@ def test_flatten_dot_paths_with_array_marker():
         "review[*].tags[*][*]": ["x"],
         "empty[*]": [[]],
     }
+    # A model may answer with a bare value or a top-level array: still keys, never a crash.
+    assert keyscores.flatten("Recipe") == {"$": ["Recipe"]}
+    assert keyscores.flatten([{"name": "Pie"}, None]) == {"[*].name": ["Pie"]}
+    assert keyscores.key_scores({"@type": "Recipe"}, '"Recipe"').key_f1 == 0.0
 
 
 def test_key_precision_recall_f1_with_arrays():

@@ -76,7 +76,8 @@ def flatten(doc: Any, ignore_keys: Iterable[str] = DEFAULT_IGNORE_KEYS) -> dict[
 
     ``{"a": {"b": 1}, "c": [{"d": "x"}, {"d": "y"}], "e": ["p", "q"]}`` ->
     ``{"a.b": [1], "c[*].d": ["x", "y"], "e[*]": ["p", "q"]}``. An empty object or array is a
-    leaf of its own (the key was given, with no content); ``null`` is no leaf."""
+    leaf of its own (the key was given, with no content); ``null`` is no leaf. A document that is
+    a bare scalar or an empty object has the one key ``$``."""
     ignore = set(ignore_keys)
     out: dict[str, list[Any]] = {}
 
@@ -86,16 +87,14 @@ def flatten(doc: Any, ignore_keys: Iterable[str] = DEFAULT_IGNORE_KEYS) -> dict[
         if isinstance(value, dict):
             items = [(k, v) for k, v in value.items() if k not in ignore and v is not None]
             if not items:
-                if path:
-                    out.setdefault(path, []).append({})
+                out.setdefault(path, []).append({})
                 return
             for k, v in items:
                 walk(v, f"{path}.{k}" if path else k)
         elif isinstance(value, list):
             items = [v for v in value if v is not None]
             if not items:
-                if path:
-                    out.setdefault(path + ARRAY, []).append([])
+                out.setdefault(path + ARRAY, []).append([])
                 return
             for v in items:
                 walk(v, path + ARRAY)
@@ -103,6 +102,8 @@ def flatten(doc: Any, ignore_keys: Iterable[str] = DEFAULT_IGNORE_KEYS) -> dict[
             out.setdefault(path, []).append(value)
 
     walk(doc, "")
+    if "" in out:  # a bare scalar, or an empty top-level object: the document root itself
+        out["$"] = out.pop("")
     return out
 
 
