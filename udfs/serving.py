@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import time
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -313,44 +314,101 @@ def _state_file() -> Path:
     return cache_dir().parent / "serving-state.json"
 
 
-def _cluster_running() -> bool:
-    probe = subprocess.run([sys.executable, "-c", "import ray; ray.init(address='auto', log_to_driver=False)"],
-                           capture_output=True, timeout=120)
-    return probe.returncode == 0
+def _read_state() -> dict[str, Any]:
+    path = _state_file()
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
-def start(conf: dict[str, Any]) -> str:
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def start(conf: dict[str, Any], conf_path: str | Path) -> str:
+    """Deploy the application. With [serving] ray_address, onto that cluster (Serve keeps it after
+    this command exits); otherwise in a background host process that owns a local Ray instance,
+    so that `stop` ends exactly what `start` began and nobody else's Ray."""
+    url = base_url(conf)
+    state = _read_state()
+    if state.get("pid") and _alive(state["pid"]):
+        raise RuntimeError(f"already running (pid {state['pid']}) at {state.get('url')}; stop it first")
+    _state_file().parent.mkdir(parents=True, exist_ok=True)
+    if conf["serving"].get("ray_address"):
+        import ray
+
+        ray.init(address=conf["serving"]["ray_address"], log_to_driver=False)
+        run_app(conf)
+        _state_file().write_text(json.dumps({"url": url, "ray_address": conf["serving"]["ray_address"],
+                                             "app": conf["serving"]["app_name"]}))
+        return url
+    log_path = _state_file().with_name("serving.log")
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "udfs.serving", "_host", "--conf", str(conf_path),
+             "--engine", conf["serving"]["engine"], "--port", str(conf["serving"]["port"])],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            cwd=str(PROJECT_ROOT), env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+        )
+    _state_file().write_text(json.dumps({"url": url, "pid": proc.pid, "log": str(log_path)}))
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"the service exited with {proc.returncode}; {log_path} ends:\n{tail}")
+        try:
+            wait_ready(url, 5)
+            return url
+        except TimeoutError:
+            pass
+    raise TimeoutError(f"{url} not ready after 900 s; see {log_path}")
+
+
+def _host(conf: dict[str, Any]) -> None:
+    """The background process of `start`: a local Ray instance and the app, until SIGTERM."""
+    import signal
+
     import ray
+    from ray import serve
 
-    started_ray = False
-    if not _cluster_running():
-        ray_bin = str(Path(sys.executable).with_name("ray"))
-        subprocess.run([ray_bin, "start", "--head", f"--num-cpus={conf['serving'].get('ray_num_cpus', 2)}",
-                        "--include-dashboard=false", "--disable-usage-stats"], check=True)
-        started_ray = True
-    ray.init(address="auto", log_to_driver=False)
+    ray.init(num_cpus=int(conf["serving"].get("ray_num_cpus", 2)), include_dashboard=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}})
     url = run_app(conf)
-    state = _state_file()
-    state.parent.mkdir(parents=True, exist_ok=True)
-    previous = json.loads(state.read_text()) if state.exists() else {}
-    state.write_text(json.dumps({"url": url, "app": conf["serving"]["app_name"],
-                                 "started_ray": started_ray or previous.get("started_ray", False)}))
-    return url
+    print(f"serving {conf['serving']['engine']} at {url}", flush=True)
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    while not stopping.wait(1):
+        pass
+    serve.shutdown()
+    ray.shutdown()
 
 
-def stop(conf: dict[str, Any]) -> None:
-    state = _state_file()
-    info = json.loads(state.read_text()) if state.exists() else {}
-    if _cluster_running():
+def stop(conf: dict[str, Any]) -> str:
+    state = _read_state()
+    if state.get("ray_address"):
         import ray
         from ray import serve
 
-        ray.init(address="auto", log_to_driver=False)
-        serve.shutdown()
+        ray.init(address=state["ray_address"], log_to_driver=False)
+        serve.delete(state.get("app", conf["serving"]["app_name"]))
         ray.shutdown()
-    if info.get("started_ray"):
-        subprocess.run([str(Path(sys.executable).with_name("ray")), "stop"], check=False)
-    state.unlink(missing_ok=True)
+        _state_file().unlink(missing_ok=True)
+        return f"deleted {state.get('app')} from {state['ray_address']}"
+    pid = state.get("pid")
+    if not pid or not _alive(pid):
+        _state_file().unlink(missing_ok=True)
+        return "not running"
+    os.kill(pid, 15)
+    deadline = time.monotonic() + 90
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if _alive(pid):
+        os.kill(pid, 9)
+    _state_file().unlink(missing_ok=True)
+    return f"stopped (pid {pid})"
 
 
 def status(conf: dict[str, Any]) -> dict[str, Any]:
@@ -367,7 +425,7 @@ def status(conf: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["start", "stop", "status"])
+    parser.add_argument("command", choices=["start", "stop", "status", "_host"])
     parser.add_argument("--conf", default=str(DEFAULT_SERVING_CONF))
     parser.add_argument("--engine", choices=["embedded", "vllm"], help="override [serving] engine")
     parser.add_argument("--port", type=int, help="override [serving] port")
@@ -379,10 +437,11 @@ def main(argv: list[str] | None = None) -> int:
         overrides["serving"]["port"] = args.port
     conf = load_serving_conf(args.conf, overrides)
     if args.command == "start":
-        print(f"serving {conf['serving']['engine']} at {start(conf)}")
+        print(f"serving {conf['serving']['engine']} at {start(conf, args.conf)}")
+    elif args.command == "_host":
+        _host(conf)
     elif args.command == "stop":
-        stop(conf)
-        print("stopped")
+        print(stop(conf))
     else:
         info = status(conf)
         print(json.dumps(info, indent=2))
