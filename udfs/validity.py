@@ -193,14 +193,15 @@ def _shapes_graph(release: str, strict: bool):
 
 @functools.lru_cache(maxsize=4)
 def _hierarchy_graph(release: str, strict: bool):
-    """The shapes file's shp:subTypeOf triples, given to pySHACL as the ontology graph it mixes
-    into the data graph (the whole shapes graph works too, at ~90k triples copied per call)."""
+    """The shapes file's shp:subTypeOf / shp:memberOf triples, which the data graph must hold for
+    the shp:isa-* and shp:member-* shapes to walk."""
     import rdflib
 
     shapes = _shapes_graph(release, strict)
     g = rdflib.Graph()
-    for t in shapes.triples((None, rdflib.URIRef(SHP + "subTypeOf"), None)):
-        g.add(t)
+    for pred in ("subTypeOf", "memberOf"):
+        for t in shapes.triples((None, rdflib.URIRef(SHP + pred), None)):
+            g.add(t)
     return g
 
 
@@ -240,6 +241,9 @@ class PyShaclChecker:
 
         RDF_TYPE = rdflib.RDF.type
         g = rdflib.Graph()
+        # pySHACL's ont_graph mixing copies RDFS/OWL axioms only, so the hierarchy goes in directly.
+        for t in self.hierarchy:
+            g.add(t)
         nodes: dict[Any, tuple[int, str]] = {}  # data-graph node -> (markup, entity id)
         preds: dict[Any, str] = {}
         types: dict[Any, str] = {}
@@ -275,7 +279,7 @@ class PyShaclChecker:
                         g.add((s, pt, o))
 
         _conforms, report, _text = validate(
-            g, shacl_graph=self.shapes, ont_graph=self.hierarchy, advanced=True, inference="none", meta_shacl=False,
+            g, shacl_graph=self.shapes, advanced=True, inference="none", meta_shacl=False,
             abort_on_first=False, allow_warnings=False,
         )
         found = [Findings() for _ in markups]
