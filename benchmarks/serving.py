@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import socket
 import sys
 import tempfile
@@ -107,8 +108,8 @@ def main(argv=None) -> int:
     conf = load_serving_conf(overrides={"serving": {"port": free_port()}, "embedded": {"n_ctx": 4096}})
     emb = conf["embedded"]
     t0 = time.monotonic()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             _temp_dir=tempfile.mkdtemp(prefix="ray", dir="/tmp"),
+    ray_temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=ray_temp,
              runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
     serve_url = run_app(conf, wait_s=600)
     serve_ready = time.monotonic() - t0
@@ -161,6 +162,7 @@ def main(argv=None) -> int:
     finally:
         serve.shutdown()
         ray.shutdown()
+        shutil.rmtree(ray_temp, ignore_errors=True)
 
     print(json.dumps(figures, indent=2))
     s, b = figures["serve"], figures["bare"]

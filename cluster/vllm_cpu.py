@@ -122,11 +122,15 @@ def main(argv=None) -> int:
     cache = Path(tempfile.mkdtemp(prefix="vllmcache"))
     conf["vllm"].setdefault("env", {})["VLLM_CACHE_ROOT"] = str(cache)
     temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+    shm_before = set(Path("/dev/shm").glob("psm_*"))
     try:
         report = serve_and_ask(conf, temp_dir)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
         shutil.rmtree(temp_dir, ignore_errors=True)
+        # vLLM's CPU workers leave ~160 MB shared-memory files behind after each shutdown.
+        for leftover in set(Path("/dev/shm").glob("psm_*")) - shm_before:
+            leftover.unlink(missing_ok=True)
     print(json.dumps(report, indent=2))
     v = report.get("verdicts", {})
     good = (all(x["error"] is None for x in v.values()) and report["json_schema"]["error"] is None)

@@ -2,6 +2,7 @@
 driven through it: real prompts, structured output, prefix reuse, the served tokenizer, errors,
 and a replica killed in the middle of a batch."""
 import asyncio
+import shutil
 import socket
 import tempfile
 from pathlib import Path
@@ -34,7 +35,8 @@ def service(tmp_path_factory):
 
     # Ray's socket paths must stay under 107 bytes: fall back to a short folder when pytest's is long.
     temp = tmp_path_factory.mktemp("ray")
-    if len(str(temp)) > 45:
+    own_temp = len(str(temp)) > 45
+    if own_temp:
         temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(temp), log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
@@ -45,6 +47,8 @@ def service(tmp_path_factory):
     finally:
         serve.shutdown()
         ray.shutdown()
+        if own_temp:
+            shutil.rmtree(temp, ignore_errors=True)
 
 
 def ask(text):
@@ -89,7 +93,7 @@ def test_json_schema_through_serve(service):
     client = LLMClient(service, MODEL_ID)
     c = client.chat_sync([{"role": "system", "content": "Extract from the page."},
                           *ask(f"Page:\n{page_text()}\nWhat is the sale price? JSON.")],
-                         json_schema=schema, max_tokens=20)
+                         json_schema=schema, max_tokens=16)
     assert c.ok, (c.error, c.text)
     assert c.parsed["price"] == pytest.approx(119.99)
     client.close()
@@ -192,3 +196,21 @@ def test_vllm_config_from_conf():
     kwargs = vllm_llm_config_kwargs(gpu)
     assert kwargs["accelerator_type"] == "H100" and "accelerator_config" not in kwargs
     assert kwargs["deployment_config"]["autoscaling_config"]["max_replicas"] == 4
+
+
+def test_ray_data_map_batches_through_serve(service):
+    import ray
+
+    from udfs.llm_client import ChatBatch
+
+    rows = [{"id": 1, "question": "Is Paris the capital of France?"},
+            {"id": 2, "question": "Is the Pacific Ocean smaller than Lake Geneva?"}]
+    out = (ray.data.from_items(rows)
+           .map_batches(ChatBatch, batch_size=2, num_cpus=0, compute=ray.data.ActorPoolStrategy(size=1),
+                        fn_constructor_kwargs={"base_url": service, "model": MODEL_ID, "prompt_column": "question",
+                                               "verdict": True, "system": "Answer with yes or no."})
+           .take_all())
+    by_id = {r["id"]: r for r in out}
+    assert sorted(by_id) == [1, 2]
+    assert by_id[1]["error"] is None and by_id[2]["error"] is None
+    assert by_id[1]["score"] > 0.5 > by_id[2]["score"]
