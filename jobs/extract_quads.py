@@ -87,7 +87,7 @@ def extract_file(item):
                     if reason is None:
                         try:
                             lines = P.run_with_time_limit(P.jsonld_to_quads, time_limit, "JSON-LD to RDF", b.data, url,
-                                                          bnode_prefix=None)
+                                                          block_index=b.index)
                         except Exception as exc:
                             reason = f"block {b.index}: {type(exc).__name__}: {str(exc)[:300]}"
                     if reason is not None:

@@ -206,13 +206,41 @@ def check_block(block: JsonLdBlock) -> None:
         block.error = f"block {block.index}: nested too deeply"
 
 
+def _entity_types_under(root_markup, block_markup) -> list[list[str]]:
+    """Types of every entity of a root's markup, an entity with an IRI taken as the block describes
+    it as a whole (RDF merges nodes with one @id: a C-set counts the merged types), following IRI
+    references into the rest of the block."""
+    from udfs.markup import Ref
+
+    out: list[list[str]] = []
+    seen_iris: set[str] = set()
+    queue = []
+    for ent in root_markup.entities.values():
+        if not ent.is_blank and block_markup is not None and ent.id in block_markup.entities:
+            queue.append(ent.id)
+        else:
+            out.append(sorted(set(ent.types)))
+            for values in ent.properties.values():
+                queue.extend(v.id for v in values if isinstance(v, Ref) and not v.id.startswith("_:"))
+    while queue:
+        iri = queue.pop(0)
+        if iri in seen_iris or block_markup is None or iri not in block_markup.entities:
+            continue
+        seen_iris.add(iri)
+        ent = block_markup.entities[iri]
+        out.append(sorted(set(ent.types)))
+        for values in ent.properties.values():
+            queue.extend(v.id for v in values if isinstance(v, Ref) and not v.id.startswith("_:"))
+    return out
+
+
 def select_markup(blocks: list[JsonLdBlock], cset_types: list[str] | None) -> Selection:
     """The root entity whose markup holds an entity typed exactly as the C-set (the paper keeps
     the markup containing the C-set and evaluates its first-level entity).
 
-    With no C-set types (a plain table of URLs) the first typed root entity is kept. Blocks with
-    an error are skipped; the first match in document order wins. The root keeps its block's
-    ``@context`` so it reads the same on its own.
+    With no C-set types (a plain table of URLs) the first root entity with a schema.org type is
+    kept. Blocks with an error are skipped; the first match in document order wins. The root keeps
+    its block's ``@context`` so it reads the same on its own.
     """
     from udfs.markup import MarkupError, parse_markup
 
@@ -221,6 +249,10 @@ def select_markup(blocks: list[JsonLdBlock], cset_types: list[str] | None) -> Se
     for block in blocks:
         if block.error is not None or block.data is None:
             continue
+        try:
+            whole = parse_markup(block.data)
+        except (MarkupError, RecursionError):
+            whole = None
         for root, ctx in root_entities(block.data):
             doc = root if ("@context" in root or ctx is None) else {"@context": ctx, **root}
             try:
@@ -230,12 +262,13 @@ def select_markup(blocks: list[JsonLdBlock], cset_types: list[str] | None) -> Se
             if not m.roots:
                 continue
             found = False
-            for ent in m.entities.values():
-                types = sorted(set(ent.types))
+            for types in _entity_types_under(m, whole):
                 if types and types not in sel.types_seen:
                     sel.types_seen.append(types)
-                if types and (want is None or types == want):
-                    found = True
+                if want is not None:
+                    found = found or types == want
+                else:
+                    found = found or any("://" not in t for t in types)
             if found:
                 sel.human_markup = doc
                 sel.root_types = sorted(set(m.entities[m.roots[0]].types))
@@ -464,12 +497,13 @@ def _iri(value: str) -> str:
     return "<" + _IRI_UNSAFE.sub(lambda c: "%%%02X" % ord(c.group()), value) + ">"
 
 
-def jsonld_to_quads(data: Any, page_url: str, bnode_prefix: str | None = None) -> list[str]:
+def jsonld_to_quads(data: Any, page_url: str, block_index: int = 0, bnode_prefix: str | None = None) -> list[str]:
     """N-Quads lines of one JSON-LD block, as WebDataCommons writes them: the page URL is the graph
     term, blank nodes get page-scoped labels, schema.org IRIs in ``http://schema.org/`` form.
 
-    Blank-node labels are derived from the page URL and the order of appearance, so a rerun writes
-    the same lines.
+    Blank-node labels are derived from the page URL, the block's position in the page and the order
+    of appearance (``_:n<page hash>x<block>b<n>``): blocks of one page never share a blank node, and
+    a rerun writes the same lines.
     """
     from rdflib import BNode, Graph, Literal, URIRef
     from rdflib.plugins.parsers.jsonld import to_rdf
@@ -488,7 +522,8 @@ def jsonld_to_quads(data: Any, page_url: str, bnode_prefix: str | None = None) -
         if isinstance(t, BNode):
             if t not in labels:
                 # b<n> from label_blank_nodes; a bnode rdflib made itself (lists) gets a serial
-                labels[t] = f"_:{prefix}x{t}" if _BLANK_LABEL_RE.match(str(t)) else f"_:{prefix}xr{len(labels)}"
+                local = str(t) if _BLANK_LABEL_RE.match(str(t)) else f"r{len(labels)}"
+                labels[t] = f"_:{prefix}x{block_index}{local}"
             return labels[t]
         if isinstance(t, URIRef):
             return _iri(str(t))
