@@ -17,7 +17,7 @@ What is understood (the parts of JSON-LD that web markup uses):
   times); every spelling of the schema.org context URL (http/https, ``www.``, trailing slash) is
   resolved with the bundled official context, which also says which properties take IRIs
   (``url``, ``image``, ``sameAs``, ...); inline objects with ``@vocab``, prefixes and term
-  definitions are applied. Any other remote context is never fetched: the markup is refused with
+  definitions are applied (terms they leave undefined are read in schema.org). Any other remote context is never fetched: the markup is refused with
   a :class:`MarkupError` whose reason names the URL.
 
 Terms of the schema.org namespace are named by their local name (``Recipe``, ``name``) whatever
@@ -178,6 +178,9 @@ def _schema_context() -> _Context:
     return _Context(vocab=raw.get("@vocab", SCHEMA_NS), terms=tuple(terms))
 
 
+_BARE = _Context(vocab=SCHEMA_NS, terms=())
+
+
 def _is_schema_context_url(s: str) -> bool:
     return bool(_SCHEMA_CONTEXT_URL.match(s.strip()))
 
@@ -283,7 +286,9 @@ class _Reader:
                 continue
             if not isinstance(item, dict):
                 raise MarkupError(f"top-level array item must be an object, got {type(item).__name__}")
-            ctx = _apply_context(base, item.get("@context"))
+            # JSON-LD starts an inline context from nothing (no schema.org term coercions); terms
+            # it leaves undefined are still read in schema.org, as a markup without @context is.
+            ctx = _apply_context(base if item.get("@context") is None else _BARE, item.get("@context"))
             graph = item.get("@graph")
             if graph is not None:
                 graph_items = graph if isinstance(graph, list) else [graph]
@@ -412,9 +417,11 @@ class _Reader:
 
 
 # ---- writing back ----------------------------------------------------------------------------
-def to_jsonld(markup: Markup, keep: Callable[[str, str, Value], bool] | None = None) -> dict | list | None:
+def to_jsonld(markup: Markup, keep: Callable[[str, str, Value], bool] | None = None,
+              keep_type: Callable[[str, str], bool] | None = None) -> dict | list | None:
     """The markup as JSON-LD (schema.org context, local names), keeping only the (subject,
-    property, value) triples for which ``keep`` is true (all when None).
+    property, value) triples for which ``keep`` is true and the (subject, type) pairs for which
+    ``keep_type`` is true (all when None).
 
     Entities are nested under their first kept reference from a root; one referenced twice (or on
     a cycle) is written once and referred to by ``@id`` elsewhere. Entities no longer reachable
@@ -442,8 +449,9 @@ def to_jsonld(markup: Markup, keep: Callable[[str, str, Value], bool] | None = N
         out: dict[str, Any] = {}
         if not ent.is_blank or refcount.get(eid, 0) > 1 or eid in markup.roots and refcount.get(eid, 0):
             out["@id"] = eid
-        if ent.types:
-            out["@type"] = ent.types[0] if len(ent.types) == 1 else list(ent.types)
+        types = [t for t in ent.types if keep_type is None or keep_type(eid, t)]
+        if types:
+            out["@type"] = types[0] if len(types) == 1 else types
         for p, vs in kept[eid].items():
             vals = [value(v) for v in vs]
             out[p] = vals[0] if len(vals) == 1 else vals

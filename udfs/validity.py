@@ -388,7 +388,8 @@ class ValidityAgent:
 
 
 def _cleaned(markup: Markup, f: Findings) -> dict | None:
-    """Keep a property value when at least one of its subject's types accepts it."""
+    """Keep a property value when at least one of its subject's types accepts it, and drop the
+    types schema.org does not define (an entity left with nothing goes)."""
     ents = markup.entities
 
     def keep(s: str, p: str, v: Value) -> bool:
@@ -399,7 +400,7 @@ def _cleaned(markup: Markup, f: Findings) -> dict | None:
             return False
         return any((s, t) not in f.unknown_types and (s, p, t) not in f.not_allowed for t in ent.types)
 
-    return to_jsonld(markup, keep=keep)
+    return to_jsonld(markup, keep=keep, keep_type=lambda s, t: (s, t) not in f.unknown_types)
 
 
 @functools.lru_cache(maxsize=8)
