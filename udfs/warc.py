@@ -61,10 +61,12 @@ class WarcRecord:
 
 def join_location(base: str | None, filename: str) -> str:
     """Where a record's file lives: ``filename`` as it is when absolute or a URL, else under ``base``."""
-    if "://" in filename or not base or Path(filename).is_absolute():
+    if "://" in filename or not base:
         return filename
     if "://" in base:
         return base.rstrip("/") + "/" + filename.lstrip("/")
+    if Path(filename).is_absolute():
+        return filename
     return str(Path(base) / filename)
 
 
@@ -178,6 +180,7 @@ def index_warc(path: str, warc_filename: str | None = None) -> Iterator[dict]:
     import fsspec
 
     name = warc_filename or path
+    pending = None
     with fsspec.open(path, "rb") as fh:
         it = ArchiveIterator(fh)
         try:
@@ -202,9 +205,20 @@ def index_warc(path: str, warc_filename: str | None = None) -> Iterator[dict]:
                 }
                 it.read_to_end(rec)
                 row["warc_record_length"] = it.get_record_length()
-                yield row
+                if pending is not None:
+                    yield pending
+                pending = row
         except Exception as exc:
             raise WarcError(PARSE_ERROR, f"{name}: unreadable after offset {it.offset}: {type(exc).__name__}: {exc}") from None
+    if pending is not None:
+        # warcio ends quietly on a file cut inside its last gzip member; reading that member back
+        # tells a complete record from a cut one
+        try:
+            gunzip_member(read_range(path, pending["warc_record_offset"], pending["warc_record_length"]), 1 << 40)
+        except WarcError as exc:
+            raise WarcError(PARSE_ERROR, f"{name}: last record at offset {pending['warc_record_offset']} "
+                                         f"is cut ({exc.reason}); not indexed") from None
+        yield pending
 
 
 def relative_name(path: str, base: str | None) -> str:
