@@ -31,8 +31,11 @@ def table(spark, values, urls=None):
 
 
 def rows_of(result):
-    return [r.asDict(recursive=True) for r in
-            result.samples.orderBy("feature", "stratum_index", "sample_rank").collect()]
+    """The sample rows, collected once per result (the sample is a lazy Spark plan)."""
+    if not hasattr(result, "rows"):
+        result.rows = [r.asDict(recursive=True) for r in
+                       result.samples.orderBy("feature", "stratum_index", "sample_rank").collect()]
+    return result.rows
 
 
 def strata(result, feature):

@@ -181,9 +181,10 @@ def quantile_bounds(counts: DataFrame, n_strata: int, total: int) -> dict[str, d
     aggs = [F.min(F.when(F.col("cum") * n_strata >= k * total, F.col("value"))).alias(f"q{k}")
             for k in range(1, n_strata)]
     rows = counts.groupBy("feature").agg(F.min("value").alias("min"), F.max("value").alias("max"),
-                                         *aggs).collect()
+                                         F.count(F.lit(1)).alias("distinct"), *aggs).collect()
     return {r["feature"]: {"bounds": [float(r[f"q{k}"]) for k in range(1, n_strata)],
-                           "min": float(r["min"]), "max": float(r["max"])} for r in rows}
+                           "min": float(r["min"]), "max": float(r["max"]), "distinct": r["distinct"]}
+            for r in rows}
 
 
 def stratum_index(value: Column, bounds: list[float]) -> Column:
@@ -244,7 +245,11 @@ def histogram(rows: list[Row], feature: str) -> dict[str, Any]:
     return {"feature": feature, "bins": bins, "nonpositive": nonpositive}
 
 
-def spearman(frame: DataFrame, pairs: list[tuple[str, str]], counts: DataFrame) -> dict[str, float | None]:
+BROADCAST_RANKS = 1_000_000  # distinct values of a feature up to which its rank table is broadcast
+
+
+def spearman(frame: DataFrame, pairs: list[tuple[str, str]], counts: DataFrame,
+             distinct: dict[str, int] | None = None) -> dict[str, float | None]:
     """Spearman's rho of each pair: Pearson's correlation of average ranks over the whole frame.
 
     Twice an average rank is an integer (2 * cum - n + 1), so Spark sums exact decimals
@@ -259,6 +264,9 @@ def spearman(frame: DataFrame, pairs: list[tuple[str, str]], counts: DataFrame) 
     for i, f in enumerate(features):
         r = counts.where(F.col("feature") == f).select(
             F.col("value").alias(f"_v{i}"), (2 * F.col("cum") - F.col("n") + 1).cast(big).alias(f"_r{i}"))
+        # Integer features have few distinct values: ship the rank table, do not shuffle the frame.
+        if distinct is not None and distinct.get(f, BROADCAST_RANKS + 1) <= BROADCAST_RANKS:
+            r = F.broadcast(r)
         ranked = ranked.join(r, f"_v{i}")
     pos = {f: i for i, f in enumerate(features)}
     aggs = [F.count(F.lit(1)).alias("n")]
@@ -439,7 +447,8 @@ def sample_csets(df: DataFrame, *, features: list[str], n_strata: int = 3, per_s
 
     pairs = list(combinations(features, 2))
     method = "Pearson correlation of average ranks (ties share the mean rank), in Spark"
-    rhos = spearman(frame, pairs, counts) if n_frame >= 2 else {}
+    rhos = (spearman(frame, pairs, counts, {f: d["distinct"] for f, d in dist.items()})
+            if n_frame >= 2 else {})
     for fx, fy in pairs:
         key = f"{fx}~{fy}"
         if n_frame < 2:
