@@ -38,6 +38,9 @@ def service(tmp_path_factory):
     own_temp = len(str(temp)) > 45
     if own_temp:
         temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))
+    # Workers default to niceness 15, which starves the replica on a busy machine.
+    monkey_env = pytest.MonkeyPatch()
+    monkey_env.setenv("RAY_worker_niceness", "0")
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(temp), log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
     conf = load_serving_conf(overrides={"serving": {"port": free_port()},
@@ -47,6 +50,7 @@ def service(tmp_path_factory):
     finally:
         serve.shutdown()
         ray.shutdown()
+        monkey_env.undo()
         if own_temp:
             shutil.rmtree(temp, ignore_errors=True)
 

@@ -373,6 +373,9 @@ def _host(conf: dict[str, Any]) -> None:
     import ray
     from ray import serve
 
+    # Ray starts workers at niceness 15; on a node shared with Spark or anything else the model
+    # replica would then get a fraction of its CPUs.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(num_cpus=int(conf["serving"].get("ray_num_cpus", 2)), include_dashboard=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}})
     url = run_app(conf)
