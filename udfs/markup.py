@@ -56,7 +56,9 @@ class MarkupError(ValueError):
         self.reason = reason
 
 
-@dataclass(frozen=True)
+# Plain (not frozen) slotted dataclasses: a markup makes thousands of these and frozen ones cost
+# twice as much to build. Treat them as immutable all the same.
+@dataclass(slots=True, unsafe_hash=True)
 class Literal:
     """A literal value: a JSON string, number or boolean, or an ``@value`` object."""
 
@@ -75,7 +77,7 @@ class Literal:
         return str(self.value)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Ref:
     """A reference to a node: an entity of the markup (blank ``_:bN`` or IRI) or an outside IRI."""
 
@@ -104,11 +106,13 @@ class Entity:
     def is_blank(self) -> bool:
         return self.id.startswith("_:")
 
+    _seen: set = field(default_factory=set, repr=False, compare=False)
+
     def add(self, prop: str, value: Value) -> None:
-        values = self.properties.setdefault(prop, [])
-        k = value.key()
-        if all(v.key() != k for v in values):  # RDF graphs are sets: a repeated value is one triple
-            values.append(value)
+        k = (prop, value.key())
+        if k not in self._seen:  # RDF graphs are sets: a repeated value is one triple
+            self._seen.add(k)
+            self.properties.setdefault(prop, []).append(value)
 
 
 class Triple(NamedTuple):
@@ -147,14 +151,14 @@ class Markup:
 
 
 # ---- context ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
 class _Context:
-    vocab: str | None
-    terms: tuple  # ((term, iri, coerce_to_id), ...), frozen so contexts can be cached and shared
+    """An active context: the vocabulary IRI and term -> (IRI, value coerced to @id)."""
 
-    @functools.cached_property
-    def table(self) -> dict[str, tuple[str, bool]]:
-        return {t: (iri, coerce) for t, iri, coerce in self.terms}
+    __slots__ = ("vocab", "table")
+
+    def __init__(self, vocab: str | None, table: dict[str, tuple[str, bool]]):
+        self.vocab = vocab
+        self.table = table
 
 
 @functools.lru_cache(maxsize=1)
@@ -163,22 +167,22 @@ def _schema_context() -> _Context:
     with open(path, encoding="utf-8") as fh:
         raw = json.load(fh)["@context"]
     prefixes = {k: v for k, v in raw.items() if isinstance(v, str) and not k.startswith("@")}
-    terms = []
+    table: dict[str, tuple[str, bool]] = {}
     for k, v in raw.items():
         if k.startswith("@"):
             continue
         if isinstance(v, str):
-            terms.append((k, v, False))
+            table[k] = (v, False)
         else:
             iri = v.get("@id", k)
             pre, _, local = iri.partition(":")
             if pre in prefixes and not local.startswith("//"):
                 iri = prefixes[pre] + local
-            terms.append((k, iri, v.get("@type") == "@id"))
-    return _Context(vocab=raw.get("@vocab", SCHEMA_NS), terms=tuple(terms))
+            table[k] = (iri, v.get("@type") == "@id")
+    return _Context(raw.get("@vocab", SCHEMA_NS), table)
 
 
-_BARE = _Context(vocab=SCHEMA_NS, terms=())
+_BARE = _Context(SCHEMA_NS, {})
 
 
 def _is_schema_context_url(s: str) -> bool:
@@ -195,10 +199,8 @@ def _apply_context(active: _Context, ctx: Any) -> _Context:
     if isinstance(ctx, str):
         if _is_schema_context_url(ctx):
             sc = _schema_context()
-            if active.terms:
-                merged = dict(active.table)
-                merged.update(sc.table)
-                return _Context(sc.vocab, tuple((t, i, c) for t, (i, c) in merged.items()))
+            if active.table and active is not sc:
+                return _Context(sc.vocab, {**active.table, **sc.table})
             return sc
         raise MarkupError(f"remote @context not fetched: {ctx[:200]}")
     if not isinstance(ctx, dict):
@@ -209,7 +211,7 @@ def _apply_context(active: _Context, ctx: Any) -> _Context:
         vocab = ctx["@vocab"] if isinstance(ctx["@vocab"], str) else None
         if vocab and _is_schema_context_url(vocab):
             vocab = SCHEMA_NS
-    tmp = _Context(vocab, tuple((t, i, c) for t, (i, c) in table.items()))
+    tmp = _Context(vocab, table)
     for term, d in ctx.items():
         if term.startswith("@"):
             continue
@@ -224,7 +226,7 @@ def _apply_context(active: _Context, ctx: Any) -> _Context:
             table[term] = (_expand(tmp, iri, vocab=True), d.get("@type") == "@id")
         else:
             raise MarkupError(f"term definition of {term!r} is a {type(d).__name__}")
-    return _Context(vocab, tuple((t, i, c) for t, (i, c) in table.items()))
+    return _Context(vocab, table)
 
 
 def _expand(ctx: _Context, s: str, vocab: bool) -> str:
@@ -243,6 +245,7 @@ def _expand(ctx: _Context, s: str, vocab: bool) -> str:
     return s
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def term_name(iri: str) -> str:
     """Local name for a schema.org IRI, the IRI itself otherwise."""
     return schema_local_name(iri) or iri

@@ -43,7 +43,7 @@ _PATTERNS = {fam: re.compile(p) for fam, (_, p) in LITERAL_FAMILIES.items() if p
 ENGINES = ("compiled", "pyshacl")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Verdict:
     subject: str
     property: str
