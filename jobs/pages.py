@@ -261,13 +261,16 @@ class PagesJob(SparkJob):
         pages = spark.read.parquet(str(self.table_dir))
         n_input = rows.count()
         n_rejected = spark.read.parquet(str(self.rejects_dir)).count()
-        agg = pages.groupBy("selected", "status").count().collect()
-        selected = {r["status"]: r["count"] for r in agg if r["selected"]}
-        attempts = {}
+        # one pass over the written table for every counter
+        agg = (pages.groupBy("selected", "status", (F.col("candidate_rank") > 0).alias("replacement"))
+               .agg(F.count(F.lit(1)).alias("n")).collect())
+        selected, attempts = {}, {}
         for r in agg:
-            attempts[r["status"]] = attempts.get(r["status"], 0) + r["count"]
-        slots_filled = pages.where("selected").select("slot").distinct().count()
-        replaced = pages.where("selected AND status = 'ok' AND candidate_rank > 0").count()
+            attempts[r["status"]] = attempts.get(r["status"], 0) + r["n"]
+            if r["selected"]:
+                selected[r["status"]] = selected.get(r["status"], 0) + r["n"]
+        slots_filled = pages.where("selected").select("slot").distinct().count()  # one selected row per slot
+        replaced = sum(r["n"] for r in agg if r["selected"] and r["status"] == P.OK and r["replacement"])
         counters = {"input_rows": n_input, "rejected_rows": n_rejected, "selected_rows": sum(selected.values()),
                     "distinct_slots": slots_filled, "attempts": sum(attempts.values()), "ok_by_replacement": replaced,
                     **{f"selected_{s}": selected.get(s, 0) for s in P.STATUSES},
