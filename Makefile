@@ -15,8 +15,11 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[model,dev]'
 	touch $@
 
+# spark-submit finds its Spark home through the venv's python, so the venv goes first on PATH.
+RUN := PATH=$(CURDIR)/$(VENV)/bin:$$PATH
+
 demo: setup
-	$(VENV)/bin/spark-submit jobs/csets.py --input data/wdc --output $(OUT)
+	$(RUN) spark-submit jobs/csets.py --input data/wdc --output $(OUT)
 
 test: setup
 	$(PY) -m pytest

@@ -70,7 +70,7 @@ class CsetsJob(SparkJob):
         lines_read = int(seen.get["lines_read"])
 
         with self.record.time("write csets"):
-            table = C.csets(ep, ents, cfg).orderBy(F.desc("n_instances"), "cset_id")
+            table = C.csets(ep, ents, cfg)
             table.write.mode("overwrite").parquet(str(self.table_dir))
         with self.record.time("write rejects"):
             rej = C.rejects(ep)

@@ -83,31 +83,36 @@ def read_lines(spark: SparkSession, files: list[str]) -> DataFrame:
     )
 
 
-def _token_and_reason(s: Column, p: Column, o: Column, vocab: Vocabulary, clean: bool) -> tuple[Column, Column]:
-    is_type = p == F.lit(N.RDF_TYPE_TERM)
-    p_local = N.schema_local(p)
-    o_local = F.when(is_type, N.schema_local(o))
-    token = F.when(
-        is_type,
-        F.concat(F.lit("isa:"), F.when(o_local != "", o_local).otherwise(o)),
-    ).otherwise(F.when(p_local != "", p_local).otherwise(p))
+def with_tokens(q: DataFrame, vocab: Vocabulary, clean: bool) -> DataFrame:
+    """Add ``token`` and, when cleaning, ``reason`` (why it is dropped; null: kept) to parsed quads.
+
+    One regex per quad: the term naming the token is the object of rdf:type and the predicate
+    otherwise. ``local`` is its own projection so the regex is not re-evaluated per use.
+    """
+    is_type = F.col("q.p") == F.lit(N.RDF_TYPE_TERM)
+    q = q.withColumn("is_type", is_type).withColumn(
+        "term", F.when(F.col("is_type"), F.col("q.o")).otherwise(F.col("q.p")))
+    q = q.withColumn("local", N.schema_local(F.col("term")))
+    local, term = F.col("local"), F.col("term")
+    name = F.when(local != "", local).otherwise(term)
+    q = q.withColumn("token", F.when(F.col("is_type"), F.concat(F.lit("isa:"), name)).otherwise(name))
     if not clean:
-        return token, F.lit(None).cast("string")
+        return q.withColumn("reason", F.lit(None).cast("string"))
     reason = (
-        F.when(is_type & (o_local == ""), F.lit(TYPE_NOT_SCHEMA))
-        .when(is_type & ~o_local.isin(sorted(vocab.classes)), F.lit(TYPE_UNKNOWN))
-        .when(~is_type & (p_local == ""), F.lit(PROPERTY_NOT_SCHEMA))
-        .when(~is_type & ~p_local.isin(sorted(vocab.properties)), F.lit(PROPERTY_UNKNOWN))
+        F.when(F.col("is_type"), F.when(local == "", F.lit(TYPE_NOT_SCHEMA))
+               .when(~local.isin(sorted(vocab.classes)), F.lit(TYPE_UNKNOWN)))
+        .otherwise(F.when(local == "", F.lit(PROPERTY_NOT_SCHEMA))
+                   .when(~local.isin(sorted(vocab.properties)), F.lit(PROPERTY_UNKNOWN)))
     )
-    return token, reason
+    return q.withColumn("reason", reason)
 
 
 def entity_pages(lines: DataFrame, vocab: Vocabulary, cfg: CsetConfig) -> DataFrame:
     """The one pass over the input: rows of kind ``quad`` (entity on a page: n_lines quads, kept
     tokens, dropped ``reason\\ttoken`` strings), ``reject`` (one malformed line) and ``skip``
     (blank and comment lines, one row per file)."""
-    q = N.parse(lines, "line", "q")
-    token, reason = _token_and_reason(F.col("q.s"), F.col("q.p"), F.col("q.o"), vocab, cfg.clean)
+    q = with_tokens(N.parse(lines, "line", "q"), vocab, cfg.clean)
+    token, reason = F.col("token"), F.col("reason")
     page = N.iri_value(F.col("q.g"))
     if cfg.subject_scope == "page":
         entity = F.concat(page, F.lit(" "), F.col("q.s"))

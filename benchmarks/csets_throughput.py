@@ -1,0 +1,240 @@
+"""Throughput of the C-sets job against its floor and a naive baseline, side by side.
+
+    python benchmarks/csets_throughput.py [--quads 2000000] [--files 8] [--scales 1,2,4]
+
+1. Generates a synthetic WDC corpus shaped on the bundled real sample: whole real pages are
+   replayed under new page URLs (domains drawn from a Zipf law), with page-scoped IRIs and blank
+   nodes renamed, so quads per page, subjects per page, blank-node share, types, properties and
+   literals (escapes, language tags, datatypes) follow the real distributions; about one line in
+   10^4 is malformed. Several gzip files per corpus.
+2. For each scale (1x, 2x, 4x the corpus) it measures, on the same files:
+   - the floor: `zcat` of all files in parallel (one process per core) to /dev/null;
+   - the job: `spark-submit jobs/csets.py` (local[*]) wall time, JVM and Python driver peak RSS;
+   - the naive baseline: one Python process, a per-line regex into a dict of sets (1x only by
+     default, it is slow), with its peak RSS.
+3. Prints one table: quads/s per core, job / zcat ratio, job / naive per-core ratio, memory, and
+   how time and memory grow with the input. Also writes the figures as JSON (--json).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL = ROOT / "data" / "wdc" / "wdc-2022-12-jsonld-part00044-first10k.nq"
+LINE = re.compile(r"^(\S+)\s+(\S+)\s+(.+)\s+(<[^>]*>)\s+\.\s*$")
+
+
+# ---- corpus ------------------------------------------------------------------------------------
+def real_pages() -> list[list[tuple[str, str, str]]]:
+    pages: dict[str, list] = defaultdict(list)
+    for line in REAL.read_text(encoding="utf-8").splitlines():
+        m = LINE.match(line)
+        if m:
+            s, p, o, g = m.groups()
+            pages[g[1:-1]].append((s, p, o))
+    return [[(s, p, o) for s, p, o in quads] + [("__page__", url, "")] for url, quads in pages.items()]
+
+
+def render_page(template, page_no: int, rng: random.Random, n_domains: int) -> list[str]:
+    old_url = template[-1][1]
+    dom = min(int(rng.paretovariate(1.2)), n_domains)
+    new_url = f"http://site{dom}.example.org/p/{page_no}.html"
+    g = f"<{new_url}>"
+    out = []
+    for s, p, o in template[:-1]:
+        if s.startswith("_:"):
+            s = f"{s}p{page_no}"
+        else:
+            s = s.replace(old_url, new_url)
+        if o.startswith("_:"):
+            o = f"{o}p{page_no}"
+        elif o.startswith("<"):
+            o = o.replace(old_url, new_url)
+        line = f"{s} {p} {o} {g}   ."
+        r = rng.random()
+        if r < 0.00005:
+            line = line[: len(line) // 2]  # truncated
+        elif r < 0.0001:
+            line = line.replace('"', "", 1) if '"' in line else line + " <x"  # unbalanced
+        out.append(line)
+    return out
+
+
+def make_corpus(folder: Path, quads: int, files: int, seed: int = 7) -> tuple[list[Path], int]:
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    templates = real_pages()
+    n_domains = max(10, quads // 400)
+    per_file = quads // files
+    paths, written, page_no = [], 0, 0
+    for i in range(files):
+        path = folder / f"part-{i:05d}.nq.gz"
+        n = 0
+        with gzip.open(path, "wt", encoding="utf-8", compresslevel=6) as fh:
+            while n < per_file:
+                lines = render_page(rng.choice(templates), page_no, rng, n_domains)
+                page_no += 1
+                fh.write("\n".join(lines) + "\n")
+                n += len(lines)
+        paths.append(path)
+        written += n
+    return paths, written
+
+
+# ---- measuring ---------------------------------------------------------------------------------
+def _tree_rss_peaks(root_pid: int, stop: threading.Event, peaks: dict) -> None:
+    """Poll the process tree: peak RSS per command kind (java, python)."""
+    while not stop.is_set():
+        pids = [root_pid]
+        try:
+            children = subprocess.run(["ps", "-o", "pid=,rss=,comm=", "--ppid", str(root_pid)],
+                                      capture_output=True, text=True).stdout
+        except OSError:
+            children = ""
+        rows = [ln.split(None, 2) for ln in children.splitlines() if ln.strip()]
+        try:
+            own = subprocess.run(["ps", "-o", "pid=,rss=,comm=", "-p", str(root_pid)],
+                                 capture_output=True, text=True).stdout
+            rows += [ln.split(None, 2) for ln in own.splitlines() if ln.strip()]
+        except OSError:
+            pass
+        for pid, rss, comm in rows:
+            kind = "java" if "java" in comm else "python" if "python" in comm else comm
+            peaks[kind] = max(peaks.get(kind, 0), int(rss) * 1024)
+            pids.append(int(pid))
+        stop.wait(0.2)
+
+
+def run_measured(cmd: list[str], **kw) -> tuple[float, dict, subprocess.CompletedProcess]:
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    peaks: dict = {}
+    stop = threading.Event()
+    th = threading.Thread(target=_tree_rss_peaks, args=(proc.pid, stop, peaks), daemon=True)
+    th.start()
+    out, err = proc.communicate()
+    wall = time.monotonic() - t0
+    stop.set()
+    th.join()
+    res = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[:3]} failed ({proc.returncode}):\n{err[-3000:]}")
+    return wall, peaks, res
+
+
+def zcat_floor(files: list[Path], cores: int) -> float:
+    t0 = time.monotonic()
+    subprocess.run(f"printf '%s\\n' {' '.join(map(str, files))} | xargs -P {cores} -n 1 sh -c 'zcat \"$0\" > /dev/null'",
+                   shell=True, check=True)
+    return time.monotonic() - t0
+
+
+NAIVE = r'''
+import gzip, re, sys, resource
+line_re = re.compile(r'^(<[^>]*>|_:\S+)\s+(<[^>]*>)\s+(.+)\s+(<[^>]*>)\s+\.\s*$')
+sets = {}
+n = 0
+for f in sys.argv[1:]:
+    with gzip.open(f, "rt", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            m = line_re.match(line)
+            if not m:
+                continue
+            s, p, o, g = m.groups()
+            key = (g, s) if s.startswith("_:") else s
+            tok = "isa:" + o if p.endswith("#type>") else p
+            sets.setdefault(key, set()).add(tok)
+            n += 1
+csets = {}
+for toks in sets.values():
+    k = " ".join(sorted(toks))
+    csets[k] = csets.get(k, 0) + 1
+print(n, len(sets), len(csets), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+'''
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quads", type=int, default=2_000_000, help="quads in the 1x corpus")
+    ap.add_argument("--files", type=int, default=8, help="gzip files in the 1x corpus")
+    ap.add_argument("--scales", default="1,2,4", help="corpus multiples to run")
+    ap.add_argument("--naive-scales", default="1", help="multiples on which to run the naive baseline")
+    ap.add_argument("--workdir", default=None, help="where corpora and outputs go (default: a temp dir, removed)")
+    ap.add_argument("--json", default=None, help="also write the figures here")
+    args = ap.parse_args()
+    cores = os.cpu_count() or 1
+    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="csets-bench-"))
+    spark_submit = str(Path(sys.executable).parent / "spark-submit")
+    rows = []
+    try:
+        for scale in [int(s) for s in args.scales.split(",")]:
+            corpus = work / f"corpus-{scale}x"
+            t0 = time.monotonic()
+            files, quads = make_corpus(corpus, args.quads * scale, args.files * scale)
+            gen_s = time.monotonic() - t0
+            size = sum(f.stat().st_size for f in files)
+            floor = zcat_floor(files, cores)
+            out = work / f"out-{scale}x"
+            shutil.rmtree(out, ignore_errors=True)
+            wall, peaks, res = run_measured(
+                [spark_submit, "--master", f"local[{cores}]", "--driver-memory", "2g",
+                 str(ROOT / "jobs" / "csets.py"), "--input", str(corpus), "--output", str(out), "--top", "3"],
+                env={**os.environ, "SPARK_LOG_LEVEL": "ERROR", "PYSPARK_PYTHON": sys.executable,
+                     "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"})
+            record = json.loads((out / "csets" / "_run.json").read_text())
+            c = record["counters"]
+            assert c["reconciles"], c
+            row = {
+                "scale": scale, "files": len(files), "quads": quads, "gzip_mb": round(size / 2**20, 1),
+                "gen_s": round(gen_s, 1), "zcat_s": round(floor, 2), "job_s": round(wall, 2),
+                "job_over_zcat": round(wall / floor, 2),
+                "job_quads_per_s_per_core": round(quads / wall / cores),
+                "jvm_peak_mb": round(peaks.get("java", 0) / 2**20), "driver_py_peak_mb": round(peaks.get("python", 0) / 2**20),
+                "rejected": c["lines_rejected"], "csets": c["sets_after_cleaning"],
+            }
+            if str(scale) in args.naive_scales.split(","):
+                t0 = time.monotonic()
+                res = subprocess.run([sys.executable, "-c", NAIVE, *map(str, files)], capture_output=True, text=True, check=True)
+                naive_s = time.monotonic() - t0
+                n, ents, ncsets, rss = map(int, res.stdout.split())
+                row.update({"naive_s": round(naive_s, 2), "naive_quads_per_s": round(n / naive_s),
+                            "naive_peak_mb": round(rss / 2**20), "naive_entities": ents,
+                            "job_over_naive_per_core": round((quads / wall / cores) / (n / naive_s), 2)})
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            shutil.rmtree(corpus, ignore_errors=True)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    base = rows[0]
+    print(f"\nC-sets job throughput on {cores} cores (same files for every column of a row)")
+    hdr = f"{'scale':>5} {'quads':>11} {'gz MB':>7} {'zcat s':>7} {'job s':>7} {'job/zcat':>8} {'q/s/core':>9} {'naive q/s':>9} {'job/naive':>9} {'JVM MB':>7} {'drv MB':>7} {'naive MB':>8} {'time x':>6}"
+    print(hdr)
+    for r in rows:
+        print(f"{r['scale']:>4}x {r['quads']:>11,} {r['gzip_mb']:>7} {r['zcat_s']:>7} {r['job_s']:>7} {r['job_over_zcat']:>8} "
+              f"{r['job_quads_per_s_per_core']:>9,} {r.get('naive_quads_per_s', '-'):>9} {r.get('job_over_naive_per_core', '-'):>9} "
+              f"{r['jvm_peak_mb']:>7} {r['driver_py_peak_mb']:>7} {r.get('naive_peak_mb', '-'):>8} {r['job_s'] / base['job_s']:>6.2f}")
+    rate = max(r["job_quads_per_s_per_core"] for r in rows)
+    full = 61.1e9
+    print(f"\nFull WDC 2023-12 JSON-LD release ({full / 1e9:.1f} billion quads, 8,897 files) at {rate:,} quads/s/core: "
+          f"{full / rate / 3600:,.0f} core-hours")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"cores": cores, "rows": rows, "core_hours_full_release": full / rate / 3600}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
