@@ -18,8 +18,14 @@ $(VENV)/.installed: pyproject.toml
 # spark-submit finds its Spark home through the venv's python, so the venv goes first on PATH.
 RUN := PATH=$(CURDIR)/$(VENV)/bin:$$PATH
 
+# The real WDC sample's C-sets (we do not hold those pages' HTML), then the end-to-end chain on
+# the bundled demo corpus, whose HTML we do hold (data/demo: extruct pages + Common Crawl WARCs).
 demo: setup
-	$(RUN) spark-submit jobs/csets.py --input data/wdc --output $(OUT)
+	$(RUN) spark-submit jobs/csets.py --input data/wdc --output $(OUT)/wdc
+	$(RUN) spark-submit jobs/csets.py --input data/demo/quads --output $(OUT)
+	$(RUN) spark-submit jobs/sample.py --input $(OUT)/csets --output $(OUT)
+	$(RUN) spark-submit jobs/warc_index.py --input data/warc data/demo --warc-base data --output $(OUT)
+	$(RUN) spark-submit jobs/pages.py --input $(OUT)/samples --warc-index $(OUT)/warc_index --warc-base data --output $(OUT)
 
 test: setup
 	$(PY) -m pytest
