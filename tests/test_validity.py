@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from shapes.corpus import adversarial_markups, real_markups
-from tests.conftest import ROOT
 from udfs.markup import Literal, MarkupError, Ref, parse_markup, to_jsonld
 from udfs.validity import ValidityAgent, agent, validate
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 # ---- markup model ----------------------------------------------------------------------------
@@ -135,8 +137,6 @@ def test_strict_reading(engine):
     ok = strict.validate({"@type": "Offer", "availability": {"@id": "schema:InStock"},
                           "validFrom": "2024-01-01", "eligibleQuantity": {"@id": "schema:Monday"}}).verdicts
     assert [(x.property, x.valid) for x in ok] == [("availability", True), ("validFrom", True), ("eligibleQuantity", False)]
-    pages = {str(x.value): x.valid for x in strict.validate({"@type": "Book", "numberOfPages": [12, "12"]}).verdicts}
-    assert pages == {"12": True} or pages == {"12": False}  # same text: check by kind below
     kinds = [(type(x.value).__name__, x.valid) for x in strict.validate({"@type": "Book", "numberOfPages": [12, "12"]}).verdicts]
     assert kinds == [("int", True), ("str", False)]
 
