@@ -67,6 +67,8 @@ def test_other_vocabularies_keep_full_iris():
     ('{"@type": 5}', "@type values must be strings"),
     ('{"@id": 5, "name": "x"}', "@id must be a string"),
     ('[]', "no entity"),
+    ('{"@type": "Thing", "about": ' * 150 + '"x"' + "}" * 150, "nesting deeper than 100 levels"),
+    ("[" * 100_000, "nesting deeper than 100 levels"),
 ])
 def test_broken_markup_raises_with_a_reason(bad, reason):
     with pytest.raises(MarkupError) as e:

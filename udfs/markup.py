@@ -48,6 +48,11 @@ _ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _IGNORED_KEYWORDS = {"@context", "@index", "@language", "@direction", "@version", "@base", "@protected", "@propagate", "@import"}
 
 
+# Deeper nesting is refused (real markup nests a handful of levels; Python's recursion does not
+# go much past a few hundred).
+MAX_DEPTH = 100
+
+
 class MarkupError(ValueError):
     """A markup that cannot be read; ``reason`` says why in one line (for reject rows)."""
 
@@ -268,6 +273,8 @@ def parse_markup(markup: str | bytes | dict | list) -> Markup:
             markup = json.loads(markup)
         except json.JSONDecodeError as e:
             raise MarkupError(f"not JSON: {e}") from None
+        except RecursionError:
+            raise MarkupError(f"nesting deeper than {MAX_DEPTH} levels") from None
     if not isinstance(markup, (dict, list)):
         raise MarkupError(f"top level must be a JSON object or array, got {type(markup).__name__}")
     return _Reader().read(markup)
@@ -279,7 +286,7 @@ class _Reader:
         self.roots: list[str] = []
         self.notes: list[str] = []
         self._blank = 0
-        self._depth_limit = 500
+        self._depth_limit = MAX_DEPTH
 
     def read(self, doc: dict | list) -> Markup:
         base = _schema_context()
@@ -445,22 +452,23 @@ def to_jsonld(markup: Markup, keep: Callable[[str, str, Value], bool] | None = N
                 if isinstance(v, Ref) and v.id in ents:
                     refcount[v.id] = refcount.get(v.id, 0) + 1
     written: set[str] = set()
+    deferred: list[str] = []  # nodes past MAX_DEPTH (long reference chains): written at the top
 
-    def node(eid: str) -> dict:
+    def node(eid: str, depth: int = 0, force_id: bool = False) -> dict:
         written.add(eid)
         ent = ents[eid]
         out: dict[str, Any] = {}
-        if not ent.is_blank or refcount.get(eid, 0) > 1 or eid in markup.roots and refcount.get(eid, 0):
+        if force_id or not ent.is_blank or refcount.get(eid, 0) > 1 or eid in markup.roots and refcount.get(eid, 0):
             out["@id"] = eid
         types = [t for t in ent.types if keep_type is None or keep_type(eid, t)]
         if types:
             out["@type"] = types[0] if len(types) == 1 else types
         for p, vs in kept[eid].items():
-            vals = [value(v) for v in vs]
+            vals = [value(v, depth + 1) for v in vs]
             out[p] = vals[0] if len(vals) == 1 else vals
         return out
 
-    def value(v: Value) -> Any:
+    def value(v: Value, depth: int) -> Any:
         if isinstance(v, Literal):
             if v.datatype is None and v.language is None:
                 return v.value
@@ -471,7 +479,11 @@ def to_jsonld(markup: Markup, keep: Callable[[str, str, Value], bool] | None = N
                 d["@language"] = v.language
             return d
         if v.id in ents and v.id not in written and v.id not in markup.roots:
-            return node(v.id)
+            if depth >= MAX_DEPTH:
+                written.add(v.id)
+                deferred.append(v.id)
+            else:
+                return node(v.id, depth)
         return {"@id": v.id}
 
     roots = []
@@ -481,6 +493,8 @@ def to_jsonld(markup: Markup, keep: Callable[[str, str, Value], bool] | None = N
         n = node(r)
         if len(n) > (1 if "@id" in n else 0):
             roots.append(n)
+    while deferred:
+        roots.append(node(deferred.pop(0), force_id=True))
     if not roots:
         return None
     if len(roots) == 1:
