@@ -1,0 +1,230 @@
+"""pages/ -> markups/, triples/, scores/: the agents over every usable page (Ray Data + Ray Serve).
+
+    python jobs/evaluate.py --input OUT/pages --output OUT [--limit N] [--models qwen2.5-coder-1.5b]
+
+Each page (a ``page_key``: page URL + human markup) is evaluated by ``udfs.evaluation`` and
+written as its own Parquet part in each table, scores last; a page whose scores part exists is
+skipped, so a killed run resumes where it stopped, and model answers come from the request cache
+(``<output>/cache/llm.sqlite``). ``--executor local`` runs the same code in this process without
+Ray (debugging, tiny runs).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from udfs.job import Job  # noqa: E402
+
+log = logging.getLogger("llm4schema.evaluate")
+TABLES = ("markups", "triples", "scores")
+
+
+class EvaluatePages:
+    """Ray Data ``map_batches`` callable: evaluates each page of the batch, writes its parts, and
+    returns one summary row per page (key, status, seconds) for progress and the run record."""
+
+    def __init__(self, output: str, base_url: str, cfg: dict, cache_path: str, client_kwargs: dict):
+        from udfs.evaluation import EvalConfig, PageEvaluator
+
+        self.output = Path(output)
+        self.evaluator = PageEvaluator(base_url, EvalConfig(**cfg), cache_path=cache_path,
+                                       client_kwargs=client_kwargs)
+
+    def __call__(self, batch: dict) -> dict:
+        import time
+
+        keys = list(batch["page_key"])
+        statuses, reasons, seconds = [], [], []
+        for i in range(len(keys)):
+            page = {k: _plain(batch[k][i]) for k in batch}
+            t0 = time.monotonic()
+            try:
+                result = self.evaluator.evaluate(page)
+                write_page(self.output, page["page_key"], result)
+                statuses.append("ok")
+                reasons.append(";".join(f"{s['source']}:{s['status']}" for s in result["scores"]))
+            except Exception as exc:  # one page's failure is that page's record, not the run's end
+                log.exception("page %s failed", page["page_url"])
+                statuses.append("error")
+                reasons.append(f"{type(exc).__name__}: {str(exc)[:500]}")
+            seconds.append(time.monotonic() - t0)
+        return {"page_key": keys, "page_url": list(batch["page_url"]), "status": statuses,
+                "reason": reasons, "seconds": seconds}
+
+
+def _plain(v):
+    return v.tolist() if hasattr(v, "tolist") else v
+
+
+def write_page(output: Path, key: str, result: dict) -> None:
+    """One part per page per table, each written to a temporary name and renamed; scores last, so a
+    scores part means the page is complete (the resume test)."""
+    import pyarrow.parquet as pq
+
+    from udfs.evaluation import MARKUPS_SCHEMA, SCORES_SCHEMA, TRIPLES_SCHEMA, to_table
+
+    for table, schema in (("markups", MARKUPS_SCHEMA), ("triples", TRIPLES_SCHEMA), ("scores", SCORES_SCHEMA)):
+        folder = output / table
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".part-{key}.parquet.tmp"
+        pq.write_table(to_table(result[table], schema), tmp)
+        os.replace(tmp, folder / f"part-{key}.parquet")
+
+
+class EvaluateJob(Job):
+    name = "evaluate"
+    table = "scores"
+    description = __doc__
+    input_help = "the pages/ table (jobs/pages.py), or any Parquet with page_url, text, human_markup, root_types"
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--limit", type=int, default=3, help="pages evaluated at most, in sample order (0: all)")
+        p.add_argument("--models", nargs="*", default=[], help="model ids on the service that generate markup "
+                       "(each is a source beside 'human'); empty: the first model the service lists")
+        p.add_argument("--no-generation", action="store_true", help="judge the human markup only")
+        p.add_argument("--stages", nargs="+", default=["validity", "factuality", "compliance"])
+        p.add_argument("--strategy", default="direct", choices=["direct", "guided", "fewshot"])
+        p.add_argument("--factuality-threshold", type=float, default=0.5)
+        p.add_argument("--compliance-threshold", type=float, default=0.5)
+        p.add_argument("--verdict-models", nargs="*", default=[],
+                       help="models that judge; several: majority vote with --judge-model breaking ties")
+        p.add_argument("--judge-model", default=None)
+        p.add_argument("--context-window", type=int, default=8192, help="tokens per request (the served n_ctx)")
+        p.add_argument("--max-tokens", type=int, default=1024, help="most tokens of one generated markup")
+        p.add_argument("--max-claims", type=int, default=0,
+                       help="distinct claims judged per markup and agent (0: all); the rest are recorded as not judged")
+        p.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: conf/serving.toml's")
+        p.add_argument("--cache", default="", help="request cache (SQLite); default <output>/cache/llm.sqlite")
+        p.add_argument("--executor", default="ray", choices=["ray", "local"])
+        p.add_argument("--workers", type=int, default=1, help="concurrent page evaluators (Ray actors)")
+        p.add_argument("--ray-address", default="", help="existing Ray cluster; default: a local one")
+        p.add_argument("--overwrite", action="store_true", help="drop earlier results instead of resuming")
+        p.add_argument("--timeout-s", type=float, default=600.0, help="per model request")
+
+    def run(self) -> None:
+        import pyarrow.dataset as pads
+
+        from udfs.evaluation import HUMAN, page_key
+        from udfs.inputs import resolve_inputs
+        from udfs.serving import base_url, load_serving_conf
+
+        a = self.args
+        if a.overwrite:
+            for t in TABLES:
+                _rmtree(self.output_root / t)
+        url = a.base_url or base_url(load_serving_conf())
+        models = [] if a.no_generation else (a.models or [_first_model(url)])
+        cfg = dict(models=models, sources=[HUMAN, *models], stages=a.stages, strategy=a.strategy,
+                   factuality_threshold=a.factuality_threshold, compliance_threshold=a.compliance_threshold,
+                   verdict_models=a.verdict_models, judge_model=a.judge_model,
+                   context_window=a.context_window, max_tokens=a.max_tokens, max_claims=a.max_claims)
+        self.record["evaluation"] = {"base_url": url, **cfg}
+
+        cols = ["page_url", "status", "text", "human_markup", "root_types"]
+        ds = pads.dataset(resolve_inputs(a.input, suffixes=(".parquet",)), format="parquet")
+        names = set(ds.schema.names)
+        extra = [c for c in ("selected", "feature", "stratum", "sample_rank") if c in names]
+        rows = ds.to_table(columns=[c for c in cols if c in names] + extra).to_pylist()
+        c = {"input_rows": len(rows)}
+        usable = [r for r in rows if r.get("status", "ok") == "ok" and r.get("selected", True) is not False]
+        c["not_ok_or_not_selected"] = len(rows) - len(usable)
+        # Nothing to generate from or check against: a reject with its reason, not a page of "no"s.
+        no_text = [r for r in usable if not (r.get("text") or "").strip()]
+        c["no_text"] = len(no_text)
+        if no_text:
+            self.rejects_dir.mkdir(parents=True, exist_ok=True)
+            with open(self.rejects_dir / "no_text.jsonl", "w") as fh:
+                for r in no_text:
+                    fh.write(json.dumps({"source": r["page_url"], "reason": "page has no text"}) + "\n")
+        usable = [r for r in usable if (r.get("text") or "").strip()]
+        usable.sort(key=lambda r: (r.get("sample_rank") or 0, r.get("feature") or "", r.get("stratum") or "",
+                                   r["page_url"]))
+        units: dict[str, dict] = {}
+        for r in usable:
+            k = page_key(r["page_url"], r.get("human_markup"))
+            units.setdefault(k, {"page_key": k, "page_url": r["page_url"], "text": r.get("text") or "",
+                                 "human_markup": r.get("human_markup"),
+                                 "root_types": list(r.get("root_types") or [])})
+        c["duplicate_rows"] = len(usable) - len(units)
+        todo = list(units.values())
+        if a.limit:
+            c["over_limit"] = max(0, len(todo) - a.limit)
+            todo = todo[: a.limit]
+        done = {p.name[len("part-"):-len(".parquet")] for p in (self.output_root / "scores").glob("part-*.parquet")}
+        c["already_scored"] = sum(u["page_key"] in done for u in todo)
+        todo = [u for u in todo if u["page_key"] not in done]
+        log.info("%d pages to evaluate (%d already scored) against %s, sources %s",
+                 len(todo), c["already_scored"], url, cfg["sources"])
+        cache = a.cache or str(self.output_root / "cache" / "llm.sqlite")
+        ctor = dict(output=str(self.output_root), base_url=url, cfg=cfg, cache_path=cache,
+                    client_kwargs={"timeout_s": a.timeout_s, "max_concurrency": 4})
+        summary = []
+        if todo:
+            with self.record.time("evaluate"):
+                summary = self._local(todo, ctor) if a.executor == "local" else self._ray(todo, ctor)
+        failed = [s for s in summary if s["status"] != "ok"]
+        c["evaluated"] = len(summary) - len(failed)
+        c["failed"] = len(failed)
+        if failed:
+            rej = self.rejects_dir
+            rej.mkdir(parents=True, exist_ok=True)
+            with open(rej / "failed_pages.jsonl", "a") as fh:
+                for s in failed:
+                    fh.write(json.dumps({"source": s["page_url"], "position": s["page_key"],
+                                         "reason": s["reason"]}) + "\n")
+        for k, v in c.items():
+            self.record.count(k, v)
+        log.info("counters: %s", c)
+
+    def _local(self, todo: list[dict], ctor: dict) -> list[dict]:
+        fn = EvaluatePages(**ctor)
+        out = []
+        for i, u in enumerate(todo, 1):
+            res = fn({k: [u[k]] for k in u})
+            row = {k: v[0] for k, v in res.items()}
+            log.info("[%d/%d] %s %s (%.1f s)", i, len(todo), row["status"], u["page_url"], row["seconds"])
+            out.append(row)
+        fn.evaluator.close()
+        return out
+
+    def _ray(self, todo: list[dict], ctor: dict) -> list[dict]:
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(address=self.args.ray_address or None, include_dashboard=False, log_to_driver=False,
+                     runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
+        ds = ray.data.from_items(todo).map_batches(
+            EvaluatePages, fn_constructor_kwargs=ctor, batch_size=1, num_cpus=0,
+            compute=ray.data.ActorPoolStrategy(size=self.args.workers))
+        out = []
+        # Summary rows only (key, status, seconds): the pages' data stay in their Parquet parts.
+        for i, row in enumerate(ds.iter_rows(), 1):
+            log.info("[%d/%d] %s %s (%.1f s)", i, len(todo), row["status"], row["page_url"], row["seconds"])
+            out.append(dict(row))
+        return out
+
+
+def _first_model(url: str) -> str:
+    import httpx
+
+    data = httpx.get(f"{url}/models", timeout=30).json().get("data") or []
+    if not data:
+        raise SystemExit(f"{url}/models lists no model: start the service (python -m udfs.serving start)")
+    return data[0]["id"]
+
+
+def _rmtree(p: Path) -> None:
+    import shutil
+
+    if p.exists():
+        shutil.rmtree(p)
+
+
+if __name__ == "__main__":
+    sys.exit(EvaluateJob().main())
