@@ -159,11 +159,20 @@ class Markup:
 class _Context:
     """An active context: the vocabulary IRI and term -> (IRI, value coerced to @id)."""
 
-    __slots__ = ("vocab", "table")
+    __slots__ = ("vocab", "table", "_names")
 
     def __init__(self, vocab: str | None, table: dict[str, tuple[str, bool]]):
         self.vocab = vocab
         self.table = table
+        # key -> (term name, coerced to @id): the schema.org context is shared by every markup,
+        # so its keys are resolved once per process.
+        self._names: dict[str, tuple[str, bool]] = {}
+
+    def term(self, key: str) -> tuple[str, bool]:
+        hit = self._names.get(key)
+        if hit is None:
+            hit = self._names[key] = (term_name(_expand(self, key, vocab=True)), self.table.get(key, (None, False))[1])
+        return hit
 
 
 @functools.lru_cache(maxsize=1)
@@ -354,7 +363,7 @@ class _Reader:
                         continue
                     if not isinstance(t, str):
                         raise MarkupError(f"@type values must be strings, got {type(t).__name__}")
-                    name = term_name(_expand(ctx, t, vocab=True))
+                    name = ctx.term(t)[0]
                     if name not in ent.types:
                         ent.types.append(name)
                 continue
@@ -381,21 +390,27 @@ class _Reader:
                 if key not in _IGNORED_KEYWORDS:
                     self.notes.append(f"ignored keyword {key} on {node_id}")
                 continue
-            iri = _expand(ctx, key, vocab=True)
-            coerce = ctx.table.get(key, (None, False))[1]
-            prop = term_name(iri)
+            prop, coerce = ctx.term(key)
             for v in self._values(val, ctx, coerce, depth):
                 ent.add(prop, v)
         return Ref(node_id)
 
-    def _values(self, val: Any, ctx: _Context, coerce_id: bool, depth: int) -> Iterator[Value]:
+    def _values(self, val: Any, ctx: _Context, coerce_id: bool, depth: int) -> list[Value]:
+        out: list[Value] = []
+        self._collect(val, ctx, coerce_id, depth, out)
+        return out
+
+    def _collect(self, val: Any, ctx: _Context, coerce_id: bool, depth: int, out: list[Value]) -> None:
         if val is None:
             return
-        if isinstance(val, list):
+        if isinstance(val, str):
+            out.append(Ref(_expand(ctx, val, vocab=False)) if coerce_id else Literal(val))
+        elif isinstance(val, (bool, int, float)):
+            out.append(Literal(val))
+        elif isinstance(val, list):
             for v in val:
-                yield from self._values(v, ctx, coerce_id, depth)
-            return
-        if isinstance(val, dict):
+                self._collect(v, ctx, coerce_id, depth, out)
+        elif isinstance(val, dict):
             if "@value" in val:
                 lit = val["@value"]
                 if lit is None:
@@ -406,24 +421,15 @@ class _Reader:
                 if dt is not None and not isinstance(dt, str):
                     raise MarkupError("@type of an @value object must be a string")
                 lang = val.get("@language")
-                yield Literal(lit, _expand(ctx, dt, vocab=True) if dt else None, lang if isinstance(lang, str) else None)
+                out.append(Literal(lit, _expand(ctx, dt, vocab=True) if dt else None, lang if isinstance(lang, str) else None))
                 return
             for container in ("@list", "@set"):
                 if container in val:
-                    yield from self._values(val[container], ctx, coerce_id, depth)
+                    self._collect(val[container], ctx, coerce_id, depth, out)
                     return
-            yield self._node(val, ctx, depth + 1)
-            return
-        if isinstance(val, str):
-            if coerce_id:
-                yield Ref(_expand(ctx, val, vocab=False))
-            else:
-                yield Literal(val)
-            return
-        if isinstance(val, (bool, int, float)):
-            yield Literal(val)
-            return
-        raise MarkupError(f"unsupported JSON value {type(val).__name__}")
+            out.append(self._node(val, ctx, depth + 1))
+        else:
+            raise MarkupError(f"unsupported JSON value {type(val).__name__}")
 
 
 # ---- writing back ----------------------------------------------------------------------------

@@ -319,26 +319,38 @@ def _term_iri(rdflib, name: str):
 
 # ---- verdicts --------------------------------------------------------------------------------
 def verdicts(markup: Markup, findings: Findings, model: ShapeModel, strict: bool = False) -> list[Verdict]:
+    """One verdict per triple of ``markup.triples()``, in that order."""
     out = []
-    for s, p, v, t in markup.triples():
-        vk = value_kind(markup, v)
-        shown = v.value if isinstance(v, Literal) else v.id
-        rule: int | None = None
-        if t is None:
-            if s in findings.untyped:
-                rule, reason = 1, "entity has no @type"
-            else:
-                reason = ""
-        elif (s, t) in findings.unknown_types:
-            rule, reason = 1, f"{t} is not a schema.org type"
-        elif (s, p, t) in findings.not_allowed:
-            rule, reason = 2, f"{p} is not a property of {t}"
-        elif (s, p, v.key()) in findings.bad_values:
-            rule, reason = 3, _value_reason(markup, p, v, vk, model, strict)
-        else:
-            notes = [f"{x} is superseded by {model.superseded_by[x]}" for x in (t, p) if x in model.superseded_by]
-            reason = "; ".join(notes)
-        out.append(Verdict(s, p, shown, vk, t, rule is None, rule, reason))
+    append = out.append
+    superseded = model.superseded_by
+    ents = markup.entities
+    for s, ent in ents.items():
+        types = ent.types or [None]
+        for p, values in ent.properties.items():
+            for v in values:
+                if isinstance(v, Literal):
+                    vk, shown = "literal", v.value
+                else:
+                    vk, shown = ("entity" if v.id in ents else "iri"), v.id
+                bad_value = (s, p, v.key()) in findings.bad_values
+                for t in types:
+                    rule: int | None = None
+                    if t is None:
+                        if s in findings.untyped:
+                            rule, reason = 1, "entity has no @type"
+                        else:
+                            reason = ""
+                    elif (s, t) in findings.unknown_types:
+                        rule, reason = 1, f"{t} is not a schema.org type"
+                    elif (s, p, t) in findings.not_allowed:
+                        rule, reason = 2, f"{p} is not a property of {t}"
+                    elif bad_value:
+                        rule, reason = 3, _value_reason(markup, p, v, vk, model, strict)
+                    elif t in superseded or p in superseded:
+                        reason = "; ".join(f"{x} is superseded by {superseded[x]}" for x in (t, p) if x in superseded)
+                    else:
+                        reason = ""
+                    append(Verdict(s, p, shown, vk, t, rule is None, rule, reason))
     return out
 
 
