@@ -22,6 +22,7 @@ RUN := PATH=$(CURDIR)/$(VENV)/bin:$$PATH
 # the bundled demo corpus, whose HTML we do hold (data/demo: extruct pages + Common Crawl WARCs).
 demo: setup
 	$(RUN) spark-submit jobs/csets.py --input data/wdc --output $(OUT)/wdc
+	$(RUN) spark-submit jobs/sample.py --input $(OUT)/wdc/csets --output $(OUT)/wdc
 	$(RUN) spark-submit jobs/csets.py --input data/demo/quads --output $(OUT)
 	$(RUN) spark-submit jobs/sample.py --input $(OUT)/csets --output $(OUT)
 	$(RUN) spark-submit jobs/warc_index.py --input data/warc data/demo --warc-base data --output $(OUT)
