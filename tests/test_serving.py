@@ -97,7 +97,7 @@ def test_json_schema_through_serve(service):
     client = LLMClient(service, MODEL_ID)
     c = client.chat_sync([{"role": "system", "content": "Extract from the page."},
                           *ask(f"Page:\n{page_text()}\nWhat is the sale price? JSON.")],
-                         json_schema=schema, max_tokens=16)
+                         json_schema=schema, max_tokens=24)
     assert c.ok, (c.error, c.text)
     assert c.parsed["price"] == pytest.approx(119.99)
     client.close()
