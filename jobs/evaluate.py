@@ -84,7 +84,10 @@ class EvaluateJob(Job):
     input_help = "the pages/ table (jobs/pages.py), or any Parquet with page_url, text, human_markup, root_types"
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("--limit", type=int, default=3, help="pages evaluated at most, in sample order (0: all)")
+        p.add_argument("--limit", type=int, default=3, help="pages evaluated at most, in --order (0: all)")
+        p.add_argument("--order", default="sample", choices=["sample", "shortest"],
+                       help="which pages a --limit keeps: sample order (rank, feature, stratum), or shortest "
+                       "text first (a bounded CPU demo)")
         p.add_argument("--models", nargs="*", default=[], help="model ids on the service that generate markup "
                        "(each is a source beside 'human'); empty: the first model the service lists")
         p.add_argument("--no-generation", action="store_true", help="judge the human markup only")
@@ -145,6 +148,8 @@ class EvaluateJob(Job):
         usable = [r for r in usable if (r.get("text") or "").strip()]
         usable.sort(key=lambda r: (r.get("sample_rank") or 0, r.get("feature") or "", r.get("stratum") or "",
                                    r["page_url"]))
+        if a.order == "shortest":
+            usable.sort(key=lambda r: len(r.get("text") or ""))
         units: dict[str, dict] = {}
         for r in usable:
             k = page_key(r["page_url"], r.get("human_markup"))

@@ -47,6 +47,8 @@ GENERATION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"@context": {"type": "string"}, "@type": {"type": "string"}},
     "required": ["@type"],
+    # explicit: some engines' schema-to-grammar converters close the object otherwise
+    "additionalProperties": True,
 }
 
 

@@ -218,7 +218,8 @@ class PageEvaluator:
             m = memr(kept_rows[HUMAN], kept_rows[src])
             raw = memr(raw_rows[HUMAN], raw_rows[src])
             score.update(memr_h=m.h, memr_l=m.l, memr_raw_h=raw.h, memr_raw_l=raw.l)
-            if final_markup.get(HUMAN):
+            # Key scores need a reference: a human markup the agents left empty has no keys to find.
+            if final_markup.get(HUMAN) and kept_rows[HUMAN]:
                 ks = key_scores(final_markup[HUMAN], final_markup[src] or "null")
                 score.update(key_precision=ks.key_precision, key_recall=ks.key_recall, key_f1=ks.key_f1,
                              value_score=ks.value_score)
