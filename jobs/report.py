@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from udfs.job import Job  # noqa: E402
 
 COUNTS = """
-    sum(n_triples) AS triples_in, sum(n_valid) AS after_validity, sum(n_factual) AS after_factuality,
-    sum(n_compliant) AS after_compliance,
+    sum(n_triples)::BIGINT AS triples_in, sum(n_valid)::BIGINT AS after_validity,
+    sum(n_factual)::BIGINT AS after_factuality, sum(n_compliant)::BIGINT AS after_compliance,
     round(1 - sum(n_compliant) / nullif(sum(n_triples), 0), 3) AS rejection_rate,
     round(avg(memr_h), 3) AS memr_h, round(avg(memr_l), 3) AS memr_l,
     round(avg(key_f1), 3) AS key_f1, count(*) AS pages
@@ -34,9 +34,9 @@ def report_tables(con) -> dict:
     t8 = con.execute(f"""
         SELECT st.feature, st.stratum, s.source, {COUNTS}
         FROM scores s JOIN strata st USING (page_key) WHERE s.status = 'ok'
-        GROUP BY ALL
-        ORDER BY feature, CASE stratum WHEN 'low' THEN 0 WHEN 'medium' THEN 1 WHEN 'high' THEN 2 ELSE 3 END,
-                 source = 'human' DESC, source
+        GROUP BY st.feature, st.stratum, s.source
+        ORDER BY st.feature, CASE st.stratum WHEN 'low' THEN 0 WHEN 'medium' THEN 1 WHEN 'high' THEN 2 ELSE 3 END,
+                 s.source = 'human' DESC, s.source
     """).df()
     failures = con.execute("""
         SELECT source, status, count(*) AS pages, any_value(reason) AS example_reason
@@ -64,7 +64,7 @@ class ReportJob(Job):
         out.mkdir(parents=True, exist_ok=True)
         con = duckdb.connect()
         files = resolve_inputs(self.args.input, suffixes=(".parquet",))
-        con.execute("CREATE VIEW scores AS SELECT * FROM read_parquet(?, union_by_name = true)", [files])
+        con.register("scores", con.read_parquet(files, union_by_name=True))
         pages = Path(self.args.pages or self.output_root / "pages")
         strata = []
         if pages.exists():

@@ -203,7 +203,10 @@ async def generate(client, types: Sequence[str], page_text: str, *, tokenizer=No
         rec = {"chunk": i, "chars": len(chunk), "error": c.error, "prompt_tokens": c.prompt_tokens,
                "cached_prompt_tokens": c.cached_prompt_tokens, "completion_tokens": c.completion_tokens,
                "latency_s": c.latency_s, "from_cache": c.from_cache, "finish_reason": c.finish_reason}
-        if c.ok:
+        if c.ok and c.finish_reason == "length":
+            # A cut answer is not JSON; saying why beats a parse error about a missing brace.
+            rec["error"] = f"output cut at max_tokens={max_tokens} (raise max_tokens)"
+        elif c.ok:
             try:
                 parse_markup(c.parsed)
                 docs.append(c.parsed)
