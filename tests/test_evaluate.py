@@ -159,7 +159,10 @@ def test_generated_markup_is_judged_and_scored_against_the_human_one(service, pa
     model = scores[MODEL_ID]
     assert model["generation_chunks"] >= 1 and model["generation_prompt_tokens"] > 0
     if model["status"] == "ok":
-        assert model["n_triples"] > 0 and 0 <= model["memr_l"] <= 1 and 0 <= model["memr_h"] <= 1
+        assert model["n_triples"] > 0 and 0 <= model["memr_raw_l"] <= 1 and 0 < model["memr_raw_h"] <= 1
+        # on what the agents kept: a score when either side kept something, none for two empty markups
+        kept_any = model["n_factual"] + scores["human"]["n_factual"] > 0
+        assert (model["memr_h"] is not None) == kept_any
         markups = {(m["source"], m["stage"]) for m in read(out / "markups")}
         assert {(MODEL_ID, "raw"), (MODEL_ID, "validity"), ("human", "factuality")} <= markups
     else:  # a failed generation is a row with its reason, never a lost page
