@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= out/demo
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench shapes clean
 
 setup: $(VENV)/.installed
 
@@ -30,6 +30,15 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest
+
+# Benchmarks print figures; they are not tests (see each script's --help for sizes).
+bench: setup
+	$(RUN) $(PY) benchmarks/csets_throughput.py
+	$(PY) benchmarks/validity_throughput.py
+	$(PY) benchmarks/serving.py
+
+shapes: setup
+	$(PY) -m shapes.generate && $(PY) -m shapes.generate --strict
 
 clean:
 	rm -rf out .pytest_cache
