@@ -102,6 +102,8 @@ class EvaluateJob(Job):
         p.add_argument("--max-tokens", type=int, default=1024, help="most tokens of one generated markup")
         p.add_argument("--max-claims", type=int, default=0,
                        help="distinct claims judged per markup and agent (0: all); the rest are recorded as not judged")
+        p.add_argument("--correct", action="store_true", help="GraphCorrect: correct non-factual claims "
+                       "from the text and re-verify (corrected triples are marked)")
         p.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: conf/serving.toml's")
         p.add_argument("--cache", default="", help="request cache (SQLite); default <output>/cache/llm.sqlite")
         p.add_argument("--executor", default="ray", choices=["ray", "local"])
@@ -126,7 +128,8 @@ class EvaluateJob(Job):
         cfg = dict(models=models, sources=[HUMAN, *models], stages=a.stages, strategy=a.strategy,
                    factuality_threshold=a.factuality_threshold, compliance_threshold=a.compliance_threshold,
                    verdict_models=a.verdict_models, judge_model=a.judge_model,
-                   context_window=a.context_window, max_tokens=a.max_tokens, max_claims=a.max_claims)
+                   context_window=a.context_window, max_tokens=a.max_tokens, max_claims=a.max_claims,
+                   correction=a.correct)
         self.record["evaluation"] = {"base_url": url, **cfg}
 
         cols = ["page_url", "status", "text", "human_markup", "root_types"]

@@ -150,7 +150,8 @@ def test_generated_markup_is_judged_and_scored_against_the_human_one(service, pa
     from jobs.evaluate import EvaluateJob
 
     out = tmp_path / "gen"
-    argv = evaluate_argv(pages, out, service, "--models", MODEL_ID, "--max-claims", "1", "--max-tokens", "160",
+    argv = evaluate_argv(pages, out, service, "--models", MODEL_ID, "--max-claims", "1", "--max-tokens", "300",
+                         "--correct",
                          "--stages", "validity", "factuality", "--executor", "local")
     argv[argv.index("--limit") + 1] = "1"
     assert EvaluateJob(argv).main() == 0
@@ -165,5 +166,8 @@ def test_generated_markup_is_judged_and_scored_against_the_human_one(service, pa
         assert (model["memr_h"] is not None) == kept_any
         markups = {(m["source"], m["stage"]) for m in read(out / "markups")}
         assert {(MODEL_ID, "raw"), (MODEL_ID, "validity"), ("human", "factuality")} <= markups
+        triples = [t for t in read(out / "triples") if t["source"] == MODEL_ID]
+        assert model["n_corrected"] == sum(bool(t["corrected"]) for t in triples)
+        assert all(t["factual"] and t["corrected_value"] for t in triples if t["corrected"])
     else:  # a failed generation is a row with its reason, never a lost page
         assert model["status"] == "generation_failed" and model["reason"]

@@ -515,3 +515,65 @@ async def consensus(voters: dict[str, Callable], claims: Sequence[Claim], *, jud
 
 def markup_id(doc: Any) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+# ---- correction (GraphEval's GraphCorrect) -----------------------------------------------------
+CORRECTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"value": {"type": ["string", "null"]}},
+    "required": ["value"],
+    "additionalProperties": False,
+}
+
+
+@dataclass
+class Correction:
+    """A flagged claim, the value the model proposed from the text, and the re-verification:
+    ``corrected`` only when the new value differs and the factuality agent accepts it."""
+
+    claim: Claim
+    proposed: str | None
+    verdict: Judged | None
+    corrected: bool
+    error: str | None = None
+
+
+def correction_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -> list[dict[str, str]]:
+    """Same prefix order as factuality (instructions, page text, then the claim)."""
+    question = load_prompt("correction_question", prompts_dir).format(
+        entity_type=claim.entity_type or "entity", property=claim.property, value=_FENCES.sub("", claim.value))
+    return [{"role": "system", "content": load_prompt("correction_system", prompts_dir)},
+            {"role": "user", "content": f"{fence(chunk)}\n\n{question}"}]
+
+
+async def correct(client, chunks: Sequence[str], claims: Sequence[Claim], *, strategy: str = "direct",
+                  threshold: float = DEFAULT_THRESHOLD, max_tokens: int = 128,
+                  prompts_dir: str | None = None) -> list[Correction]:
+    """Ask for the value of each non-factual claim from the text (first chunk that states one),
+    then re-verify the corrected claim with the factuality agent; only the flagged claim changes."""
+    out: list[Correction | None] = [None] * len(claims)
+    proposed: dict[int, str] = {}
+    errors: dict[int, str] = {}
+    for chunk in chunks or [""]:
+        pending = [i for i in range(len(claims)) if i not in proposed]
+        if not pending:
+            break
+        answers = await client.chat_many([
+            {"messages": correction_messages(chunk, claims[i], prompts_dir), "json_schema": CORRECTION_SCHEMA,
+             "max_tokens": max_tokens, "temperature": 0.0} for i in pending])
+        for i, c in zip(pending, answers):
+            if not c.ok:
+                errors[i] = c.error
+            elif c.parsed.get("value") not in (None, "") and str(c.parsed["value"]).strip():
+                proposed[i] = str(c.parsed["value"]).strip()
+    fixed = [Claim(claims[i].property, v, claims[i].entity_type) for i, v in proposed.items()]
+    verdicts = dict(zip(proposed, await judge_factuality(client, chunks, fixed, strategy=strategy,
+                                                         threshold=threshold, prompts_dir=prompts_dir)))
+    for i, claim in enumerate(claims):
+        if i in proposed:
+            j = verdicts[i]
+            changed = proposed[i] != claim.value
+            out[i] = Correction(claim, proposed[i], j, bool(changed and j.passed), j.error)
+        else:
+            out[i] = Correction(claim, None, None, False, errors.get(i) or "the text states no value")
+    return out  # type: ignore[return-value]

@@ -33,7 +33,7 @@ TRIPLES_SCHEMA = pa.schema([
     ("value_kind", pa.string()), ("entity_type", pa.string()),
     ("valid", pa.bool_()), ("valid_reason", pa.string()), ("validity_rule", pa.int32()),
     ("factual_score", pa.float64()), ("factual", pa.bool_()), ("factual_error", pa.string()),
-    ("factual_votes", pa.string()),
+    ("factual_votes", pa.string()), ("corrected_value", pa.string()), ("corrected", pa.bool_()),
     ("compliant_score", pa.float64()), ("compliant", pa.bool_()), ("compliant_note", pa.string()),
     ("compliant_error", pa.string()), ("compliant_votes", pa.string()),
     ("kept", pa.bool_()), ("model", pa.string()), ("latency_s", pa.float64()),
@@ -47,7 +47,7 @@ SCORES_SCHEMA = pa.schema([
     ("page_key", pa.string()), ("page_url", pa.string()), ("source", pa.string()),
     ("status", pa.string()), ("reason", pa.string()), ("root_types", pa.list_(pa.string())),
     ("n_triples", pa.int64()), ("n_valid", pa.int64()), ("n_factual", pa.int64()), ("n_compliant", pa.int64()),
-    ("n_factual_errors", pa.int64()), ("n_compliance_errors", pa.int64()), ("n_undefined_properties", pa.int64()),
+    ("n_corrected", pa.int64()), ("n_factual_errors", pa.int64()), ("n_compliance_errors", pa.int64()), ("n_undefined_properties", pa.int64()),
     ("rejection_validity", pa.float64()), ("rejection_factuality", pa.float64()),
     ("rejection_compliance", pa.float64()), ("rejection_rate", pa.float64()),
     ("memr_h", pa.float64()), ("memr_l", pa.float64()), ("memr_raw_h", pa.float64()), ("memr_raw_l", pa.float64()),
@@ -80,6 +80,7 @@ class EvalConfig:
     context_window: int = 8192
     max_tokens: int = 1024
     max_claims: int = 0  # 0: judge every distinct claim of a markup
+    correction: bool = False  # GraphCorrect: correct non-factual claims from the text, re-verify
     validity_engine: str = "compiled"
     validity_strict: bool = False
 
@@ -225,6 +226,30 @@ class PageEvaluator:
                              value_score=ks.value_score)
         return out
 
+    async def _correct(self, rows: list[dict[str, Any]], fact_chunks: list[str], acc: dict[str, Any]) -> None:
+        """GraphCorrect on the claims judged non-factual: a corrected claim (the text's value,
+        re-verified) passes factuality with ``corrected`` set and goes on to compliance with its
+        new value; ``value`` and the staged markups keep what the source wrote."""
+        flagged = [r for r in rows if r.get("factual") is False]
+        distinct = list(dict.fromkeys(r["_claim"] for r in flagged))
+        if not distinct:
+            return
+        model = (self.cfg.verdict_models or [None])[0]
+        fixes = dict(zip(distinct, await agents.correct(self.client(model), fact_chunks, distinct,
+                                                        strategy=self.cfg.strategy,
+                                                        threshold=self.cfg.factuality_threshold)))
+        for f in fixes.values():
+            if f.verdict is not None:
+                acc["verdict_requests"] += f.verdict.requests
+                acc["verdict_prompt_tokens"] += f.verdict.prompt_tokens
+                acc["verdict_cached_prompt_tokens"] += f.verdict.cached_prompt_tokens
+        for r in flagged:
+            f = fixes[r["_claim"]]
+            r["corrected_value"], r["corrected"] = f.proposed, f.corrected
+            if f.corrected:
+                r["factual"], r["factual_score"] = True, f.verdict.score
+                r["_claim"] = agents.Claim(r["property"], f.proposed, r["entity_type"])
+
     async def _stages(self, key: str, url: str, source: str, markup, fact_chunks: list[str],
                       score: dict[str, Any]) -> list[dict[str, Any]]:
         from udfs import validity
@@ -278,6 +303,8 @@ class PageEvaluator:
                     r["prompt_tokens"] += j.prompt_tokens
                     r["cached_prompt_tokens"] += j.cached_prompt_tokens
                     r["completion_tokens"] += j.completion_tokens
+            if stage == "factuality" and self.cfg.correction:
+                await self._correct(rows, fact_chunks, acc)
         last = [s for s in STAGES if s in self.cfg.stages]
         for r in rows:
             r.pop("_claim")
@@ -287,7 +314,7 @@ class PageEvaluator:
         n_fact = sum(_alive(r, "factuality") for r in rows) if "factuality" in self.cfg.stages else n_valid
         n_comp = sum(_alive(r, "compliance") for r in rows) if "compliance" in self.cfg.stages else n_fact
         score.update(
-            n_triples=n, n_valid=n_valid, n_factual=n_fact, n_compliant=n_comp,
+            n_triples=n, n_valid=n_valid, n_corrected=sum(bool(r.get("corrected")) for r in rows), n_factual=n_fact, n_compliant=n_comp,
             n_factual_errors=sum(bool(r.get("factual_error")) for r in rows),
             n_compliance_errors=sum(bool(r.get("compliant_error")) for r in rows),
             n_undefined_properties=sum(bool(r.get("compliant_note")) for r in rows),
