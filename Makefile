@@ -4,6 +4,8 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= out/demo
+# Pages the demo evaluates with the embedded CPU model (a few minutes each on 2 cores).
+PAGES ?= 2
 
 .PHONY: setup demo test bench shapes clean
 
@@ -27,6 +29,10 @@ demo: setup
 	$(RUN) spark-submit jobs/sample.py --input $(OUT)/csets --output $(OUT)
 	$(RUN) spark-submit jobs/warc_index.py --input data/warc data/demo --warc-base data --output $(OUT)
 	$(RUN) spark-submit jobs/pages.py --input $(OUT)/samples --warc-index $(OUT)/warc_index --warc-base data --output $(OUT)
+	$(PY) -m udfs.serving start
+	$(PY) jobs/evaluate.py --input $(OUT)/pages --output $(OUT) --limit $(PAGES); rc=$$?; \
+	  if [ $$rc -eq 0 ]; then $(PY) jobs/report.py --input $(OUT)/scores --output $(OUT); rc=$$?; fi; \
+	  $(PY) -m udfs.serving stop; exit $$rc
 
 test: setup
 	$(PY) -m pytest

@@ -52,6 +52,17 @@ def test_schema_org_contexts_and_missing_context_read_alike(ctx):
     assert e.properties["url"] == [expect]
 
 
+def test_keyword_aliases_of_the_schema_org_context():
+    # schema.org's context defines "type": "@type" and "id": "@id"; real examples use them.
+    m = parse_markup({"@context": "https://schema.org", "type": "Audiobook", "id": "http://x/1",
+                      "name": "x", "author": {"type": "Person", "name": "A"}})
+    got = {(t.subject, t.property, t.entity_type) for t in m.triples()}
+    assert got == {("http://x/1", "name", "Audiobook"), ("http://x/1", "author", "Audiobook"),
+                   ("_:b0", "name", "Person")}
+    local = parse_markup({"@context": {"@vocab": "http://schema.org/", "kind": "@type"}, "kind": "Book", "name": "x"})
+    assert [(t.property, t.entity_type) for t in local.triples()] == [("name", "Book")]
+
+
 def test_other_vocabularies_keep_full_iris():
     m = parse_markup({"@context": {"@vocab": "http://schema.org/", "foaf": "http://xmlns.com/foaf/0.1/"},
                       "@type": ["Person", "foaf:Person"], "foaf:nick": "jd", "https://schema.org/name": "J"})

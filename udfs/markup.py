@@ -159,11 +159,13 @@ class Markup:
 class _Context:
     """An active context: the vocabulary IRI and term -> (IRI, value coerced to @id)."""
 
-    __slots__ = ("vocab", "table", "_names")
+    __slots__ = ("vocab", "table", "_names", "aliases")
 
     def __init__(self, vocab: str | None, table: dict[str, tuple[str, bool]]):
         self.vocab = vocab
         self.table = table
+        # Keyword aliases: schema.org's own context says "id": "@id" and "type": "@type".
+        self.aliases = {k: iri for k, (iri, _) in table.items() if iri in ("@id", "@type")}
         # key -> (term name, coerced to @id): the schema.org context is shared by every markup,
         # so its keys are resolved once per process.
         self._names: dict[str, tuple[str, bool]] = {}
@@ -232,7 +234,7 @@ def _apply_context(active: _Context, ctx: Any) -> _Context:
         if d is None:
             table.pop(term, None)
         elif isinstance(d, str):
-            table[term] = (_expand(tmp, d, vocab=True), False)
+            table[term] = (d if d.startswith("@") else _expand(tmp, d, vocab=True), False)
         elif isinstance(d, dict):
             iri = d.get("@id", term)
             if not isinstance(iri, str):
@@ -241,6 +243,19 @@ def _apply_context(active: _Context, ctx: Any) -> _Context:
         else:
             raise MarkupError(f"term definition of {term!r} is a {type(d).__name__}")
     return _Context(vocab, table)
+
+
+def _unalias(obj: dict, aliases: dict[str, str]) -> dict:
+    """``{"type": "Book", "id": ...}`` -> ``{"@type": "Book", "@id": ...}`` (types merged)."""
+    out: dict = {}
+    for k, v in obj.items():
+        kw = aliases.get(k, k)
+        if kw == "@type" and "@type" in out:
+            have = out["@type"] if isinstance(out["@type"], list) else [out["@type"]]
+            out["@type"] = have + (v if isinstance(v, list) else [v])
+        else:
+            out[kw] = v
+    return out
 
 
 def _expand(ctx: _Context, s: str, vocab: bool) -> str:
@@ -342,6 +357,8 @@ class _Reader:
             raise MarkupError(f"nesting deeper than {self._depth_limit} levels")
         if "@context" in obj:
             ctx = _apply_context(ctx, obj["@context"])
+        if ctx.aliases and any(k in ctx.aliases for k in obj):
+            obj = _unalias(obj, ctx.aliases)
         raw_id = obj.get("@id")
         if raw_id is not None and not isinstance(raw_id, str):
             raise MarkupError(f"@id must be a string, got {type(raw_id).__name__}")
