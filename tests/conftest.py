@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -38,3 +41,39 @@ def spark(tmp_path_factory):
 @pytest.fixture(scope="session")
 def wdc_sample() -> Path:
     return WDC_SAMPLE
+
+
+SERVED_MODEL_ID = "qwen2.5-coder-1.5b"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def service():
+    """Base URL of the Ray Serve app with the embedded model, started once for the whole suite
+    (each start costs ~15 s of model load and Ray start-up)."""
+    import ray
+    from ray import serve
+
+    from udfs.serving import load_serving_conf, run_app
+
+    # Ray's socket paths must stay under 107 bytes: a short folder, not pytest's long one.
+    temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))
+    # Workers default to niceness 15, which starves the replica on a busy machine.
+    env = pytest.MonkeyPatch()
+    env.setenv("RAY_worker_niceness", "0")
+    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(temp), log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    conf = load_serving_conf(overrides={"serving": {"port": free_port()},
+                                        "embedded": {"n_ctx": 2048, "model_id": SERVED_MODEL_ID}})
+    try:
+        yield run_app(conf, wait_s=300)
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+        env.undo()
+        shutil.rmtree(temp, ignore_errors=True)

@@ -3,14 +3,9 @@ the triple level, the vote, and (marked ``model``) generation / factuality / com
 embedded model behind the Ray Serve app, started once for the module, on short real inputs."""
 import asyncio
 import json
-import shutil
-import socket
-import tempfile
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
 from udfs import agents
 from udfs.markup import Literal, parse_markup
 
@@ -107,33 +102,6 @@ def test_consensus_majority_tie_to_judge_and_votes_kept():
 
 
 # ---- with the embedded model -------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    import ray
-    from ray import serve
-
-    from udfs.serving import load_serving_conf, run_app
-
-    temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))
-    env = pytest.MonkeyPatch()
-    env.setenv("RAY_worker_niceness", "0")
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(temp), log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
-    conf = load_serving_conf(overrides={"serving": {"port": free_port()},
-                                        "embedded": {"n_ctx": 2048, "model_id": MODEL_ID}})
-    try:
-        yield run_app(conf, wait_s=300)
-    finally:
-        serve.shutdown()
-        ray.shutdown()
-        env.undo()
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,8 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,35 +23,6 @@ SAMPLES = DATA / "html" / "extruct-samples"
 PAGES = [("schema.org/CreativeWork.001.html", "n_properties", "high"),
          ("songkick/elysianfields_1.html", "n_instances", "low"),
          ("misc/null_ld_mock.html", "n_instances", "medium")]  # no text: a reject, not a page of "no"s
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def service():
-    import ray
-    from ray import serve
-
-    from udfs.serving import load_serving_conf, run_app
-
-    temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))
-    env = pytest.MonkeyPatch()
-    env.setenv("RAY_worker_niceness", "0")
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(temp), log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
-    conf = load_serving_conf(overrides={"serving": {"port": free_port()},
-                                        "embedded": {"n_ctx": 2048, "model_id": MODEL_ID}})
-    try:
-        yield run_app(conf, wait_s=300)
-    finally:
-        serve.shutdown()
-        ray.shutdown()
-        env.undo()
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -2,14 +2,10 @@
 driven through it: real prompts, structured output, prefix reuse, the served tokenizer, errors,
 and a replica killed in the middle of a batch."""
 import asyncio
-import shutil
-import socket
-import tempfile
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA
 from udfs.chunking import ServedTokenizer, chunk_text
 from udfs.llm_client import LLMClient
 from udfs.serving import load_serving_conf, translate_request, vllm_llm_config_kwargs
@@ -18,41 +14,6 @@ pytestmark = pytest.mark.model
 
 PRODUCT_PAGE = DATA / "html" / "extruct-samples" / "schema.org" / "product.html"
 MODEL_ID = "qwen2.5-coder-1.5b"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    import ray
-    from ray import serve
-
-    from udfs.serving import run_app
-
-    # Ray's socket paths must stay under 107 bytes: fall back to a short folder when pytest's is long.
-    temp = tmp_path_factory.mktemp("ray")
-    own_temp = len(str(temp)) > 45
-    if own_temp:
-        temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))
-    # Workers default to niceness 15, which starves the replica on a busy machine.
-    monkey_env = pytest.MonkeyPatch()
-    monkey_env.setenv("RAY_worker_niceness", "0")
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(temp), log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
-    conf = load_serving_conf(overrides={"serving": {"port": free_port()},
-                                        "embedded": {"n_ctx": 2048, "model_id": MODEL_ID}})
-    try:
-        yield run_app(conf, wait_s=300)
-    finally:
-        serve.shutdown()
-        ray.shutdown()
-        monkey_env.undo()
-        if own_temp:
-            shutil.rmtree(temp, ignore_errors=True)
 
 
 def ask(text):
