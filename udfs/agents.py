@@ -372,18 +372,21 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str = "direct",
                         prompts_dir: str | None = None) -> list[dict[str, str]]:
     """Instructions, then the fenced page text, then the question: everything before the question
     is the same for every claim about this chunk (the shared prefix)."""
-    question = load_prompt("factuality_question", prompts_dir).format(
-        entity_type=claim.entity_type or "entity", property=claim.property, value=_FENCES.sub("", claim.value))
+    question = _factuality_question(claim, prompts_dir)
     return [{"role": "system", "content": _system("factuality", strategy, prompts_dir)},
             {"role": "user", "content": f"{fence(chunk)}\n\n{question}"}]
+
+
+def _factuality_question(claim: Claim, prompts_dir: str | None) -> str:
+    return load_prompt("factuality_question", prompts_dir).format(
+        entity_type=claim.entity_type or "entity", property=claim.property, value=_FENCES.sub("", claim.value))
 
 
 def paper_factuality_messages(chunk: str, claim: Claim, strategy: str = "direct",
                               prompts_dir: str | None = None) -> list[dict[str, str]]:
     """The same question in the paper's layout (the triple before the text): nothing after the
     instructions is shared between claims; kept for the prompt-token comparison."""
-    question = load_prompt("factuality_question", prompts_dir).format(
-        entity_type=claim.entity_type or "entity", property=claim.property, value=_FENCES.sub("", claim.value))
+    question = _factuality_question(claim, prompts_dir)
     return [{"role": "system", "content": _system("factuality", strategy, prompts_dir)},
             {"role": "user", "content": f"{question}\n\n{fence(chunk)}"}]
 
