@@ -1,7 +1,8 @@
 """The model service: one Ray Serve application, two engines behind one OpenAI-compatible contract.
 
-* ``embedded`` (the CPU default): llama.cpp through ``xllamacpp`` inside a Serve deployment, with
-  the GGUF model that ``udfs.model_files`` assembles from PyPI part packages. It answers
+* ``embedded`` (the CPU default): llama.cpp through ``xllamacpp``, one Serve deployment per model
+  (GGUF files that ``udfs.model_files`` assembles from PyPI part packages) behind one ingress that
+  routes by the request's ``model`` (several models: majority-vote verdicts). It answers
   ``/v1/chat/completions`` (JSON-schema ``response_format``, ``logprobs``/``top_logprobs``,
   prompt-prefix reuse through llama.cpp's slot cache), ``/v1/models`` and ``/tokenize`` (the
   served model's own tokenizer, for chunking). vLLM's ``structured_outputs`` request field is
@@ -18,6 +19,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -118,31 +120,58 @@ def translate_request(body: dict[str, Any], max_tokens_limit: int) -> dict[str, 
     return req
 
 
+def embedded_models(conf: dict[str, Any]) -> list[dict[str, Any]]:
+    """The models the embedded engine serves, each as its full settings.
+
+    ``[[embedded.models]]`` tables each name one model (``model``, ``model_id``) and override any
+    other ``[embedded]`` key for it (n_ctx, n_threads, num_cpus, replicas, ...); without that list,
+    ``[embedded]`` itself is the one model. The first model answers requests that name none.
+    """
+    emb = conf["embedded"]
+    shared = {k: v for k, v in emb.items() if k != "models"}
+    listed = emb.get("models")
+    if listed is None:
+        models = [shared]
+    else:
+        if not isinstance(listed, list) or not listed:
+            raise ValueError("[[embedded.models]] must be a non-empty list of tables")
+        for i, m in enumerate(listed):
+            if not isinstance(m, dict) or not m.get("model") or not m.get("model_id"):
+                raise ValueError(f"[[embedded.models]] #{i + 1} needs both 'model' and 'model_id'")
+        models = [{**shared, **m} for m in listed]
+    ids = [str(m["model_id"]) for m in models]
+    dups = sorted({i for i in ids if ids.count(i) > 1})
+    if dups:
+        raise ValueError(f"[embedded] model ids must be unique; repeated: {dups}")
+    return models
+
+
+def _deployment_name(model_id: str) -> str:
+    return "EmbeddedLLM-" + re.sub(r"[^A-Za-z0-9_.-]", "_", model_id)
+
+
+def _openai_error(status: int, message: str, kind: str = "invalid_request_error",
+                  code: str | int | None = None, param: str | None = None) -> tuple[int, dict[str, Any]]:
+    """OpenAI's error body; ``code`` is the HTTP status unless a named code says more."""
+    return status, {"error": {"message": message, "type": kind, "param": param,
+                              "code": status if code is None else code}}
+
+
 def _build_embedded_app(conf: dict[str, Any]):
+    """One Serve deployment per model (its own replicas, CPUs and llama.cpp engine) behind one
+    OpenAI-compatible ingress that routes each request by its ``model``."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
     from ray import serve
+    from ray.exceptions import RayActorError
+    from ray.serve.exceptions import BackPressureError
 
-    emb = conf["embedded"]
+    models = embedded_models(conf)
     api = FastAPI(title="llm4schema embedded LLM")
 
-    def error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
-        return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
-
-    @serve.deployment(
-        name="EmbeddedLLM",
-        ray_actor_options={
-            "num_cpus": emb.get("num_cpus", 2),
-            # The replica imports udfs/ whatever the worker's working directory.
-            "runtime_env": {"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}},
-        },
-        max_ongoing_requests=emb.get("max_ongoing_requests", 16),
-        max_queued_requests=emb.get("max_queued_requests", -1),
-        health_check_period_s=10,
-        **_autoscaling(emb),
-    )
-    @serve.ingress(api)
     class EmbeddedLLM:
+        """One model's llama.cpp engine; answers (status, body) pairs the ingress sends on."""
+
         def __init__(self, settings: dict[str, Any]):
             import httpx
             import xllamacpp
@@ -163,18 +192,83 @@ def _build_embedded_app(conf: dict[str, Any]):
             self.http = httpx.AsyncClient(timeout=60)
             self.n_ctx = params.n_ctx
 
+        def info(self) -> dict[str, Any]:
+            return {"id": self.model_id, "object": "model", "owned_by": "llm4schema-embedded",
+                    "max_model_len": self.n_ctx, "engine": "llama.cpp"}
+
+        async def chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+            try:
+                req = translate_request(body, self.settings.get("max_tokens_limit", 2048))
+            except (ValueError, TypeError) as exc:
+                return _openai_error(400, str(exc))
+            req["model"] = self.model_id
+            try:
+                result = await asyncio.to_thread(self.server.handle_chat_completions, req)
+            except (ValueError, TypeError) as exc:
+                return _openai_error(400, f"rejected by the engine: {exc}")
+            if isinstance(result, dict) and "error" in result:
+                err = result["error"]
+                code = int(err.get("code", 500)) if isinstance(err, dict) else 500
+                msg = err.get("message", str(err)) if isinstance(err, dict) else str(err)
+                return _openai_error(code if 400 <= code < 600 else 500, msg, "engine_error")
+            result["model"] = self.model_id
+            return 200, result
+
+        async def engine_post(self, path: str, payload: dict[str, Any]) -> tuple[int, Any]:
+            resp = await self.http.post(f"{self.engine_url}{path}", json=payload)
+            return resp.status_code, resp.json()
+
+    deployments = {}
+    for m in models:
+        deployments[m["model_id"]] = serve.deployment(
+            EmbeddedLLM,
+            name=_deployment_name(m["model_id"]),
+            ray_actor_options={
+                "num_cpus": m.get("num_cpus", 2),
+                # The replica imports udfs/ whatever the worker's working directory.
+                "runtime_env": {"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}},
+            },
+            max_ongoing_requests=m.get("max_ongoing_requests", 16),
+            max_queued_requests=m.get("max_queued_requests", -1),
+            health_check_period_s=10,
+            **_autoscaling(m),
+        ).bind(m)
+
+    @serve.deployment(
+        name="OpenAIIngress",
+        # Routing only: on a small node the engines take every CPU and the ingress still schedules.
+        ray_actor_options={"num_cpus": 0, "runtime_env": {"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}}},
+        max_ongoing_requests=sum(m.get("max_ongoing_requests", 16) for m in models) + 16,
+    )
+    @serve.ingress(api)
+    class OpenAIIngress:
+        def __init__(self, engines: dict[str, Any]):
+            self.engines = engines  # model id -> DeploymentHandle, in configuration order
+            self.default = next(iter(engines))
+            self.listing: list[dict[str, Any]] | None = None
+
+        async def call(self, model: Any, method: str, *args: Any) -> JSONResponse:
+            """Route to the model's deployment. A replica that died mid-request, or a full queue,
+            is a 503, which clients retry while Serve recovers; an unknown model is OpenAI's 404."""
+            if model in (None, ""):
+                model = self.default
+            if model not in self.engines:
+                status, body = _openai_error(
+                    404, f"The model {model!r} does not exist; /v1/models lists {sorted(self.engines)}",
+                    code="model_not_found", param="model")
+                return JSONResponse(body, status_code=status)
+            try:
+                status, body = await getattr(self.engines[model], method).remote(*args)
+            except (RayActorError, BackPressureError) as exc:
+                status, body = _openai_error(503, f"model {model!r} unavailable: {type(exc).__name__}",
+                                             "service_unavailable")
+            return JSONResponse(body, status_code=status)
+
         @api.get("/v1/models")
-        async def models(self):
-            return {
-                "object": "list",
-                "data": [{
-                    "id": self.model_id,
-                    "object": "model",
-                    "owned_by": "llm4schema-embedded",
-                    "max_model_len": self.n_ctx,
-                    "engine": "llama.cpp",
-                }],
-            }
+        async def list_models(self):
+            if self.listing is None:
+                self.listing = list(await asyncio.gather(*(h.info.remote() for h in self.engines.values())))
+            return {"object": "list", "data": self.listing}
 
         @api.get("/health")
         async def health(self):
@@ -185,44 +279,32 @@ def _build_embedded_app(conf: dict[str, Any]):
             try:
                 body = await request.json()
             except Exception:
-                return error(400, "the request body is not valid JSON")
-            model = body.get("model") if isinstance(body, dict) else None
-            if model not in (None, "", self.model_id):
-                return error(404, f"model {model!r} is not served here; /v1/models lists {self.model_id!r}",
-                             "model_not_found")
-            try:
-                req = translate_request(body, self.settings.get("max_tokens_limit", 2048))
-            except (ValueError, TypeError) as exc:
-                return error(400, str(exc))
-            try:
-                result = await asyncio.to_thread(self.server.handle_chat_completions, req)
-            except (ValueError, TypeError) as exc:
-                return error(400, f"rejected by the engine: {exc}")
-            if isinstance(result, dict) and "error" in result:
-                err = result["error"]
-                code = int(err.get("code", 500)) if isinstance(err, dict) else 500
-                msg = err.get("message", str(err)) if isinstance(err, dict) else str(err)
-                return error(code if 400 <= code < 600 else 500, msg, "engine_error")
-            result["model"] = self.model_id
-            return result
+                status, err = _openai_error(400, "the request body is not valid JSON")
+                return JSONResponse(err, status_code=status)
+            if not isinstance(body, dict):
+                status, err = _openai_error(400, "the request body must be a JSON object")
+                return JSONResponse(err, status_code=status)
+            return await self.call(body.get("model"), "chat", body)
 
+        # The served model's tokenizer ("model" picks one; default: the first).
         @api.post("/tokenize")
         async def tokenize(self, request: Request):
             body = await request.json()
             if not isinstance(body, dict) or not isinstance(body.get("content"), str):
-                return error(400, "'content' must be a string")
-            resp = await self.http.post(f"{self.engine_url}/tokenize",
-                                        json={"content": body["content"], "with_pieces": bool(body.get("with_pieces")),
-                                              "add_special": False})
-            return JSONResponse(resp.json(), status_code=resp.status_code)
+                status, err = _openai_error(400, "'content' must be a string")
+                return JSONResponse(err, status_code=status)
+            return await self.call(body.get("model"), "engine_post", "/tokenize",
+                                   {"content": body["content"], "with_pieces": bool(body.get("with_pieces")),
+                                    "add_special": False})
 
         @api.post("/detokenize")
         async def detokenize(self, request: Request):
             body = await request.json()
-            resp = await self.http.post(f"{self.engine_url}/detokenize", json={"tokens": body.get("tokens", [])})
-            return JSONResponse(resp.json(), status_code=resp.status_code)
+            body = body if isinstance(body, dict) else {}
+            return await self.call(body.get("model"), "engine_post", "/detokenize",
+                                   {"tokens": body.get("tokens", [])})
 
-    return EmbeddedLLM.bind(dict(emb))
+    return OpenAIIngress.bind(deployments)
 
 
 # --------------------------------------------------------------------------------------------
