@@ -165,8 +165,8 @@ def fetch_page(row: dict, warc_base: str | None, cfg: P.PageConfig, max_record_b
     if row["warc_filename"] is None:
         out.update(status=P.NOT_FOUND, reason="page URL not in the WARC index")
         return out
-    location = W.join_location(warc_base, row["warc_filename"])
     try:
+        location = W.join_location(warc_base, row["warc_filename"])
         rec = W.read_record(location, int(row["warc_record_offset"]), int(row["warc_record_length"]),
                             max_record_bytes=max_record_bytes)
         W.html_record_check(rec, row["page_url"])

@@ -40,7 +40,16 @@ STRATEGIES = ("direct", "guided", "fewshot")
 DEFAULT_THRESHOLD = 0.5
 PAGE_OPEN, PAGE_CLOSE = "<<<PAGE_TEXT", "PAGE_TEXT>>>"
 VALUE_OPEN, VALUE_CLOSE = "<<<VALUE", "VALUE>>>"
-_FENCES = re.compile(r"<<<\s*(PAGE_TEXT|VALUE)|(PAGE_TEXT|VALUE)\s*>>>")
+_FENCES = re.compile(r"<<<\s*(PAGE_TEXT|VALUE)|(PAGE_TEXT|VALUE)\s*>>>", re.I)
+
+
+def _unfence(text: str) -> str:
+    """``text`` without fence markers, removed until none is left: one pass would let
+    ``PAGE_TEXPAGE_TEXT>>>T>>>`` collapse into a closing marker."""
+    prev = None
+    while prev != text:
+        prev, text = text, _FENCES.sub("", text)
+    return text
 
 # What the model must return: one JSON object with a type (the rest is checked by the agents).
 GENERATION_SCHEMA: dict[str, Any] = {
@@ -59,7 +68,7 @@ def load_prompt(name: str, prompts_dir: str | None = None) -> str:
 
 def fence(text: str, open_: str = PAGE_OPEN, close: str = PAGE_CLOSE) -> str:
     """Untrusted text between markers it cannot close itself (its own markers are removed)."""
-    return f"{open_}\n{_FENCES.sub('', text or '')}\n{close}"
+    return f"{open_}\n{_unfence(text or '')}\n{close}"
 
 
 # ---- schema.org documentation examples ---------------------------------------------------------
@@ -379,7 +388,7 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str = "direct",
 
 def _factuality_question(claim: Claim, prompts_dir: str | None) -> str:
     return load_prompt("factuality_question", prompts_dir).format(
-        entity_type=claim.entity_type or "entity", property=claim.property, value=_FENCES.sub("", claim.value))
+        entity_type=claim.entity_type or "entity", property=claim.property, value=_unfence(claim.value))
 
 
 def paper_factuality_messages(chunk: str, claim: Claim, strategy: str = "direct",
@@ -395,7 +404,7 @@ def compliance_messages(claim: Claim, definition: str, strategy: str = "direct",
                         prompts_dir: str | None = None) -> list[dict[str, str]]:
     question = load_prompt("compliance_question", prompts_dir).format(
         property=claim.property, definition=definition, entity_type=claim.entity_type or "entity",
-        value=_FENCES.sub("", claim.value))
+        value=_unfence(claim.value))
     return [{"role": "system", "content": _system("compliance", strategy, prompts_dir)},
             {"role": "user", "content": question}]
 
@@ -465,6 +474,7 @@ async def judge_compliance(client, claims: Sequence[Claim], *, vocab=None, strat
 
 
 # ---- consensus ---------------------------------------------------------------------------------
+TIE_NOTE = "tie broken by the judge"
 Voter = Callable[[Sequence[Claim]], "asyncio.Future[list[Judged]]"]
 
 
@@ -510,7 +520,7 @@ async def consensus(voters: dict[str, Callable], claims: Sequence[Claim], *, jud
                 j = out[k]
                 j.votes[judge_name] = r.score
                 j.passed, j.score, j.error = r.passed, r.score, r.error
-                j.note = "; ".join(x for x in (j.note, r.note, "tie broken by the judge") if x)
+                j.note = "; ".join(x for x in (j.note, r.note, TIE_NOTE) if x)
                 for f in ("prompt_tokens", "cached_prompt_tokens", "completion_tokens", "latency_s", "requests"):
                     setattr(j, f, getattr(j, f) + getattr(r, f))
     return out
@@ -544,7 +554,7 @@ class Correction:
 def correction_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -> list[dict[str, str]]:
     """Same prefix order as factuality (instructions, page text, then the claim)."""
     question = load_prompt("correction_question", prompts_dir).format(
-        entity_type=claim.entity_type or "entity", property=claim.property, value=_FENCES.sub("", claim.value))
+        entity_type=claim.entity_type or "entity", property=claim.property, value=_unfence(claim.value))
     return [{"role": "system", "content": load_prompt("correction_system", prompts_dir)},
             {"role": "user", "content": f"{fence(chunk)}\n\n{question}"}]
 

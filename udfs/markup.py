@@ -221,6 +221,8 @@ def _apply_context(active: _Context, ctx: Any) -> _Context:
         raise MarkupError(f"remote @context not fetched: {ctx[:200]}")
     if not isinstance(ctx, dict):
         raise MarkupError(f"@context must be a string, object or array, got {type(ctx).__name__}")
+    if "@import" in ctx:
+        raise MarkupError(f"@import of a remote context not fetched: {str(ctx['@import'])[:200]}")
     table = dict(active.table)
     vocab = active.vocab
     if "@vocab" in ctx:
@@ -236,6 +238,9 @@ def _apply_context(active: _Context, ctx: Any) -> _Context:
         elif isinstance(d, str):
             table[term] = (d if d.startswith("@") else _expand(tmp, d, vocab=True), False)
         elif isinstance(d, dict):
+            if "@context" in d:
+                # a scoped context: a URL would have to be fetched, and an inline one is not applied
+                raise MarkupError(f"scoped @context of term {term!r} not supported (never fetched)")
             iri = d.get("@id", term)
             if not isinstance(iri, str):
                 raise MarkupError(f"term definition of {term!r} has a non-string @id")

@@ -11,6 +11,7 @@ Every way a read can go wrong ends as a ``WarcError`` with a status (``fetch_err
 from __future__ import annotations
 
 import io
+import posixpath
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,14 +61,28 @@ class WarcRecord:
 
 
 def join_location(base: str | None, filename: str) -> str:
-    """Where a record's file lives: ``filename`` as it is when absolute or a URL, else under ``base``."""
+    """Where a record's file lives: ``filename`` as it is when absolute or a URL, else under ``base``.
+
+    A relative name that climbs out of ``base`` (``../``) is a fetch error: ``relative_name``
+    never writes one, so it comes from a damaged or crafted index, and reading it would read a
+    file the operator did not point the job at.
+    """
     if "://" in filename or not base:
         return filename
     if "://" in base:
-        return base.rstrip("/") + "/" + filename.lstrip("/")
+        rel = filename.lstrip("/")
+        _inside_base(rel, base)
+        return base.rstrip("/") + "/" + rel
     if Path(filename).is_absolute():
         return filename
+    _inside_base(filename, base)
     return str(Path(base) / filename)
+
+
+def _inside_base(rel: str, base: str) -> None:
+    norm = posixpath.normpath(rel.replace("\\", "/"))
+    if norm == ".." or norm.startswith("../"):
+        raise WarcError(FETCH_ERROR, f"warc_filename {rel[:300]!r} climbs out of --warc-base {base!r}; not read")
 
 
 def read_range(location: str, offset: int, length: int) -> bytes:
