@@ -209,6 +209,16 @@ def _spark_defaults() -> dict[str, str]:
     return out
 
 
+def _submitted_keys() -> set[str]:
+    """The Spark settings spark-submit passed to this driver (none when not under spark-submit)."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return set()
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return {k for k, _ in SparkConf().getAll()}
+
+
 def build_spark(app: str, master: str | None = None, extra: list[str] | None = None):
     """One way to get a session: reuse the active one (tests, spark-submit) or build one."""
     from pyspark.sql import SparkSession
@@ -223,8 +233,12 @@ def build_spark(app: str, master: str | None = None, extra: list[str] | None = N
         builder = builder.master(master)
     elif "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.master("local[*]")
+    # conf/spark-defaults.conf is for local runs: under spark-submit, what the submit set
+    # (cluster/spark/cluster-defaults.conf, --conf) wins.
+    submitted = _submitted_keys()
     for key, value in _spark_defaults().items():
-        builder = builder.config(key, value)
+        if key not in submitted:
+            builder = builder.config(key, value)
     for kv in extra or []:
         key, sep, value = kv.partition("=")
         if not sep:
