@@ -278,6 +278,7 @@ def test_no_clean_keeps_raw_sets_and_page_scope(spark, crafted_file):
 # ---- inputs ------------------------------------------------------------------------------------
 def test_manifest_glob_directory_and_one_task_per_file(spark, tmp_path):
     from udfs.inputs import InputError, resolve_inputs
+    from udfs.vocab import load_vocabulary
 
     lines = WDC_SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
     d = tmp_path / "corpus"
@@ -297,11 +298,12 @@ def test_manifest_glob_directory_and_one_task_per_file(spark, tmp_path):
         resolve_inputs([str(d / "nothing-*.nq")])
     with pytest.raises(InputError, match="outside the allowed root"):
         resolve_inputs([str(manifest)], root=d / "sub")
-    # One file is one task, and the line numbers are per file.
+    # One file is one task, and the scan counts (and numbers) lines per file.
     df = C.read_lines(spark, by_dir)
     assert df.rdd.getNumPartitions() == 3
-    firsts = {r["file"].rsplit("/", 1)[-1]: r["line_no"] for r in df.filter("line_no = 1").collect()}
-    assert set(firsts) == {"part-0.nq.gz", "part-1.nq", "part-2.nq.gz"}
+    ep = C.entity_pages(df, load_vocabulary(), C.CsetConfig())
+    per_file = {f.rsplit("/", 1)[-1]: n for f, n in C.lines_per_file(ep).items()}
+    assert per_file == {"part-0.nq.gz": 3000, "part-1.nq": 4000, "part-2.nq.gz": len(lines) - 7000}
     out = run_job(spark, tmp_path, "--input", str(manifest), "--sample-urls", "3")
     expected = reference_csets([ln.rstrip("\n") for ln in lines])
     got = read_table(out)

@@ -5,9 +5,10 @@ name of each other property (the LLM4Schema.org definition). Entity = subject; a
 scoped to its page, an IRI is the same entity on every page (the paper's code), unless
 ``subject_scope="page"`` makes every (subject, page) its own entity.
 
-The input is read once. One aggregation turns lines into ``entity_pages`` rows (an entity on a
-page with its kept and dropped tokens) and carries the rejected and skipped lines through the same
-shuffle, so the counters and the rejects come from the same single pass that feeds the C-sets.
+The input is read once. A streaming scan on the JVM turns each file's lines into ``entity_pages``
+rows (an entity on a page with its kept and dropped tokens) and emits the rejected and skipped
+lines and a per-file line count in the same pass, so the counters and the rejects come from the
+single pass that feeds the C-sets.
 
 Cleaning against the vocabulary: schema.org namespace variants (http/https, ``www.``) are one
 namespace; a token is dropped, with a reason, when its IRI is outside schema.org or its local name
@@ -22,6 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from udfs import jvm
 from udfs import nquads as N
 from udfs.vocab import Vocabulary
 
@@ -49,9 +51,6 @@ REJECTS_SCHEMA = T.StructType([
     T.StructField("raw", T.StringType(), True),
 ])
 
-_ROW_INDEX_BITS = (1 << 33) - 1  # monotonically_increasing_id = partition << 33 | row in partition
-
-
 @dataclass(frozen=True)
 class CsetConfig:
     subject_scope: str = "iri"  # "iri" | "page"
@@ -67,80 +66,37 @@ class CsetConfig:
 
 
 def read_lines(spark: SparkSession, files: list[str]) -> DataFrame:
-    """Lines with their file and 1-based line number; one input file is one task.
+    """Lines with their file; one input file is one task, its lines in order.
 
     A gzip file cannot be split anyway; a plain file is kept whole too (``maxPartitionBytes`` and
     ``openCostInBytes`` at 1 TiB stop both splitting and packing several files into a task), which
-    is what makes the per-partition row index a line number.
+    is what lets the scan number the lines of a file and flush an entity when its page ends.
     """
     one_tib = str(1 << 40)
     spark.conf.set("spark.sql.files.maxPartitionBytes", one_tib)
     spark.conf.set("spark.sql.files.openCostInBytes", one_tib)
-    return spark.read.text(files).select(
-        F.col("value").alias("line"),
-        F.input_file_name().alias("file"),
-        ((F.monotonically_increasing_id().bitwiseAND(F.lit(_ROW_INDEX_BITS))) + 1).alias("line_no"),
-    )
-
-
-def with_tokens(q: DataFrame, vocab: Vocabulary, clean: bool) -> DataFrame:
-    """Add ``token`` and, when cleaning, ``reason`` (why it is dropped; null: kept) to parsed quads.
-
-    One regex per quad: the term naming the token is the object of rdf:type and the predicate
-    otherwise. ``local`` is its own projection so the regex is not re-evaluated per use.
-    """
-    is_type = F.col("q.p") == F.lit(N.RDF_TYPE_TERM)
-    q = q.withColumn("is_type", is_type).withColumn(
-        "term", F.when(F.col("is_type"), F.col("q.o")).otherwise(F.col("q.p")))
-    q = q.withColumn("local", N.schema_local(F.col("term")))
-    local, term = F.col("local"), F.col("term")
-    name = F.when(local != "", local).otherwise(term)
-    q = q.withColumn("token", F.when(F.col("is_type"), F.concat(F.lit("isa:"), name)).otherwise(name))
-    if not clean:
-        return q.withColumn("reason", F.lit(None).cast("string"))
-    reason = (
-        F.when(F.col("is_type"), F.when(local == "", F.lit(TYPE_NOT_SCHEMA))
-               .when(~local.isin(sorted(vocab.classes)), F.lit(TYPE_UNKNOWN)))
-        .otherwise(F.when(local == "", F.lit(PROPERTY_NOT_SCHEMA))
-                   .when(~local.isin(sorted(vocab.properties)), F.lit(PROPERTY_UNKNOWN)))
-    )
-    return q.withColumn("reason", reason)
+    return spark.read.text(files).select(F.col("value").alias("line"), F.input_file_name().alias("file"))
 
 
 def entity_pages(lines: DataFrame, vocab: Vocabulary, cfg: CsetConfig) -> DataFrame:
-    """The one pass over the input: rows of kind ``quad`` (entity on a page: n_lines quads, kept
-    tokens, dropped ``reason\\ttoken`` strings), ``reject`` (one malformed line) and ``skip``
-    (blank and comment lines, one row per file)."""
-    q = with_tokens(N.parse(lines, "line", "q"), vocab, cfg.clean)
-    token, reason = F.col("token"), F.col("reason")
-    page = N.iri_value(F.col("q.g"))
-    if cfg.subject_scope == "page":
-        entity = F.concat(page, F.lit(" "), F.col("q.s"))
-    else:
-        entity = F.when(F.col("q.s").startswith("_:"), F.concat(page, F.lit(" "), F.col("q.s"))).otherwise(
-            N.iri_value(F.col("q.s"))
-        )
-    kind = F.when(F.col("q.ok"), "quad").when(F.col("q.blank"), "skip").otherwise("reject")
-    keyed = q.select(
-        kind.alias("kind"),
-        F.when(F.col("q.ok"), entity).otherwise(F.col("file")).alias("k1"),
-        F.when(F.col("q.ok"), page).when(F.col("q.blank"), F.lit("")).otherwise(
-            F.col("line_no").cast("string")).alias("k2"),
-        F.col("file"),
-        F.when(F.col("q.ok") & reason.isNull(), token).alias("kept"),
-        F.when(F.col("q.ok") & reason.isNotNull(), F.concat(reason, F.lit("\t"), token)).alias("dropped"),
-        F.when(~F.col("q.ok") & ~F.col("q.blank"), F.col("line_no")).alias("line_no"),
-        F.when(~F.col("q.ok") & ~F.col("q.blank"), N.reject_reason(F.col("line"))).alias("reason"),
-        F.when(~F.col("q.ok") & ~F.col("q.blank"), N.printable(F.substring("line", 1, cfg.reject_raw_chars))).alias("raw"),
-    )
-    # file is part of the key so that per-file line counts are exact.
-    return keyed.groupBy("kind", "k1", "k2", "file").agg(
-        F.count(F.lit(1)).alias("n_lines"),
-        F.collect_set("kept").alias("kept"),
-        F.collect_set("dropped").alias("dropped"),
-        F.first("line_no", ignorenulls=True).alias("line_no"),
-        F.first("reason", ignorenulls=True).alias("reason"),
-        F.first("raw", ignorenulls=True).alias("raw"),
+    """The one pass over the input (udfs/jvm/llm4schema/EntityPageScan.java, on the JVM): rows of
+    kind ``quad`` (an entity on a page: n_lines quads, kept tokens, dropped ``reason\ttoken``
+    strings), ``reject`` (one malformed line, with its reason), ``skip`` (blank and comment lines,
+    one row per file) and ``file`` (lines read, one row per file).
+
+    The token of a quad is ``isa:<local name>`` of an rdf:type object and the local name of any
+    other predicate; schema.org namespace variants (http/https, ``www.``) are one namespace.
+    """
+    scan = jvm.attach(lines.sparkSession)
+    reasons = "\n".join([TYPE_NOT_SCHEMA, TYPE_UNKNOWN, PROPERTY_NOT_SCHEMA, PROPERTY_UNKNOWN])
+    jdf = scan.scan(lines.select("line", "file")._jdf, "\n".join(sorted(vocab.classes)),
+                    "\n".join(sorted(vocab.properties)), cfg.clean, cfg.subject_scope == "page", reasons)
+    ep = DataFrame(jdf, lines.sparkSession)
+    is_reject = F.col("kind") == "reject"
+    return ep.select(
+        "kind", "k1", "k2", "file", "n_lines", "kept", "dropped", "line_no",
+        F.when(is_reject, N.reject_reason(F.col("raw"))).alias("reason"),
+        F.when(is_reject, F.substring("raw", 1, cfg.reject_raw_chars)).alias("raw"),
     )
 
 
@@ -155,7 +111,8 @@ def rejects(ep: DataFrame) -> DataFrame:
 
 def lines_per_file(ep: DataFrame) -> dict[str, int]:
     """Lines read per input file (one small row per file: safe to collect at 10^4 files)."""
-    return {r["file"]: int(r["n"]) for r in ep.groupBy("file").agg(F.sum("n_lines").alias("n")).collect()}
+    return {r["file"]: int(r["n"]) for r in ep.filter(F.col("kind") == "file").groupBy("file").agg(
+        F.sum("n_lines").alias("n")).collect()}
 
 
 def entities(ep: DataFrame) -> DataFrame:
