@@ -79,6 +79,7 @@ class AgentsBenchJob(Job):
         return root / "results" / self._config_name
 
     def run(self) -> None:
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns the progress
         getattr(self, f"_{self.args.command}")()
 
     # ---- build ---------------------------------------------------------------------------------
@@ -159,6 +160,9 @@ class AgentsBenchJob(Job):
             log.warning("several models and no --judge-model: ties stay undecided (no verdict)")
         cache = a.cache or str(self.output_root / "cache" / "llm.sqlite")
         gt = Path(a.input[0])
+        missing = [str(gt / f"{t}.parquet") for t in ("factuality", "compliance") if not (gt / f"{t}.parquet").is_file()]
+        if missing:
+            raise SystemExit(f"--input {gt}: not a ground_truth folder (no {', '.join(missing)}); run build first")
         tables = {agent: pads.dataset(str(gt / f"{agent}.parquet"), format="parquet").to_table().to_pylist()
                   for agent in ("factuality", "compliance")}
         # The items of each task (a seeded, stratified subset), then each agent's distinct items.

@@ -25,7 +25,9 @@ embedding function can be passed in.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import html
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
@@ -186,6 +188,15 @@ def _row(f: _Fact, kind: str, label: bool, *, text: str, text_example: str, valu
     return row
 
 
+def _values_by_property(markup: Markup) -> dict[str, set[str]]:
+    """Every value the markup gives each property (stated in the text or not), normalised: a
+    negative must not be a value the markup itself holds for that property."""
+    out: dict[str, set[str]] = {}
+    for t in markup.triples():
+        out.setdefault(t.property, set()).add(normalise(describe_value(markup, t.value)))
+    return out
+
+
 def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int = DEFAULT_SEED,
                        distant_max: float = DEFAULT_DISTANT_MAX, max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
                        generic_properties: Sequence[str] = GENERIC_PROPERTIES, require_stated: bool = True,
@@ -204,6 +215,9 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int = DEFAUL
     markups: dict[str, Markup] = {}
     for ex in examples:
         c["examples"] += 1
+        # The examples' pre-markup keeps HTML entities ("Beachwear &amp; Giftware"); the text a
+        # reader (and the model) sees has them decoded, and so must the "is it stated" test.
+        ex = dataclasses.replace(ex, text=html.unescape(ex.text))
         try:
             m = parse_markup(ex.jsonld)
         except MarkupError as exc:
@@ -249,13 +263,11 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int = DEFAUL
 
     # ---- intrinsic: a literal value replaced by one of a distant property of the same markup
     for ex_id, fs in by_example.items():
-        values_of: dict[str, set[str]] = {}
-        for f in fs:
-            values_of.setdefault(f.property, set()).add(normalise(f.described))
+        values_of = _values_by_property(markups[ex_id])
         lits = [f for f in fs if isinstance(f.value, Literal)]
         for f in lits:
             cands = [g for g in lits if g.property != f.property
-                     and normalise(g.described) not in values_of[f.property]
+                     and normalise(g.described) not in values_of.get(f.property, ())
                      and distance.cosine(f.property, g.property) < distant_max]
             if not cands:
                 continue
@@ -291,9 +303,7 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int = DEFAUL
 
     # ---- compliance: values swapped between distant textual properties of one markup
     for ex_id, fs in by_example.items():
-        values_of = {}
-        for f in fs:
-            values_of.setdefault(f.property, set()).add(normalise(f.described))
+        values_of = _values_by_property(markups[ex_id])
         textual = sorted((f for f in fs if f.kind == "text" and "Text" in vocab.ranges.get(f.property, ())
                           and vocab.comments.get(f.property) and f.property not in generic_properties),
                          key=lambda f: rank_key(seed, "swap", ex_id, f.property, f.described))
@@ -305,7 +315,8 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int = DEFAUL
                 g = textual[j]
                 if j in used or g.property == f.property:
                     continue
-                if normalise(g.described) in values_of[f.property] or normalise(f.described) in values_of[g.property]:
+                if (normalise(g.described) in values_of.get(f.property, ())
+                        or normalise(f.described) in values_of.get(g.property, ())):
                     continue
                 cos = distance.cosine(f.property, g.property)
                 if cos >= distant_max:
@@ -318,6 +329,23 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int = DEFAUL
                                                distance=round(cos, 4), definition=vocab.comments[a.property],
                                                seed=seed))
                 break
+    # One row per claim. Positives come first, so a negative that repeats a true claim is dropped
+    # (a compliance claim does not involve the text: a swapped value that some example gives the
+    # property is compliant after all).
+    for name, key in (("factuality", ("text", "property", "value", "entity_type")),
+                      ("compliance", ("property", "value", "entity_type"))):
+        kept, seen_claims = [], set()
+        c[f"{name}_duplicate_claims"] = 0
+        # positives first, then a canonical order: which duplicate survives does not depend on
+        # the order of the examples
+        for r in sorted(getattr(out, name), key=lambda r: (r["kind"] != POSITIVE, r["item_id"])):
+            k = tuple(r[x] for x in key)
+            if k in seen_claims:
+                c[f"{name}_duplicate_claims"] += 1
+                continue
+            seen_claims.add(k)
+            kept.append(r)
+        setattr(out, name, kept)
     c["factuality_positive"] = sum(r["kind"] == POSITIVE for r in out.factuality)
     return out
 
