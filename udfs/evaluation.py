@@ -20,22 +20,25 @@ from typing import Any
 import pyarrow as pa
 
 from udfs import agents
-from udfs.markup import Literal, MarkupError, parse_markup, to_jsonld
+from udfs.markup import Entity, Literal, Markup, MarkupError, parse_markup, to_jsonld
 from udfs.memr import memr
 from udfs.keyscores import key_scores
 
 STAGES = ("validity", "factuality", "compliance")
 HUMAN = "human"
 
+VOTES = pa.map_(pa.string(), pa.float64())
 TRIPLES_SCHEMA = pa.schema([
     ("page_key", pa.string()), ("page_url", pa.string()), ("source", pa.string()),
     ("subject", pa.string()), ("property", pa.string()), ("value", pa.string()),
     ("value_kind", pa.string()), ("entity_type", pa.string()),
     ("valid", pa.bool_()), ("valid_reason", pa.string()), ("validity_rule", pa.int32()),
     ("factual_score", pa.float64()), ("factual", pa.bool_()), ("factual_error", pa.string()),
-    ("factual_votes", pa.string()), ("corrected_value", pa.string()), ("corrected", pa.bool_()),
+    # votes: each voter's score (model id, or model/strategy) when several models judge; a
+    # "judge:<model>" key is present exactly when a tie went to the judge.
+    ("factual_votes", VOTES), ("corrected_value", pa.string()), ("corrected", pa.bool_()),
     ("compliant_score", pa.float64()), ("compliant", pa.bool_()), ("compliant_note", pa.string()),
-    ("compliant_error", pa.string()), ("compliant_votes", pa.string()),
+    ("compliant_error", pa.string()), ("compliant_votes", VOTES),
     ("kept", pa.bool_()), ("model", pa.string()), ("latency_s", pa.float64()),
     ("prompt_tokens", pa.int64()), ("cached_prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
 ])
@@ -75,7 +78,9 @@ class EvalConfig:
     strategy: str = "direct"
     factuality_threshold: float = agents.DEFAULT_THRESHOLD
     compliance_threshold: float = agents.DEFAULT_THRESHOLD
-    verdict_models: list[str] = field(default_factory=list)  # one: that model; several: majority vote
+    # one: that model; several: majority vote. Each is a model id, or "model/strategy" to judge
+    # with another strategy than ``strategy`` (a judge that asks differently from the voters).
+    verdict_models: list[str] = field(default_factory=list)
     judge_model: str | None = None
     context_window: int = 8192
     max_tokens: int = 1024
@@ -130,12 +135,13 @@ class PageEvaluator:
         return self.client(None).run(self.aevaluate(page))
 
     # ---- verdict functions (one model, or a vote) ----------------------------------------------
-    def _voter(self, agent: str, model: str | None, chunks: list[str]):
+    def _voter(self, agent: str, name: str | None, chunks: list[str]):
+        model, strategy = voter_model_and_strategy(name, self.cfg.strategy)
         c = self.client(model)
         if agent == "factuality":
-            return lambda claims: agents.judge_factuality(c, chunks, claims, strategy=self.cfg.strategy,
+            return lambda claims: agents.judge_factuality(c, chunks, claims, strategy=strategy,
                                                           threshold=self.cfg.factuality_threshold)
-        return lambda claims: agents.judge_compliance(c, claims, strategy=self.cfg.strategy,
+        return lambda claims: agents.judge_compliance(c, claims, strategy=strategy,
                                                       threshold=self.cfg.compliance_threshold)
 
     async def _judge(self, agent: str, claims: list, chunks: list[str]) -> list[agents.Judged]:
@@ -202,10 +208,14 @@ class PageEvaluator:
             kept_rows[source] = [r for r in rows if r["kept"]]
             out["triples"].extend(rows)
             out["markups"].append(_markup_row(key, url, source, "raw", to_jsonld(markup), len(rows)))
+            corrected, fixes = _with_corrections(markup, rows)
             for stage, col in (("validity", "valid"), ("factuality", "factual"), ("compliance", "compliant")):
                 if stage in self.cfg.stages:
-                    alive = {_triple_id(r) for r in rows if _alive(r, stage)}
-                    doc_s = to_jsonld(markup, keep=lambda s, p, v: (s, p, _value_text(v)) in alive)
+                    # from factuality on, a corrected literal is curated with its re-verified value
+                    staged, fx = (markup, {}) if stage == "validity" else (corrected, fixes)
+                    alive = {(r["subject"], r["property"], fx.get(_triple_id(r), r["value"]))
+                             for r in rows if _alive(r, stage)}
+                    doc_s = to_jsonld(staged, keep=lambda s, p, v: (s, p, _value_text(v)) in alive)
                     out["markups"].append(_markup_row(key, url, source, stage, doc_s,
                                                       sum(_alive(r, stage) for r in rows)))
             final_markup[source] = out["markups"][-1]["markup"]
@@ -229,14 +239,15 @@ class PageEvaluator:
     async def _correct(self, rows: list[dict[str, Any]], fact_chunks: list[str], acc: dict[str, Any]) -> None:
         """GraphCorrect on the claims judged non-factual: a corrected claim (the text's value,
         re-verified) passes factuality with ``corrected`` set and goes on to compliance with its
-        new value; ``value`` and the staged markups keep what the source wrote."""
+        new value; ``value`` keeps what the source wrote, the curated markups (factuality on) carry
+        the corrected literal."""
         flagged = [r for r in rows if r.get("factual") is False]
         distinct = list(dict.fromkeys(r["_claim"] for r in flagged))
         if not distinct:
             return
-        model = (self.cfg.verdict_models or [None])[0]
+        model, strategy = voter_model_and_strategy((self.cfg.verdict_models or [None])[0], self.cfg.strategy)
         fixes = dict(zip(distinct, await agents.correct(self.client(model), fact_chunks, distinct,
-                                                        strategy=self.cfg.strategy,
+                                                        strategy=strategy,
                                                         threshold=self.cfg.factuality_threshold)))
         for f in fixes.values():
             if f.verdict is not None:
@@ -293,9 +304,11 @@ class PageEvaluator:
                 j = judged[c]
                 r[f"{col}_score"], r[col] = j.score, j.passed
                 r[f"{col}_error"] = j.error
-                r[f"{col}_votes"] = json.dumps(j.votes) if j.votes else None
+                r[f"{col}_votes"] = dict(j.votes) or None
                 if stage == "compliance":
-                    r["compliant_note"] = j.note
+                    # the tie mark is in the votes (the judge's key); the note says what the voters noted
+                    r["compliant_note"] = "; ".join(x for x in (j.note or "").split("; ")
+                                                    if x and x != agents.TIE_NOTE) or None
                 if c not in seen:  # a request's cost is booked once, on the first row it answers
                     seen.add(c)
                     r["model"] = r["model"] or j.model
@@ -342,6 +355,37 @@ def _alive(row: dict[str, Any], stage: str | None) -> bool:
                                          and f"{_COL[s]}_error" in row):
             return False
     return True
+
+
+def voter_model_and_strategy(name: str | None, default: str) -> tuple[str | None, str]:
+    """A voter is a model id, or "model/strategy" with a strategy of ``agents.STRATEGIES`` after the
+    last slash (model ids may contain slashes themselves)."""
+    if name and "/" in name:
+        model, _, strategy = name.rpartition("/")
+        if strategy in agents.STRATEGIES:
+            return model, strategy
+    return name, default
+
+
+def _with_corrections(markup: Markup, rows: list[dict[str, Any]]) -> tuple[Markup, dict[tuple, str]]:
+    """The markup with each corrected literal replaced by its re-verified value, and the
+    replacements made ((subject, property, old value) -> new value). A corrected reference to a
+    described entity is not replaced (its node would be lost); its row still says corrected."""
+    wanted = {_triple_id(r): r["corrected_value"] for r in rows if r.get("corrected")}
+    if not wanted:
+        return markup, {}
+    applied: dict[tuple, str] = {}
+    entities: dict[str, Entity] = {}
+    for eid, ent in markup.entities.items():
+        new = entities[eid] = Entity(eid, list(ent.types))
+        for p, vs in ent.properties.items():
+            for v in vs:
+                fix = wanted.get((eid, p, _value_text(v))) if isinstance(v, Literal) else None
+                if fix is not None:
+                    applied[(eid, p, _value_text(v))] = fix
+                    v = Literal(fix, language=v.language)
+                new.add(p, v)
+    return Markup(entities, list(markup.roots), list(markup.notes)), applied
 
 
 def _value_text(v) -> str:
