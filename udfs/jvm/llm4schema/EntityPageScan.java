@@ -2,13 +2,11 @@ package llm4schema;
 
 import java.io.Serializable;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
-import java.util.List;
 import java.util.Set;
 
 import org.apache.spark.api.java.function.MapPartitionsFunction;
@@ -366,10 +364,19 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
         }
     }
 
-    /** For tests: parse one line and return its terms (s, p, o, g), or null when it is not a quad. */
-    public static List<String> terms(String line) {
+    /**
+     * For tests, in one call: newline-separated lines in, one line out per line in: its terms
+     * s, p, o, g joined by U+0001, or an empty line when it is not a quad.
+     */
+    public static String terms(String lines) {
+        StringBuilder out = new StringBuilder();
         Quad q = new Quad();
-        if (line.indexOf('\uFFFD') >= 0 || !q.parse(line)) return null;
-        return new ArrayList<>(Arrays.asList(q.s, q.p, q.o, q.g));
+        for (String line : lines.split("\n", -1)) {
+            if (line.indexOf('\uFFFD') < 0 && q.parse(line)) {
+                out.append(q.s).append('\u0001').append(q.p).append('\u0001').append(q.o).append('\u0001').append(q.g);
+            }
+            out.append('\n');
+        }
+        return out.toString();
     }
 }
