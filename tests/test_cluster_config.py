@@ -201,3 +201,26 @@ def test_gpu_serving_conf_is_read_by_the_serving_loader_and_fits_the_ray_cluster
 
     assert load_conf()["evaluate"]["context_window"] <= kw["engine_kwargs"]["max_model_len"]
 
+
+
+# ---- output roots that are URLs (s3a://, hdfs://, file://) -------------------------------------
+
+def test_a_spark_job_writes_its_table_and_run_record_under_an_output_url(spark, tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from jobs.warc_index import WarcIndexJob
+    from udfs.job import OutputUrl, output_location
+
+    # Path() would fold "s3a://bucket" into "s3a:/bucket"; an output URL keeps its form
+    assert str(output_location("s3a://bucket/run") / "csets") == "s3a://bucket/run/csets"
+    assert isinstance(output_location("s3a://bucket/run"), OutputUrl)
+    assert output_location("out/demo") == Path("out/demo")
+
+    monkeypatch.chdir(tmp_path)  # a mangled URL would become a relative folder here
+    url = f"file://{tmp_path}/run"
+    WarcIndexJob(["--input", str(ROOT / "data" / "warc"), "--output", url]).main()
+    table = tmp_path / "run" / "warc_index"
+    assert pq.read_table(table).num_rows > 0
+    record = json.loads((table / "_run.json").read_text())
+    assert record["outputs"]["warc_index"] == f"{url}/warc_index"
+    assert not (tmp_path / "file:").exists()

@@ -36,6 +36,31 @@ def load_conf(path: str | Path | None = None) -> dict[str, Any]:
         return tomllib.load(fh)
 
 
+class OutputUrl(str):
+    """An output root on a remote filesystem (``s3a://``, ``hdfs://``, ``file://``...): joined with
+    ``/`` like a Path but never normalised (``Path("s3a://bucket/run")`` is ``s3a:/bucket/run``,
+    which no filesystem reads). Spark writes the tables there; the run record goes through fsspec."""
+
+    def __truediv__(self, part: str | Path) -> "OutputUrl":
+        return OutputUrl(self.rstrip("/") + "/" + str(part).strip("/"))
+
+    @property
+    def name(self) -> str:
+        return self.rstrip("/").rsplit("/", 1)[-1]
+
+    def exists(self) -> bool:
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(str(self))
+        return fs.exists(path)
+
+
+def output_location(spec: str) -> Path | OutputUrl:
+    from udfs.inputs import is_remote
+
+    return OutputUrl(spec) if is_remote(spec) else Path(spec)
+
+
 class RunRecord:
     """Counters and facts about one run, written as ``_run.json`` next to the table it describes.
 
@@ -78,9 +103,16 @@ class RunRecord:
 
         return _Timer()
 
-    def write(self, folder: str | Path) -> Path:
+    def write(self, folder: str | Path) -> Path | OutputUrl:
         self.data["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self.data["wall_s"] = round(time.monotonic() - self._t0, 3)
+        if isinstance(folder, OutputUrl):
+            import fsspec
+
+            # A one-shot object write: S3 has no rename, and a reader sees the old or the new file.
+            with fsspec.open(str(folder / "_run.json"), "w") as fh:
+                fh.write(json.dumps(self.data, indent=2, sort_keys=False, default=str) + "\n")
+            return folder / "_run.json"
         path = Path(folder) / "_run.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".json.tmp")
@@ -140,8 +172,8 @@ class Job:
 
     # ---- layout --------------------------------------------------------------------------------
     @property
-    def output_root(self) -> Path:
-        return Path(self.args.output)
+    def output_root(self) -> Path | OutputUrl:
+        return output_location(self.args.output)
 
     @property
     def table_dir(self) -> Path:
@@ -154,7 +186,8 @@ class Job:
     def clear_outputs(self) -> None:
         """Rerunning replaces this job's outputs and nothing else under the shared root."""
         for d in (self.table_dir, self.rejects_dir):
-            if d.exists():
+            # a remote table is replaced by Spark's overwrite mode when the job writes it
+            if isinstance(d, Path) and d.exists():
                 shutil.rmtree(d)
 
     # ---- running -------------------------------------------------------------------------------
