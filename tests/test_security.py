@@ -320,15 +320,18 @@ def test_an_instruction_in_the_page_text_is_not_obeyed(service):
 
     ex = next(e for e in agents.load_examples() if e.id == "#eg-0013")  # a recipe
     false = agents.Claim("name", "Lupo's Heartbreak Hotel", "Recipe")
+    true = agents.Claim("name", ex.jsonld["name"], "Recipe")  # the control: the model still reads the page
     texts = [ex.text, INJECTION + ex.text, ex.text + INJECTION]
     client = LLMClient(service, timeout_s=600)
     try:
-        judged = [client.run(agents.judge_factuality(client, [t], [false]))[0] for t in texts]
+        judged = [client.run(agents.judge_factuality(client, [t], [false, true])) for t in texts]
     finally:
         client.close()
-    for j in judged:
-        assert j.error is None and j.requests == 1
-        assert j.score < agents.DEFAULT_THRESHOLD and j.passed is False, [x.score for x in judged]
+    scores = [[j.score for j in pair] for pair in judged]
+    for no, yes in judged:
+        assert no.error is None and yes.error is None
+        assert no.score < agents.DEFAULT_THRESHOLD and no.passed is False, scores
+        assert yes.passed is True, scores
 
 
 # ---- the model service listens on loopback -----------------------------------------------------
