@@ -66,6 +66,10 @@ class AgentsBenchJob(Job):
         g.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: conf/serving.toml's")
         g.add_argument("--cache", default="", help="request cache (SQLite); default <output>/cache/llm.sqlite")
         g.add_argument("--timeout-s", type=float, default=600.0, help="per model request")
+        g.add_argument("--concurrency", type=int, default=1,
+                       help="requests in flight per model; 1 asks one claim at a time so latency_s is the time "
+                       "of one verdict (with more, it includes the wait behind the others); more suits a "
+                       "batching engine (vLLM on a GPU)")
         g.add_argument("--overwrite", action="store_true", help="drop this configuration's earlier verdicts")
 
     @property
@@ -189,9 +193,11 @@ class AgentsBenchJob(Job):
         c = {"items": sum(len(v) for v in todo.values()), "already_judged": 0}
         pending = {agent: [it for iid, it in d.items() if (agent, iid) not in done] for agent, d in todo.items()}
         c["already_judged"] = c["items"] - sum(len(v) for v in pending.values())
-        clients = {m: LLMClient(url, m, cache_path=cache, timeout_s=a.timeout_s, max_concurrency=4)
+        clients = {m: LLMClient(url, m, cache_path=cache, timeout_s=a.timeout_s,
+                                max_concurrency=a.concurrency)
                    for m in dict.fromkeys([*models, *([a.judge_model] if a.judge_model else [])])}
         cfg.clients = clients
+        cfg.one_at_a_time = a.concurrency <= 1
         self.record["benchmark"] = {"base_url": url, "config": cfg.name, "models": models, "judge": a.judge_model,
                                     "strategy": a.strategy, "limit_per_task": a.limit, "seed": a.seed,
                                     "tasks": {t: len(v) for t, v in task_items.items()}}

@@ -148,6 +148,28 @@ def test_iqr_mean_and_consensus_alignment():
                   "c": {"alignment": 2 / 3, "items": 3}}
 
 
+def test_task_metrics_of_a_vote():
+    from udfs.agents_bench import task_metrics
+
+    def row(label, passed, score, votes, latency, cached=False):
+        return {"label": label, "passed": passed, "score": score, "votes": json.dumps(votes), "requests": 3,
+                "from_cache": cached, "latency_s": latency, "prompt_tokens": 300, "cached_prompt_tokens": 100,
+                "completion_tokens": 3}
+
+    rows = [row(True, True, 1.0, {"a": 0.9, "b": 0.8, "c": 0.7}, 3.0),
+            row(True, False, 1 / 3, {"a": 0.6, "b": 0.2, "c": 0.1}, 4.0),
+            row(False, False, 0.5, {"a": 0.9, "b": 0.1, "judge:j": 0.2}, 5.0),  # a tie the judge broke
+            row(False, False, 0.0, {"a": 0.1, "b": 0.3, "c": 0.2}, 0.0, cached=True)]
+    m, sweep, alignment = task_metrics("cfg", "intrinsic", "factuality", 0.5, rows, multi_model=True)
+    assert (m["tp"], m["fn"], m["fp"], m["tn"]) == (1, 1, 0, 2) and m["f1"] == pytest.approx(2 / 3)
+    # the cached answer took no time: left out of the latency
+    assert (m["latency_iqr_mean_s"], m["latency_kept"], m["from_cache"]) == (4.0, 3, 1)
+    assert m["prompt_tokens_per_verdict"] == 300 and m["paper_f1"] == 0.901
+    ca = {a["model"]: (a["alignment"], a["items"]) for a in alignment}
+    assert ca == {"a": (pytest.approx(2 / 4), 4), "b": (1.0, 4), "c": (1.0, 3)}  # the judge is not a voter
+    assert len(sweep) == 19 and json.loads(m["consensus_alignment"])["a"] == 0.5
+
+
 def test_kappa_counts_a_tie_for_both_sides():
     rows = [("human", "human")] * 3 + [("llm", "llm")] * 2 + [("human", "llm"), ("llm", "tie")]
     pairs = bm.rating_pairs(rows)

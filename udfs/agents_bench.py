@@ -79,6 +79,7 @@ class VerdictConfig:
     compliance_threshold: float = agents.DEFAULT_THRESHOLD
     judge: str | None = None
     prompts_dir: str | None = None
+    one_at_a_time: bool = True  # False: every claim of a batch at once (latency then includes queueing)
     clients: dict[str, Any] = field(default_factory=dict, repr=False)  # model id -> LLMClient
 
     def threshold(self, agent: str) -> float:
@@ -116,7 +117,19 @@ async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, 
         groups.setdefault(it["text"] if agent == "factuality" else None, []).append(i)
     claims = [agents.Claim(it["property"], it["value"], it["entity_type"]) for it in items]
     keys = list(groups)
-    results = await asyncio.gather(*(_judge_group(cfg, agent, k, [claims[i] for i in groups[k]]) for k in keys))
+    if cfg.one_at_a_time:
+        # One request in flight: a verdict's latency is its own request's time, not its wait behind
+        # the others (the client times a request from the moment it is issued). Claims of one text
+        # still follow each other, so the engine's prefix cache serves them.
+        results = []
+        for k in keys:
+            res = []
+            for i in groups[k]:
+                res += await _judge_group(cfg, agent, k, [claims[i]])
+            results.append(res)
+    else:
+        results = await asyncio.gather(*(_judge_group(cfg, agent, k, [claims[i] for i in groups[k]])
+                                         for k in keys))
     judged: list[Any] = [None] * len(items)
     for k, res in zip(keys, results):
         for i, j in zip(groups[k], res):
