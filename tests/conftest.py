@@ -77,3 +77,27 @@ def service():
         ray.shutdown()
         env.undo()
         shutil.rmtree(temp, ignore_errors=True)
+
+
+# ---- local multi-node rehearsal (cluster/local/): started once for the suite, only when a test asks
+
+
+@pytest.fixture(scope="session")
+def spark_standalone():
+    """A Spark standalone master and two 1-core workers on the loopback (tests/test_rehearsal.py,
+    tests/test_faults.py)."""
+    from cluster.local.spark_standalone import SparkStandalone
+
+    with SparkStandalone(workers=2, cores=1, memory="1g") as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def ray_nodes():
+    """A Ray head and a second Ray node on the loopback with the Serve app (embedded model, n_ctx
+    2048) deployed onto them; the replica lands on the second node."""
+    from cluster.local.ray_nodes import RayNodes
+
+    with RayNodes(head_cpus=1, node_cpus=2) as cluster:
+        cluster.deploy_serve({"embedded": {"n_ctx": 2048, "model_id": SERVED_MODEL_ID}})
+        yield cluster
