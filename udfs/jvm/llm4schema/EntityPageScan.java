@@ -92,8 +92,13 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
         private final ArrayDeque<Row> out = new ArrayDeque<>();
         private final LinkedHashMap<String, EntityPage> page = new LinkedHashMap<>();
         private final Quad q = new Quad();
+        // Tokens of the predicates and types seen in this partition: a few hundred distinct keys.
+        private final java.util.HashMap<String, String[]> tokens = new java.util.HashMap<>();
         private String file;
+        private String graph;    // the current page's graph term as written
         private String pageUrl;
+        private String subject;  // the subject of the line before, and its entity on this page
+        private EntityPage current;
         private long lineNo;
         private long skipped;
         private boolean finished;
@@ -138,13 +143,28 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
                 out.add(RowFactory.create("reject", file, Long.toString(lineNo), file, 1L, EMPTY, EMPTY, lineNo, line));
                 return;
             }
-            String url = iriValue(q.g);
-            if (!url.equals(pageUrl)) {
+            if (!q.same(q.g0, q.g1, graph)) {
                 flushPage();
-                pageUrl = url;
+                graph = q.g();
+                pageUrl = iriValue(graph);
             }
-            boolean isType = RDF_TYPE.equals(q.p);
-            String term = isType ? q.o : q.p;
+            if (!q.same(q.s0, q.s1, subject)) {
+                subject = q.s();
+                String entity = pageScope || subject.startsWith("_:") ? pageUrl + " " + subject : iriValue(subject);
+                current = page.computeIfAbsent(entity, k -> new EntityPage());
+            }
+            boolean isType = q.same(q.p0, q.p1, RDF_TYPE);
+            if (tokens.size() > 100_000) tokens.clear();  // odd inputs (literal types) must not grow it unbounded
+            String[] tr = tokens.computeIfAbsent(isType ? "isa:" + q.o() : q.p(), this::token);
+            current.lines++;
+            if (tr[1] == null) current.kept.add(tr[0]);
+            else current.dropped.add(tr[1]);
+        }
+
+        /** Token and dropped "reason\ttoken" (null: kept) of a type ("isa:" + object) or a predicate. */
+        private String[] token(String key) {
+            boolean isType = key.startsWith("isa:");
+            String term = isType ? key.substring(4) : key;
             String local = schemaLocal(term);
             String name = local.isEmpty() ? term : local;
             String token = isType ? "isa:" + name : name;
@@ -153,11 +173,7 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
                 if (isType) reason = local.isEmpty() ? reasons[0] : classes.contains(local) ? null : reasons[1];
                 else reason = local.isEmpty() ? reasons[2] : properties.contains(local) ? null : reasons[3];
             }
-            String entity = pageScope || q.s.startsWith("_:") ? url + " " + q.s : iriValue(q.s);
-            EntityPage e = page.computeIfAbsent(entity, k -> new EntityPage());
-            e.lines++;
-            if (reason == null) e.kept.add(token);
-            else e.dropped.add(reason + "\t" + token);
+            return new String[] {token, reason == null ? null : reason + "\t" + token};
         }
 
         private void flushPage() {
@@ -167,6 +183,8 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
                         e.kept.toArray(EMPTY), e.dropped.toArray(EMPTY), null, null));
             }
             page.clear();
+            subject = null;
+            current = null;
         }
 
         private void endFile() {
@@ -174,6 +192,7 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
             flushPage();
             if (skipped > 0) out.add(RowFactory.create("skip", file, "", file, skipped, EMPTY, EMPTY, null, null));
             out.add(RowFactory.create("file", file, "", file, lineNo, EMPTY, EMPTY, null, null));
+            graph = null;
             pageUrl = null;
             lineNo = 0;
             skipped = 0;
@@ -211,9 +230,21 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
     /** One line's terms; {@link #parse} fills them and says whether the whole line is a quad. */
     static final class Quad implements Serializable {
         private static final long serialVersionUID = 1L;
-        String s, p, o, g;
-        private String line;
+        // Term boundaries [start, end) in the line: substrings are made only where needed, since
+        // most quads repeat the subject and page of the line before.
+        int s0, s1, p0, p1, o0, o1, g0, g1;
+        String line;
         private int n;
+
+        String s() { return line.substring(s0, s1); }
+        String p() { return line.substring(p0, p1); }
+        String o() { return line.substring(o0, o1); }
+        String g() { return line.substring(g0, g1); }
+
+        /** Whether the term [start, end) equals {@code other}, without making a string. */
+        boolean same(int start, int end, String other) {
+            return other != null && other.length() == end - start && line.regionMatches(start, other, 0, end - start);
+        }
 
         boolean parse(String text) {
             line = text;
@@ -221,16 +252,20 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
             int i = spaces(0);
             int j = subject(i);
             if (j < 0) return false;
-            s = line.substring(i, j);
+            s0 = i;
+            s1 = j;
             i = gap(j);
             if (i < 0 || (j = iri(i)) < 0) return false;
-            p = line.substring(i, j);
+            p0 = i;
+            p1 = j;
             i = gap(j);
             if (i < 0 || (j = object(i)) < 0) return false;
-            o = line.substring(i, j);
+            o0 = i;
+            o1 = j;
             i = gap(j);
             if (i < 0 || (j = subject(i)) < 0) return false;
-            g = line.substring(i, j);
+            g0 = i;
+            g1 = j;
             i = spaces(j);
             if (i > j && i < n && line.charAt(i) != '.') {  // a fifth term, ignored
                 if ((j = subject(i)) < 0) return false;
@@ -373,7 +408,7 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
         Quad q = new Quad();
         for (String line : lines.split("\n", -1)) {
             if (line.indexOf('\uFFFD') < 0 && q.parse(line)) {
-                out.append(q.s).append('\u0001').append(q.p).append('\u0001').append(q.o).append('\u0001').append(q.g);
+                out.append(q.s()).append('\u0001').append(q.p()).append('\u0001').append(q.o()).append('\u0001').append(q.g());
             }
             out.append('\n');
         }
