@@ -70,8 +70,9 @@ class CsetsJob(SparkJob):
         lines_read = int(seen.get["lines_read"])
 
         with self.record.time("write csets"):
-            table = C.csets(ep, ents, cfg)
-            table.write.mode("overwrite").parquet(str(self.table_dir))
+            pages = C.cset_pages(ep, ents).persist(StorageLevel.MEMORY_AND_DISK)
+            C.csets(ents, pages, cfg).write.mode("overwrite").parquet(str(self.table_dir))
+            pages.unpersist()
         with self.record.time("write rejects"):
             rej = C.rejects(ep)
             norm = {f.removeprefix("file://").removeprefix("file:"): n for f, n in per_file.items()}

@@ -281,7 +281,8 @@ def _csets_of(spark, files, vocab, **cfg):
     conf = C.CsetConfig(**cfg)
     ep = C.entity_pages(C.read_lines(spark, [str(f) for f in files]), vocab, conf)
     ents = C.entities(ep)
-    return {tuple(r["types"]) + tuple(r["properties"]): r.asDict() for r in C.csets(ep, ents, conf).collect()}, ep, ents
+    table = C.csets(ents, C.cset_pages(ep, ents), conf)
+    return {tuple(r["types"]) + tuple(r["properties"]): r.asDict() for r in table.collect()}, ep, ents
 
 
 def test_cleaning_unifies_namespaces_and_drops_unknown(spark, crafted_file):

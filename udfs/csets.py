@@ -144,25 +144,32 @@ def page_domain(url: Column) -> Column:
     return F.regexp_replace(host, r"^www\.", "")
 
 
-def csets(ep: DataFrame, ents: DataFrame, cfg: CsetConfig) -> DataFrame:
-    """The C-sets table (``CSETS_SCHEMA``) from the entity pages and the entities."""
-    ent_cset = ents.filter(F.size("tokens") > 0).select("entity", "tokens", _cset_id(F.col("tokens")).alias("cset_id"))
-    base = ent_cset.groupBy("cset_id").agg(
-        F.first("tokens").alias("tokens"),
-        F.count(F.lit(1)).alias("n_instances"),
-    )
-    pages = (
+def cset_pages(ep: DataFrame, ents: DataFrame) -> DataFrame:
+    """Distinct (cset_id, page_url) pairs: the one join of entity-page rows with the entities'
+    C-sets. Used twice by ``csets`` (page counts and the URL sample): persist it around that."""
+    ent_cset = ents.filter(F.size("tokens") > 0).select("entity", _cset_id(F.col("tokens")).alias("cset_id"))
+    return (
         ep.filter(F.col("kind") == "quad")
         .select(F.col("k1").alias("entity"), F.col("k2").alias("page_url"))
-        .join(ent_cset.select("entity", "cset_id"), "entity")
+        .join(ent_cset, "entity")
         .select("cset_id", "page_url")
         .distinct()
     )
-    page_stats = pages.groupBy("cset_id").agg(
-        F.count(F.lit(1)).alias("n_pages"),
-        F.countDistinct(page_domain(F.col("page_url"))).alias("n_domains"),
+
+
+def csets(ents: DataFrame, pages: DataFrame, cfg: CsetConfig) -> DataFrame:
+    """The C-sets table (``CSETS_SCHEMA``) from the entities and ``cset_pages``."""
+    base = ents.filter(F.size("tokens") > 0).groupBy(_cset_id(F.col("tokens")).alias("cset_id")).agg(
+        F.first("tokens").alias("tokens"),
+        F.count(F.lit(1)).alias("n_instances"),
     )
-    # Deterministic, spread-out choice of K pages: smallest (hash, url); no dependence on partitioning.
+    # Pages per domain first, then per C-set: two plain aggregations instead of a count-distinct.
+    page_stats = (
+        pages.groupBy("cset_id", page_domain(F.col("page_url")).alias("domain")).agg(F.count(F.lit(1)).alias("n"))
+        .groupBy("cset_id").agg(F.sum("n").alias("n_pages"), F.count(F.lit(1)).alias("n_domains"))
+    )
+    # Deterministic, spread-out choice of K pages: smallest (hash, url); no dependence on
+    # partitioning. row_number <= K lets Spark keep only K rows per C-set before the shuffle.
     ranked = pages.withColumn("h", F.xxhash64("page_url")).withColumn(
         "r", F.row_number().over(Window.partitionBy("cset_id").orderBy("h", "page_url"))
     )
@@ -200,13 +207,16 @@ def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
 def counters(ep: DataFrame, ents: DataFrame, n_csets: int, clean: bool) -> dict:
     """Counters that reconcile: lines = quads + rejected + skipped; entities and sets before and
     after cleaning; dropped (entity, token) pairs by reason with the most frequent tokens."""
-    by_kind = {r["kind"]: r for r in ep.groupBy("kind").agg(
-        F.sum("n_lines").alias("lines"), F.count(F.lit(1)).alias("rows")).collect()}
-    lines_quad = int(by_kind["quad"]["lines"]) if "quad" in by_kind else 0
-    lines_reject = int(by_kind["reject"]["lines"]) if "reject" in by_kind else 0
-    lines_skip = int(by_kind["skip"]["lines"]) if "skip" in by_kind else 0
-    reasons = {r["reason"]: int(r["n"]) for r in ep.filter(F.col("kind") == "reject").groupBy("reason").agg(
-        F.sum("n_lines").alias("n")).collect()}
+    rows = ep.groupBy("kind", "reason").agg(F.sum("n_lines").alias("lines"), F.count(F.lit(1)).alias("rows")).collect()
+    by_kind: dict[str, dict] = {}
+    for r in rows:
+        k = by_kind.setdefault(r["kind"], {"lines": 0, "rows": 0})
+        k["lines"] += int(r["lines"])
+        k["rows"] += int(r["rows"])
+    lines_quad = by_kind.get("quad", {}).get("lines", 0)
+    lines_reject = by_kind.get("reject", {}).get("lines", 0)
+    lines_skip = by_kind.get("skip", {}).get("lines", 0)
+    reasons = {r["reason"]: int(r["lines"]) for r in rows if r["kind"] == "reject"}
     ent = ents.agg(
         F.count(F.lit(1)).alias("entities"),
         F.sum(F.when(F.size("tokens") > 0, 1).otherwise(0)).alias("kept"),
@@ -218,7 +228,8 @@ def counters(ep: DataFrame, ents: DataFrame, n_csets: int, clean: bool) -> dict:
         "lines_skipped_blank_or_comment": lines_skip,
         "lines_read_by_kind_sum": lines_quad + lines_reject + lines_skip,
         "rejected_by_reason": dict(sorted(reasons.items())),
-        "entity_page_rows": int(by_kind["quad"]["rows"]) if "quad" in by_kind else 0,
+        # An (entity, page) whose lines are not contiguous in its file may count twice here.
+        "entity_page_rows": by_kind.get("quad", {}).get("rows", 0),
         "pages": ep.filter(F.col("kind") == "quad").select("k2").distinct().count(),
         "entities_before_cleaning": int(ent["entities"]),
         "sets_before_cleaning": int(ent["raw_sets"]),
