@@ -340,6 +340,8 @@ def test_manifest_glob_directory_and_one_task_per_file(spark, tmp_path):
         resolve_inputs([str(d / "nothing-*.nq")])
     with pytest.raises(InputError, match="outside the allowed root"):
         resolve_inputs([str(manifest)], root=d / "sub")
+    with pytest.raises(InputError, match="outside the allowed root"):  # the job's --input-root
+        CsetsJob(["--output", str(tmp_path / "confined"), "--input", str(manifest), "--input-root", str(d / "sub")]).main()
     # One file is one task, and the scan counts (and numbers) lines per file.
     df = C.read_lines(spark, by_dir)
     assert df.rdd.getNumPartitions() == 3
