@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -104,11 +103,13 @@ def test_corrupt_gzip_is_rejected_with_its_reason_and_the_others_processed(spark
     # the good files give exactly the table they give alone
     assert csets_rows(tmp_path / "mixed") == csets_rows(tmp_path / "good")
     counters = run_record(tmp_path / "mixed")["counters"]
-    assert counters["reconciles"] is True and counters["lines_read"] == run_record(tmp_path / "good")["counters"]["lines_read"]
-    assert counters["files_without_lines"] == run_record(tmp_path / "good")["counters"]["files_without_lines"] + 1
+    alone = run_record(tmp_path / "good")["counters"]
+    assert counters["reconciles"] is True and counters["lines_read"] == alone["lines_read"]
+    assert counters["files_without_lines"] == alone["files_without_lines"] + 1
     n = len(csets_rows(tmp_path / "good"))
-    report("corrupt gzip (--ignore-corrupt-files)", f"{corrupt.name}: gzip header overwritten, among "
-           f"{len(list(good.iterdir()))} good parts", f"reject row: {corrupt_rows[0]['reason']!r}; other files processed",
+    report("corrupt gzip (--ignore-corrupt-files)",
+           f"{corrupt.name}: gzip header overwritten, among {len(list(good.iterdir()))} good parts",
+           f"reject row: {corrupt_rows[0]['reason']!r}; other files processed",
            n, len(csets_rows(tmp_path / "mixed")), "C-set rows")
 
 
@@ -119,7 +120,9 @@ def test_corrupt_gzip_without_the_flag_stops_the_job_naming_the_file(spark, quad
     with pytest.raises(Exception, match=rf"(?s)FAILED_READ_FILE.*{corrupt.name}.*not a gzip file") as err:
         CsetsJob(["--input", str(mixed), "--output", str(tmp_path / "strict")]).main()
     assert not (tmp_path / "strict" / "csets" / "_run.json").exists()  # no run record claims success
-    report("corrupt gzip (no flag)", corrupt.name, f"job fails: {str(err.value).splitlines()[0][:100]}", 0, 0,
+    reason = next(line for line in str(err.value).splitlines() if "FAILED_READ_FILE" in line)
+    reason = reason.split("SparkException: ")[-1].replace(str(corrupt.parent) + "/", "").strip()
+    report("corrupt gzip (no flag)", corrupt.name, f"job fails, no run record: {reason[:120]}", 0, 0,
            "rows (nothing written)")
 
 
@@ -141,7 +144,8 @@ def test_truncated_gzip_is_reported(spark, tmp_path):
 
 
 def _account(out: Path, n_pages: int) -> tuple[list[dict], list[dict]]:
-    """Every page has its scores row and every triple its row, once; every judged claim a verdict."""
+    """Every page has its scores row and every triple its row, once; every claim the agents took up
+    has its verdict (the others carry "not judged: over max_claims"), none an error."""
     scores, triples = parts(out / "scores"), parts(out / "triples")
     assert sorted(s["page_key"] for s in scores) == sorted({s["page_key"] for s in scores})
     assert len(scores) == n_pages and all(s["status"] == "ok" for s in scores), scores
@@ -149,7 +153,10 @@ def _account(out: Path, n_pages: int) -> tuple[list[dict], list[dict]]:
     for s in scores:
         rows = [t for t in triples if t["page_key"] == s["page_key"]]
         assert len(rows) == s["n_triples"] > 0
-        assert s["n_factual_errors"] == 0 and s["n_compliance_errors"] == 0, s
+        errors = [t[c] for t in rows for c in ("factual_error", "compliant_error")
+                  if t[c] and not t[c].startswith("not judged")]
+        assert errors == [], errors
+        assert any(t["factual"] is not None for t in rows)
         assert s["n_valid"] == sum(bool(t["valid"]) for t in rows)
     return scores, triples
 
@@ -178,7 +185,7 @@ def test_serve_replica_killed_during_evaluation_loses_no_page_or_triple(ray_node
     after = wait_for(ray_nodes.replicas, 300, "a replacement replica")
     assert len(after) == 1 and after[0][1] != before[0][1]  # Serve replaced the replica
     report("Serve replica killed", "SIGKILL to the model replica process after the first answer of page 1 of 2",
-           f"job exit 0, {counters['evaluated']} pages ok, 0 verdict errors; replica replaced on node {after[0][0]}",
+           f"job exit 0, {counters['evaluated']} pages ok, no verdict error; replica replaced on node {after[0][0]}",
            sum(s["n_triples"] for s in scores), len(triples), "triple rows")
 
 
@@ -189,10 +196,17 @@ def _evaluate_workers(ray_nodes) -> list[int]:
 def test_evaluation_killed_and_restarted_resumes_without_redoing_finished_pages(ray_nodes, three_pages, tmp_path):
     out = tmp_path / "out"
     cache = out / "cache" / "llm.sqlite"
-    args = evaluate_args(three_pages, out, 3, 1, "--executor", "ray")
+    args = evaluate_args(three_pages, out, 3, 2, "--executor", "ray")
     proc = ray_nodes.start_job(EVALUATE_JOB, *args)
-    wait_for(lambda: proc.poll() is not None or list((out / "scores").glob("part-*.parquet")), 900,
-             "the first scored page")
+
+    def second_page_answered() -> bool:
+        # one page scored and the next one part-way: it has answers, and (two claims) asks again
+        if proc.poll() is not None:
+            return True
+        scored = parts(out / "scores")
+        return len(scored) == 1 and cache_count(cache) > scored[0]["verdict_requests"]
+
+    wait_for(second_page_answered, 900, "a scored page and the next one's first answer", poll_s=0.1)
     assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -200,7 +214,7 @@ def test_evaluation_killed_and_restarted_resumes_without_redoing_finished_pages(
     wait_for(lambda: not _evaluate_workers(ray_nodes), 120, "the killed run's page actor to end")
     finished = {p.name: p.stat().st_mtime_ns for p in (out / "scores").glob("part-*.parquet")}
     answers_before = cache_count(cache)
-    assert 1 <= len(finished) < 3
+    assert len(finished) == 1
 
     done = ray_nodes.run_job(EVALUATE_JOB, *args)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -215,10 +229,13 @@ def test_evaluation_killed_and_restarted_resumes_without_redoing_finished_pages(
     answers_after = cache_count(cache)
     redone = [s for s in scores if f"part-{s['page_key']}.parquet" not in finished]
     asked_by_finished = sum(s["verdict_requests"] for s in scores if f"part-{s['page_key']}.parquet" in finished)
+    reused = answers_before - asked_by_finished
+    assert reused >= 1
     assert answers_after <= sum(s["verdict_requests"] for s in scores)
-    assert answers_after - answers_before <= sum(s["verdict_requests"] for s in redone)
+    assert answers_after - answers_before <= sum(s["verdict_requests"] for s in redone) - reused
     report("evaluation driver killed and restarted",
            f"SIGKILL to jobs/evaluate.py after {len(finished)} of 3 pages, then the same command again",
            f"resumed: {counters['already_scored']} page(s) skipped, {counters['evaluated']} evaluated; "
-           f"{answers_before - asked_by_finished} answer(s) of the page in flight reused from the cache; no duplicates",
+           f"{reused} answer(s) of the page in flight reused from the cache, "
+           f"{answers_after - answers_before} new; no duplicate rows, finished parts untouched",
            sum(s["n_triples"] for s in scores), len(triples), "triple rows")

@@ -7,11 +7,13 @@ What "identical" means here:
   every counter of the run record are equal to the local[2] run's.
 * Evaluation: the distributed run asks the model exactly the same requests (the request caches of
   the two runs hold the same keys: model, prompt, parameters) and gets the same answers (same
-  verdict text, temperature 0, grammar-constrained); triples, verdicts and per-page counts are
-  equal. The verdict scores come from first-token logprobs, which llama.cpp computes with
-  different batch splits when the page prefix is (or is not) in the replica's cache, so scores are
-  compared to 1e-3 (the thresholds sit at 0.5) and only the columns that measure the run (latency,
-  cached prompt tokens, seconds) are left out.
+  verdict text, temperature 0, grammar-constrained); markups, triples, verdicts and per-page counts
+  are equal, but for the columns that measure the run (latency, cached prompt tokens, seconds).
+  The verdict scores come from first-token logprobs, and those are bit-for-bit repeatable only for
+  the same state of the replica's prompt cache: a page evaluated on a fresh replica scored
+  0.2469304771187742 twice (two clusters), the same page right after, with its prefix in llama.cpp's
+  slot cache, 0.2426802805503054. So scores are compared to 0.02 (the thresholds sit at 0.5, and the
+  verdicts themselves must be equal).
 """
 import math
 
@@ -24,10 +26,11 @@ from tests.rehearsal_support import (CSETS_INPUTS, CSETS_JOB, EVALUATE_JOB, SHOR
 
 pytestmark = pytest.mark.slow
 
-SCORE_TOL = 1e-3
+SCORE_TOL = 0.02
 RUN_COLUMNS = {"latency_s", "cached_prompt_tokens", "wall_s", "verdict_latency_s", "verdict_cached_prompt_tokens",
                "generation_latency_s"}
 SCORE_COLUMNS = {"factual_score", "compliant_score"}
+SORT_KEYS = ("page_key", "source", "stage", "subject", "property", "value")
 
 
 def test_csets_on_a_standalone_master_with_two_workers_equals_the_local_run(spark, spark_standalone, tmp_path):
@@ -57,7 +60,7 @@ def one_page(tmp_path_factory):
 
 def _comparable(rows, drop=RUN_COLUMNS | SCORE_COLUMNS):
     return sorted(({k: v for k, v in r.items() if k not in drop} for r in rows),
-                  key=lambda r: tuple(str(r.get(k)) for k in ("page_key", "source", "stage", "subject", "property", "value")))
+                  key=lambda r: tuple(str(r.get(k)) for k in SORT_KEYS))
 
 
 def test_evaluate_on_a_ray_head_and_a_second_node_equals_the_single_process_run(ray_nodes, one_page, tmp_path):
