@@ -151,6 +151,7 @@ class AgentsBenchJob(Job):
 
         from udfs import agents_bench as ab
         from udfs.groundtruth import TASKS, stratified_subset
+        from udfs.agents import voter_model_and_strategy
         from udfs.llm_client import LLMClient
         from udfs.serving import base_url, load_serving_conf
 
@@ -195,7 +196,8 @@ class AgentsBenchJob(Job):
         c["already_judged"] = c["items"] - sum(len(v) for v in pending.values())
         clients = {m: LLMClient(url, m, cache_path=cache, timeout_s=a.timeout_s,
                                 max_concurrency=a.concurrency)
-                   for m in dict.fromkeys([*models, *([a.judge_model] if a.judge_model else [])])}
+                   for m in dict.fromkeys(voter_model_and_strategy(v, a.strategy)[0]
+                                          for v in [*models, *([a.judge_model] if a.judge_model else [])])}
         cfg.clients = clients
         cfg.one_at_a_time = a.concurrency <= 1
         self.record["benchmark"] = {"base_url": url, "config": cfg.name, "models": models, "judge": a.judge_model,

@@ -13,7 +13,8 @@ import pytest
 
 from tests.conftest import DATA, ROOT
 from udfs import agents
-from udfs.evaluation import _with_corrections, voter_model_and_strategy
+from udfs.agents import voter_model_and_strategy
+from udfs.evaluation import _with_corrections
 from udfs.markup import parse_markup, to_jsonld
 from udfs.serving import embedded_models, load_serving_conf
 

@@ -478,6 +478,37 @@ TIE_NOTE = "tie broken by the judge"
 Voter = Callable[[Sequence[Claim]], "asyncio.Future[list[Judged]]"]
 
 
+def voter_model_and_strategy(name: str | None, default: str) -> tuple[str | None, str]:
+    """A voter is a model id, or "model/strategy" with a strategy of ``STRATEGIES`` after the
+    last slash (model ids may contain slashes themselves)."""
+    if name and "/" in name:
+        model, _, strategy = name.rpartition("/")
+        if strategy in STRATEGIES:
+            return model, strategy
+    return name, default
+
+
+def verdict_voter(agent: str, client, *, chunks: Sequence[str] = (), strategy: str = "direct",
+                  threshold: float = DEFAULT_THRESHOLD, prompts_dir: str | None = None) -> Voter:
+    """The verdict function of one voter: ``judge_factuality`` (against ``chunks``) or
+    ``judge_compliance`` with its client, strategy and threshold bound."""
+    if agent == "factuality":
+        return lambda claims: judge_factuality(client, list(chunks), claims, strategy=strategy,
+                                               threshold=threshold, prompts_dir=prompts_dir)
+    return lambda claims: judge_compliance(client, claims, strategy=strategy, threshold=threshold,
+                                           prompts_dir=prompts_dir)
+
+
+async def vote(voter: Callable[[str | None], Voter], names: Sequence[str | None], claims: Sequence[Claim], *,
+               judge: str | None = None) -> list[Judged]:
+    """One voter answers alone; several vote (``consensus``) with ``judge`` breaking ties.
+    ``voter`` makes the verdict function of a voter name (model id or model/strategy)."""
+    if len(names) == 1:
+        return await voter(names[0])(claims)
+    return await consensus({n: voter(n) for n in names}, claims, judge=voter(judge) if judge else None,
+                           judge_name=f"judge:{judge}")
+
+
 async def consensus(voters: dict[str, Callable], claims: Sequence[Claim], *, judge: Callable | None = None,
                     judge_name: str = "judge") -> list[Judged]:
     """Majority of the voters that answered; a tie (or no answer at all) goes to the judge.

@@ -10,7 +10,6 @@ prefix (the engine's prefix cache); a task's positives are judged once even when
 from __future__ import annotations
 
 import asyncio
-import functools
 import html
 import json
 from dataclasses import dataclass, field
@@ -94,20 +93,14 @@ class VerdictConfig:
         return "_".join(parts).replace("/", "-")
 
 
-def _voter(cfg: VerdictConfig, agent: str, model: str, text: str | None):
-    client = cfg.clients[model]
-    kw = dict(strategy=cfg.strategy, threshold=cfg.threshold(agent), prompts_dir=cfg.prompts_dir)
-    if agent == "factuality":
-        return functools.partial(agents.judge_factuality, client, [text], **kw)
-    return functools.partial(agents.judge_compliance, client, **kw)
+def _voter(cfg: VerdictConfig, agent: str, name: str, text: str | None):
+    model, strategy = agents.voter_model_and_strategy(name, cfg.strategy)
+    return agents.verdict_voter(agent, cfg.clients[model], chunks=[text], strategy=strategy,
+                                threshold=cfg.threshold(agent), prompts_dir=cfg.prompts_dir)
 
 
 async def _judge_group(cfg: VerdictConfig, agent: str, text: str | None, claims: list[agents.Claim]):
-    if len(cfg.models) == 1:
-        return await _voter(cfg, agent, cfg.models[0], text)(claims)
-    voters = {m: _voter(cfg, agent, m, text) for m in cfg.models}
-    judge = _voter(cfg, agent, cfg.judge, text) if cfg.judge else None
-    return await agents.consensus(voters, claims, judge=judge, judge_name=f"judge:{cfg.judge}")
+    return await agents.vote(lambda name: _voter(cfg, agent, name, text), cfg.models, claims, judge=cfg.judge)
 
 
 async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -136,21 +136,13 @@ class PageEvaluator:
 
     # ---- verdict functions (one model, or a vote) ----------------------------------------------
     def _voter(self, agent: str, name: str | None, chunks: list[str]):
-        model, strategy = voter_model_and_strategy(name, self.cfg.strategy)
-        c = self.client(model)
-        if agent == "factuality":
-            return lambda claims: agents.judge_factuality(c, chunks, claims, strategy=strategy,
-                                                          threshold=self.cfg.factuality_threshold)
-        return lambda claims: agents.judge_compliance(c, claims, strategy=strategy,
-                                                      threshold=self.cfg.compliance_threshold)
+        model, strategy = agents.voter_model_and_strategy(name, self.cfg.strategy)
+        threshold = self.cfg.factuality_threshold if agent == "factuality" else self.cfg.compliance_threshold
+        return agents.verdict_voter(agent, self.client(model), chunks=chunks, strategy=strategy, threshold=threshold)
 
     async def _judge(self, agent: str, claims: list, chunks: list[str]) -> list[agents.Judged]:
-        models = self.cfg.verdict_models or [None]
-        if len(models) == 1:
-            return await self._voter(agent, models[0], chunks)(claims)
-        voters = {m: self._voter(agent, m, chunks) for m in models}
-        judge = self._voter(agent, self.cfg.judge_model, chunks) if self.cfg.judge_model else None
-        return await agents.consensus(voters, claims, judge=judge, judge_name=f"judge:{self.cfg.judge_model}")
+        return await agents.vote(lambda name: self._voter(agent, name, chunks), self.cfg.verdict_models or [None],
+                                 claims, judge=self.cfg.judge_model)
 
     def _factuality_chunks(self, text: str) -> list[str]:
         if self.tokenizer is None:
@@ -245,7 +237,7 @@ class PageEvaluator:
         distinct = list(dict.fromkeys(r["_claim"] for r in flagged))
         if not distinct:
             return
-        model, strategy = voter_model_and_strategy((self.cfg.verdict_models or [None])[0], self.cfg.strategy)
+        model, strategy = agents.voter_model_and_strategy((self.cfg.verdict_models or [None])[0], self.cfg.strategy)
         fixes = dict(zip(distinct, await agents.correct(self.client(model), fact_chunks, distinct,
                                                         strategy=strategy,
                                                         threshold=self.cfg.factuality_threshold)))
@@ -355,16 +347,6 @@ def _alive(row: dict[str, Any], stage: str | None) -> bool:
                                          and f"{_COL[s]}_error" in row):
             return False
     return True
-
-
-def voter_model_and_strategy(name: str | None, default: str) -> tuple[str | None, str]:
-    """A voter is a model id, or "model/strategy" with a strategy of ``agents.STRATEGIES`` after the
-    last slash (model ids may contain slashes themselves)."""
-    if name and "/" in name:
-        model, _, strategy = name.rpartition("/")
-        if strategy in agents.STRATEGIES:
-            return model, strategy
-    return name, default
 
 
 def _with_corrections(markup: Markup, rows: list[dict[str, Any]]) -> tuple[Markup, dict[tuple, str]]:
