@@ -166,13 +166,15 @@ def three_pages(tmp_path_factory):
     return make_pages(tmp_path_factory.mktemp("fault-pages") / "pages", SHORT_PAGES)
 
 
+@pytest.mark.model
 def test_serve_replica_killed_during_evaluation_loses_no_page_or_triple(ray_nodes, three_pages, tmp_path):
     out = tmp_path / "out"
     cache = out / "cache" / "llm.sqlite"
     before = ray_nodes.replicas()
     assert len(before) == 1
-    proc = ray_nodes.start_job(EVALUATE_JOB, *evaluate_args(three_pages, out, 2, 1, "--executor", "ray"))
-    # The first verdict is answered: the page is mid-way, its next requests go to the replica.
+    proc = ray_nodes.start_job(EVALUATE_JOB, *evaluate_args(three_pages, out, 2, 2, "--executor", "ray"))
+    # The first verdict is answered: the page is mid-way, its second claim's request sent together
+    # with the first (the client runs them concurrently) sits in the replica that is killed.
     wait_for(lambda: proc.poll() is not None or cache_count(cache) >= 1, 600, "the first model answer")
     assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
     os.kill(before[0][1], signal.SIGKILL)
@@ -184,7 +186,8 @@ def test_serve_replica_killed_during_evaluation_loses_no_page_or_triple(ray_node
     scores, triples = _account(out, 2)
     after = wait_for(ray_nodes.replicas, 300, "a replacement replica")
     assert len(after) == 1 and after[0][1] != before[0][1]  # Serve replaced the replica
-    report("Serve replica killed", "SIGKILL to the model replica process after the first answer of page 1 of 2",
+    report("Serve replica killed",
+           "SIGKILL to the model replica process after the first answer of page 1 of 2 (its second request in flight)",
            f"job exit 0, {counters['evaluated']} pages ok, no verdict error; replica replaced on node {after[0][0]}",
            sum(s["n_triples"] for s in scores), len(triples), "triple rows")
 
@@ -193,6 +196,7 @@ def _evaluate_workers(ray_nodes) -> list[int]:
     return [p for n in ray_nodes.nodes for p in descendants(n.pid) if "EvaluatePages" in cmdline(p) and alive(p)]
 
 
+@pytest.mark.model
 def test_evaluation_killed_and_restarted_resumes_without_redoing_finished_pages(ray_nodes, three_pages, tmp_path):
     out = tmp_path / "out"
     cache = out / "cache" / "llm.sqlite"

@@ -63,6 +63,7 @@ def _comparable(rows, drop=RUN_COLUMNS | SCORE_COLUMNS):
                   key=lambda r: tuple(str(r.get(k)) for k in SORT_KEYS))
 
 
+@pytest.mark.model
 def test_evaluate_on_a_ray_head_and_a_second_node_equals_the_single_process_run(ray_nodes, one_page, tmp_path):
     from jobs.evaluate import EvaluateJob
 

@@ -67,7 +67,9 @@ class RayNodes:
             "RAY_AUTH_MODE": "token",
             "RAY_AUTH_TOKEN_PATH": str(self.token_path),
         })
+        # a driver environment (ray.init in this process) must not steer the cluster's processes elsewhere
         env.pop("RAY_ADDRESS", None)
+        env.pop("RAY_AUTH_TOKEN", None)
         return env
 
     def _ports(self) -> list[str]:
