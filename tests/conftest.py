@@ -94,8 +94,9 @@ def spark_standalone():
 
 @pytest.fixture(scope="session")
 def ray_nodes():
-    """A Ray head and a second Ray node on the loopback with the Serve app (embedded model, n_ctx
-    2048) deployed onto them; the replica lands on the second node."""
+    """A Ray head and a second Ray node on this machine (dialled on 127.0.0.1, token-protected) with
+    the Serve app (embedded model, n_ctx 2048, HTTP on loopback) deployed onto them; the replica
+    lands on the second node."""
     from cluster.local.ray_nodes import RayNodes
 
     with RayNodes(head_cpus=1, node_cpus=2) as cluster:
