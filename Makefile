@@ -7,7 +7,7 @@ OUT ?= out/demo
 # Pages the demo evaluates with the embedded CPU model (a few minutes each on 2 cores).
 PAGES ?= 2
 
-.PHONY: setup demo test bench shapes clean
+.PHONY: setup demo test bench faults shapes clean
 
 setup: $(VENV)/.installed
 
@@ -42,6 +42,10 @@ bench: setup
 	$(RUN) $(PY) benchmarks/csets_throughput.py
 	$(PY) benchmarks/validity_throughput.py
 	$(PY) benchmarks/serving.py
+
+# The fault-injection table (#9): runs tests/test_faults.py and prints what survived.
+faults: setup
+	$(RUN) $(PY) benchmarks/faults.py
 
 shapes: setup
 	$(PY) -m shapes.generate && $(PY) -m shapes.generate --strict
