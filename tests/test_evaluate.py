@@ -87,6 +87,10 @@ def test_killed_run_resumes_without_duplicates_and_reuses_answers(service, pages
         assert s["n_factual"] == sum(bool(t["kept"]) for t in rows)
         # claims over the cap are recorded as not judged, with the reason
         assert all(t["factual_error"].startswith("not judged") for t in rows if t["valid"] and t["factual"] is None)
+        # ... and they are not counted as failed verdicts
+        assert s["n_factual_errors"] == sum(bool(t["factual_error"]) and not t["factual_error"].startswith("not judged")
+                                            for t in rows)
+        assert s["n_factual_errors"] < sum(bool(t["factual_error"]) for t in rows)
         assert s["verdict_cached_prompt_tokens"] > 0  # the page prefix came from the engine's cache
 
     # The Ray Data path, from scratch over the same output: every answer comes from the cache.

@@ -97,6 +97,13 @@ class EvalConfig:
             raise ValueError(f"unknown strategy {self.strategy!r}")
 
 
+NOT_JUDGED = "not judged: over"
+
+
+def _failed(error: str | None) -> bool:
+    return bool(error) and not error.startswith(NOT_JUDGED)
+
+
 def _ratio(removed: int, total: int) -> float | None:
     return removed / total if total else None
 
@@ -291,7 +298,7 @@ class PageEvaluator:
             for r in todo:
                 c = r["_claim"]
                 if c in over:
-                    r[col], r[f"{col}_error"] = None, f"not judged: over max_claims={self.cfg.max_claims}"
+                    r[col], r[f"{col}_error"] = None, f"{NOT_JUDGED} max_claims={self.cfg.max_claims}"
                     continue
                 j = judged[c]
                 r[f"{col}_score"], r[col] = j.score, j.passed
@@ -320,8 +327,9 @@ class PageEvaluator:
         n_comp = sum(_alive(r, "compliance") for r in rows) if "compliance" in self.cfg.stages else n_fact
         score.update(
             n_triples=n, n_valid=n_valid, n_corrected=sum(bool(r.get("corrected")) for r in rows), n_factual=n_fact, n_compliant=n_comp,
-            n_factual_errors=sum(bool(r.get("factual_error")) for r in rows),
-            n_compliance_errors=sum(bool(r.get("compliant_error")) for r in rows),
+            # errors are failed verdicts; claims left unjudged on purpose (max_claims) are not
+            n_factual_errors=sum(_failed(r.get("factual_error")) for r in rows),
+            n_compliance_errors=sum(_failed(r.get("compliant_error")) for r in rows),
             n_undefined_properties=sum(bool(r.get("compliant_note")) for r in rows),
             rejection_validity=_ratio(n - n_valid, n), rejection_factuality=_ratio(n_valid - n_fact, n_valid),
             rejection_compliance=_ratio(n_fact - n_comp, n_fact), rejection_rate=_ratio(n - n_comp, n),
