@@ -41,7 +41,8 @@ class CsetsJob(SparkJob):
                        help="keep raw sets: no vocabulary filtering (schema.org terms by local name, other IRIs whole)")
         p.add_argument("--ignore-corrupt-files", action="store_true",
                        help="skip unreadable inputs (Spark's ignoreCorruptFiles) instead of failing; files that "
-                            "yield no line are then listed in rejects/ (a truncated gzip keeps the lines read before the damage)")
+                            "yield no line, and gzip files damaged part-way (whose lines before the damage are kept), "
+                            "are listed in rejects/ with the reason")
         p.add_argument("--input-root", nargs="+",
                        help="confine inputs: local files and manifest lines must resolve (symlinks included) "
                             "under one of these folders; default: not confined")
@@ -84,10 +85,14 @@ class CsetsJob(SparkJob):
             rej = C.rejects(ep)
             norm = {f.removeprefix("file://").removeprefix("file:"): n for f, n in per_file.items()}
             silent = [f for f in files if norm.get(f, 0) == 0]
-            if silent:
+            # Skipping corrupt files must not lose them silently: a damaged gzip is named with what
+            # was read before the damage (a second read of the .gz inputs, only with this flag).
+            damaged = C.damaged_gzip_files(spark, files) if a.ignore_corrupt_files else {}
+            files_rejected = [(f, damaged.get(f, "no line read (empty file, or unreadable and skipped)"))
+                              for f in dict.fromkeys([*silent, *damaged])]
+            if files_rejected:
                 rej = rej.unionByName(spark.createDataFrame(
-                    [(f, None, "no line read (empty file, or unreadable and skipped)", None) for f in silent],
-                    C.REJECTS_SCHEMA))
+                    [(f, None, why, None) for f, why in files_rejected], C.REJECTS_SCHEMA))
             rej.coalesce(1).write.mode("overwrite").parquet(str(self.rejects_dir))
 
         written = spark.read.parquet(str(self.table_dir))
@@ -95,7 +100,7 @@ class CsetsJob(SparkJob):
         with self.record.time("counters"):
             counters = C.counters(ep, ents, n_csets, cfg.clean)
         counters = {"lines_read": lines_read, **counters,
-                    "files_without_lines": len(silent), "rejects_written": spark.read.parquet(str(self.rejects_dir)).count()}
+                    "files_without_lines": len(silent), "files_damaged": len(damaged), "rejects_written": spark.read.parquet(str(self.rejects_dir)).count()}
         counters["reconciles"] = (lines_read == counters["quads_parsed"] + counters["lines_rejected"]
                                   + counters["lines_skipped_blank_or_comment"])
         for k, v in counters.items():

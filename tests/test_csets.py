@@ -360,3 +360,13 @@ def test_help_explains_every_flag():
     for flag in ("--input", "--output", "--subject-scope", "--sample-urls", "--vocab", "--no-clean",
                  "--master", "--ignore-corrupt-files"):
         assert flag in res.stdout
+
+
+def test_gzip_damage_names_truncated_and_corrupt_members():
+    whole = gzip.compress(b"a .\n" * 10) + gzip.compress(b"b .\n" * 5)  # two members, as cat'ed files are
+    assert C.gzip_damage(whole) is None
+    assert C.gzip_damage(whole + b"\0" * 8) is None  # zero padding after the last member
+    assert C.gzip_damage(whole[:-3]) == "truncated gzip: the data ends inside a member, after 15 lines"
+    assert C.gzip_damage(b"xx" + whole[2:]).startswith("corrupt gzip (")
+    # chunked reading finds the same line count as one piece
+    assert C.gzip_damage(whole[:-3], chunk=7) == C.gzip_damage(whole[:-3])
