@@ -90,3 +90,24 @@ def wait_for(predicate, timeout_s: float, what: str, poll_s: float = 0.2):
             return value
         time.sleep(poll_s)
     raise TimeoutError(f"{what}: not within {timeout_s:.0f} s")
+
+
+class LocalCluster:
+    """A set of processes started together and ended together: ``with Cluster(...) as c``.
+    A start that fails half-way still ends what it had started."""
+
+    def start(self) -> "LocalCluster":
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.close()

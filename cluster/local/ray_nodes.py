@@ -31,14 +31,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cluster.local.procs import alive, cmdline, descendants, free_port, stop, wait_for
+from cluster.local.procs import LocalCluster, alive, cmdline, descendants, free_port, stop, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
 REPLICA_TITLE = "ray::ServeReplica:"
 
 
-class RayNodes:
+class RayNodes(LocalCluster):
     def __init__(self, head_cpus: int = 1, node_cpus: int = 2, object_store_mb: int = 200,
                  start_timeout_s: float = 180):
         self.head_cpus, self.node_cpus = head_cpus, node_cpus
@@ -118,16 +118,6 @@ class RayNodes:
         for p in self.nodes:
             p.wait(timeout=30)
         shutil.rmtree(self.base, ignore_errors=True)
-
-    def __enter__(self) -> "RayNodes":
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     # ---- drivers -------------------------------------------------------------------------------
     def python(self, code: str, timeout_s: float = 600) -> str:

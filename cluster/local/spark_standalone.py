@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cluster.local.procs import cmdline, descendants, stop, wait_for
+from cluster.local.procs import LocalCluster, cmdline, descendants, stop, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTOR_MAIN = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
@@ -37,7 +37,7 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
-class SparkStandalone:
+class SparkStandalone(LocalCluster):
     def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g", executor_memory: str = "512m",
                  base_dir: str | Path | None = None, start_timeout_s: float = 120):
         self.n_workers, self.cores, self.memory = workers, cores, memory
@@ -109,16 +109,6 @@ class SparkStandalone:
             p.wait(timeout=30)
         if self._own_dir:
             shutil.rmtree(self.base, ignore_errors=True)
-
-    def __enter__(self) -> "SparkStandalone":
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     # ---- jobs ----------------------------------------------------------------------------------
     def submit_command(self, script: str | Path, *args: str, conf: dict[str, str] | None = None) -> list[str]:
