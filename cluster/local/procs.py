@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 import time
 from pathlib import Path
 
@@ -90,6 +91,15 @@ def wait_for(predicate, timeout_s: float, what: str, poll_s: float = 0.2):
             return value
         time.sleep(poll_s)
     raise TimeoutError(f"{what}: not within {timeout_s:.0f} s")
+
+
+def split_at_dashes(argv: list[str] | None) -> tuple[list[str], list[str]]:
+    """``[own flags] -- job.py [job flags]`` -> (own flags, job command)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in argv:
+        return argv, []
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
 
 
 class LocalCluster:

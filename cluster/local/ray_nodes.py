@@ -31,7 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cluster.local.procs import LocalCluster, alive, cmdline, descendants, free_port, stop, wait_for
+from cluster.local.procs import LocalCluster, split_at_dashes, alive, cmdline, descendants, free_port, stop, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
@@ -170,9 +170,7 @@ class RayNodes(LocalCluster):
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    job = argv[argv.index("--") + 1:] if "--" in argv else []
-    own = argv[: argv.index("--")] if "--" in argv else argv
+    own, job = split_at_dashes(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--head-cpus", type=int, default=1)
     p.add_argument("--node-cpus", type=int, default=2)

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cluster.local.procs import LocalCluster, cmdline, descendants, stop, wait_for
+from cluster.local.procs import LocalCluster, split_at_dashes, cmdline, descendants, stop, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTOR_MAIN = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
@@ -181,9 +181,7 @@ class SparkStandalone(LocalCluster):
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    job = argv[argv.index("--") + 1:] if "--" in argv else []
-    own = argv[: argv.index("--")] if "--" in argv else argv
+    own, job = split_at_dashes(argv)
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--cores", type=int, default=1, help="cores per worker (and per executor)")
