@@ -61,28 +61,23 @@ class CsetsJob(SparkJob):
                                      "types": len(vocab.classes), "properties": len(vocab.properties)}
         spark = self.spark
         spark.conf.set("spark.sql.files.ignoreCorruptFiles", str(a.ignore_corrupt_files).lower())
-        # Entities are aggregated with collect_list/array aggregates, which Spark runs in a hash map
-        # that turns to sorting after only 128 keys per task by default; 10^5 halves the post-scan
-        # CPU on a 10^6-quad input (measured: see README) at a few MB per task.
-        spark.conf.set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", "100000")
         self.clear_outputs()
 
         lines = C.read_lines(spark, files)
         seen = Observation("lines")
         lines = lines.observe(seen, F.count(F.lit(1)).alias("lines_read"))
-        ep = C.entity_pages(lines, vocab, cfg).persist(StorageLevel.MEMORY_AND_DISK)
-        ents = C.entities(ep).persist(StorageLevel.MEMORY_AND_DISK)
+        # The scan's rows are merged by entity on the JVM into small tallies, kept for the three
+        # writers below (C-sets, rejects, counters): the input is read once.
+        tallies = C.tallies(C.entity_pages(lines, vocab, cfg)).persist(StorageLevel.MEMORY_AND_DISK)
 
-        with self.record.time("read, parse and group by entity (one pass over the input)"):
-            per_file = C.lines_per_file(ep)
+        with self.record.time("read, parse and merge by entity (one pass over the input)"):
+            per_file = C.lines_per_file(tallies)
         lines_read = int(seen.get["lines_read"])
 
         with self.record.time("write csets"):
-            pages = C.cset_pages(ep, ents).persist(StorageLevel.MEMORY_AND_DISK)
-            C.csets(ents, pages, cfg).write.mode("overwrite").parquet(str(self.table_dir))
-            pages.unpersist()
+            C.csets(tallies, cfg).write.mode("overwrite").parquet(str(self.table_dir))
         with self.record.time("write rejects"):
-            rej = C.rejects(ep)
+            rej = C.rejects(tallies, cfg)
             norm = {f.removeprefix("file://").removeprefix("file:"): n for f, n in per_file.items()}
             silent = [f for f in files if norm.get(f, 0) == 0]
             # Skipping corrupt files must not lose them silently: a damaged gzip is named with what
@@ -98,7 +93,7 @@ class CsetsJob(SparkJob):
         written = spark.read.parquet(str(self.table_dir))
         n_csets = written.count()
         with self.record.time("counters"):
-            counters = C.counters(ep, ents, n_csets, cfg.clean)
+            counters = C.counters(tallies, n_csets, cfg.clean)
         counters = {"lines_read": lines_read, **counters,
                     "files_without_lines": len(silent), "files_damaged": len(damaged), "rejects_written": spark.read.parquet(str(self.rejects_dir)).count()}
         counters["reconciles"] = (lines_read == counters["quads_parsed"] + counters["lines_rejected"]
@@ -106,8 +101,7 @@ class CsetsJob(SparkJob):
         for k, v in counters.items():
             self.record.count(k, v)
         self.record["outputs"] = {"csets": str(self.table_dir), "rejects": str(self.rejects_dir)}
-        ep.unpersist()
-        ents.unpersist()
+        tallies.unpersist()
         if not counters["reconciles"]:
             raise RuntimeError(f"counters do not reconcile: {counters}")
         self.summary(written, counters, a.top)

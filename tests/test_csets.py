@@ -279,16 +279,15 @@ def crafted_file(tmp_path_factory):
 
 def _csets_of(spark, files, vocab, **cfg):
     conf = C.CsetConfig(**cfg)
-    ep = C.entity_pages(C.read_lines(spark, [str(f) for f in files]), vocab, conf)
-    ents = C.entities(ep)
-    table = C.csets(ents, C.cset_pages(ep, ents), conf)
-    return {tuple(r["types"]) + tuple(r["properties"]): r.asDict() for r in table.collect()}, ep, ents
+    t = C.tallies(C.entity_pages(C.read_lines(spark, [str(f) for f in files]), vocab, conf))
+    table = C.csets(t, conf)
+    return {tuple(r["types"]) + tuple(r["properties"]): r.asDict() for r in table.collect()}, t
 
 
 def test_cleaning_unifies_namespaces_and_drops_unknown(spark, crafted_file):
     from udfs.vocab import load_vocabulary
 
-    table, ep, ents = _csets_of(spark, [crafted_file], load_vocabulary())
+    table, t = _csets_of(spark, [crafted_file], load_vocabulary())
     # p1's recipe uses four namespace spellings: one C-set with p2's, cookoo and og:title dropped.
     recipe = table[("Recipe", "name", "recipeCategory", "recipeCuisine", "recipeIngredient")]
     assert recipe["n_instances"] == 2 and recipe["n_pages"] == 2
@@ -301,18 +300,18 @@ def test_cleaning_unifies_namespaces_and_drops_unknown(spark, crafted_file):
     # The IRI entity spans two pages: one instance, two pages; its unknown type is dropped.
     org = table[("name",)]
     assert org["n_instances"] == 1 and org["n_pages"] == 2 and org["n_domains"] == 1
-    counters = C.counters(ep, ents, len(table), True)
+    counters = C.counters(t, len(table), True)
     assert set(counters["tokens_dropped_by_reason"]) == {C.PROPERTY_UNKNOWN, C.PROPERTY_NOT_SCHEMA, C.TYPE_UNKNOWN}
 
 
 def test_no_clean_keeps_raw_sets_and_page_scope(spark, crafted_file):
     from udfs.vocab import load_vocabulary
 
-    raw, _, _ = _csets_of(spark, [crafted_file], load_vocabulary(), clean=False)
+    raw, _ = _csets_of(spark, [crafted_file], load_vocabulary(), clean=False)
     keys = {k for k in raw}
     assert ("organization", "name") in keys
     assert any("<http://ogp.me/ns#title>" in k and "cookoo" in k for k in keys)
-    paged, _, _ = _csets_of(spark, [crafted_file], load_vocabulary(), subject_scope="page")
+    paged, _ = _csets_of(spark, [crafted_file], load_vocabulary(), subject_scope="page")
     # With page scope the organisation IRI is one entity per page.
     assert paged[("name",)]["n_instances"] == 2
 
@@ -345,8 +344,8 @@ def test_manifest_glob_directory_and_one_task_per_file(spark, tmp_path):
     # One file is one task, and the scan counts (and numbers) lines per file.
     df = C.read_lines(spark, by_dir)
     assert df.rdd.getNumPartitions() == 3
-    ep = C.entity_pages(df, load_vocabulary(), C.CsetConfig())
-    per_file = {f.rsplit("/", 1)[-1]: n for f, n in C.lines_per_file(ep).items()}
+    t = C.tallies(C.entity_pages(df, load_vocabulary(), C.CsetConfig()))
+    per_file = {f.rsplit("/", 1)[-1]: n for f, n in C.lines_per_file(t).items()}
     assert per_file == {"part-0.nq.gz": 3000, "part-1.nq": 4000, "part-2.nq.gz": len(lines) - 7000}
     out = run_job(spark, tmp_path, "--input", str(manifest), "--sample-urls", "3")
     expected = reference_csets([ln.rstrip("\n") for ln in lines])

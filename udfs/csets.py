@@ -80,24 +80,31 @@ def read_lines(spark: SparkSession, files: list[str]) -> DataFrame:
 
 def entity_pages(lines: DataFrame, vocab: Vocabulary, cfg: CsetConfig) -> DataFrame:
     """The one pass over the input (udfs/jvm/llm4schema/EntityPageScan.java, on the JVM): rows of
-    kind ``quad`` (an entity on a page: n_lines quads, kept tokens, dropped ``reason\ttoken``
-    strings), ``reject`` (one malformed line, with its reason), ``skip`` (blank and comment lines,
-    one row per file) and ``file`` (lines read, one row per file).
+    kind ``quad`` (an entity on a page: n_lines quads, kept tokens and dropped ``reason\ttoken``
+    strings, each sorted and joined by a newline), ``reject`` (one malformed line), ``skip`` (blank
+    and comment lines, one row per file) and ``file`` (lines read, one row per file).
 
     The token of a quad is ``isa:<local name>`` of an rdf:type object and the local name of any
     other predicate; schema.org namespace variants (http/https, ``www.``) are one namespace.
     """
-    scan = jvm.attach(lines.sparkSession)
+    jvm.attach(lines.sparkSession)
+    scan = lines.sparkSession.sparkContext._jvm.llm4schema.EntityPageScan
     reasons = "\n".join([TYPE_NOT_SCHEMA, TYPE_UNKNOWN, PROPERTY_NOT_SCHEMA, PROPERTY_UNKNOWN])
     jdf = scan.scan(lines.select("line", "file")._jdf, "\n".join(sorted(vocab.classes)),
                     "\n".join(sorted(vocab.properties)), cfg.clean, cfg.subject_scope == "page", reasons)
-    ep = DataFrame(jdf, lines.sparkSession)
-    is_reject = F.col("kind") == "reject"
-    return ep.select(
-        "kind", "k1", "k2", "file", "n_lines", "kept", "dropped", "line_no",
-        F.when(is_reject, N.reject_reason(F.col("raw"))).alias("reason"),
-        F.when(is_reject, F.substring("raw", 1, cfg.reject_raw_chars)).alias("raw"),
-    )
+    return DataFrame(jdf, lines.sparkSession)
+
+
+def tallies(ep: DataFrame, partitions: int | None = None) -> DataFrame:
+    """Entity-page rows merged into C-set tallies (udfs/jvm/llm4schema/EntityMerge.java): the
+    rows are hash-partitioned and sorted by entity, so each entity's C-set is the union of its
+    consecutive rows. Kinds: ``page`` (k1 C-set key, k2 page URL), ``instances``, ``raw``,
+    ``dropped``, ``count`` (k1, n: summed over partitions), and the scan's ``reject``, ``skip``
+    and ``file`` rows (k1 the file). A C-set key is its sorted tokens joined by a newline."""
+    spark = ep.sparkSession
+    jvm.attach(spark)
+    n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
+    return DataFrame(spark.sparkContext._jvm.llm4schema.EntityMerge.merge(ep._jdf, n), spark)
 
 
 def gzip_damage(content: bytes, chunk: int = 1 << 20) -> str | None:
@@ -134,42 +141,23 @@ def damaged_gzip_files(spark: SparkSession, files: list[str]) -> dict[str, str]:
     return {p.removeprefix("file://").removeprefix("file:"): why for p, why in found}
 
 
-def rejects(ep: DataFrame) -> DataFrame:
-    return ep.filter(F.col("kind") == "reject").select(
-        F.regexp_replace("file", "^file:(//)?", "").alias("source"),
+def _reject_rows(t: DataFrame) -> DataFrame:
+    return t.filter(F.col("kind") == "reject").select(
+        F.regexp_replace("k1", "^file:(//)?", "").alias("source"),
         F.col("line_no").cast("long").alias("position"),
-        F.col("reason"),
+        N.reject_reason(F.col("raw")).alias("reason"),
         F.col("raw"),
     )
 
 
-def lines_per_file(ep: DataFrame) -> dict[str, int]:
+def rejects(t: DataFrame, cfg: CsetConfig) -> DataFrame:
+    return _reject_rows(t).withColumn("raw", F.substring("raw", 1, cfg.reject_raw_chars))
+
+
+def lines_per_file(t: DataFrame) -> dict[str, int]:
     """Lines read per input file (one small row per file: safe to collect at 10^4 files)."""
-    return {r["file"]: int(r["n"]) for r in ep.filter(F.col("kind") == "file").groupBy("file").agg(
-        F.sum("n_lines").alias("n")).collect()}
-
-
-def entities(ep: DataFrame) -> DataFrame:
-    """One row per entity: its sorted kept tokens and the raw tokens it had before cleaning."""
-    quads = ep.filter(F.col("kind") == "quad")
-    dropped_tokens = F.transform(F.col("dropped_all"), lambda d: F.substring_index(d, "\t", -1))
-    return (
-        quads.groupBy(F.col("k1").alias("entity"))
-        .agg(
-            F.array_sort(F.array_distinct(F.flatten(F.collect_list("kept")))).alias("tokens"),
-            F.array_distinct(F.flatten(F.collect_list("dropped"))).alias("dropped_all"),
-        )
-        .select(
-            "entity",
-            "tokens",
-            F.array_sort(F.array_union(F.col("tokens"), F.array_distinct(dropped_tokens))).alias("raw_tokens"),
-            F.col("dropped_all").alias("dropped"),
-        )
-    )
-
-
-def _cset_id(tokens: Column) -> Column:
-    return F.sha2(F.concat_ws(" ", tokens), 256)
+    return {r["k1"]: int(r["n"]) for r in t.filter(F.col("kind") == "file").groupBy("k1").agg(
+        F.sum("n").alias("n")).collect()}
 
 
 def page_domain(url: Column) -> Column:
@@ -178,55 +166,43 @@ def page_domain(url: Column) -> Column:
     return F.regexp_replace(host, r"^www\.", "")
 
 
-def cset_pages(ep: DataFrame, ents: DataFrame) -> DataFrame:
-    """Distinct (cset_id, page_url) pairs: the one join of entity-page rows with the entities'
-    C-sets. Used twice by ``csets`` (page counts and the URL sample): persist it around that."""
-    ent_cset = ents.filter(F.size("tokens") > 0).select("entity", _cset_id(F.col("tokens")).alias("cset_id"))
-    return (
-        ep.filter(F.col("kind") == "quad")
-        .select(F.col("k1").alias("entity"), F.col("k2").alias("page_url"))
-        .join(ent_cset, "entity")
-        .select("cset_id", "page_url")
-        .distinct()
+def csets(t: DataFrame, cfg: CsetConfig) -> DataFrame:
+    """The C-sets table (``CSETS_SCHEMA``) from the tallies: instances summed over partitions,
+    pages counted from distinct (C-set, page) pairs, the sample drawn from them."""
+    base = t.filter(F.col("kind") == "instances").groupBy(F.col("k1").alias("key")).agg(
+        F.sum("n").alias("n_instances"))
+    pages = (t.filter((F.col("kind") == "page") & (F.col("k1") != ""))
+             .select(F.col("k1").alias("key"), F.col("k2").alias("page_url")).distinct())
+    # Pages per domain, then per C-set: two plain aggregations instead of a count-distinct. The
+    # sample is the K smallest (hash, url): spread out and independent of partitioning; each
+    # domain passes on only its own K smallest, so no C-set's pages are ever sorted whole.
+    order = F.struct(F.xxhash64("page_url").alias("h"), F.col("page_url").alias("u"))
+    k = max(cfg.sample_urls, 1)
+    per_domain = pages.groupBy("key", page_domain(F.col("page_url")).alias("domain")).agg(
+        F.count(F.lit(1)).alias("n"), F.min_by(order, order, k).alias("s"))
+    first = F.col("pos") == 0
+    stats = per_domain.select("key", "n", F.posexplode("s").alias("pos", "o")).groupBy("key").agg(
+        F.sum(F.when(first, F.col("n"))).alias("n_pages"),
+        F.sum(F.when(first, 1)).alias("n_domains"),
+        F.min_by(F.col("o"), F.col("o"), k).alias("s"),
     )
-
-
-def csets(ents: DataFrame, pages: DataFrame, cfg: CsetConfig) -> DataFrame:
-    """The C-sets table (``CSETS_SCHEMA``) from the entities and ``cset_pages``."""
-    base = ents.filter(F.size("tokens") > 0).groupBy(_cset_id(F.col("tokens")).alias("cset_id")).agg(
-        F.first("tokens").alias("tokens"),
-        F.count(F.lit(1)).alias("n_instances"),
-    )
-    # Pages per domain first, then per C-set: two plain aggregations instead of a count-distinct.
-    page_stats = (
-        pages.groupBy("cset_id", page_domain(F.col("page_url")).alias("domain")).agg(F.count(F.lit(1)).alias("n"))
-        .groupBy("cset_id").agg(F.sum("n").alias("n_pages"), F.count(F.lit(1)).alias("n_domains"))
-    )
-    # Deterministic, spread-out choice of K pages: smallest (hash, url); no dependence on
-    # partitioning. row_number <= K lets Spark keep only K rows per C-set before the shuffle.
-    ranked = pages.withColumn("h", F.xxhash64("page_url")).withColumn(
-        "r", F.row_number().over(Window.partitionBy("cset_id").orderBy("h", "page_url"))
-    )
-    samples = (
-        ranked.filter(F.col("r") <= cfg.sample_urls)
-        .groupBy("cset_id")
-        .agg(F.array_sort(F.collect_list(F.struct("r", "page_url"))).alias("s"))
-        .select("cset_id", F.transform("s", lambda x: x["page_url"]).alias("sample_urls"))
-    )
-    types = F.transform(F.filter("tokens", lambda t: t.startswith("isa:")), lambda t: F.substring(t, 5, 1 << 20))
-    props = F.filter("tokens", lambda t: ~t.startswith("isa:"))
+    samples = F.transform(F.array_sort("s"), lambda o: o["u"])
+    if cfg.sample_urls == 0:
+        samples = F.array().cast("array<string>")
+    tokens = F.split(F.col("key"), "\n")
+    types = F.transform(F.filter(tokens, lambda t: t.startswith("isa:")), lambda t: F.substring(t, 5, 1 << 20))
+    props = F.filter(tokens, lambda t: ~t.startswith("isa:"))
     out = (
-        base.join(page_stats, "cset_id")
-        .join(samples, "cset_id", "left")
+        base.join(stats, "key")
         .select(
-            "cset_id",
+            F.sha2(F.translate("key", "\n", " "), 256).alias("cset_id"),
             F.array_sort(types).alias("types"),
             F.array_sort(props).alias("properties"),
-            F.size("tokens").cast("long").alias("n_properties"),
+            F.size(tokens).cast("long").alias("n_properties"),
             F.col("n_instances").cast("long"),
             F.col("n_pages").cast("long"),
             F.col("n_domains").cast("long"),
-            F.coalesce("sample_urls", F.array().cast("array<string>")).alias("sample_urls"),
+            samples.alias("sample_urls"),
         )
     )
     return conform(out, CSETS_SCHEMA)
@@ -238,24 +214,20 @@ def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
     return df.select(*cols)
 
 
-def counters(ep: DataFrame, ents: DataFrame, n_csets: int, clean: bool) -> dict:
+def counters(t: DataFrame, n_csets: int, clean: bool) -> dict:
     """Counters that reconcile: lines = quads + rejected + skipped; entities and sets before and
     after cleaning; dropped (entity, token) pairs by reason with the most frequent tokens."""
-    rows = ep.groupBy("kind", "reason").agg(F.sum("n_lines").alias("lines"), F.count(F.lit(1)).alias("rows")).collect()
-    by_kind: dict[str, dict] = {}
-    for r in rows:
-        k = by_kind.setdefault(r["kind"], {"lines": 0, "rows": 0})
-        k["lines"] += int(r["lines"])
-        k["rows"] += int(r["rows"])
-    lines_quad = by_kind.get("quad", {}).get("lines", 0)
-    lines_reject = by_kind.get("reject", {}).get("lines", 0)
-    lines_skip = by_kind.get("skip", {}).get("lines", 0)
-    reasons = {r["reason"]: int(r["lines"]) for r in rows if r["kind"] == "reject"}
-    ent = ents.agg(
-        F.count(F.lit(1)).alias("entities"),
-        F.sum(F.when(F.size("tokens") > 0, 1).otherwise(0)).alias("kept"),
-        F.countDistinct(F.concat_ws(" ", "raw_tokens")).alias("raw_sets"),
-    ).collect()[0]
+    kind = F.col("kind")
+    small = t.filter(kind.isin("count", "skip", "file"))
+    sums = {(r["kind"], r["name"]): int(r["n"]) for r in small.groupBy(
+        "kind", F.when(kind == "count", F.col("k1")).alias("name")).agg(F.sum("n").alias("n")).collect()}
+    counts = {name: n for (k, name), n in sums.items() if k == "count"}
+    reasons = {r["reason"]: int(r["n"]) for r in _reject_rows(t).groupBy("reason").agg(
+        F.count(F.lit(1)).alias("n")).collect()}
+    lines_reject = sum(reasons.values())
+    lines_quad = counts.get("quad_lines", 0)
+    lines_skip = sums.get(("skip", None), 0)
+    entities, kept = counts.get("entities", 0), counts.get("entities_kept", 0)
     out = {
         "quads_parsed": lines_quad,
         "lines_rejected": lines_reject,
@@ -263,27 +235,27 @@ def counters(ep: DataFrame, ents: DataFrame, n_csets: int, clean: bool) -> dict:
         "lines_read_by_kind_sum": lines_quad + lines_reject + lines_skip,
         "rejected_by_reason": dict(sorted(reasons.items())),
         # An (entity, page) whose lines are not contiguous in its file may count twice here.
-        "entity_page_rows": by_kind.get("quad", {}).get("rows", 0),
-        "pages": ep.filter(F.col("kind") == "quad").select("k2").distinct().count(),
-        "entities_before_cleaning": int(ent["entities"]),
-        "sets_before_cleaning": int(ent["raw_sets"]),
-        "entities_after_cleaning": int(ent["kept"] or 0),
-        "entities_emptied_by_cleaning": int(ent["entities"]) - int(ent["kept"] or 0),
+        "entity_page_rows": counts.get("entity_page_rows", 0),
+        "pages": t.filter(kind == "page").select("k2").distinct().count(),
+        "entities_before_cleaning": entities,
+        "sets_before_cleaning": t.filter(kind == "raw").select("k1").distinct().count(),
+        "entities_after_cleaning": kept,
+        "entities_emptied_by_cleaning": entities - kept,
         "sets_after_cleaning": n_csets,
         "cleaning": clean,
     }
     if clean:
-        dropped = ents.select(F.explode("dropped").alias("d")).select(
-            F.substring_index("d", "\t", 1).alias("reason"), F.substring_index("d", "\t", -1).alias("token"))
-        by_reason = dropped.groupBy("reason").agg(
-            F.count(F.lit(1)).alias("n"), F.countDistinct("token").alias("distinct")).collect()
-        top = dropped.groupBy("reason", "token").count()
-        top = top.withColumn("r", F.row_number().over(Window.partitionBy("reason").orderBy(F.desc("count"), "token")))
-        tops: dict[str, list] = {}
-        for r in top.filter(F.col("r") <= 5).orderBy("reason", "r").collect():
-            tops.setdefault(r["reason"], []).append([r["token"], int(r["count"])])
-        out["tokens_dropped_by_reason"] = {
-            r["reason"]: {"entity_tokens": int(r["n"]), "distinct_tokens": int(r["distinct"]), "top": tops.get(r["reason"], [])}
-            for r in sorted(by_reason, key=lambda r: r["reason"])
-        }
+        dropped = t.filter(kind == "dropped").groupBy("k1").agg(F.sum("n").alias("count")).select(
+            F.substring_index("k1", "\t", 1).alias("reason"),
+            F.expr("substring(k1, instr(k1, '\t') + 1)").alias("token"), "count")
+        ranked = dropped.withColumn(
+            "r", F.row_number().over(Window.partitionBy("reason").orderBy(F.desc("count"), "token")))
+        by_reason: dict[str, dict] = {}
+        for r in ranked.groupBy("reason").agg(
+                F.sum("count").alias("n"), F.count(F.lit(1)).alias("distinct"),
+                F.array_sort(F.collect_list(F.when(F.col("r") <= 5, F.struct("r", "token", "count")))).alias("top"),
+        ).collect():
+            by_reason[r["reason"]] = {"entity_tokens": int(r["n"]), "distinct_tokens": int(r["distinct"]),
+                                      "top": [[x["token"], int(x["count"])] for x in r["top"]]}
+        out["tokens_dropped_by_reason"] = dict(sorted(by_reason.items()))
     return out

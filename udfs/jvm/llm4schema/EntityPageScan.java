@@ -40,6 +40,8 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
     private static final long serialVersionUID = 1L;
     static final String RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>";
     static final String[] EMPTY = new String[0];
+    /** Joins the tokens of a set: newlines cannot occur in an N-Quads term (spaces can, in literals). */
+    static final String SEP = "\n";
 
     public static final StructType SCHEMA = new StructType()
             .add("kind", DataTypes.StringType, false)       // quad | reject | skip | file
@@ -47,8 +49,8 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
             .add("k2", DataTypes.StringType, false)         // quad: page URL; reject: line number
             .add("file", DataTypes.StringType, false)
             .add("n_lines", DataTypes.LongType, false)      // lines this row stands for
-            .add("kept", DataTypes.createArrayType(DataTypes.StringType, false), false)
-            .add("dropped", DataTypes.createArrayType(DataTypes.StringType, false), false)  // "reason\ttoken"
+            .add("kept", DataTypes.StringType, false)       // quad: kept tokens, sorted, joined by "\n"
+            .add("dropped", DataTypes.StringType, false)    // quad: "reason\ttoken", sorted, joined by "\n"
             .add("line_no", DataTypes.LongType, true)       // reject: 1-based line in its file
             .add("raw", DataTypes.StringType, true);        // reject: the whole line
 
@@ -140,7 +142,7 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
                 return;
             }
             if (line.indexOf('\uFFFD') >= 0 || !q.parse(line)) {
-                out.add(RowFactory.create("reject", file, Long.toString(lineNo), file, 1L, EMPTY, EMPTY, lineNo, line));
+                out.add(RowFactory.create("reject", file, Long.toString(lineNo), file, 1L, "", "", lineNo, line));
                 return;
             }
             if (!q.same(q.g0, q.g1, graph)) {
@@ -180,7 +182,7 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
             for (var en : page.entrySet()) {
                 EntityPage e = en.getValue();
                 out.add(RowFactory.create("quad", en.getKey(), pageUrl, file, e.lines,
-                        e.kept.toArray(EMPTY), e.dropped.toArray(EMPTY), null, null));
+                        joinSorted(e.kept), joinSorted(e.dropped), null, null));
             }
             page.clear();
             subject = null;
@@ -190,13 +192,36 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
         private void endFile() {
             if (file == null) return;
             flushPage();
-            if (skipped > 0) out.add(RowFactory.create("skip", file, "", file, skipped, EMPTY, EMPTY, null, null));
-            out.add(RowFactory.create("file", file, "", file, lineNo, EMPTY, EMPTY, null, null));
+            if (skipped > 0) out.add(RowFactory.create("skip", file, "", file, skipped, "", "", null, null));
+            out.add(RowFactory.create("file", file, "", file, lineNo, "", "", null, null));
             graph = null;
             pageUrl = null;
             lineNo = 0;
             skipped = 0;
         }
+    }
+
+    /** Code-point order (UTF-8 byte order, as Spark's and Python's sorts): String.compareTo
+     * orders by UTF-16 units, which differs above U+D7FF. */
+    static int compareCodePoints(String a, String b) {
+        int n = Math.min(a.length(), b.length());
+        for (int i = 0; i < n; i++) {
+            char x = a.charAt(i), y = b.charAt(i);
+            if (x == y) continue;
+            boolean sx = Character.isSurrogate(x), sy = Character.isSurrogate(y);
+            if (sx == sy) return x - y;
+            return sx ? 1 : -1;  // a surrogate pair encodes a code point above every BMP one
+        }
+        return a.length() - b.length();
+    }
+
+    /** The set's elements in code-point order, joined by {@link #SEP}. */
+    static String joinSorted(java.util.Collection<String> set) {
+        if (set.isEmpty()) return "";
+        if (set.size() == 1) return set.iterator().next();
+        String[] a = set.toArray(EMPTY);
+        Arrays.sort(a, EntityPageScan::compareCodePoints);
+        return String.join(SEP, a);
     }
 
     /** Spark SQL's trim() strips spaces only: a line is blank when nothing else is left, a comment when it starts with '#'. */

@@ -1,0 +1,190 @@
+package llm4schema;
+
+import java.io.Serializable;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+
+import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Entity-page rows of {@link EntityPageScan} to C-set tallies, in one streaming pass per partition.
+ *
+ * <p>Why on the JVM: an entity's C-set is the union of its tokens over all its rows (an IRI on
+ * several pages, a page split across files); Spark's generic aggregates over arrays of strings
+ * cost about ten CPU-seconds per million quads. Here the rows arrive hash-partitioned and sorted by
+ * entity, so one entity's rows are consecutive: they are merged in a few string operations and the
+ * entity is gone from memory when the next one starts. What leaves is small: (C-set, page) pairs
+ * (deduplicated per page), and per-partition tallies that Spark sums: instances per C-set, raw
+ * sets, dropped (reason, token) pairs, entity counts. Reject, skip and file rows pass through, so
+ * the job needs no second pass over the scan.
+ *
+ * <p>Output rows: {@link #SCHEMA}. Kinds: {@code page} (k1 C-set key, "" for an entity whose tokens
+ * were all dropped; k2 page URL), {@code instances} (k1 C-set key, n entities), {@code raw} (k1 raw
+ * key before cleaning, n), {@code dropped} (k1 "reason\ttoken", n entities), {@code count} (k1 a
+ * counter name, n), and the scan's {@code reject} (k1 file), {@code skip} and {@code file} rows.
+ * A key is the sorted tokens joined by "\n".
+ */
+public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Serializable {
+    private static final long serialVersionUID = 1L;
+
+    public static final StructType SCHEMA = new StructType()
+            .add("kind", DataTypes.StringType, false)
+            .add("k1", DataTypes.StringType, false)
+            .add("k2", DataTypes.StringType, false)
+            .add("n", DataTypes.LongType, false)
+            .add("line_no", DataTypes.LongType, true)
+            .add("raw", DataTypes.StringType, true);
+
+    /** Entry point from Python: the scan's rows, partitioned and sorted by (k1, kind), merged. */
+    public static Dataset<Row> merge(Dataset<Row> scanned, int partitions) {
+        Dataset<Row> sorted = scanned
+                .repartition(partitions, functions.col("k1"))
+                .sortWithinPartitions("k1", "kind");
+        return sorted.mapPartitions(new EntityMerge(), Encoders.row(SCHEMA));
+    }
+
+    @Override
+    public Iterator<Row> call(Iterator<Row> input) {
+        return new Merger(input);
+    }
+
+    private static final class Merger implements Iterator<Row> {
+        private final Iterator<Row> input;
+        private final ArrayDeque<Row> out = new ArrayDeque<>();
+        private final Map<String, long[]> instances = new HashMap<>();
+        private final Map<String, long[]> rawSets = new HashMap<>();
+        private final Map<String, long[]> dropped = new HashMap<>();
+        private final HashSet<String> pageKeys = new HashSet<>();  // keys already sent for lastPage
+        private String lastPage;
+        private long entities, entitiesKept, quadLines, entityPageRows;
+        // The entity being merged: its rows so far.
+        private String entity;
+        private final List<Row> rows = new ArrayList<>();
+        private boolean finished;
+
+        Merger(Iterator<Row> input) {
+            this.input = input;
+        }
+
+        @Override
+        public boolean hasNext() {
+            while (out.isEmpty() && !finished) {
+                if (input.hasNext()) {
+                    Row r = input.next();
+                    if (!"quad".equals(r.getString(0))) {
+                        passThrough(r);
+                        continue;
+                    }
+                    String k1 = r.getString(1);
+                    if (!k1.equals(entity)) {
+                        endEntity();
+                        entity = k1;
+                    }
+                    rows.add(r);
+                } else {
+                    endEntity();
+                    tallies();
+                    finished = true;
+                }
+            }
+            return !out.isEmpty();
+        }
+
+        @Override
+        public Row next() {
+            if (!hasNext()) throw new java.util.NoSuchElementException();
+            return out.poll();
+        }
+
+        private void passThrough(Row r) {
+            String kind = r.getString(0);
+            Long lineNo = r.isNullAt(7) ? null : r.getLong(7);
+            out.add(RowFactory.create(kind, r.getString(3), "", r.getLong(4), lineNo, r.isNullAt(8) ? null : r.getString(8)));
+        }
+
+        private void endEntity() {
+            if (rows.isEmpty()) return;
+            String kept = union(5);
+            String drops = union(6);
+            entities++;
+            entityPageRows += rows.size();
+            for (Row r : rows) quadLines += r.getLong(4);
+            if (!kept.isEmpty()) {
+                entitiesKept++;
+                instances.computeIfAbsent(kept, k -> new long[1])[0]++;
+            }
+            if (!drops.isEmpty()) {
+                TreeSet<String> raw = new TreeSet<>(EntityPageScan::compareCodePoints);
+                if (!kept.isEmpty()) raw.addAll(List.of(kept.split(EntityPageScan.SEP)));
+                for (String d : drops.split(EntityPageScan.SEP)) {
+                    dropped.computeIfAbsent(d, k -> new long[1])[0]++;
+                    raw.add(d.substring(d.indexOf('\t') + 1));
+                }
+                rawSets.computeIfAbsent(String.join(EntityPageScan.SEP, raw), k -> new long[1])[0]++;
+            } else {
+                rawSets.computeIfAbsent(kept, k -> new long[1])[0]++;
+            }
+            // Pages of this entity (most have one); a page's entities are neighbours in the sort
+            // order when they are blank nodes, so remembering the last page removes most repeats.
+            LinkedHashSet<String> pages = new LinkedHashSet<>();
+            for (Row r : rows) pages.add(r.getString(2));
+            for (String page : pages) {
+                if (!page.equals(lastPage)) {
+                    lastPage = page;
+                    pageKeys.clear();
+                }
+                if (pageKeys.add(kept)) out.add(RowFactory.create("page", kept, page, 1L, null, null));
+            }
+            rows.clear();
+        }
+
+        /** The union of column i's token sets over the entity's rows, sorted and joined. */
+        private String union(int i) {
+            String first = rows.get(0).getString(i);
+            boolean same = true;
+            for (int j = 1; j < rows.size() && same; j++) same = first.equals(rows.get(j).getString(i));
+            if (same) return first;
+            TreeSet<String> all = new TreeSet<>(EntityPageScan::compareCodePoints);
+            for (Row r : rows) {
+                String s = r.getString(i);
+                if (!s.isEmpty()) all.addAll(List.of(s.split(EntityPageScan.SEP)));
+            }
+            return String.join(EntityPageScan.SEP, all);
+        }
+
+        private void tallies() {
+            emit("instances", instances);
+            emit("raw", rawSets);
+            emit("dropped", dropped);
+            count("entities", entities);
+            count("entities_kept", entitiesKept);
+            count("quad_lines", quadLines);
+            count("entity_page_rows", entityPageRows);
+        }
+
+        private void emit(String kind, Map<String, long[]> m) {
+            for (Map.Entry<String, long[]> e : m.entrySet()) {
+                out.add(RowFactory.create(kind, e.getKey(), "", e.getValue()[0], null, null));
+            }
+            m.clear();
+        }
+
+        private void count(String name, long n) {
+            out.add(RowFactory.create("count", name, "", n, null, null));
+        }
+    }
+}
