@@ -5,10 +5,14 @@ name of each other property (the LLM4Schema.org definition). Entity = subject; a
 scoped to its page, an IRI is the same entity on every page (the paper's code), unless
 ``subject_scope="page"`` makes every (subject, page) its own entity.
 
-The input is read once. A streaming scan on the JVM turns each file's lines into ``entity_pages``
-rows (an entity on a page with its kept and dropped tokens) and emits the rejected and skipped
-lines and a per-file line count in the same pass, so the counters and the rejects come from the
-single pass that feeds the C-sets.
+The input is read once, and every per-quad step runs on the JVM (udfs/jvm/llm4schema/):
+1. ``entity_pages``: a streaming scan turns each file's lines into entity-page rows (an entity on
+   a page with its kept and dropped tokens), plus the rejected and skipped lines and a per-file
+   line count;
+2. ``tallies``: those rows, hash-partitioned and sorted by entity, are merged entity by entity
+   into (C-set, page) pairs and per-partition counts; the rejects and line counts pass through.
+The tallies are small (about one row per entity-page, of two short strings) and cached; the
+C-sets table, the rejects and the counters are plain Spark SQL over them.
 
 Cleaning against the vocabulary: schema.org namespace variants (http/https, ``www.``) are one
 namespace; a token is dropped, with a reason, when its IRI is outside schema.org or its local name
@@ -218,16 +222,23 @@ def counters(t: DataFrame, n_csets: int, clean: bool) -> dict:
     """Counters that reconcile: lines = quads + rejected + skipped; entities and sets before and
     after cleaning; dropped (entity, token) pairs by reason with the most frequent tokens."""
     kind = F.col("kind")
-    small = t.filter(kind.isin("count", "skip", "file"))
-    sums = {(r["kind"], r["name"]): int(r["n"]) for r in small.groupBy(
-        "kind", F.when(kind == "count", F.col("k1")).alias("name")).agg(F.sum("n").alias("n")).collect()}
-    counts = {name: n for (k, name), n in sums.items() if k == "count"}
+
+    def total(k: str, name: str | None = None) -> Column:
+        hit = (kind == k) if name is None else (kind == k) & (F.col("k1") == name)
+        return F.coalesce(F.sum(F.when(hit, F.col("n"))), F.lit(0)).alias(name or k)
+
+    # One query for every scalar counter (the tallies are cached: this reads no input).
+    c = t.agg(
+        total("skip"), total("count", "entities"), total("count", "entities_kept"),
+        total("count", "quad_lines"), total("count", "entity_page_rows"),
+        F.count_distinct(F.when(kind == "page", F.col("k2"))).alias("pages"),
+        F.count_distinct(F.when(kind == "raw", F.col("k1"))).alias("raw_sets"),
+    ).collect()[0]
     reasons = {r["reason"]: int(r["n"]) for r in _reject_rows(t).groupBy("reason").agg(
         F.count(F.lit(1)).alias("n")).collect()}
     lines_reject = sum(reasons.values())
-    lines_quad = counts.get("quad_lines", 0)
-    lines_skip = sums.get(("skip", None), 0)
-    entities, kept = counts.get("entities", 0), counts.get("entities_kept", 0)
+    lines_quad, lines_skip = int(c["quad_lines"]), int(c["skip"])
+    entities, kept = int(c["entities"]), int(c["entities_kept"])
     out = {
         "quads_parsed": lines_quad,
         "lines_rejected": lines_reject,
@@ -235,10 +246,10 @@ def counters(t: DataFrame, n_csets: int, clean: bool) -> dict:
         "lines_read_by_kind_sum": lines_quad + lines_reject + lines_skip,
         "rejected_by_reason": dict(sorted(reasons.items())),
         # An (entity, page) whose lines are not contiguous in its file may count twice here.
-        "entity_page_rows": counts.get("entity_page_rows", 0),
-        "pages": t.filter(kind == "page").select("k2").distinct().count(),
+        "entity_page_rows": int(c["entity_page_rows"]),
+        "pages": int(c["pages"]),
         "entities_before_cleaning": entities,
-        "sets_before_cleaning": t.filter(kind == "raw").select("k1").distinct().count(),
+        "sets_before_cleaning": int(c["raw_sets"]),
         "entities_after_cleaning": kept,
         "entities_emptied_by_cleaning": entities - kept,
         "sets_after_cleaning": n_csets,

@@ -24,7 +24,8 @@ import org.apache.spark.sql.types.StructType;
  * about 18 CPU-seconds per million quads; most of it is the regex engine and hashing every quad
  * through a generic aggregate. WDC writes the quads of a page together, so the entities of the
  * current page are collected in a small map and flushed when the page changes: memory is bounded
- * by one page, and rows of an entity that does come back later are merged downstream anyway.
+ * by one page. An entity on several pages (an IRI), or on a page whose lines are not contiguous,
+ * has several rows: {@link EntityMerge} unites them.
  *
  * <p>Grammar (WDC's N-Quads variant): {@code S P O G [G2] .} with S and G an IRI or a blank node,
  * P an IRI, O an IRI, blank node or literal ({@code "..."} with escapes, then {@code @lang} or
