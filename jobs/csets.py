@@ -16,7 +16,6 @@ if __package__ in (None, ""):  # run as a script: make the project importable wi
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from pyspark import StorageLevel  # noqa: E402
-from pyspark.sql import Observation  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from udfs import csets as C  # noqa: E402
@@ -40,9 +39,9 @@ class CsetsJob(SparkJob):
         p.add_argument("--no-clean", dest="clean", action="store_false", default=True,
                        help="keep raw sets: no vocabulary filtering (schema.org terms by local name, other IRIs whole)")
         p.add_argument("--ignore-corrupt-files", action="store_true",
-                       help="skip unreadable inputs (Spark's ignoreCorruptFiles) instead of failing; files that "
-                            "yield no line, and gzip files damaged part-way (whose lines before the damage are kept), "
-                            "are listed in rejects/ with the reason")
+                       help="go on past an input that cannot be read instead of failing: a file that cannot be "
+                            "opened or breaks off part-way (a truncated or corrupt gzip) keeps the lines read before "
+                            "the damage; it, and every file that yields no line, is listed in rejects/ with the reason")
         p.add_argument("--input-root", nargs="+",
                        help="confine inputs: local files and manifest lines must resolve (symlinks included) "
                             "under one of these folders; default: not confined")
@@ -60,19 +59,16 @@ class CsetsJob(SparkJob):
         self.record["vocabulary"] = {"release": vocab.release, "path": str(resolve_vocab_path(a.vocab)),
                                      "types": len(vocab.classes), "properties": len(vocab.properties)}
         spark = self.spark
-        spark.conf.set("spark.sql.files.ignoreCorruptFiles", str(a.ignore_corrupt_files).lower())
         self.clear_outputs()
 
-        lines = C.read_lines(spark, files)
-        seen = Observation("lines")
-        lines = lines.observe(seen, F.count(F.lit(1)).alias("lines_read"))
         # The scan's rows are merged by entity on the JVM into small tallies, kept for the three
         # writers below (C-sets, rejects, counters): the input is read once.
-        tallies = C.tallies(C.entity_pages(lines, vocab, cfg)).persist(StorageLevel.MEMORY_AND_DISK)
+        ep = C.entity_pages(spark, files, vocab, cfg, ignore_corrupt=a.ignore_corrupt_files)
+        tallies = C.tallies(ep).persist(StorageLevel.MEMORY_AND_DISK)
 
         with self.record.time("read, parse and merge by entity (one pass over the input)"):
             per_file = C.lines_per_file(tallies)
-        lines_read = int(seen.get["lines_read"])
+        lines_read = sum(per_file.values())
 
         with self.record.time("write csets"):
             C.csets(tallies, cfg).write.mode("overwrite").parquet(str(self.table_dir))
@@ -80,9 +76,9 @@ class CsetsJob(SparkJob):
             rej = C.rejects(tallies, cfg)
             norm = {f.removeprefix("file://").removeprefix("file:"): n for f, n in per_file.items()}
             silent = [f for f in files if norm.get(f, 0) == 0]
-            # Skipping corrupt files must not lose them silently: a damaged gzip is named with what
-            # was read before the damage (a second read of the .gz inputs, only with this flag).
-            damaged = C.damaged_gzip_files(spark, files) if a.ignore_corrupt_files else {}
+            # Skipping corrupt files must not lose them silently: a file that broke off is named
+            # with what was read before the damage.
+            damaged = C.damaged_files(tallies)
             files_rejected = [(f, damaged.get(f, "no line read (empty file, or unreadable and skipped)"))
                               for f in dict.fromkeys([*silent, *damaged])]
             if files_rejected:

@@ -279,7 +279,7 @@ def crafted_file(tmp_path_factory):
 
 def _csets_of(spark, files, vocab, **cfg):
     conf = C.CsetConfig(**cfg)
-    t = C.tallies(C.entity_pages(C.read_lines(spark, [str(f) for f in files]), vocab, conf))
+    t = C.tallies(C.entity_pages(spark, [str(f) for f in files], vocab, conf))
     table = C.csets(t, conf)
     return {tuple(r["types"]) + tuple(r["properties"]): r.asDict() for r in table.collect()}, t
 
@@ -342,9 +342,9 @@ def test_manifest_glob_directory_and_one_task_per_file(spark, tmp_path):
     with pytest.raises(InputError, match="outside the allowed root"):  # the job's --input-root
         CsetsJob(["--output", str(tmp_path / "confined"), "--input", str(manifest), "--input-root", str(d / "sub")]).main()
     # One file is one task, and the scan counts (and numbers) lines per file.
-    df = C.read_lines(spark, by_dir)
-    assert df.rdd.getNumPartitions() == 3
-    t = C.tallies(C.entity_pages(df, load_vocabulary(), C.CsetConfig()))
+    ep = C.entity_pages(spark, by_dir, load_vocabulary(), C.CsetConfig())
+    assert ep.rdd.getNumPartitions() == 3
+    t = C.tallies(ep)
     per_file = {f.rsplit("/", 1)[-1]: n for f, n in C.lines_per_file(t).items()}
     assert per_file == {"part-0.nq.gz": 3000, "part-1.nq": 4000, "part-2.nq.gz": len(lines) - 7000}
     out = run_job(spark, tmp_path, "--input", str(manifest), "--sample-urls", "3")
@@ -361,11 +361,28 @@ def test_help_explains_every_flag():
         assert flag in res.stdout
 
 
-def test_gzip_damage_names_truncated_and_corrupt_members():
-    whole = gzip.compress(b"a .\n" * 10) + gzip.compress(b"b .\n" * 5)  # two members, as cat'ed files are
-    assert C.gzip_damage(whole) is None
-    assert C.gzip_damage(whole + b"\0" * 8) is None  # zero padding after the last member
-    assert C.gzip_damage(whole[:-3]) == "truncated gzip: the data ends inside a member, after 15 lines"
-    assert C.gzip_damage(b"xx" + whole[2:]).startswith("corrupt gzip (")
-    # chunked reading finds the same line count as one piece
-    assert C.gzip_damage(whole[:-3], chunk=7) == C.gzip_damage(whole[:-3])
+def test_damaged_gzip_keeps_the_lines_before_the_damage_and_says_why(spark, tmp_path):
+    from udfs.vocab import load_vocabulary
+
+    lines = WDC_SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    # Two members, as cat'ed files are; then the same cut short, and one with a broken header.
+    whole = gzip.compress("".join(lines[:600]).encode()) + gzip.compress("".join(lines[600:1000]).encode())
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "whole.nq.gz").write_bytes(whole)
+    (d / "padded.nq.gz").write_bytes(whole + b"\0" * 8)  # zero padding after the last member
+    (d / "cut.nq.gz").write_bytes(whole[: len(whole) - 2000])
+    (d / "bad.nq.gz").write_bytes(b"xx" + whole[2:])
+    files = sorted(str(f) for f in d.iterdir())
+    t = C.tallies(C.entity_pages(spark, files, load_vocabulary(), C.CsetConfig(), ignore_corrupt=True))
+    per_file = {f.rsplit("/", 1)[-1]: n for f, n in C.lines_per_file(t).items()}
+    damaged = {f.rsplit("/", 1)[-1]: why for f, why in C.damaged_files(t).items()}
+    assert per_file["whole.nq.gz"] == per_file["padded.nq.gz"] == 1000
+    assert 600 < per_file["cut.nq.gz"] < 1000 and per_file["bad.nq.gz"] == 0
+    assert set(damaged) == {"cut.nq.gz", "bad.nq.gz"}
+    assert damaged["cut.nq.gz"].startswith("truncated gzip (EOFException")
+    assert damaged["cut.nq.gz"].endswith(f"after {per_file['cut.nq.gz']:,} lines")
+    assert damaged["bad.nq.gz"].startswith("corrupt gzip (ZipException: Not in GZIP format) after 0 lines")
+    # Without the flag the task fails, naming the file and the damage.
+    with pytest.raises(Exception, match=r"(?s)cannot read \S*cut\.nq\.gz: truncated gzip"):
+        C.lines_per_file(C.tallies(C.entity_pages(spark, [str(d / "cut.nq.gz")], load_vocabulary(), C.CsetConfig())))

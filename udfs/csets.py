@@ -10,9 +10,11 @@ The input is read once, and every per-quad step runs on the JVM (udfs/jvm/llm4sc
    a page with its kept and dropped tokens), plus the rejected and skipped lines and a per-file
    line count;
 2. ``tallies``: those rows, hash-partitioned and sorted by entity, are merged entity by entity
-   into (C-set, page) pairs and per-partition counts; the rejects and line counts pass through.
-The tallies are small (about one row per entity-page, of two short strings) and cached; the
-C-sets table, the rejects and the counters are plain Spark SQL over them.
+   into (C-set, page) pairs and per-partition counts; the rejects and line counts pass through;
+3. ``csets``: the (C-set, page) pairs, partitioned and sorted by C-set, give each C-set's
+   distinct pages, domains and URL sample in one pass.
+The tallies (short strings, about one row per entity-page) are cached: the C-sets table, the
+rejects and the counters all come from them.
 
 Cleaning against the vocabulary: schema.org namespace variants (http/https, ``www.``) are one
 namespace; a token is dropped, with a reason, when its IRI is outside schema.org or its local name
@@ -69,34 +71,28 @@ class CsetConfig:
             raise ValueError("sample_urls must be >= 0")
 
 
-def read_lines(spark: SparkSession, files: list[str]) -> DataFrame:
-    """Lines with their file; one input file is one task, its lines in order.
-
-    A gzip file cannot be split anyway; a plain file is kept whole too (``maxPartitionBytes`` and
-    ``openCostInBytes`` at 1 TiB stop both splitting and packing several files into a task), which
-    is what lets the scan number the lines of a file and flush an entity when its page ends.
-    """
-    one_tib = str(1 << 40)
-    spark.conf.set("spark.sql.files.maxPartitionBytes", one_tib)
-    spark.conf.set("spark.sql.files.openCostInBytes", one_tib)
-    return spark.read.text(files).select(F.col("value").alias("line"), F.input_file_name().alias("file"))
-
-
-def entity_pages(lines: DataFrame, vocab: Vocabulary, cfg: CsetConfig) -> DataFrame:
-    """The one pass over the input (udfs/jvm/llm4schema/EntityPageScan.java, on the JVM): rows of
-    kind ``quad`` (an entity on a page: n_lines quads, kept tokens and dropped ``reason\ttoken``
-    strings, each sorted and joined by a newline), ``reject`` (one malformed line), ``skip`` (blank
-    and comment lines, one row per file) and ``file`` (lines read, one row per file).
+def entity_pages(spark: SparkSession, files: list[str], vocab: Vocabulary, cfg: CsetConfig,
+                 ignore_corrupt: bool = False) -> DataFrame:
+    """The one pass over the input (udfs/jvm/llm4schema/EntityPageScan.java, on the JVM): one task
+    per file, which it reads itself (a gzip file cannot be split anyway; a plain file is kept whole
+    so its lines are numbered and its pages end where they end). Rows of kind ``quad`` (an entity
+    on a page: n_lines quads, kept tokens and dropped ``reason\ttoken`` strings, each sorted and
+    joined by a newline), ``reject`` (one malformed line), ``skip`` (blank and comment lines, one
+    row per file), ``file`` (lines read, one row per file) and, with ``ignore_corrupt``, ``damage``
+    (a file that broke off part-way: its lines before the damage are kept, ``raw`` says why).
 
     The token of a quad is ``isa:<local name>`` of an rdf:type object and the local name of any
     other predicate; schema.org namespace variants (http/https, ``www.``) are one namespace.
     """
-    jvm.attach(lines.sparkSession)
-    scan = lines.sparkSession.sparkContext._jvm.llm4schema.EntityPageScan
+    jvm.attach(spark)
+    scan = spark.sparkContext._jvm.llm4schema.EntityPageScan
     reasons = "\n".join([TYPE_NOT_SCHEMA, TYPE_UNKNOWN, PROPERTY_NOT_SCHEMA, PROPERTY_UNKNOWN])
-    jdf = scan.scan(lines.select("line", "file")._jdf, "\n".join(sorted(vocab.classes)),
-                    "\n".join(sorted(vocab.properties)), cfg.clean, cfg.subject_scope == "page", reasons)
-    return DataFrame(jdf, lines.sparkSession)
+    paths = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.java.lang.String, len(files))
+    for i, f in enumerate(files):
+        paths[i] = f
+    jdf = scan.scan(spark._jsparkSession, paths, "\n".join(sorted(vocab.classes)), "\n".join(sorted(vocab.properties)),
+                    cfg.clean, cfg.subject_scope == "page", reasons, ignore_corrupt)
+    return DataFrame(jdf, spark)
 
 
 def tallies(ep: DataFrame, partitions: int | None = None) -> DataFrame:
@@ -109,40 +105,6 @@ def tallies(ep: DataFrame, partitions: int | None = None) -> DataFrame:
     jvm.attach(spark)
     n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
     return DataFrame(spark.sparkContext._jvm.llm4schema.EntityMerge.merge(ep._jdf, n), spark)
-
-
-def gzip_damage(content: bytes, chunk: int = 1 << 20) -> str | None:
-    """Why a gzip file is damaged (None: sound), decompressing it as a stream (every member of a
-    multi-member file) and counting the lines that came out before the damage."""
-    import zlib
-
-    lines, view, pos = 0, memoryview(content), 0
-    while pos < len(view):
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            while not d.eof and pos < len(view):
-                lines += d.decompress(view[pos:pos + chunk]).count(b"\n")
-                pos = min(pos + chunk, len(view))
-            if not d.eof:
-                return f"truncated gzip: the data ends inside a member, after {lines:,} lines"
-        except zlib.error as e:
-            return f"corrupt gzip ({e}) after {lines:,} lines"
-        pos -= len(d.unused_data)  # the next member starts right after this one
-        if not content[pos:].strip(b"\0"):
-            break  # trailing zero padding, as some writers leave
-    return None
-
-
-def damaged_gzip_files(spark: SparkSession, files: list[str]) -> dict[str, str]:
-    """{file: reason} for the gzip inputs that do not decompress to their end. Spark's
-    ignoreCorruptFiles ends such a file silently after the lines before the damage; this second,
-    per-file read (one Python call per file, not per line) is what reports it."""
-    gz = [f for f in files if f.endswith(".gz")]
-    if not gz:
-        return {}
-    found = (spark.read.format("binaryFile").load(gz).select("path", "content").rdd
-             .map(lambda r: (r["path"], gzip_damage(bytes(r["content"])))).filter(lambda x: x[1]).collect())
-    return {p.removeprefix("file://").removeprefix("file:"): why for p, why in found}
 
 
 def _reject_rows(t: DataFrame) -> DataFrame:
@@ -158,56 +120,38 @@ def rejects(t: DataFrame, cfg: CsetConfig) -> DataFrame:
     return _reject_rows(t).withColumn("raw", F.substring("raw", 1, cfg.reject_raw_chars))
 
 
+def damaged_files(t: DataFrame) -> dict[str, str]:
+    """{file: why} for the files that broke off part-way (read with ``ignore_corrupt``)."""
+    return {r["k1"]: r["raw"] for r in t.filter(F.col("kind") == "damage").select("k1", "raw").collect()}
+
+
 def lines_per_file(t: DataFrame) -> dict[str, int]:
     """Lines read per input file (one small row per file: safe to collect at 10^4 files)."""
     return {r["k1"]: int(r["n"]) for r in t.filter(F.col("kind") == "file").groupBy("k1").agg(
         F.sum("n").alias("n")).collect()}
 
 
-def page_domain(url: Column) -> Column:
-    """Host of a page URL, lower-cased, without a leading ``www.``."""
-    host = F.lower(F.parse_url(url, F.lit("HOST")))
-    return F.regexp_replace(host, r"^www\.", "")
-
-
 def csets(t: DataFrame, cfg: CsetConfig) -> DataFrame:
-    """The C-sets table (``CSETS_SCHEMA``) from the tallies: instances summed over partitions,
-    pages counted from distinct (C-set, page) pairs, the sample drawn from them."""
+    """The C-sets table (``CSETS_SCHEMA``) from the tallies: instances summed over partitions;
+    distinct pages and domains and the URL sample from the (C-set, domain, page) rows, in one
+    sorted pass per C-set on the JVM (udfs/jvm/llm4schema/CsetPages.java)."""
+    spark = t.sparkSession
+    jvm.attach(spark)
     base = t.filter(F.col("kind") == "instances").groupBy(F.col("k1").alias("key")).agg(
         F.sum("n").alias("n_instances"))
-    pages = (t.filter((F.col("kind") == "page") & (F.col("k1") != ""))
-             .select(F.col("k1").alias("key"), F.col("k2").alias("page_url")).distinct())
-    # Pages per domain, then per C-set: two plain aggregations instead of a count-distinct. The
-    # sample is the K smallest (hash, url): spread out and independent of partitioning; each
-    # domain passes on only its own K smallest, so no C-set's pages are ever sorted whole.
-    order = F.struct(F.xxhash64("page_url").alias("h"), F.col("page_url").alias("u"))
-    k = max(cfg.sample_urls, 1)
-    per_domain = pages.groupBy("key", page_domain(F.col("page_url")).alias("domain")).agg(
-        F.count(F.lit(1)).alias("n"), F.min_by(order, order, k).alias("s"))
-    first = F.col("pos") == 0
-    stats = per_domain.select("key", "n", F.posexplode("s").alias("pos", "o")).groupBy("key").agg(
-        F.sum(F.when(first, F.col("n"))).alias("n_pages"),
-        F.sum(F.when(first, 1)).alias("n_domains"),
-        F.min_by(F.col("o"), F.col("o"), k).alias("s"),
-    )
-    samples = F.transform(F.array_sort("s"), lambda o: o["u"])
-    if cfg.sample_urls == 0:
-        samples = F.array().cast("array<string>")
+    pages = t.filter(F.col("kind") == "cset_page").select(
+        F.col("k1").alias("key"), F.col("k3").alias("domain"), F.col("k2").alias("page_url"))
+    n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    stats = DataFrame(spark.sparkContext._jvm.llm4schema.CsetPages.stats(pages._jdf, n, cfg.sample_urls), spark)
     tokens = F.split(F.col("key"), "\n")
     types = F.transform(F.filter(tokens, lambda t: t.startswith("isa:")), lambda t: F.substring(t, 5, 1 << 20))
     props = F.filter(tokens, lambda t: ~t.startswith("isa:"))
-    out = (
-        base.join(stats, "key")
-        .select(
-            F.sha2(F.translate("key", "\n", " "), 256).alias("cset_id"),
-            F.array_sort(types).alias("types"),
-            F.array_sort(props).alias("properties"),
-            F.size(tokens).cast("long").alias("n_properties"),
-            F.col("n_instances").cast("long"),
-            F.col("n_pages").cast("long"),
-            F.col("n_domains").cast("long"),
-            samples.alias("sample_urls"),
-        )
+    out = base.join(stats, "key").select(
+        F.sha2(F.translate("key", "\n", " "), 256).alias("cset_id"),
+        F.array_sort(types).alias("types"),
+        F.array_sort(props).alias("properties"),
+        F.size(tokens).cast("long").alias("n_properties"),
+        "n_instances", "n_pages", "n_domains", "sample_urls",
     )
     return conform(out, CSETS_SCHEMA)
 
@@ -231,7 +175,7 @@ def counters(t: DataFrame, n_csets: int, clean: bool) -> dict:
     c = t.agg(
         total("skip"), total("count", "entities"), total("count", "entities_kept"),
         total("count", "quad_lines"), total("count", "entity_page_rows"),
-        F.count_distinct(F.when(kind == "page", F.col("k2"))).alias("pages"),
+        F.count_distinct(F.when(kind == "page", F.col("k1"))).alias("pages"),
         F.count_distinct(F.when(kind == "raw", F.col("k1"))).alias("raw_sets"),
     ).collect()[0]
     reasons = {r["reason"]: int(r["n"]) for r in _reject_rows(t).groupBy("reason").agg(

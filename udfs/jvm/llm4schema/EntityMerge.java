@@ -32,11 +32,11 @@ import org.apache.spark.sql.types.StructType;
  * sets, dropped (reason, token) pairs, entity counts. Reject, skip and file rows pass through, so
  * the job needs no second pass over the scan.
  *
- * <p>Output rows: {@link #SCHEMA}. Kinds: {@code page} (k1 C-set key, "" for an entity whose tokens
- * were all dropped; k2 page URL), {@code instances} (k1 C-set key, n entities), {@code raw} (k1 raw
- * key before cleaning, n), {@code dropped} (k1 "reason\ttoken", n entities), {@code count} (k1 a
- * counter name, n), and the scan's {@code reject} (k1 file), {@code skip} and {@code file} rows.
- * A key is the sorted tokens joined by "\n".
+ * <p>Output rows: {@link #SCHEMA}. Kinds: {@code cset_page} (k1 C-set key, k2 page URL, k3 its
+ * domain), {@code instances} (k1 C-set key, n entities), {@code raw} (k1 raw key before cleaning,
+ * n), {@code dropped} (k1 "reason\ttoken", n entities), {@code count} (k1 a counter name, n), and
+ * the scan's other rows: {@code page} (k1 URL), {@code reject}, {@code skip}, {@code file},
+ * {@code damage} (k1 the file). A key is the sorted tokens joined by "\n".
  */
 public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Serializable {
     private static final long serialVersionUID = 1L;
@@ -45,6 +45,7 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
             .add("kind", DataTypes.StringType, false)
             .add("k1", DataTypes.StringType, false)
             .add("k2", DataTypes.StringType, false)
+            .add("k3", DataTypes.StringType, false)
             .add("n", DataTypes.LongType, false)
             .add("line_no", DataTypes.LongType, true)
             .add("raw", DataTypes.StringType, true);
@@ -69,7 +70,7 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
         private final Map<String, long[]> rawSets = new HashMap<>();
         private final Map<String, long[]> dropped = new HashMap<>();
         private final HashSet<String> pageKeys = new HashSet<>();  // keys already sent for lastPage
-        private String lastPage;
+        private String lastPage, lastDomain;
         private long entities, entitiesKept, quadLines, entityPageRows;
         // The entity being merged: its rows so far.
         private String entity;
@@ -111,18 +112,18 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
         }
 
         private void passThrough(Row r) {
-            String kind = r.getString(0);
-            Long lineNo = r.isNullAt(7) ? null : r.getLong(7);
-            out.add(RowFactory.create(kind, r.getString(3), "", r.getLong(4), lineNo, r.isNullAt(8) ? null : r.getString(8)));
+            Long lineNo = r.isNullAt(6) ? null : r.getLong(6);
+            out.add(RowFactory.create(r.getString(0), r.getString(1), "", "", r.getLong(3), lineNo,
+                    r.isNullAt(7) ? null : r.getString(7)));
         }
 
         private void endEntity() {
             if (rows.isEmpty()) return;
-            String kept = union(5);
-            String drops = union(6);
+            String kept = union(4);
+            String drops = union(5);
             entities++;
             entityPageRows += rows.size();
-            for (Row r : rows) quadLines += r.getLong(4);
+            for (Row r : rows) quadLines += r.getLong(3);
             if (!kept.isEmpty()) {
                 entitiesKept++;
                 instances.computeIfAbsent(kept, k -> new long[1])[0]++;
@@ -140,14 +141,17 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
             }
             // Pages of this entity (most have one); a page's entities are neighbours in the sort
             // order when they are blank nodes, so remembering the last page removes most repeats.
-            LinkedHashSet<String> pages = new LinkedHashSet<>();
-            for (Row r : rows) pages.add(r.getString(2));
-            for (String page : pages) {
-                if (!page.equals(lastPage)) {
-                    lastPage = page;
-                    pageKeys.clear();
+            if (!kept.isEmpty()) {
+                LinkedHashSet<String> pages = new LinkedHashSet<>();
+                for (Row r : rows) pages.add(r.getString(2));
+                for (String page : pages) {
+                    if (!page.equals(lastPage)) {
+                        lastPage = page;
+                        lastDomain = CsetPages.domain(page);
+                        pageKeys.clear();
+                    }
+                    if (pageKeys.add(kept)) out.add(RowFactory.create("cset_page", kept, page, lastDomain, 1L, null, null));
                 }
-                if (pageKeys.add(kept)) out.add(RowFactory.create("page", kept, page, 1L, null, null));
             }
             rows.clear();
         }
@@ -178,13 +182,13 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
 
         private void emit(String kind, Map<String, long[]> m) {
             for (Map.Entry<String, long[]> e : m.entrySet()) {
-                out.add(RowFactory.create(kind, e.getKey(), "", e.getValue()[0], null, null));
+                out.add(RowFactory.create(kind, e.getKey(), "", "", e.getValue()[0], null, null));
             }
             m.clear();
         }
 
         private void count(String name, long n) {
-            out.add(RowFactory.create("count", name, "", n, null, null));
+            out.add(RowFactory.create("count", name, "", "", n, null, null));
         }
     }
 }

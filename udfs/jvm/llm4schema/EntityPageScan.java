@@ -1,19 +1,23 @@
 package llm4schema;
 
 import java.io.Serializable;
+import java.io.IOException;
 import java.util.ArrayDeque;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
+import java.util.Map;
 import java.util.Set;
 
-import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
@@ -35,9 +39,9 @@ import org.apache.spark.sql.types.StructType;
  * character (what invalid UTF-8 becomes) is damaged. The reason a line is rejected is computed in
  * Spark SQL on the (few) rejected lines: see udfs/nquads.py.
  *
- * <p>Input rows: (line, file), one file per partition, in file order. Output rows: {@link #SCHEMA}.
+ * <p>Input: file paths, one per partition, read in order. Output rows: {@link #SCHEMA}.
  */
-public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Serializable {
+public final class EntityPageScan implements Serializable {
     private static final long serialVersionUID = 1L;
     static final String RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>";
     static final String[] EMPTY = new String[0];
@@ -45,15 +49,14 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
     static final String SEP = "\n";
 
     public static final StructType SCHEMA = new StructType()
-            .add("kind", DataTypes.StringType, false)       // quad | reject | skip | file
-            .add("k1", DataTypes.StringType, false)         // quad: entity; others: file
+            .add("kind", DataTypes.StringType, false)       // quad | page | reject | skip | file | damage
+            .add("k1", DataTypes.StringType, false)         // quad: entity; page: its URL; others: file
             .add("k2", DataTypes.StringType, false)         // quad: page URL; reject: line number
-            .add("file", DataTypes.StringType, false)
             .add("n_lines", DataTypes.LongType, false)      // lines this row stands for
             .add("kept", DataTypes.StringType, false)       // quad: kept tokens, sorted, joined by "\n"
             .add("dropped", DataTypes.StringType, false)    // quad: "reason\ttoken", sorted, joined by "\n"
             .add("line_no", DataTypes.LongType, true)       // reject: 1-based line in its file
-            .add("raw", DataTypes.StringType, true);        // reject: the whole line
+            .add("raw", DataTypes.StringType, true);        // reject: the whole line; damage: why
 
     private final Set<String> classes;
     private final Set<String> properties;
@@ -70,17 +73,24 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
         this.reasons = reasons;
     }
 
-    /** Entry point from Python: newline-separated vocabularies and reasons keep the py4j call simple. */
-    public static Dataset<Row> scan(Dataset<Row> lines, String classes, String properties, boolean clean,
-                                    boolean pageScope, String reasons) {
+    /**
+     * Entry point from Python: one task per input file, each read by a {@link LineReader}.
+     * Newline-separated vocabularies and reasons keep the py4j call simple; the driver's Hadoop
+     * configuration travels with the tasks, so what opens a file on the driver (local, HDFS, S3A)
+     * opens it on an executor. With {@code ignoreCorrupt} a file that cannot be read to its end
+     * keeps the lines read before the damage and gets a {@code damage} row with the reason;
+     * without it the task fails with the file and the reason in the message.
+     */
+    public static Dataset<Row> scan(SparkSession spark, String[] files, String classes, String properties,
+                                    boolean clean, boolean pageScope, String reasons, boolean ignoreCorrupt) {
         EntityPageScan fn = new EntityPageScan(new HashSet<>(Arrays.asList(classes.split("\n"))),
                 new HashSet<>(Arrays.asList(properties.split("\n"))), clean, pageScope, reasons.split("\n"));
-        return lines.mapPartitions(fn, Encoders.row(SCHEMA));
-    }
-
-    @Override
-    public Iterator<Row> call(Iterator<Row> input) {
-        return new Scanner(input);
+        HashMap<String, String> conf = new HashMap<>();
+        for (Map.Entry<String, String> e : spark.sparkContext().hadoopConfiguration()) conf.put(e.getKey(), e.getValue());
+        JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+        JavaRDD<Row> rows = jsc.parallelize(Arrays.asList(files), Math.max(files.length, 1))
+                .mapPartitions(paths -> fn.new Scanner(paths, conf, ignoreCorrupt));
+        return spark.createDataFrame(rows, SCHEMA);
     }
 
     /** One entity on the current page: quads seen, kept tokens, dropped "reason\ttoken". */
@@ -91,12 +101,15 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
     }
 
     private final class Scanner implements Iterator<Row> {
-        private final Iterator<Row> input;
+        private final Iterator<String> files;
+        private final Map<String, String> hadoopConf;
+        private final boolean ignoreCorrupt;
+        private LineReader reader;
         private final ArrayDeque<Row> out = new ArrayDeque<>();
         private final LinkedHashMap<String, EntityPage> page = new LinkedHashMap<>();
         private final Quad q = new Quad();
         // Tokens of the predicates and types seen in this partition: a few hundred distinct keys.
-        private final java.util.HashMap<String, String[]> tokens = new java.util.HashMap<>();
+        private final HashMap<String, String[]> tokens = new HashMap<>();
         private String file;
         private String graph;    // the current page's graph term as written
         private String pageUrl;
@@ -106,27 +119,60 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
         private long skipped;
         private boolean finished;
 
-        Scanner(Iterator<Row> input) {
-            this.input = input;
+        Scanner(Iterator<String> files, Map<String, String> hadoopConf, boolean ignoreCorrupt) {
+            this.files = files;
+            this.hadoopConf = hadoopConf;
+            this.ignoreCorrupt = ignoreCorrupt;
         }
 
         @Override
         public boolean hasNext() {
             while (out.isEmpty() && !finished) {
-                if (input.hasNext()) {
-                    Row r = input.next();
-                    String f = r.getString(1);
-                    if (!f.equals(file)) {
-                        endFile();
-                        file = f;
+                try {
+                    if (reader == null) {
+                        if (!files.hasNext()) {
+                            finished = true;
+                            break;
+                        }
+                        file = files.next();
+                        reader = new LineReader(file, hadoopConf);
                     }
-                    line(r.getString(0));
-                } else {
-                    endFile();
-                    finished = true;
+                    String line = reader.next();
+                    if (line != null) {
+                        line(line);
+                    } else {
+                        closeReader();
+                        endFile();
+                    }
+                } catch (IOException e) {
+                    damaged(e);
                 }
             }
             return !out.isEmpty();
+        }
+
+        /** The file broke off: keep what came before and say why, or fail the task (the flag). */
+        private void damaged(IOException e) {
+            String what = file.endsWith(".gz") ? "gzip" : "input";
+            String why = (e instanceof java.io.EOFException ? "truncated " : "corrupt ") + what + " ("
+                    + e.getClass().getSimpleName() + ": " + e.getMessage() + ") after " + String.format("%,d", lineNo) + " lines";
+            if (!ignoreCorrupt) {
+                throw new RuntimeException("cannot read " + file + ": " + why
+                        + " (--ignore-corrupt-files keeps the lines before the damage and names the file in rejects)", e);
+            }
+            try {
+                closeReader();
+            } catch (IOException ignored) {
+                // the stream is broken already; the damage row below is what matters
+            }
+            out.add(RowFactory.create("damage", file, "", 0L, "", "", null, why));
+            endFile();
+        }
+
+        private void closeReader() throws IOException {
+            LineReader r = reader;
+            reader = null;
+            if (r != null) r.close();
         }
 
         @Override
@@ -143,7 +189,7 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
                 return;
             }
             if (line.indexOf('\uFFFD') >= 0 || !q.parse(line)) {
-                out.add(RowFactory.create("reject", file, Long.toString(lineNo), file, 1L, "", "", lineNo, line));
+                out.add(RowFactory.create("reject", file, Long.toString(lineNo), 1L, "", "", lineNo, line));
                 return;
             }
             if (!q.same(q.g0, q.g1, graph)) {
@@ -180,9 +226,11 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
         }
 
         private void flushPage() {
+            // One row per page (block): what the page counter counts, without the entities' rows.
+            if (!page.isEmpty()) out.add(RowFactory.create("page", pageUrl, "", 0L, "", "", null, null));
             for (var en : page.entrySet()) {
                 EntityPage e = en.getValue();
-                out.add(RowFactory.create("quad", en.getKey(), pageUrl, file, e.lines,
+                out.add(RowFactory.create("quad", en.getKey(), pageUrl, e.lines,
                         joinSorted(e.kept), joinSorted(e.dropped), null, null));
             }
             page.clear();
@@ -193,12 +241,13 @@ public final class EntityPageScan implements MapPartitionsFunction<Row, Row>, Se
         private void endFile() {
             if (file == null) return;
             flushPage();
-            if (skipped > 0) out.add(RowFactory.create("skip", file, "", file, skipped, "", "", null, null));
-            out.add(RowFactory.create("file", file, "", file, lineNo, "", "", null, null));
+            if (skipped > 0) out.add(RowFactory.create("skip", file, "", skipped, "", "", null, null));
+            out.add(RowFactory.create("file", file, "", lineNo, "", "", null, null));
             graph = null;
             pageUrl = null;
             lineNo = 0;
             skipped = 0;
+            file = null;
         }
     }
 
