@@ -21,8 +21,8 @@ REASON_MALFORMED = "malformed term (bad IRI, blank node, escape, language tag or
 
 
 def valid_utf8(line: Column) -> Column:
-    """The text source hands the JVM the raw bytes of a line; Spark 4 can check them. A U+FFFD
-    replacement character (what other decoders leave behind) is treated as damage too."""
+    """The scan decodes each line with U+FFFD in place of invalid UTF-8 bytes, so a U+FFFD is
+    damage; Spark 4's is_valid_utf8 also catches raw invalid bytes in a line from elsewhere."""
     ok = F.instr(line, "\ufffd") == 0
     return F.is_valid_utf8(line) & ok if hasattr(F, "is_valid_utf8") else ok
 
