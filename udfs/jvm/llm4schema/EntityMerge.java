@@ -2,7 +2,6 @@ package llm4schema;
 
 import java.io.Serializable;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
@@ -27,7 +26,8 @@ import org.apache.spark.sql.types.StructType;
  * several pages, a page split across files); Spark's generic aggregates over arrays of strings
  * cost about ten CPU-seconds per million quads. Here the rows arrive hash-partitioned and sorted by
  * entity, so one entity's rows are consecutive: they are merged in a few string operations and the
- * entity is gone from memory when the next one starts. What leaves is small: (C-set, page) pairs
+ * entity is gone from memory when the next one starts (memory: one entity's distinct pages, so a
+ * site-wide IRI on a million pages holds a million URLs for a moment). What leaves is small: (C-set, page) pairs
  * (deduplicated per page), and per-partition tallies that Spark sums: instances per C-set, raw
  * sets, dropped (reason, token) pairs, entity counts. Reject, skip and file rows pass through, so
  * the job needs no second pass over the scan.
@@ -63,18 +63,52 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
         return new Merger(input);
     }
 
+    /** A union of token sets given as sorted, joined strings; usually all of them are equal. */
+    private static final class TokenUnion {
+        private String first;
+        private TreeSet<String> all;
+
+        void add(String tokens) {
+            if (first == null) {
+                first = tokens;
+            } else if (all != null || !tokens.equals(first)) {
+                if (all == null) {
+                    all = new TreeSet<>(EntityPageScan::compareCodePoints);
+                    split(first);
+                }
+                split(tokens);
+            }
+        }
+
+        private void split(String tokens) {
+            if (!tokens.isEmpty()) all.addAll(List.of(tokens.split(EntityPageScan.SEP)));
+        }
+
+        String joined() {
+            return all == null ? first : String.join(EntityPageScan.SEP, all);
+        }
+
+        void clear() {
+            first = null;
+            all = null;
+        }
+    }
+
     private static final class Merger implements Iterator<Row> {
         private final Iterator<Row> input;
         private final ArrayDeque<Row> out = new ArrayDeque<>();
         private final Map<String, long[]> instances = new HashMap<>();
         private final Map<String, long[]> rawSets = new HashMap<>();
-        private final Map<String, long[]> dropped = new HashMap<>();
+        private final Map<String, long[]> droppedTokens = new HashMap<>();
         private final HashSet<String> pageKeys = new HashSet<>();  // keys already sent for lastPage
         private String lastPage, lastDomain;
         private long entities, entitiesKept, quadLines, entityPageRows;
-        // The entity being merged: its rows so far.
+        // The entity being merged: its distinct pages and its token sets so far (most entities have
+        // one row; a set is built only when a later row brings other tokens than the first).
         private String entity;
-        private final List<Row> rows = new ArrayList<>();
+        private long entityRows;
+        private final LinkedHashSet<String> pages = new LinkedHashSet<>();
+        private final TokenUnion kept = new TokenUnion(), drops = new TokenUnion();
         private boolean finished;
 
         Merger(Iterator<Row> input) {
@@ -95,7 +129,7 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
                         endEntity();
                         entity = k1;
                     }
-                    rows.add(r);
+                    add(r);
                 } else {
                     endEntity();
                     tallies();
@@ -117,63 +151,56 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
                     r.isNullAt(7) ? null : r.getString(7)));
         }
 
+        private void add(Row r) {
+            entityRows++;
+            quadLines += r.getLong(3);
+            pages.add(r.getString(2));
+            kept.add(r.getString(4));
+            drops.add(r.getString(5));
+        }
+
         private void endEntity() {
-            if (rows.isEmpty()) return;
-            String kept = union(4);
-            String drops = union(5);
+            if (entityRows == 0) return;
+            String key = kept.joined(), dropped = drops.joined();
             entities++;
-            entityPageRows += rows.size();
-            for (Row r : rows) quadLines += r.getLong(3);
-            if (!kept.isEmpty()) {
+            entityPageRows += entityRows;
+            if (!key.isEmpty()) {
                 entitiesKept++;
-                instances.computeIfAbsent(kept, k -> new long[1])[0]++;
+                instances.computeIfAbsent(key, k -> new long[1])[0]++;
             }
-            if (!drops.isEmpty()) {
+            if (!dropped.isEmpty()) {
                 TreeSet<String> raw = new TreeSet<>(EntityPageScan::compareCodePoints);
-                if (!kept.isEmpty()) raw.addAll(List.of(kept.split(EntityPageScan.SEP)));
-                for (String d : drops.split(EntityPageScan.SEP)) {
-                    dropped.computeIfAbsent(d, k -> new long[1])[0]++;
+                if (!key.isEmpty()) raw.addAll(List.of(key.split(EntityPageScan.SEP)));
+                for (String d : dropped.split(EntityPageScan.SEP)) {
+                    droppedTokens.computeIfAbsent(d, k -> new long[1])[0]++;
                     raw.add(d.substring(d.indexOf('\t') + 1));
                 }
                 rawSets.computeIfAbsent(String.join(EntityPageScan.SEP, raw), k -> new long[1])[0]++;
             } else {
-                rawSets.computeIfAbsent(kept, k -> new long[1])[0]++;
+                rawSets.computeIfAbsent(key, k -> new long[1])[0]++;
             }
-            // Pages of this entity (most have one); a page's entities are neighbours in the sort
-            // order when they are blank nodes, so remembering the last page removes most repeats.
-            if (!kept.isEmpty()) {
-                LinkedHashSet<String> pages = new LinkedHashSet<>();
-                for (Row r : rows) pages.add(r.getString(2));
+            // A page's blank nodes are neighbours in the sort order (their key starts with the
+            // page), so remembering the last page's keys removes most repeated (C-set, page) rows.
+            if (!key.isEmpty()) {
                 for (String page : pages) {
                     if (!page.equals(lastPage)) {
                         lastPage = page;
                         lastDomain = CsetPages.domain(page);
                         pageKeys.clear();
                     }
-                    if (pageKeys.add(kept)) out.add(RowFactory.create("cset_page", kept, page, lastDomain, 1L, null, null));
+                    if (pageKeys.add(key)) out.add(RowFactory.create("cset_page", key, page, lastDomain, 1L, null, null));
                 }
             }
-            rows.clear();
-        }
-
-        /** The union of column i's token sets over the entity's rows, sorted and joined. */
-        private String union(int i) {
-            String first = rows.get(0).getString(i);
-            boolean same = true;
-            for (int j = 1; j < rows.size() && same; j++) same = first.equals(rows.get(j).getString(i));
-            if (same) return first;
-            TreeSet<String> all = new TreeSet<>(EntityPageScan::compareCodePoints);
-            for (Row r : rows) {
-                String s = r.getString(i);
-                if (!s.isEmpty()) all.addAll(List.of(s.split(EntityPageScan.SEP)));
-            }
-            return String.join(EntityPageScan.SEP, all);
+            entityRows = 0;
+            pages.clear();
+            kept.clear();
+            drops.clear();
         }
 
         private void tallies() {
             emit("instances", instances);
             emit("raw", rawSets);
-            emit("dropped", dropped);
+            emit("dropped", droppedTokens);
             count("entities", entities);
             count("entities_kept", entitiesKept);
             count("quad_lines", quadLines);
