@@ -98,9 +98,10 @@ def entity_pages(spark: SparkSession, files: list[str], vocab: Vocabulary, cfg: 
 def tallies(ep: DataFrame, partitions: int | None = None) -> DataFrame:
     """Entity-page rows merged into C-set tallies (udfs/jvm/llm4schema/EntityMerge.java): the
     rows are hash-partitioned and sorted by entity, so each entity's C-set is the union of its
-    consecutive rows. Kinds: ``page`` (k1 C-set key, k2 page URL), ``instances``, ``raw``,
-    ``dropped``, ``count`` (k1, n: summed over partitions), and the scan's ``reject``, ``skip``
-    and ``file`` rows (k1 the file). A C-set key is its sorted tokens joined by a newline."""
+    consecutive rows. Kinds: ``cset_page`` (k1 C-set key, k2 page URL, k3 its domain),
+    ``instances``, ``raw``, ``dropped``, ``count`` (k1, n: summed over partitions), and the scan's
+    ``page``, ``reject``, ``skip``, ``file`` and ``damage`` rows (k1 the page URL or the file). A
+    C-set key is its sorted tokens joined by a newline."""
     spark = ep.sparkSession
     jvm.attach(spark)
     n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))

@@ -107,7 +107,7 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
         // one row; a set is built only when a later row brings other tokens than the first).
         private String entity;
         private long entityRows;
-        private final LinkedHashSet<String> pages = new LinkedHashSet<>();
+        private LinkedHashSet<String> pages = new LinkedHashSet<>();
         private final TokenUnion kept = new TokenUnion(), drops = new TokenUnion();
         private boolean finished;
 
@@ -192,7 +192,9 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
                 }
             }
             entityRows = 0;
-            pages.clear();
+            // clear() would wipe the whole table that one site-wide IRI grew, for every entity after it.
+            if (pages.size() > 16) pages = new LinkedHashSet<>();
+            else pages.clear();
             kept.clear();
             drops.clear();
         }
