@@ -16,10 +16,12 @@ from pathlib import Path
 
 # ---- measured on this project's 2-core machine -------------------------------------------------
 
-# C-sets job (jobs/csets.py), README "C-sets" section: benchmarks/csets_throughput.py --quads 1000000
-# --files 4 --scales 1,2,4 on a quiet 2-core machine, JVM scanner engine (2026-11-30).
-# (quads in the corpus, job wall seconds). The regex engine before it: 45.5 / 56.8 / 84.4 s.
-CSETS_RUNS = [(1_000_000, 44.37), (2_000_000, 49.05), (4_000_000, 69.37)]
+# C-sets job (jobs/csets.py), README "C-sets" section: benchmarks/csets_throughput.py (defaults:
+# 2M quads in 8 files, scales 1,2,4, fastest of 2 runs) and the same with --quads 64000000
+# --files 64 --scales 1 --repeats 1, on a quiet 2-core machine; JVM scan, merge and page passes
+# (2026-11-30). (quads in the corpus, job wall seconds). Earlier engines on 1/2/4M quads:
+# 44.4 / 49.1 / 69.4 s (JVM scan, Spark SQL aggregates), 45.5 / 56.8 / 84.4 s (regex).
+CSETS_RUNS = [(2_000_546, 27.50), (4_000_664, 33.62), (8_001_340, 39.32), (64_002_254, 140.28)]
 CSETS_CORES = 2  # local[2]: the wall seconds above used both cores
 
 # Pages job extraction (jobs/pages.py per page: one WARC record read, gunzip, warcio, then
@@ -160,7 +162,7 @@ def tables() -> str:
     q1, s1 = CSETS_RUNS[0]
     for q, s in CSETS_RUNS:
         fit = cs["fixed_s"] + cs["core_s_per_quad"] / CSETS_CORES * q
-        w(f"| {q / q1:g}x | {fmt(q)} | {s:.1f} | {s * CSETS_CORES:.1f} | {s * CSETS_CORES / (q / 1e6):.1f} | "
+        w(f"| {q / q1:.2g}x | {fmt(q)} | {s:.1f} | {s * CSETS_CORES:.1f} | {s * CSETS_CORES / (q / 1e6):.1f} | "
           f"{s / s1:.2f}x | {fit:.1f} |")
     w("")
 
