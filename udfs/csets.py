@@ -84,8 +84,7 @@ def entity_pages(spark: SparkSession, files: list[str], vocab: Vocabulary, cfg: 
     The token of a quad is ``isa:<local name>`` of an rdf:type object and the local name of any
     other predicate; schema.org namespace variants (http/https, ``www.``) are one namespace.
     """
-    jvm.attach(spark)
-    scan = spark.sparkContext._jvm.llm4schema.EntityPageScan
+    scan = jvm.attach(spark, "llm4schema.EntityPageScan")
     reasons = "\n".join([TYPE_NOT_SCHEMA, TYPE_UNKNOWN, PROPERTY_NOT_SCHEMA, PROPERTY_UNKNOWN])
     paths = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.java.lang.String, len(files))
     for i, f in enumerate(files):
@@ -95,7 +94,7 @@ def entity_pages(spark: SparkSession, files: list[str], vocab: Vocabulary, cfg: 
     return DataFrame(jdf, spark)
 
 
-def tallies(ep: DataFrame, partitions: int | None = None) -> DataFrame:
+def tallies(ep: DataFrame) -> DataFrame:
     """Entity-page rows merged into C-set tallies (udfs/jvm/llm4schema/EntityMerge.java): the
     rows are hash-partitioned and sorted by entity, so each entity's C-set is the union of its
     consecutive rows. Kinds: ``cset_page`` (k1 C-set key, k2 page URL, k3 its domain),
@@ -103,9 +102,8 @@ def tallies(ep: DataFrame, partitions: int | None = None) -> DataFrame:
     ``page``, ``reject``, ``skip``, ``file`` and ``damage`` rows (k1 the page URL or the file). A
     C-set key is its sorted tokens joined by a newline."""
     spark = ep.sparkSession
-    jvm.attach(spark)
-    n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
-    return DataFrame(spark.sparkContext._jvm.llm4schema.EntityMerge.merge(ep._jdf, n), spark)
+    merge = jvm.attach(spark, "llm4schema.EntityMerge")
+    return DataFrame(merge.merge(ep._jdf, int(spark.conf.get("spark.sql.shuffle.partitions"))), spark)
 
 
 def _reject_rows(t: DataFrame) -> DataFrame:
@@ -137,13 +135,13 @@ def csets(t: DataFrame, cfg: CsetConfig) -> DataFrame:
     distinct pages and domains and the URL sample from the (C-set, domain, page) rows, in one
     sorted pass per C-set on the JVM (udfs/jvm/llm4schema/CsetPages.java)."""
     spark = t.sparkSession
-    jvm.attach(spark)
+    cset_pages = jvm.attach(spark, "llm4schema.CsetPages")
     base = t.filter(F.col("kind") == "instances").groupBy(F.col("k1").alias("key")).agg(
         F.sum("n").alias("n_instances"))
     pages = t.filter(F.col("kind") == "cset_page").select(
         F.col("k1").alias("key"), F.col("k3").alias("domain"), F.col("k2").alias("page_url"))
     n = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    stats = DataFrame(spark.sparkContext._jvm.llm4schema.CsetPages.stats(pages._jdf, n, cfg.sample_urls), spark)
+    stats = DataFrame(cset_pages.stats(pages._jdf, n, cfg.sample_urls), spark)
     tokens = F.split(F.col("key"), "\n")
     types = F.transform(F.filter(tokens, lambda t: t.startswith("isa:")), lambda t: F.substring(t, 5, 1 << 20))
     props = F.filter(tokens, lambda t: ~t.startswith("isa:"))
