@@ -35,10 +35,17 @@ def cache_dir() -> Path:
     return base / "llm4schema" / "jvm"
 
 
-def _spark_home() -> Path:
+def _spark_jars() -> Path:
+    """Spark's jars, to compile against. Under spark-submit pyspark is imported from a zip inside
+    SPARK_HOME (python/lib/pyspark.zip), so SPARK_HOME comes first; then the installed package."""
     import pyspark
 
-    return Path(pyspark.__file__).resolve().parent
+    places = [Path(os.environ["SPARK_HOME"]) / "jars"] if os.environ.get("SPARK_HOME") else []
+    places.append(Path(pyspark.__file__).resolve().parent / "jars")
+    for jars in places:
+        if any(jars.glob("spark-sql_*.jar")):
+            return jars
+    raise JvmBuildError(f"Spark's jars not found in {', '.join(map(str, places))}: set SPARK_HOME")
 
 
 def _sources() -> list[Path]:
@@ -68,7 +75,7 @@ def build(jar: Path) -> None:
     jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=jar.parent) as tmp:
         classes = Path(tmp) / "classes"
-        cmd = [str(javac), "--release", "17", "-nowarn", "-cp", str(_spark_home() / "jars" / "*"),
+        cmd = [str(javac), "--release", "17", "-nowarn", "-cp", str(_spark_jars() / "*"),
                "-d", str(classes), *map(str, _sources())]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
