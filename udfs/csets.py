@@ -9,10 +9,13 @@ The input is read once, and every per-quad step runs on the JVM (udfs/jvm/llm4sc
 1. ``entity_pages``: a streaming scan turns each file's lines into entity-page rows (an entity on
    a page with its kept and dropped tokens), plus the rejected and skipped lines and a per-file
    line count;
-2. ``tallies``: those rows, hash-partitioned and sorted by entity, are merged entity by entity
-   into (C-set, page) pairs and per-partition counts; the rejects and line counts pass through;
-3. ``csets``: the (C-set, page) pairs, partitioned and sorted by C-set, give each C-set's
-   distinct pages, domains and URL sample in one pass.
+2. ``tallies``: those rows, partitioned and sorted by a 64-bit group (the page's hash for its
+   blank nodes, the IRI's for an IRI), are merged entity by entity into (C-set, page) pairs and
+   per-partition counts; the rejects and line counts pass through;
+3. ``csets``: the (C-set, page) pairs, partitioned by C-set and sorted by a key of C-set, domain
+   and page hashes, give each C-set's distinct pages, domains and URL sample in one pass.
+Both sorts are radix sorts of one long: no string comparisons; colliding hashes only share a run,
+where names tell the entities (or C-sets, domains, pages) apart, so every count is exact.
 The tallies (short strings, about one row per entity-page) are cached: the C-sets table, the
 rejects and the counters all come from them.
 
@@ -96,8 +99,9 @@ def entity_pages(spark: SparkSession, files: list[str], vocab: Vocabulary, cfg: 
 
 def tallies(ep: DataFrame) -> DataFrame:
     """Entity-page rows merged into C-set tallies (udfs/jvm/llm4schema/EntityMerge.java): the
-    rows are hash-partitioned and sorted by entity, so each entity's C-set is the union of its
-    consecutive rows. Kinds: ``cset_page`` (k1 C-set key, k2 page URL, k3 its domain),
+    rows are partitioned and sorted by their group ``h``, so each entity's rows are in one run and
+    its C-set is the union of their tokens. Kinds: ``cset_page`` (k1 C-set key, k2 page URL, k3 its
+    domain, h the sort key of the C-set pass),
     ``instances``, ``raw``, ``dropped``, ``count`` (k1, n: summed over partitions), and the scan's
     ``page``, ``reject``, ``skip``, ``file`` and ``damage`` rows (k1 the page URL or the file). A
     C-set key is its sorted tokens joined by a newline."""
@@ -139,7 +143,7 @@ def csets(t: DataFrame, cfg: CsetConfig) -> DataFrame:
     base = t.filter(F.col("kind") == "instances").groupBy(F.col("k1").alias("key")).agg(
         F.sum("n").alias("n_instances"))
     pages = t.filter(F.col("kind") == "cset_page").select(
-        F.col("k1").alias("key"), F.col("k3").alias("domain"), F.col("k2").alias("page_url"))
+        F.col("k1").alias("key"), F.col("k3").alias("domain"), F.col("k2").alias("page_url"), "h")
     n = int(spark.conf.get("spark.sql.shuffle.partitions"))
     stats = DataFrame(cset_pages.stats(pages._jdf, n, cfg.sample_urls), spark)
     tokens = F.split(F.col("key"), "\n")

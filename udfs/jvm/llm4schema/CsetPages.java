@@ -1,8 +1,11 @@
 package llm4schema;
 
 import java.io.Serializable;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.PriorityQueue;
@@ -20,11 +23,15 @@ import org.apache.spark.sql.types.StructType;
  * (C-set, domain, page) rows to one row per C-set: distinct pages, distinct domains and a sample
  * of K page URLs.
  *
- * <p>The rows arrive hash-partitioned by C-set and sorted by (C-set, domain, page), so one pass
- * counts both distinct numbers by counting changes, with memory bounded by K whatever the C-set's
- * size (Spark's count-distinct and a bottom-K aggregate cost about 1.5 CPU-seconds per million
- * quads here). The sample is the K pages of smallest (hash, URL): spread over the C-set's pages
- * and independent of partitioning, so reruns and clusters draw the same URLs.
+ * <p>Each row carries a sort key h: 20 bits of its C-set's hash, then 20 of its domain's, then 24
+ * of its URL's ({@link EntityMerge} writes it). The rows arrive partitioned by the C-set bits and
+ * sorted by h alone, a radix sort of one long (sorting by the strings themselves cost more than the
+ * pass). So a C-set's rows are one run, a domain's rows one run inside it and a page's rows one run
+ * inside that: both distinct numbers are counted by counting runs, with memory bounded by K
+ * whatever the C-set's size. Hashes that collide only put two C-sets, domains or pages in one run,
+ * where they are told apart by name: the counts are exact. The sample is the K pages of smallest
+ * (hash, URL): spread over the C-set's pages and independent of partitioning, so reruns and
+ * clusters draw the same URLs.
  */
 public final class CsetPages implements MapPartitionsFunction<Row, Row>, Serializable {
     private static final long serialVersionUID = 1L;
@@ -41,10 +48,10 @@ public final class CsetPages implements MapPartitionsFunction<Row, Row>, Seriali
         this.k = k;
     }
 
-    /** Entry point from Python: rows (key, domain, page_url), not necessarily distinct. */
+    /** Entry point from Python: rows (key, domain, page_url, h), not necessarily distinct. */
     public static Dataset<Row> stats(Dataset<Row> pages, int partitions, int k) {
-        return pages.repartition(partitions, functions.col("key"))
-                .sortWithinPartitions("key", "domain", "page_url")
+        return pages.repartition(partitions, functions.shiftRight(functions.col("h"), 44))
+                .sortWithinPartitions("h")
                 .mapPartitions(new CsetPages(k), Encoders.row(SCHEMA));
     }
 
@@ -68,19 +75,14 @@ public final class CsetPages implements MapPartitionsFunction<Row, Row>, Seriali
         return host.startsWith("www.") ? host.substring(4) : host;
     }
 
-    /** A 64-bit hash of a URL (FNV-1a over its UTF-16 units, then MurmurHash3's finaliser). */
-    static long hash(String s) {
-        long h = 0xcbf29ce484222325L;
-        for (int i = 0; i < s.length(); i++) {
-            h ^= s.charAt(i);
-            h *= 0x100000001b3L;
-        }
-        h ^= h >>> 33;
-        h *= 0xff51afd7ed558ccdL;
-        h ^= h >>> 33;
-        h *= 0xc4ceb9fe1a85ec53L;
-        h ^= h >>> 33;
-        return h;
+    /** The C-set's 20 bits of a cset_page row's sort key h: the top bits, so a C-set's rows are one run. */
+    static long keyBits(String key) {
+        return (EntityPageScan.group(key) >>> 44) << 44;
+    }
+
+    /** The page's 44 bits of h: 20 of its domain above 24 of its URL, so a domain's pages are one run. */
+    static long pageBits(String domain, String page) {
+        return ((EntityPageScan.group(domain) >>> 44) << 24) | (EntityPageScan.group(page) >>> 40);
     }
 
     private static final class Sampled {
@@ -98,57 +100,101 @@ public final class CsetPages implements MapPartitionsFunction<Row, Row>, Seriali
         }
     }
 
+    /** One C-set of the current run: distinct pages and domains so far, and its sample. */
+    private final class Stat {
+        final String key;
+        long pages, domains;
+        final PriorityQueue<Sampled> sample = new PriorityQueue<>(Math.max(k, 1), (a, b) -> Sampled.order(b, a));
+        // The runs of h this C-set is in, the first domain and page seen in each, and (only when
+        // hashes collide) the others: every page is counted once, in the one run it can be in.
+        long pageRun, domainRun;
+        String page, domain;
+        HashSet<String> otherPages, otherDomains;
+
+        Stat(String key, long h, String d, String u) {
+            this.key = key;
+            domainRun = h >>> 24;
+            domain = d;
+            domains = 1;
+            pageRun = h;
+            page = u;
+            newPage(u);
+        }
+
+        void add(long h, String d, String u) {
+            if (domainRun != h >>> 24) {
+                domainRun = h >>> 24;
+                domain = d;
+                otherDomains = null;
+                domains++;
+            } else if (!d.equals(domain)) {
+                if (otherDomains == null) otherDomains = new HashSet<>();
+                if (otherDomains.add(d)) domains++;
+            }
+            if (pageRun != h) {
+                pageRun = h;
+                page = u;
+                otherPages = null;
+                newPage(u);
+            } else if (!u.equals(page)) {
+                if (otherPages == null) otherPages = new HashSet<>();
+                if (otherPages.add(u)) newPage(u);
+            }
+        }
+
+        private void newPage(String u) {
+            pages++;
+            if (k == 0) return;
+            Sampled s = new Sampled(EntityPageScan.hash(u), u);
+            if (sample.size() < k) sample.add(s);
+            else if (Sampled.order(s, sample.peek()) < 0) {
+                sample.poll();
+                sample.add(s);
+            }
+        }
+
+        Row row() {
+            List<Sampled> chosen = new ArrayList<>(sample);
+            chosen.sort(Sampled::order);
+            String[] urls = new String[chosen.size()];
+            for (int i = 0; i < urls.length; i++) urls[i] = chosen.get(i).url;
+            return RowFactory.create(key, pages, domains, urls);
+        }
+    }
+
     @Override
     public Iterator<Row> call(Iterator<Row> input) {
         return new Iterator<Row>() {
-            private Row pending;   // the first row of the next C-set
-            private boolean started;
+            // The C-sets of the current run of equal key bits (one, unless two C-sets share them).
+            private final LinkedHashMap<String, Stat> run = new LinkedHashMap<>();
+            private final ArrayDeque<Row> out = new ArrayDeque<>();
+            private long runBits;
 
             @Override
             public boolean hasNext() {
-                if (!started) {
-                    started = true;
-                    pending = input.hasNext() ? input.next() : null;
+                while (out.isEmpty() && input.hasNext()) {
+                    Row r = input.next();
+                    String key = r.getString(0), d = r.getString(1), u = r.getString(2);
+                    long h = r.getLong(3);
+                    if (h >>> 44 != runBits) endRun();
+                    runBits = h >>> 44;
+                    Stat s = run.get(key);
+                    if (s == null) run.put(key, new Stat(key, h, d, u));
+                    else s.add(h, d, u);
                 }
-                return pending != null;
+                if (out.isEmpty()) endRun();
+                return !out.isEmpty();
+            }
+
+            private void endRun() {
+                for (Stat s : run.values()) out.add(s.row());
+                run.clear();
             }
 
             @Override
             public Row next() {
                 if (!hasNext()) throw new java.util.NoSuchElementException();
-                String key = pending.getString(0);
-                String domain = null, page = null;
-                long pages = 0, domains = 0;
-                // The K smallest so far, largest on top.
-                PriorityQueue<Sampled> sample = new PriorityQueue<>(Math.max(k, 1), (a, b) -> Sampled.order(b, a));
-                Row r = pending;
-                while (r != null && r.getString(0).equals(key)) {
-                    String d = r.getString(1), u = r.getString(2);
-                    if (!d.equals(domain)) {
-                        domains++;
-                        domain = d;
-                        page = null;
-                    }
-                    if (!u.equals(page)) {
-                        pages++;
-                        page = u;
-                        if (k > 0) {
-                            Sampled s = new Sampled(hash(u), u);
-                            if (sample.size() < k) sample.add(s);
-                            else if (Sampled.order(s, sample.peek()) < 0) {
-                                sample.poll();
-                                sample.add(s);
-                            }
-                        }
-                    }
-                    r = input.hasNext() ? input.next() : null;
-                }
-                pending = r;
-                List<Sampled> chosen = new ArrayList<>(sample);
-                chosen.sort(Sampled::order);
-                String[] urls = new String[chosen.size()];
-                for (int i = 0; i < urls.length; i++) urls[i] = chosen.get(i).url;
-                return RowFactory.create(key, pages, domains, urls);
+                return out.poll();
             }
         };
     }

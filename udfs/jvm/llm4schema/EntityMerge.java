@@ -5,6 +5,7 @@ import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -24,16 +25,18 @@ import org.apache.spark.sql.types.StructType;
  *
  * <p>Why on the JVM: an entity's C-set is the union of its tokens over all its rows (an IRI on
  * several pages, a page split across files); Spark's generic aggregates over arrays of strings
- * cost about ten CPU-seconds per million quads. Here the rows arrive hash-partitioned and sorted by
- * entity, so one entity's rows are consecutive: they are merged in a few string operations and the
- * entity is gone from memory when the next one starts (memory: one entity's distinct pages, so a
- * site-wide IRI on a million pages holds a million URLs for a moment). What leaves is small: (C-set, page) pairs
+ * cost about ten CPU-seconds per million quads. Here the rows arrive partitioned and sorted by their
+ * group h (see {@link EntityPageScan#hash}: a radix sort of one long, where sorting by the entity's
+ * name cost as much as the merge), so one run of equal h holds all the rows of a page's blank nodes,
+ * or of one IRI: its entities are merged in a few string operations and are gone from memory when
+ * the next run starts (memory: one run's entities and their distinct pages, so a site-wide IRI on a
+ * million pages holds a million URLs for a moment). What leaves is small: (C-set, page) pairs
  * (deduplicated per page), and per-partition tallies that Spark sums: instances per C-set, raw
  * sets, dropped (reason, token) pairs, entity counts. Reject, skip and file rows pass through, so
  * the job needs no second pass over the scan.
  *
  * <p>Output rows: {@link #SCHEMA}. Kinds: {@code cset_page} (k1 C-set key, k2 page URL, k3 its
- * domain), {@code instances} (k1 C-set key, n entities), {@code raw} (k1 raw key before cleaning,
+ * domain, h the sort key of {@link CsetPages}), {@code instances} (k1 C-set key, n entities), {@code raw} (k1 raw key before cleaning,
  * n), {@code dropped} (k1 "reason\ttoken", n entities), {@code count} (k1 a counter name, n), and
  * the scan's other rows: {@code page} (k1 URL), {@code reject}, {@code skip}, {@code file},
  * {@code damage} (k1 the file). A key is the sorted tokens joined by "\n".
@@ -48,13 +51,14 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
             .add("k3", DataTypes.StringType, false)
             .add("n", DataTypes.LongType, false)
             .add("line_no", DataTypes.LongType, true)
-            .add("raw", DataTypes.StringType, true);
+            .add("raw", DataTypes.StringType, true)
+            .add("h", DataTypes.LongType, false);  // cset_page: CsetPages' sort key; others 0
 
-    /** Entry point from Python: the scan's rows, partitioned and sorted by (k1, kind), merged. */
+    /** Entry point from Python: the scan's rows, partitioned and sorted by their group h, merged. */
     public static Dataset<Row> merge(Dataset<Row> scanned, int partitions) {
         Dataset<Row> sorted = scanned
-                .repartition(partitions, functions.col("k1"))
-                .sortWithinPartitions("k1", "kind");
+                .repartition(partitions, functions.col("h"))
+                .sortWithinPartitions("h");
         return sorted.mapPartitions(new EntityMerge(), Encoders.row(SCHEMA));
     }
 
@@ -87,11 +91,13 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
         String joined() {
             return all == null ? first : String.join(EntityPageScan.SEP, all);
         }
+    }
 
-        void clear() {
-            first = null;
-            all = null;
-        }
+    /** One entity of the current run: its rows, distinct pages and token sets so far. */
+    private static final class Entity {
+        long rows;
+        LinkedHashSet<String> pages = new LinkedHashSet<>();
+        final TokenUnion kept = new TokenUnion(), drops = new TokenUnion();
     }
 
     private static final class Merger implements Iterator<Row> {
@@ -102,13 +108,11 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
         private final Map<String, long[]> droppedTokens = new HashMap<>();
         private final HashSet<String> pageKeys = new HashSet<>();  // keys already sent for lastPage
         private String lastPage, lastDomain;
+        private long lastPageBits;
         private long entities, entitiesKept, quadLines, entityPageRows;
-        // The entity being merged: its distinct pages and its token sets so far (most entities have
-        // one row; a set is built only when a later row brings other tokens than the first).
-        private String entity;
-        private long entityRows;
-        private LinkedHashSet<String> pages = new LinkedHashSet<>();
-        private final TokenUnion kept = new TokenUnion(), drops = new TokenUnion();
+        // The run being merged: the entities of one group (h), usually one page's blank nodes or one IRI.
+        private LinkedHashMap<String, Entity> run = new LinkedHashMap<>();
+        private long runHash;
         private boolean finished;
 
         Merger(Iterator<Row> input) {
@@ -124,14 +128,18 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
                         passThrough(r);
                         continue;
                     }
+                    long h = r.getLong(8);
+                    if (h != runHash && !run.isEmpty()) endRun();
+                    runHash = h;
                     String k1 = r.getString(1);
-                    if (!k1.equals(entity)) {
-                        endEntity();
-                        entity = k1;
+                    Entity e = run.get(k1);
+                    if (e == null) {
+                        e = new Entity();
+                        run.put(k1, e);
                     }
-                    add(r);
+                    add(e, r);
                 } else {
-                    endEntity();
+                    endRun();
                     tallies();
                     finished = true;
                 }
@@ -148,22 +156,28 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
         private void passThrough(Row r) {
             Long lineNo = r.isNullAt(6) ? null : r.getLong(6);
             out.add(RowFactory.create(r.getString(0), r.getString(1), "", "", r.getLong(3), lineNo,
-                    r.isNullAt(7) ? null : r.getString(7)));
+                    r.isNullAt(7) ? null : r.getString(7), 0L));
         }
 
-        private void add(Row r) {
-            entityRows++;
+        private void add(Entity e, Row r) {
+            e.rows++;
             quadLines += r.getLong(3);
-            pages.add(r.getString(2));
-            kept.add(r.getString(4));
-            drops.add(r.getString(5));
+            e.pages.add(r.getString(2));
+            e.kept.add(r.getString(4));
+            e.drops.add(r.getString(5));
         }
 
-        private void endEntity() {
-            if (entityRows == 0) return;
-            String key = kept.joined(), dropped = drops.joined();
+        private void endRun() {
+            for (Map.Entry<String, Entity> en : run.entrySet()) endEntity(en.getValue());
+            // clear() keeps the table a large run grew, and walks all of it at every later run.
+            if (run.size() > 16) run = new LinkedHashMap<>();
+            else run.clear();
+        }
+
+        private void endEntity(Entity e) {
+            String key = e.kept.joined(), dropped = e.drops.joined();
             entities++;
-            entityPageRows += entityRows;
+            entityPageRows += e.rows;
             if (!key.isEmpty()) {
                 entitiesKept++;
                 instances.computeIfAbsent(key, k -> new long[1])[0]++;
@@ -179,24 +193,22 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
             } else {
                 rawSets.computeIfAbsent(key, k -> new long[1])[0]++;
             }
-            // A page's blank nodes are neighbours in the sort order (their key starts with the
-            // page), so remembering the last page's keys removes most repeated (C-set, page) rows.
+            // A run is usually one page's blank nodes, so remembering the last page's keys removes
+            // most repeated (C-set, page) rows.
             if (!key.isEmpty()) {
-                for (String page : pages) {
+                long keyBits = CsetPages.keyBits(key);
+                for (String page : e.pages) {
                     if (!page.equals(lastPage)) {
                         lastPage = page;
                         lastDomain = CsetPages.domain(page);
+                        lastPageBits = CsetPages.pageBits(lastDomain, page);
                         pageKeys.clear();
                     }
-                    if (pageKeys.add(key)) out.add(RowFactory.create("cset_page", key, page, lastDomain, 1L, null, null));
+                    if (pageKeys.add(key)) {
+                        out.add(RowFactory.create("cset_page", key, page, lastDomain, 1L, null, null, keyBits | lastPageBits));
+                    }
                 }
             }
-            entityRows = 0;
-            // clear() would wipe the whole table that one site-wide IRI grew, for every entity after it.
-            if (pages.size() > 16) pages = new LinkedHashSet<>();
-            else pages.clear();
-            kept.clear();
-            drops.clear();
         }
 
         private void tallies() {
@@ -211,13 +223,13 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
 
         private void emit(String kind, Map<String, long[]> m) {
             for (Map.Entry<String, long[]> e : m.entrySet()) {
-                out.add(RowFactory.create(kind, e.getKey(), "", "", e.getValue()[0], null, null));
+                out.add(RowFactory.create(kind, e.getKey(), "", "", e.getValue()[0], null, null, 0L));
             }
             m.clear();
         }
 
         private void count(String name, long n) {
-            out.add(RowFactory.create("count", name, "", "", n, null, null));
+            out.add(RowFactory.create("count", name, "", "", n, null, null, 0L));
         }
     }
 }

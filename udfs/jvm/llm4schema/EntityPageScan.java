@@ -56,7 +56,8 @@ public final class EntityPageScan implements Serializable {
             .add("kept", DataTypes.StringType, false)       // quad: kept tokens, sorted, joined by "\n"
             .add("dropped", DataTypes.StringType, false)    // quad: "reason\ttoken", sorted, joined by "\n"
             .add("line_no", DataTypes.LongType, true)       // reject: 1-based line in its file
-            .add("raw", DataTypes.StringType, true);        // reject: the whole line; damage: why
+            .add("raw", DataTypes.StringType, true)         // reject: the whole line; damage: why
+            .add("h", DataTypes.LongType, false);           // the merge's group: see #group
 
     private final Set<String> classes;
     private final Set<String> properties;
@@ -95,9 +96,14 @@ public final class EntityPageScan implements Serializable {
 
     /** One entity on the current page: quads seen, kept tokens, dropped "reason\ttoken". */
     private static final class EntityPage {
+        final long group;
         long lines;
         final LinkedHashSet<String> kept = new LinkedHashSet<>();
         final LinkedHashSet<String> dropped = new LinkedHashSet<>();
+
+        EntityPage(long group) {
+            this.group = group;
+        }
     }
 
     private final class Scanner implements Iterator<Row> {
@@ -113,6 +119,7 @@ public final class EntityPageScan implements Serializable {
         private String file;
         private String graph;    // the current page's graph term as written
         private String pageUrl;
+        private long pageHash;
         private String subject;  // the subject of the line before, and its entity on this page
         private EntityPage current;
         private long lineNo;
@@ -165,7 +172,7 @@ public final class EntityPageScan implements Serializable {
             } catch (IOException ignored) {
                 // the stream is broken already; the damage row below is what matters
             }
-            out.add(RowFactory.create("damage", file, "", 0L, "", "", null, why));
+            out.add(RowFactory.create("damage", file, "", 0L, "", "", null, why, group(file)));
             endFile();
         }
 
@@ -189,18 +196,24 @@ public final class EntityPageScan implements Serializable {
                 return;
             }
             if (line.indexOf('\uFFFD') >= 0 || !q.parse(line)) {
-                out.add(RowFactory.create("reject", file, Long.toString(lineNo), 1L, "", "", lineNo, line));
+                out.add(RowFactory.create("reject", file, Long.toString(lineNo), 1L, "", "", lineNo, line, group(file)));
                 return;
             }
             if (!q.same(q.g0, q.g1, graph)) {
                 flushPage();
                 graph = q.g();
                 pageUrl = iriValue(graph);
+                pageHash = group(pageUrl);
             }
             if (!q.same(q.s0, q.s1, subject)) {
                 subject = q.s();
-                String entity = pageScope || subject.startsWith("_:") ? pageUrl + " " + subject : iriValue(subject);
-                current = page.computeIfAbsent(entity, k -> new EntityPage());
+                boolean scoped = pageScope || subject.startsWith("_:");
+                String entity = scoped ? pageUrl + " " + subject : iriValue(subject);
+                current = page.get(entity);
+                if (current == null) {
+                    current = new EntityPage(scoped ? pageHash : group(entity));
+                    page.put(entity, current);
+                }
             }
             boolean isType = q.same(q.p0, q.p1, RDF_TYPE);
             if (tokens.size() > 100_000) tokens.clear();  // odd inputs (literal types) must not grow it unbounded
@@ -227,11 +240,11 @@ public final class EntityPageScan implements Serializable {
 
         private void flushPage() {
             // One row per page (block): what the page counter counts, without the entities' rows.
-            if (!page.isEmpty()) out.add(RowFactory.create("page", pageUrl, "", 0L, "", "", null, null));
+            if (!page.isEmpty()) out.add(RowFactory.create("page", pageUrl, "", 0L, "", "", null, null, pageHash));
             for (var en : page.entrySet()) {
                 EntityPage e = en.getValue();
                 out.add(RowFactory.create("quad", en.getKey(), pageUrl, e.lines,
-                        joinSorted(e.kept), joinSorted(e.dropped), null, null));
+                        joinSorted(e.kept), joinSorted(e.dropped), null, null, e.group));
             }
             page.clear();
             subject = null;
@@ -241,14 +254,52 @@ public final class EntityPageScan implements Serializable {
         private void endFile() {
             if (file == null) return;
             flushPage();
-            if (skipped > 0) out.add(RowFactory.create("skip", file, "", skipped, "", "", null, null));
-            out.add(RowFactory.create("file", file, "", lineNo, "", "", null, null));
+            if (skipped > 0) out.add(RowFactory.create("skip", file, "", skipped, "", "", null, null, group(file)));
+            out.add(RowFactory.create("file", file, "", lineNo, "", "", null, null, group(file)));
             graph = null;
             pageUrl = null;
             lineNo = 0;
             skipped = 0;
             file = null;
         }
+    }
+
+    /**
+     * The group of a row, {@code h}: the merge sorts by it alone (a radix sort of one long, no
+     * string comparisons) and unites the entities of each run of equal {@code h}. A page's blank
+     * nodes share the group of its URL, so they stay together; an IRI has the group of the IRI.
+     * Two groups that share a hash only make one run: the merge is exact whatever the collisions
+     * ({@link #collideGroups} makes them happen, for the tests).
+     */
+    static long group(String s) {
+        return hash(s) & groupMask;
+    }
+
+    private static volatile long groupMask = -1L;
+
+    /** Keeps only {@code mask}'s bits of every group hash (all: -1), so that unrelated entities,
+     * C-sets, domains and pages share runs; returns the mask before. A test hook: the tables must
+     * not change. */
+    public static long collideGroups(long mask) {
+        long before = groupMask;
+        groupMask = mask;
+        return before;
+    }
+
+    /** A 64-bit hash of a string. */
+    static long hash(String s) {
+        // FNV-1a over the UTF-16 units, then MurmurHash3's 64-bit finaliser to spread the bits.
+        long h = 0xcbf29ce484222325L;
+        for (int i = 0; i < s.length(); i++) {
+            h ^= s.charAt(i);
+            h *= 0x100000001b3L;
+        }
+        h ^= h >>> 33;
+        h *= 0xff51afd7ed558ccdL;
+        h ^= h >>> 33;
+        h *= 0xc4ceb9fe1a85ec53L;
+        h ^= h >>> 33;
+        return h;
     }
 
     /** Code-point order (UTF-8 byte order, as Spark's and Python's sorts): String.compareTo
