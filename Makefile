@@ -17,8 +17,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[model,dev]'
 	touch $@
 
-# spark-submit finds its Spark home through the venv's python, so the venv goes first on PATH.
-RUN := PATH=$(CURDIR)/$(VENV)/bin:$$PATH
+# spark-submit finds its Spark home through the venv's python, so the venv goes first on PATH;
+# it reads conf/spark-defaults.conf at launch (JVM options cannot be set later) from SPARK_CONF_DIR.
+RUN := PATH=$(CURDIR)/$(VENV)/bin:$$PATH SPARK_CONF_DIR=$(CURDIR)/conf
 
 # The real WDC sample's C-sets (we do not hold those pages' HTML), then the end-to-end chain on
 # the bundled demo corpus, whose HTML we do hold (data/demo: extruct pages + Common Crawl WARCs).

@@ -197,7 +197,9 @@ def main() -> int:
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="csets-bench-"))
     spark_submit = str(Path(sys.executable).parent / "spark-submit")
     rows = []
+    # The job as the Makefile runs it: spark-submit reads conf/spark-defaults.conf (JVM options too).
     env = {**os.environ, "SPARK_LOG_LEVEL": "ERROR", "PYSPARK_PYTHON": sys.executable,
+           "SPARK_CONF_DIR": str(ROOT / "conf"),
            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     job = [spark_submit, "--master", f"local[{cores}]", "--driver-memory", "2g", str(ROOT / "jobs" / "csets.py")]
     try:
