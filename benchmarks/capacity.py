@@ -17,11 +17,12 @@ from pathlib import Path
 # ---- measured on this project's 2-core machine -------------------------------------------------
 
 # C-sets job (jobs/csets.py), README "C-sets" section: benchmarks/csets_throughput.py (defaults:
-# 2M quads in 8 files, scales 1,2,4, fastest of 2 runs) and the same with --quads 64000000
+# 2M quads in 8 files, scales 1,2,4, fastest of 3 runs: --repeats 3) and the same with --quads 64000000
 # --files 64 --scales 1 --repeats 1, on a quiet 2-core machine; JVM scan, merge and page passes
-# (2026-11-30). (quads in the corpus, job wall seconds). Earlier engines on 1/2/4M quads:
+# (2026-11-30), radix-sorted merge and page passes, conf/ JVM options. (quads in the corpus, job
+# wall seconds). The engine before the radix sorts: 27.50 / 33.62 / 39.32 / 140.28 s. Earlier engines on 1/2/4M quads:
 # 44.4 / 49.1 / 69.4 s (JVM scan, Spark SQL aggregates), 45.5 / 56.8 / 84.4 s (regex).
-CSETS_RUNS = [(2_000_546, 27.50), (4_000_664, 33.62), (8_001_340, 39.32), (64_002_254, 140.28)]
+CSETS_RUNS = [(2_000_546, 26.87), (4_000_664, 29.25), (8_001_340, 34.41), (64_002_254, 106.65)]
 CSETS_CORES = 2  # local[2]: the wall seconds above used both cores
 
 # Pages job extraction (jobs/pages.py per page: one WARC record read, gunzip, warcio, then

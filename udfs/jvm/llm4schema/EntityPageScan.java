@@ -119,7 +119,7 @@ public final class EntityPageScan implements Serializable {
         private String file;
         private String graph;    // the current page's graph term as written
         private String pageUrl;
-        private long pageHash;
+        private long pageGroup;
         private String subject;  // the subject of the line before, and its entity on this page
         private EntityPage current;
         private long lineNo;
@@ -203,7 +203,7 @@ public final class EntityPageScan implements Serializable {
                 flushPage();
                 graph = q.g();
                 pageUrl = iriValue(graph);
-                pageHash = group(pageUrl);
+                pageGroup = group(pageUrl);
             }
             if (!q.same(q.s0, q.s1, subject)) {
                 subject = q.s();
@@ -211,7 +211,7 @@ public final class EntityPageScan implements Serializable {
                 String entity = scoped ? pageUrl + " " + subject : iriValue(subject);
                 current = page.get(entity);
                 if (current == null) {
-                    current = new EntityPage(scoped ? pageHash : group(entity));
+                    current = new EntityPage(scoped ? pageGroup : group(entity));
                     page.put(entity, current);
                 }
             }
@@ -240,7 +240,7 @@ public final class EntityPageScan implements Serializable {
 
         private void flushPage() {
             // One row per page (block): what the page counter counts, without the entities' rows.
-            if (!page.isEmpty()) out.add(RowFactory.create("page", pageUrl, "", 0L, "", "", null, null, pageHash));
+            if (!page.isEmpty()) out.add(RowFactory.create("page", pageUrl, "", 0L, "", "", null, null, pageGroup));
             for (var en : page.entrySet()) {
                 EntityPage e = en.getValue();
                 out.add(RowFactory.create("quad", en.getKey(), pageUrl, e.lines,
