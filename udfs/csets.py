@@ -101,10 +101,10 @@ def tallies(ep: DataFrame) -> DataFrame:
     """Entity-page rows merged into C-set tallies (udfs/jvm/llm4schema/EntityMerge.java): the
     rows are partitioned and sorted by their group ``h``, so each entity's rows are in one run and
     its C-set is the union of their tokens. Kinds: ``cset_page`` (k1 C-set key, k2 page URL, k3 its
-    domain, h the sort key of the C-set pass),
-    ``instances``, ``raw``, ``dropped``, ``count`` (k1, n: summed over partitions), and the scan's
-    ``page``, ``reject``, ``skip``, ``file`` and ``damage`` rows (k1 the page URL or the file). A
-    C-set key is its sorted tokens joined by a newline."""
+    domain, h the sort key of the C-set pass), ``instances``, ``raw``, ``dropped``, ``count`` (k1,
+    n: summed over partitions), and the scan's ``page``, ``reject``, ``skip``, ``file`` and
+    ``damage`` rows (k1 the page URL or the file). A C-set key is its sorted tokens joined by a
+    newline."""
     spark = ep.sparkSession
     merge = jvm.attach(spark, "llm4schema.EntityMerge")
     return DataFrame(merge.merge(ep._jdf, int(spark.conf.get("spark.sql.shuffle.partitions"))), spark)
@@ -137,7 +137,7 @@ def lines_per_file(t: DataFrame) -> dict[str, int]:
 def csets(t: DataFrame, cfg: CsetConfig) -> DataFrame:
     """The C-sets table (``CSETS_SCHEMA``) from the tallies: instances summed over partitions;
     distinct pages and domains and the URL sample from the (C-set, domain, page) rows, in one
-    sorted pass per C-set on the JVM (udfs/jvm/llm4schema/CsetPages.java)."""
+    radix-sorted pass on the JVM (udfs/jvm/llm4schema/CsetPages.java)."""
     spark = t.sparkSession
     cset_pages = jvm.attach(spark, "llm4schema.CsetPages")
     base = t.filter(F.col("kind") == "instances").groupBy(F.col("k1").alias("key")).agg(
