@@ -2,6 +2,7 @@ package llm4schema;
 
 import java.io.Serializable;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -43,7 +44,7 @@ import org.apache.spark.sql.types.StructType;
  */
 public final class EntityPageScan implements Serializable {
     private static final long serialVersionUID = 1L;
-    static final String RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>";
+    static final byte[] RDF_TYPE_BYTES = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>".getBytes(StandardCharsets.UTF_8);
     static final String[] EMPTY = new String[0];
     /** Joins the tokens of a set: newlines cannot occur in an N-Quads term (spaces can, in literals). */
     static final String SEP = "\n";
@@ -114,14 +115,16 @@ public final class EntityPageScan implements Serializable {
         private final ArrayDeque<Row> out = new ArrayDeque<>();
         private final LinkedHashMap<String, EntityPage> page = new LinkedHashMap<>();
         private final Quad q = new Quad();
-        // Tokens of the predicates and types seen in this partition: a few hundred distinct keys.
-        private final HashMap<String, String[]> tokens = new HashMap<>();
+        // Tokens of the predicates and of the types seen in this partition: a few hundred terms.
+        private final TermTokens predicates = new TermTokens(), types = new TermTokens();
         private String file;
-        private String graph;    // the current page's graph term as written
+        // The bytes of the current page's graph term and of the line before's subject (length -1:
+        // none): most lines repeat both, and a byte comparison settles it without a string.
+        private byte[] graph = new byte[256], subject = new byte[256];
+        private int graphLen = -1, subjectLen = -1;
         private String pageUrl;
         private long pageGroup;
-        private String subject;  // the subject of the line before, and its entity on this page
-        private EntityPage current;
+        private EntityPage current;  // the entity of the line before's subject on this page
         private long lineNo;
         private long skipped;
         private boolean finished;
@@ -144,9 +147,8 @@ public final class EntityPageScan implements Serializable {
                         file = files.next();
                         reader = new LineReader(file, hadoopConf);
                     }
-                    String line = reader.next();
-                    if (line != null) {
-                        line(line);
+                    if (reader.next()) {
+                        line();
                     } else {
                         closeReader();
                         endFile();
@@ -188,36 +190,46 @@ public final class EntityPageScan implements Serializable {
             return out.poll();
         }
 
-        private void line(String line) {
+        private void line() {
             lineNo++;
-            if (line == null) line = "";
-            if (blank(line)) {
+            byte[] b = reader.buf();
+            int from = reader.start(), to = reader.end();
+            if (blank(b, from, to)) {
                 skipped++;
                 return;
             }
-            if (line.indexOf('\uFFFD') >= 0 || !q.parse(line)) {
-                out.add(RowFactory.create("reject", file, Long.toString(lineNo), 1L, "", "", lineNo, line, group(file)));
+            // Invalid UTF-8 decodes to U+FFFD: only a line with a byte outside ASCII can have it.
+            if ((reader.nonAscii() && reader.text().indexOf('\uFFFD') >= 0) || !q.parse(b, from, to)) {
+                out.add(RowFactory.create("reject", file, Long.toString(lineNo), 1L, "", "", lineNo, reader.text(), group(file)));
                 return;
             }
-            if (!q.same(q.g0, q.g1, graph)) {
+            if (!q.same(q.g0, q.g1, graph, graphLen)) {
                 flushPage();
-                graph = q.g();
-                pageUrl = iriValue(graph);
+                graph = copy(b, q.g0, q.g1, graph);
+                graphLen = q.g1 - q.g0;
+                pageUrl = iriValue(q.g());
                 pageGroup = group(pageUrl);
             }
-            if (!q.same(q.s0, q.s1, subject)) {
-                subject = q.s();
-                boolean scoped = pageScope || subject.startsWith("_:");
-                String entity = scoped ? pageUrl + " " + subject : iriValue(subject);
+            if (!q.same(q.s0, q.s1, subject, subjectLen)) {
+                subject = copy(b, q.s0, q.s1, subject);
+                subjectLen = q.s1 - q.s0;
+                String s = q.s();
+                boolean scoped = pageScope || s.startsWith("_:");
+                String entity = scoped ? pageUrl + " " + s : iriValue(s);
                 current = page.get(entity);
                 if (current == null) {
                     current = new EntityPage(scoped ? pageGroup : group(entity));
                     page.put(entity, current);
                 }
             }
-            boolean isType = q.same(q.p0, q.p1, RDF_TYPE);
-            if (tokens.size() > 100_000) tokens.clear();  // odd inputs (literal types) must not grow it unbounded
-            String[] tr = tokens.computeIfAbsent(isType ? "isa:" + q.o() : q.p(), this::token);
+            boolean isType = q.same(q.p0, q.p1, RDF_TYPE_BYTES, RDF_TYPE_BYTES.length);
+            int t0 = isType ? q.o0 : q.p0, t1 = isType ? q.o1 : q.p1;
+            TermTokens table = isType ? types : predicates;
+            String[] tr = table.get(b, t0, t1);
+            if (tr == null) {
+                tr = token(isType ? "isa:" + q.o() : q.p());
+                table.put(b, t0, t1, tr);
+            }
             current.lines++;
             if (tr[1] == null) current.kept.add(tr[0]);
             else current.dropped.add(tr[1]);
@@ -247,7 +259,7 @@ public final class EntityPageScan implements Serializable {
                         joinSorted(e.kept), joinSorted(e.dropped), null, null, e.group));
             }
             page.clear();
-            subject = null;
+            subjectLen = -1;
             current = null;
         }
 
@@ -256,7 +268,7 @@ public final class EntityPageScan implements Serializable {
             flushPage();
             if (skipped > 0) out.add(RowFactory.create("skip", file, "", skipped, "", "", null, null, group(file)));
             out.add(RowFactory.create("file", file, "", lineNo, "", "", null, null, group(file)));
-            graph = null;
+            graphLen = -1;
             pageUrl = null;
             lineNo = 0;
             skipped = 0;
@@ -326,10 +338,68 @@ public final class EntityPageScan implements Serializable {
     }
 
     /** Spark SQL's trim() strips spaces only: a line is blank when nothing else is left, a comment when it starts with '#'. */
-    static boolean blank(String line) {
-        int i = 0, n = line.length();
-        while (i < n && line.charAt(i) == ' ') i++;
-        return i == n || line.charAt(i) == '#';
+    static boolean blank(byte[] b, int from, int to) {
+        int i = from;
+        while (i < to && b[i] == ' ') i++;
+        return i == to || b[i] == '#';
+    }
+
+    /** {@code b[from, to)} copied into {@code into}, or into a larger array when it does not fit. */
+    static byte[] copy(byte[] b, int from, int to, byte[] into) {
+        if (into.length < to - from) into = new byte[Math.max(to - from, 2 * into.length)];
+        System.arraycopy(b, from, into, 0, to - from);
+        return into;
+    }
+
+    /**
+     * The tokens of predicate (or type) terms, found by the term's bytes without making a string:
+     * an open-addressing table of a few hundred terms, looked up once per quad.
+     */
+    static final class TermTokens {
+        private static final int LIMIT = 100_000;  // odd inputs (literal types) must not grow it unbounded
+        private byte[][] keys = new byte[256][];
+        private String[][] values = new String[256][];
+        private int size;
+
+        String[] get(byte[] b, int from, int to) {
+            int mask = keys.length - 1;
+            for (int i = hash(b, from, to) & mask; ; i = (i + 1) & mask) {
+                byte[] k = keys[i];
+                if (k == null) return null;
+                if (Arrays.equals(k, 0, k.length, b, from, to)) return values[i];
+            }
+        }
+
+        void put(byte[] b, int from, int to, String[] value) {
+            if (size >= LIMIT) {
+                keys = new byte[256][];
+                values = new String[256][];
+                size = 0;
+            }
+            if (2 * (size + 1) > keys.length) {
+                byte[][] k = keys;
+                String[][] v = values;
+                keys = new byte[2 * k.length][];
+                values = new String[2 * k.length][];
+                for (int i = 0; i < k.length; i++) if (k[i] != null) insert(k[i], v[i]);
+            }
+            insert(Arrays.copyOfRange(b, from, to), value);
+            size++;
+        }
+
+        private void insert(byte[] key, String[] value) {
+            int mask = keys.length - 1, i = hash(key, 0, key.length) & mask;
+            while (keys[i] != null) i = (i + 1) & mask;
+            keys[i] = key;
+            values[i] = value;
+        }
+
+        /** The length and the last 16 bytes: schema.org terms share their first 19. */
+        private static int hash(byte[] b, int from, int to) {
+            int h = to - from;
+            for (int i = Math.max(from, to - 16); i < to; i++) h = 31 * h + b[i];
+            return h ^ (h >>> 16);
+        }
     }
 
     /** {@code <http://x/>} -> {@code http://x/}; blank nodes unchanged. */
@@ -353,29 +423,35 @@ public final class EntityPageScan implements Serializable {
         return term.substring(i, n - 1);
     }
 
-    /** One line's terms; {@link #parse} fills them and says whether the whole line is a quad. */
+    /** One line's terms; {@link #parse} finds them and says whether the whole line is a quad. */
     static final class Quad implements Serializable {
         private static final long serialVersionUID = 1L;
-        // Term boundaries [start, end) in the line: substrings are made only where needed, since
-        // most quads repeat the subject and page of the line before.
+        // Term boundaries [start, end) in the line's bytes: strings are made only where needed,
+        // since most quads repeat the subject and page of the line before.
         int s0, s1, p0, p1, o0, o1, g0, g1;
-        String line;
-        private int n;
+        byte[] b;
+        private int n;  // the line's end in b
 
-        String s() { return line.substring(s0, s1); }
-        String p() { return line.substring(p0, p1); }
-        String o() { return line.substring(o0, o1); }
-        String g() { return line.substring(g0, g1); }
+        String s() { return text(s0, s1); }
+        String p() { return text(p0, p1); }
+        String o() { return text(o0, o1); }
+        String g() { return text(g0, g1); }
 
-        /** Whether the term [start, end) equals {@code other}, without making a string. */
-        boolean same(int start, int end, String other) {
-            return other != null && other.length() == end - start && line.regionMatches(start, other, 0, end - start);
+        String text(int start, int end) {
+            return new String(b, start, end - start, StandardCharsets.UTF_8);
         }
 
-        boolean parse(String text) {
-            line = text;
-            n = text.length();
-            int i = spaces(0);
+        /** Whether the term [start, end) equals the first {@code len} bytes of {@code other} (none when len < 0). */
+        boolean same(int start, int end, byte[] other, int len) {
+            return len == end - start && Arrays.equals(b, start, end, other, 0, len);
+        }
+
+        /** Parses the valid UTF-8 line {@code bytes[from, to)}: every delimiter is ASCII, so bytes
+         * and characters give the same terms. */
+        boolean parse(byte[] bytes, int from, int to) {
+            b = bytes;
+            n = to;
+            int i = spaces(from);
             int j = subject(i);
             if (j < 0) return false;
             s0 = i;
@@ -393,18 +469,18 @@ public final class EntityPageScan implements Serializable {
             g0 = i;
             g1 = j;
             i = spaces(j);
-            if (i > j && i < n && line.charAt(i) != '.') {  // a fifth term, ignored
+            if (i > j && i < n && b[i] != '.') {  // a fifth term, ignored
                 if ((j = subject(i)) < 0) return false;
                 i = spaces(j);
             }
-            if (i >= n || line.charAt(i) != '.') return false;
+            if (i >= n || b[i] != '.') return false;
             i++;
-            while (i < n && (line.charAt(i) == ' ' || line.charAt(i) == '\t' || line.charAt(i) == '\r')) i++;
+            while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r')) i++;
             return i == n;
         }
 
         private int spaces(int i) {
-            while (i < n && (line.charAt(i) == ' ' || line.charAt(i) == '\t')) i++;
+            while (i < n && (b[i] == ' ' || b[i] == '\t')) i++;
             return i;
         }
 
@@ -416,46 +492,50 @@ public final class EntityPageScan implements Serializable {
 
         private int subject(int i) {
             if (i >= n) return -1;
-            return line.charAt(i) == '<' ? iri(i) : bnode(i);
+            return b[i] == '<' ? iri(i) : bnode(i);
         }
 
         private int object(int i) {
             if (i >= n) return -1;
-            char c = line.charAt(i);
+            byte c = b[i];
             return c == '<' ? iri(i) : c == '"' ? literal(i) : bnode(i);
         }
 
         private int iri(int i) {
-            if (i >= n || line.charAt(i) != '<') return -1;
+            if (i >= n || b[i] != '<') return -1;
             i++;
             while (i < n) {
-                char c = line.charAt(i);
+                byte c = b[i];
                 if (c == '>') return i + 1;
                 if (c == '\\') {
                     if ((i = uchar(i)) < 0) return -1;
                     continue;
                 }
-                if (c <= 0x20 || c == '<' || c == '"') return -1;
+                if ((c >= 0 && c <= 0x20) || c == '<' || c == '"') return -1;  // bytes >= 0x80 are negative
                 i++;
             }
             return -1;
         }
 
-        private static boolean bnodeChar(char c) {
-            return c > 0x20 && c != '<' && c != '>' && c != '"' && c != '.';
+        private static boolean bnodeChar(byte c) {
+            return (c < 0 || c > 0x20) && c != '<' && c != '>' && c != '"' && c != '.';
+        }
+
+        private boolean startsWith(int i, char c0, char c1) {
+            return i + 1 < n && b[i] == c0 && b[i + 1] == c1;
         }
 
         /** {@code _:label}: dots inside a label, never at its end (the line's final " ." is not part of it). */
         private int bnode(int i) {
-            if (!line.startsWith("_:", i)) return -1;
+            if (!startsWith(i, '_', ':')) return -1;
             int j = i + 2;
-            while (j < n && bnodeChar(line.charAt(j))) j++;
+            while (j < n && bnodeChar(b[j])) j++;
             if (j == i + 2) return -1;
-            while (j < n && line.charAt(j) == '.') {
+            while (j < n && b[j] == '.') {
                 int k = j;
-                while (k < n && line.charAt(k) == '.') k++;
+                while (k < n && b[k] == '.') k++;
                 int m = k;
-                while (m < n && bnodeChar(line.charAt(m))) m++;
+                while (m < n && bnodeChar(b[m])) m++;
                 if (m == k) break;
                 j = m;
             }
@@ -466,14 +546,14 @@ public final class EntityPageScan implements Serializable {
             i++;  // opening quote
             while (true) {
                 if (i >= n) return -1;
-                char c = line.charAt(i);
+                byte c = b[i];
                 if (c == '"') break;
                 if (c == '\\') {
                     if (i + 1 >= n) return -1;
-                    char e = line.charAt(i + 1);
+                    byte e = b[i + 1];
                     if (e == 'u' || e == 'U') {
                         if ((i = uchar(i)) < 0) return -1;
-                    } else if ("tbnrf\"'\\".indexOf(e) >= 0) {
+                    } else if (e == 't' || e == 'b' || e == 'n' || e == 'r' || e == 'f' || e == '"' || e == '\'' || e == '\\') {
                         i += 2;
                     } else {
                         return -1;
@@ -484,43 +564,43 @@ public final class EntityPageScan implements Serializable {
                 i++;
             }
             i++;  // closing quote
-            if (i < n && line.charAt(i) == '@') {
+            if (i < n && b[i] == '@') {
                 int j = i + 1;
-                while (j < n && isAlpha(line.charAt(j))) j++;
+                while (j < n && isAlpha(b[j])) j++;
                 if (j == i + 1) return -1;
-                while (j < n && line.charAt(j) == '-') {
+                while (j < n && b[j] == '-') {
                     int k = j + 1;
-                    while (k < n && (isAlpha(line.charAt(k)) || isDigit(line.charAt(k)))) k++;
+                    while (k < n && (isAlpha(b[k]) || isDigit(b[k]))) k++;
                     if (k == j + 1) return -1;
                     j = k;
                 }
                 return j;
             }
-            if (line.startsWith("^^", i)) return iri(i + 2);
+            if (startsWith(i, '^', '^')) return iri(i + 2);
             return i;
         }
 
         /** {@code \\uXXXX} or {@code \\UXXXXXXXX} at i; the index after it, or -1. */
         private int uchar(int i) {
             if (i + 1 >= n) return -1;
-            char k = line.charAt(i + 1);
+            byte k = b[i + 1];
             int digits = k == 'u' ? 4 : k == 'U' ? 8 : -1;
             if (digits < 0 || i + 2 + digits > n) return -1;
             for (int d = i + 2; d < i + 2 + digits; d++) {
-                if (!isHex(line.charAt(d))) return -1;
+                if (!isHex(b[d])) return -1;
             }
             return i + 2 + digits;
         }
 
-        private static boolean isAlpha(char c) {
+        private static boolean isAlpha(byte c) {
             return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
         }
 
-        private static boolean isDigit(char c) {
+        private static boolean isDigit(byte c) {
             return c >= '0' && c <= '9';
         }
 
-        private static boolean isHex(char c) {
+        private static boolean isHex(byte c) {
             return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
         }
     }
@@ -533,7 +613,8 @@ public final class EntityPageScan implements Serializable {
         StringBuilder out = new StringBuilder();
         Quad q = new Quad();
         for (String line : lines.split("\n", -1)) {
-            if (line.indexOf('\uFFFD') < 0 && q.parse(line)) {
+            byte[] bytes = line.getBytes(StandardCharsets.UTF_8);
+            if (line.indexOf('\uFFFD') < 0 && q.parse(bytes, 0, bytes.length)) {
                 out.append(q.s()).append('\u0001').append(q.p()).append('\u0001').append(q.o()).append('\u0001').append(q.g());
             }
             out.append('\n');
