@@ -64,14 +64,14 @@ class CsetsJob(SparkJob):
         # The scan's rows are merged by entity on the JVM into small tallies, kept for the three
         # writers below (C-sets, rejects, counters): the input is read once.
         ep = C.entity_pages(spark, files, vocab, cfg, ignore_corrupt=a.ignore_corrupt_files)
-        tallies = C.tallies(ep).persist(StorageLevel.MEMORY_AND_DISK)
+        tallies = C.tallies(ep, cfg).persist(StorageLevel.MEMORY_AND_DISK)
 
         with self.record.time("read, parse and merge by entity (one pass over the input)"):
             per_file = C.lines_per_file(tallies)
         lines_read = sum(per_file.values())
 
         with self.record.time("write csets"):
-            C.csets(tallies, cfg).write.mode("overwrite").parquet(str(self.table_dir))
+            C.csets(tallies).write.mode("overwrite").parquet(str(self.table_dir))
         with self.record.time("write rejects"):
             rej = C.rejects(tallies, cfg)
             norm = {f.removeprefix("file://").removeprefix("file:"): n for f, n in per_file.items()}

@@ -311,8 +311,8 @@ def crafted_file(tmp_path_factory):
 
 def _csets_of(spark, files, vocab, **cfg):
     conf = C.CsetConfig(**cfg)
-    t = C.tallies(C.entity_pages(spark, [str(f) for f in files], vocab, conf))
-    table = C.csets(t, conf)
+    t = C.tallies(C.entity_pages(spark, [str(f) for f in files], vocab, conf), conf)
+    table = C.csets(t)
     return {tuple(r["types"]) + tuple(r["properties"]): r.asDict() for r in table.collect()}, t
 
 

@@ -11,13 +11,14 @@ The input is read once, and every per-quad step runs on the JVM (udfs/jvm/llm4sc
    line count;
 2. ``tallies``: those rows, partitioned and sorted by a 64-bit group (the page's hash for its
    blank nodes, the IRI's for an IRI), are merged entity by entity into (C-set, page) pairs and
-   per-partition counts; the rejects and line counts pass through;
-3. ``csets``: the (C-set, page) pairs, partitioned by C-set and sorted by a key of C-set, domain
-   and page hashes, give each C-set's distinct pages, domains and URL sample in one pass.
+   per-partition counts (EntityMerge); the pairs, partitioned by C-set and sorted by a key of
+   C-set, domain and page hashes, then give each C-set's instances, distinct pages, domains and
+   URL sample in one pass (CsetPages); the rejects and line counts pass through both;
+3. ``csets``, ``rejects``, ``counters``: the tables and the run record, from the tallies.
 Both sorts are radix sorts of one long: no string comparisons; colliding hashes only share a run,
 where names tell the entities (or C-sets, domains, pages) apart, so every count is exact.
-The tallies (short strings, about one row per entity-page) are cached: the C-sets table, the
-rejects and the counters all come from them.
+The tallies are small (a row per C-set, file, rejected line and partition counter) and the job
+keeps them for its three writers; the (C-set, page) pairs, about one per entity, stream through.
 
 Cleaning against the vocabulary: schema.org namespace variants (http/https, ``www.``) are one
 namespace; a token is dropped, with a reason, when its IRI is outside schema.org or its local name
@@ -97,17 +98,22 @@ def entity_pages(spark: SparkSession, files: list[str], vocab: Vocabulary, cfg: 
     return DataFrame(jdf, spark)
 
 
-def tallies(ep: DataFrame) -> DataFrame:
-    """Entity-page rows merged into C-set tallies (udfs/jvm/llm4schema/EntityMerge.java): the
-    rows are partitioned and sorted by their group ``h``, so each entity's rows are in one run and
-    its C-set is the union of their tokens. Kinds: ``cset_page`` (k1 C-set key, k2 page URL, k3 its
-    domain, h the sort key of the C-set pass), ``instances``, ``raw``, ``dropped``, ``count`` (k1,
-    n: summed over partitions), and the scan's ``page``, ``reject``, ``skip``, ``file`` and
-    ``damage`` rows (k1 the page URL or the file). A C-set key is its sorted tokens joined by a
-    newline."""
+def tallies(ep: DataFrame, cfg: CsetConfig = CsetConfig()) -> DataFrame:
+    """Entity-page rows to the job's tallies, in two passes on the JVM. EntityMerge
+    (udfs/jvm/llm4schema/EntityMerge.java): the rows, partitioned and sorted by their group ``h``,
+    so that each entity's rows are in one run and its C-set is the union of their tokens, become
+    (C-set, page) pairs and per-partition counts. CsetPages (udfs/jvm/llm4schema/CsetPages.java):
+    the pairs, partitioned by C-set and sorted by C-set, domain and page hashes, become one row per
+    C-set. Kinds: ``cset`` (k1 the C-set key, n instances, n_pages, n_domains, sample_urls),
+    ``raw`` (k1 a key before cleaning), ``dropped`` (k1 ``reason\ttoken``), ``count`` (k1 a
+    counter: entities, entities_kept, quad_lines, entity_page_rows, pages), all with n summed over
+    partitions; and the scan's ``reject``, ``skip``, ``file`` and ``damage`` rows (k1 the file). A
+    C-set key is its sorted tokens joined by a newline."""
     spark = ep.sparkSession
     merge = jvm.attach(spark, "llm4schema.EntityMerge")
-    return DataFrame(merge.merge(ep._jdf, int(spark.conf.get("spark.sql.shuffle.partitions"))), spark)
+    cset_pages = jvm.attach(spark, "llm4schema.CsetPages")
+    n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    return DataFrame(cset_pages.tallies(merge.merge(ep._jdf, n), n, cfg.sample_urls), spark)
 
 
 def _reject_rows(t: DataFrame) -> DataFrame:
@@ -134,22 +140,14 @@ def lines_per_file(t: DataFrame) -> dict[str, int]:
         F.sum("n").alias("n")).collect()}
 
 
-def csets(t: DataFrame, cfg: CsetConfig) -> DataFrame:
-    """The C-sets table (``CSETS_SCHEMA``) from the tallies: instances summed over partitions;
-    distinct pages and domains and the URL sample from the (C-set, domain, page) rows, in one
-    radix-sorted pass on the JVM (udfs/jvm/llm4schema/CsetPages.java)."""
-    spark = t.sparkSession
-    cset_pages = jvm.attach(spark, "llm4schema.CsetPages")
-    base = t.filter(F.col("kind") == "instances").groupBy(F.col("k1").alias("key")).agg(
-        F.sum("n").alias("n_instances"))
-    pages = t.filter(F.col("kind") == "cset_page").select(
-        F.col("k1").alias("key"), F.col("k3").alias("domain"), F.col("k2").alias("page_url"), "h")
-    n = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    stats = DataFrame(cset_pages.stats(pages._jdf, n, cfg.sample_urls), spark)
+def csets(t: DataFrame) -> DataFrame:
+    """The C-sets table (``CSETS_SCHEMA``) from the tallies' ``cset`` rows."""
+    stats = t.filter(F.col("kind") == "cset").select(
+        F.col("k1").alias("key"), F.col("n").alias("n_instances"), "n_pages", "n_domains", "sample_urls")
     tokens = F.split(F.col("key"), "\n")
     types = F.transform(F.filter(tokens, lambda t: t.startswith("isa:")), lambda t: F.substring(t, 5, 1 << 20))
     props = F.filter(tokens, lambda t: ~t.startswith("isa:"))
-    out = base.join(stats, "key").select(
+    out = stats.select(
         F.sha2(F.translate("key", "\n", " "), 256).alias("cset_id"),
         F.array_sort(types).alias("types"),
         F.array_sort(props).alias("properties"),
@@ -178,7 +176,7 @@ def counters(t: DataFrame, n_csets: int, clean: bool) -> dict:
     c = t.agg(
         total("skip"), total("count", "entities"), total("count", "entities_kept"),
         total("count", "quad_lines"), total("count", "entity_page_rows"),
-        F.count_distinct(F.when(kind == "page", F.col("k1"))).alias("pages"),
+        total("count", "pages"),
         F.count_distinct(F.when(kind == "raw", F.col("k1"))).alias("raw_sets"),
     ).collect()[0]
     reasons = {r["reason"]: int(r["n"]) for r in _reject_rows(t).groupBy("reason").agg(

@@ -11,6 +11,7 @@ import java.util.Locale;
 import java.util.PriorityQueue;
 
 import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
@@ -20,12 +21,15 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * (C-set, domain, page) rows to one row per C-set: distinct pages, distinct domains and a sample
- * of K page URLs.
+ * The merge's rows to the job's tallies: one {@code cset} row per C-set (instances, distinct pages,
+ * distinct domains and a sample of K page URLs) from its {@code instances} and (C-set, domain,
+ * page) rows; every other row passes through. The tallies are small (a row per C-set, per file,
+ * per rejected line, per partition's counter): the job keeps them for its writers, and the
+ * (C-set, page) rows, about one per entity, are never stored.
  *
  * <p>Each row carries a sort key h: 20 bits of its C-set's hash, then 20 of its domain's, then 24
- * of its URL's ({@link EntityMerge} writes it). The rows arrive partitioned by the C-set bits and
- * sorted by h alone, a radix sort of one long (sorting by the strings themselves cost more than the
+ * of its URL's ({@link EntityMerge} writes it; an {@code instances} row has the C-set's bits and
+ * zeros). The rows arrive partitioned by the C-set bits and sorted by h alone, a radix sort of one long (sorting by the strings themselves cost more than the
  * pass). So a C-set's rows are one run, a domain's rows one run inside it and a page's rows one run
  * inside that: both distinct numbers are counted by counting runs, with memory bounded by K
  * whatever the C-set's size. Hashes that collide only put two C-sets, domains or pages in one run,
@@ -36,11 +40,17 @@ import org.apache.spark.sql.types.StructType;
 public final class CsetPages implements MapPartitionsFunction<Row, Row>, Serializable {
     private static final long serialVersionUID = 1L;
 
+    /** The tallies: the merge's kinds but cset_page and instances, and {@code cset} (k1 the C-set
+     * key, n its instances, and the three columns after raw). */
     public static final StructType SCHEMA = new StructType()
-            .add("key", DataTypes.StringType, false)
+            .add("kind", DataTypes.StringType, false)
+            .add("k1", DataTypes.StringType, false)
+            .add("n", DataTypes.LongType, false)
+            .add("line_no", DataTypes.LongType, true)
+            .add("raw", DataTypes.StringType, true)
             .add("n_pages", DataTypes.LongType, false)
             .add("n_domains", DataTypes.LongType, false)
-            .add("sample_urls", DataTypes.createArrayType(DataTypes.StringType, false), false);
+            .add("sample_urls", DataTypes.createArrayType(DataTypes.StringType, false), true);
 
     private final int k;
 
@@ -48,9 +58,12 @@ public final class CsetPages implements MapPartitionsFunction<Row, Row>, Seriali
         this.k = k;
     }
 
-    /** Entry point from Python: rows (key, domain, page_url, h), not necessarily distinct. */
-    public static Dataset<Row> stats(Dataset<Row> pages, int partitions, int k) {
-        return pages.repartition(partitions, functions.shiftRight(functions.col("h"), 44))
+    /** Entry point from Python: the rows of {@link EntityMerge}; a C-set's rows go to one partition. */
+    public static Dataset<Row> tallies(Dataset<Row> merged, int partitions, int k) {
+        Column kind = functions.col("kind");
+        Column part = functions.when(kind.isin("cset_page", "instances"), functions.shiftRight(functions.col("h"), 44))
+                .otherwise(functions.hash(functions.col("k1")));
+        return merged.repartition(partitions, part)
                 .sortWithinPartitions("h")
                 .mapPartitions(new CsetPages(k), Encoders.row(SCHEMA));
     }
@@ -100,10 +113,10 @@ public final class CsetPages implements MapPartitionsFunction<Row, Row>, Seriali
         }
     }
 
-    /** One C-set of the current run: distinct pages and domains so far, and its sample. */
+    /** One C-set of the current run: instances, distinct pages and domains so far, and its sample. */
     private final class Stat {
         final String key;
-        long pages, domains;
+        long instances, pages, domains;
         final PriorityQueue<Sampled> sample = new PriorityQueue<>(Math.max(k, 1), (a, b) -> Sampled.order(b, a));
         // The runs of h this C-set is in, the first domain and page seen in each, and (only when
         // hashes collide) the others: every page is counted once, in the one run it can be in.
@@ -111,17 +124,20 @@ public final class CsetPages implements MapPartitionsFunction<Row, Row>, Seriali
         String page, domain;
         HashSet<String> otherPages, otherDomains;
 
-        Stat(String key, long h, String d, String u) {
+        Stat(String key) {
             this.key = key;
-            domainRun = h >>> 24;
-            domain = d;
-            domains = 1;
-            pageRun = h;
-            page = u;
-            newPage(u);
         }
 
         void add(long h, String d, String u) {
+            if (page == null) {  // the C-set's first page
+                domainRun = h >>> 24;
+                domain = d;
+                domains = 1;
+                pageRun = h;
+                page = u;
+                newPage(u);
+                return;
+            }
             if (domainRun != h >>> 24) {
                 domainRun = h >>> 24;
                 domain = d;
@@ -158,7 +174,7 @@ public final class CsetPages implements MapPartitionsFunction<Row, Row>, Seriali
             chosen.sort(Sampled::order);
             String[] urls = new String[chosen.size()];
             for (int i = 0; i < urls.length; i++) urls[i] = chosen.get(i).url;
-            return RowFactory.create(key, pages, domains, urls);
+            return RowFactory.create("cset", key, instances, null, null, pages, domains, urls);
         }
     }
 
@@ -174,13 +190,20 @@ public final class CsetPages implements MapPartitionsFunction<Row, Row>, Seriali
             public boolean hasNext() {
                 while (out.isEmpty() && input.hasNext()) {
                     Row r = input.next();
-                    String key = r.getString(0), d = r.getString(1), u = r.getString(2);
-                    long h = r.getLong(3);
+                    String kind = r.getString(0);
+                    boolean pair = "cset_page".equals(kind);
+                    if (!pair && !"instances".equals(kind)) {
+                        out.add(RowFactory.create(kind, r.getString(1), r.getLong(4), r.isNullAt(5) ? null : r.getLong(5),
+                                r.isNullAt(6) ? null : r.getString(6), 0L, 0L, null));
+                        continue;
+                    }
+                    String key = r.getString(1);
+                    long h = r.getLong(7);
                     if (h >>> 44 != runBits) endRun();
                     runBits = h >>> 44;
-                    Stat s = run.get(key);
-                    if (s == null) run.put(key, new Stat(key, h, d, u));
-                    else s.add(h, d, u);
+                    Stat s = run.computeIfAbsent(key, Stat::new);
+                    if (pair) s.add(h, r.getString(3), r.getString(2));
+                    else s.instances += r.getLong(4);
                 }
                 if (out.isEmpty()) endRun();
                 return !out.isEmpty();

@@ -30,16 +30,18 @@ import org.apache.spark.sql.types.StructType;
  * name cost as much as the merge), so one run of equal h holds all the rows of a page's blank nodes,
  * or of one IRI: its entities are merged in a few string operations and are gone from memory when
  * the next run starts (memory: one run's entities and their distinct pages, so a site-wide IRI on a
- * million pages holds a million URLs for a moment). What leaves is small: (C-set, page) pairs
- * (deduplicated per page), and per-partition tallies that Spark sums: instances per C-set, raw
- * sets, dropped (reason, token) pairs, entity counts. Reject, skip and file rows pass through, so
- * the job needs no second pass over the scan.
+ * million pages holds a million URLs for a moment). A page's rows (one per block of its lines)
+ * share its blank nodes' group, so distinct pages are counted here too, by runs. What leaves is
+ * small: (C-set, page) pairs (deduplicated per page), and per-partition tallies that Spark sums:
+ * instances per C-set, raw sets, dropped (reason, token) pairs, entity and page counts. Reject,
+ * skip and file rows pass through, so the job needs no second pass over the scan.
  *
  * <p>Output rows: {@link #SCHEMA}. Kinds: {@code cset_page} (k1 C-set key, k2 page URL, k3 its
- * domain, h the sort key of {@link CsetPages}), {@code instances} (k1 C-set key, n entities), {@code raw} (k1 raw key before cleaning,
- * n), {@code dropped} (k1 "reason\ttoken", n entities), {@code count} (k1 a counter name, n), and
- * the scan's other rows: {@code page} (k1 URL), {@code reject}, {@code skip}, {@code file},
- * {@code damage} (k1 the file). A key is the sorted tokens joined by "\n".
+ * domain, h the sort key of {@link CsetPages}), {@code instances} (k1 C-set key, n entities, h the
+ * C-set's bits of that key), {@code raw} (k1 raw key before cleaning, n), {@code dropped} (k1
+ * "reason\ttoken", n entities), {@code count} (k1 a counter name, n), and the scan's
+ * {@code reject}, {@code skip}, {@code file} and {@code damage} rows (k1 the file). A key is the
+ * sorted tokens joined by "\n".
  */
 public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Serializable {
     private static final long serialVersionUID = 1L;
@@ -52,7 +54,7 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
             .add("n", DataTypes.LongType, false)
             .add("line_no", DataTypes.LongType, true)
             .add("raw", DataTypes.StringType, true)
-            .add("h", DataTypes.LongType, false);  // cset_page: CsetPages' sort key; others 0
+            .add("h", DataTypes.LongType, false);  // cset_page, instances: CsetPages' sort key; others 0
 
     /** Entry point from Python: the scan's rows, partitioned and sorted by their group h, merged. */
     public static Dataset<Row> merge(Dataset<Row> scanned, int partitions) {
@@ -109,7 +111,10 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
         private final HashSet<String> pageKeys = new HashSet<>();  // keys already sent for lastPage
         private String lastPage, lastDomain;
         private long lastPageBits;
-        private long entities, entitiesKept, quadLines, entityPageRows;
+        private long entities, entitiesKept, quadLines, entityPageRows, pages;
+        // The page URLs of the current run of page rows (one page, unless page hashes collide).
+        private final HashSet<String> pageRun = new HashSet<>();
+        private long pageRunHash;
         // The run being merged: the entities of one group (h), usually one page's blank nodes or one IRI.
         private LinkedHashMap<String, Entity> run = new LinkedHashMap<>();
         private long runHash;
@@ -124,7 +129,12 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
             while (out.isEmpty() && !finished) {
                 if (input.hasNext()) {
                     Row r = input.next();
-                    if (!"quad".equals(r.getString(0))) {
+                    String kind = r.getString(0);
+                    if ("page".equals(kind)) {
+                        page(r);
+                        continue;
+                    }
+                    if (!"quad".equals(kind)) {
                         passThrough(r);
                         continue;
                     }
@@ -151,6 +161,16 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
         public Row next() {
             if (!hasNext()) throw new java.util.NoSuchElementException();
             return out.poll();
+        }
+
+        /** A page's rows all have its group h, so they are one run of the sort: count it once. */
+        private void page(Row r) {
+            long h = r.getLong(8);
+            if (h != pageRunHash || pageRun.isEmpty()) {
+                pageRun.clear();
+                pageRunHash = h;
+            }
+            if (pageRun.add(r.getString(1))) pages++;
         }
 
         private void passThrough(Row r) {
@@ -212,13 +232,18 @@ public final class EntityMerge implements MapPartitionsFunction<Row, Row>, Seria
         }
 
         private void tallies() {
-            emit("instances", instances);
+            for (Map.Entry<String, long[]> e : instances.entrySet()) {
+                String key = e.getKey();
+                out.add(RowFactory.create("instances", key, "", "", e.getValue()[0], null, null, CsetPages.keyBits(key)));
+            }
+            instances.clear();
             emit("raw", rawSets);
             emit("dropped", droppedTokens);
             count("entities", entities);
             count("entities_kept", entitiesKept);
             count("quad_lines", quadLines);
             count("entity_page_rows", entityPageRows);
+            count("pages", pages);
         }
 
         private void emit(String kind, Map<String, long[]> m) {
