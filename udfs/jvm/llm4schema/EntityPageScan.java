@@ -505,6 +505,8 @@ public final class EntityPageScan implements Serializable {
             if (i >= n || b[i] != '<') return -1;
             i++;
             while (i < n) {
+                while (i < n && IRI_PLAIN[b[i] & 0xff]) i++;
+                if (i >= n) return -1;
                 byte c = b[i];
                 if (c == '>') return i + 1;
                 if (c == '\\') {
@@ -517,8 +519,20 @@ public final class EntityPageScan implements Serializable {
             return -1;
         }
 
+        // The bytes that need no decision inside an IRI, a blank node label (but '.') and a literal:
+        // one table lookup per byte in the loops that walk most of a line.
+        private static final boolean[] IRI_PLAIN = new boolean[256], BNODE = new boolean[256], LITERAL_PLAIN = new boolean[256];
+        static {
+            for (int c = 0; c < 256; c++) {
+                boolean control = c <= 0x20;
+                IRI_PLAIN[c] = !control && c != '<' && c != '>' && c != '"' && c != '\\';
+                BNODE[c] = !control && c != '<' && c != '>' && c != '"' && c != '.';
+                LITERAL_PLAIN[c] = c != '"' && c != '\\' && c != '\n' && c != '\r';
+            }
+        }
+
         private static boolean bnodeChar(byte c) {
-            return (c < 0 || c > 0x20) && c != '<' && c != '>' && c != '"' && c != '.';
+            return BNODE[c & 0xff];
         }
 
         private boolean startsWith(int i, char c0, char c1) {
@@ -545,6 +559,7 @@ public final class EntityPageScan implements Serializable {
         private int literal(int i) {
             i++;  // opening quote
             while (true) {
+                while (i < n && LITERAL_PLAIN[b[i] & 0xff]) i++;
                 if (i >= n) return -1;
                 byte c = b[i];
                 if (c == '"') break;
