@@ -3,6 +3,9 @@ package llm4schema;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Map;
@@ -28,6 +31,8 @@ import org.apache.hadoop.io.compress.CompressionCodecFactory;
  * Hadoop's factory by extension. A line ends at LF; a CR before it is dropped.
  */
 final class LineReader implements Closeable {
+    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final long LFS = 0x0a0a0a0a0a0a0a0aL, ONES = 0x0101010101010101L, HIGHS = 0x8080808080808080L;
     private final InputStream in;
     private byte[] buf = new byte[1 << 18];
     private int pos, end;
@@ -69,9 +74,17 @@ final class LineReader implements Closeable {
     /** Advances to the next line (without its terminator); false at the end of the file. */
     boolean next() throws IOException {
         int scanned = pos;
-        int high = 0;
+        long high = 0;  // the line's bytes or'ed: bit 7 of a byte set when one is outside ASCII
         while (true) {
-            for (int i = scanned; i < end; i++) {
+            int i = scanned;
+            // Eight bytes at a time while none is a LF (the usual has-zero-byte test on word ^ LFs).
+            while (i + 8 <= end) {
+                long w = (long) LONGS.get(buf, i), x = w ^ LFS;
+                if (((x - ONES) & ~x & HIGHS) != 0) break;
+                high |= w;
+                i += 8;
+            }
+            for (; i < end; i++) {
                 byte c = buf[i];
                 if (c == '\n') {
                     setLine(pos, i, high);
@@ -92,11 +105,11 @@ final class LineReader implements Closeable {
         }
     }
 
-    private void setLine(int from, int to, int high) {
+    private void setLine(int from, int to, long high) {
         if (to > from && buf[to - 1] == '\r') to--;
         lineStart = from;
         lineEnd = to;
-        nonAscii = high < 0;
+        nonAscii = (high & HIGHS) != 0;
     }
 
     /** Moves the unread bytes to the front (growing the buffer for a long line) and reads more. */
