@@ -64,7 +64,9 @@ class CsetsJob(SparkJob):
         # The scan's rows are merged by entity on the JVM into small tallies, kept for the three
         # writers below (C-sets, rejects, counters): the input is read once.
         ep = C.entity_pages(spark, files, vocab, cfg, ignore_corrupt=a.ignore_corrupt_files)
-        tallies = C.tallies(ep, cfg).persist(StorageLevel.MEMORY_AND_DISK)
+        partitions = C.partitions_for(spark, self.record["inputs"]["bytes"])
+        self.record["spark"]["sorted_pass_partitions"] = partitions
+        tallies = C.tallies(ep, cfg, partitions).persist(StorageLevel.MEMORY_AND_DISK)
 
         with self.record.time("read, parse and merge by entity (one pass over the input)"):
             per_file = C.lines_per_file(tallies)

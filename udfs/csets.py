@@ -98,7 +98,20 @@ def entity_pages(spark: SparkSession, files: list[str], vocab: Vocabulary, cfg: 
     return DataFrame(jdf, spark)
 
 
-def tallies(ep: DataFrame, cfg: CsetConfig = CsetConfig()) -> DataFrame:
+# About 3.7 bytes of (entity, page) rows reach the merge's sort per byte of gzip input. At 32 MiB
+# of input per partition a task sorts about 120 MB, within a local task's share of a 2 GB driver:
+# 64M quads (1 GB) in the default 8 partitions spilled 3 GB to disk and took 14 s longer.
+INPUT_BYTES_PER_PARTITION = 32 << 20
+
+
+def partitions_for(spark: SparkSession, input_bytes: int) -> int:
+    """Partitions of the two sorted passes: ``spark.sql.shuffle.partitions``, or more when the
+    input (its gzip bytes; plain files count in full, which only errs on the side of more) needs
+    them to sort in memory."""
+    return max(int(spark.conf.get("spark.sql.shuffle.partitions")), -(-input_bytes // INPUT_BYTES_PER_PARTITION))
+
+
+def tallies(ep: DataFrame, cfg: CsetConfig = CsetConfig(), partitions: int | None = None) -> DataFrame:
     """Entity-page rows to the job's tallies, in two passes on the JVM. EntityMerge
     (udfs/jvm/llm4schema/EntityMerge.java): the rows, partitioned and sorted by their group ``h``,
     so that each entity's rows are in one run and its C-set is the union of their tokens, become
@@ -108,12 +121,16 @@ def tallies(ep: DataFrame, cfg: CsetConfig = CsetConfig()) -> DataFrame:
     ``raw`` (k1 a key before cleaning), ``dropped`` (k1 ``reason\ttoken``), ``count`` (k1 a
     counter: entities, entities_kept, quad_lines, entity_page_rows, pages), all with n summed over
     partitions; and the scan's ``reject``, ``skip``, ``file`` and ``damage`` rows (k1 the file). A
-    C-set key is its sorted tokens joined by a newline."""
+    C-set key is its sorted tokens joined by a newline. ``partitions``: of both passes (default
+    ``spark.sql.shuffle.partitions``; see ``partitions_for``); the tallies themselves are
+    gathered into one partition per core, so that the queries over them stay a few tasks."""
     spark = ep.sparkSession
     merge = jvm.attach(spark, "llm4schema.EntityMerge")
     cset_pages = jvm.attach(spark, "llm4schema.CsetPages")
-    n = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    return DataFrame(cset_pages.tallies(merge.merge(ep._jdf, n), n, cfg.sample_urls), spark)
+    n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
+    out = DataFrame(cset_pages.tallies(merge.merge(ep._jdf, n), n, cfg.sample_urls), spark)
+    # A small shuffle, not a coalesce: CsetPages keeps its n tasks.
+    return out.repartition(max(1, spark.sparkContext.defaultParallelism))
 
 
 def _reject_rows(t: DataFrame) -> DataFrame:
