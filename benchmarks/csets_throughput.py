@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import multiprocessing
 import os
 import random
 import re
@@ -49,19 +50,19 @@ def real_pages() -> list[list[tuple[str, str, str]]]:
     return [[(s, p, o) for s, p, o in quads] + [("__page__", url, "")] for url, quads in pages.items()]
 
 
-def render_page(template, page_no: int, rng: random.Random, n_domains: int) -> list[str]:
+def render_page(template, page_id: str, rng: random.Random, n_domains: int) -> list[str]:
     old_url = template[-1][1]
     dom = min(int(rng.paretovariate(1.2)), n_domains)
-    new_url = f"http://site{dom}.example.org/p/{page_no}.html"
+    new_url = f"http://site{dom}.example.org/p/{page_id}.html"
     g = f"<{new_url}>"
     out = []
     for s, p, o in template[:-1]:
         if s.startswith("_:"):
-            s = f"{s}p{page_no}"
+            s = f"{s}p{page_id}"
         else:
             s = s.replace(old_url, new_url)
         if o.startswith("_:"):
-            o = f"{o}p{page_no}"
+            o = f"{o}p{page_id}"
         elif o.startswith("<"):
             o = o.replace(old_url, new_url)
         line = f"{s} {p} {o} {g}   ."
@@ -74,24 +75,29 @@ def render_page(template, page_no: int, rng: random.Random, n_domains: int) -> l
     return out
 
 
-def make_corpus(folder: Path, quads: int, files: int, seed: int = 7) -> tuple[list[Path], int]:
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(seed)
+def _write_file(job: tuple) -> int:
+    """One gzip file of about ``quads`` quads: whole pages, ids ``<file>_<page>`` (unique)."""
+    path, file_no, quads, n_domains, seed = job
+    rng = random.Random(seed * 1_000_003 + file_no)
     templates = real_pages()
+    n = page = 0
+    with gzip.open(path, "wt", encoding="utf-8", compresslevel=6) as fh:
+        while n < quads:
+            lines = render_page(rng.choice(templates), f"{file_no}_{page}", rng, n_domains)
+            page += 1
+            fh.write("\n".join(lines) + "\n")
+            n += len(lines)
+    return n
+
+
+def make_corpus(folder: Path, quads: int, files: int, seed: int = 7) -> tuple[list[Path], int]:
+    """``files`` gzip files, written in parallel (one process per core), each from its own seed."""
+    folder.mkdir(parents=True, exist_ok=True)
     n_domains = max(10, quads // 400)
-    per_file = quads // files
-    paths, written, page_no = [], 0, 0
-    for i in range(files):
-        path = folder / f"part-{i:05d}.nq.gz"
-        n = 0
-        with gzip.open(path, "wt", encoding="utf-8", compresslevel=6) as fh:
-            while n < per_file:
-                lines = render_page(rng.choice(templates), page_no, rng, n_domains)
-                page_no += 1
-                fh.write("\n".join(lines) + "\n")
-                n += len(lines)
-        paths.append(path)
-        written += n
+    paths = [folder / f"part-{i:05d}.nq.gz" for i in range(files)]
+    jobs = [(path, i, quads // files, n_domains, seed) for i, path in enumerate(paths)]
+    with multiprocessing.Pool(os.cpu_count() or 1) as pool:
+        written = sum(pool.map(_write_file, jobs, chunksize=1))
     return paths, written
 
 
