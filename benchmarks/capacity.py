@@ -17,12 +17,14 @@ from pathlib import Path
 # ---- measured on this project's 2-core machine -------------------------------------------------
 
 # C-sets job (jobs/csets.py), README "C-sets" section: benchmarks/csets_throughput.py (defaults:
-# 2M quads in 8 files, scales 1,2,4, fastest of 3 runs: --repeats 3) and the same with --quads 64000000
-# --files 64 --scales 1 --repeats 1, on a quiet 2-core machine; JVM scan, merge and page passes
-# (2026-11-30), radix-sorted merge and page passes, conf/ JVM options. (quads in the corpus, job
-# wall seconds). The engine before the radix sorts: 27.50 / 33.62 / 39.32 / 140.28 s. Earlier engines on 1/2/4M quads:
-# 44.4 / 49.1 / 69.4 s (JVM scan, Spark SQL aggregates), 45.5 / 56.8 / 84.4 s (regex).
-CSETS_RUNS = [(2_000_546, 26.87), (4_000_664, 29.25), (8_001_340, 34.41), (64_002_254, 106.65)]
+# 2M quads in 8 files, scales 1,2,4, fastest of 3 runs: --repeats 3), then the same with
+# --quads 64000000 --files 64 --scales 1 --repeats 1 and --quads 256000000 --files 256, on a quiet
+# 2-core machine (2026-11-30: byte-level scan, (C-set, page) rows streamed into the pages pass,
+# partitions sized to the input). (quads in the corpus, job wall seconds). Before this engine, on
+# the same generator's corpus: 26.87 / 29.25 / 34.41 / 106.65 s for 2 / 4 / 8 / 64M (radix sorts),
+# 27.50 / 33.62 / 39.32 / 140.28 s before those; earlier engines on 1/2/4M quads: 44.4 / 49.1 /
+# 69.4 s (JVM scan, Spark SQL aggregates), 45.5 / 56.8 / 84.4 s (regex).
+CSETS_RUNS = [(2_000_230, 21.07), (4_000_481, 21.58), (8_001_639, 26.12), (64_003_799, 63.57), (256_011_750, 219.17)]
 CSETS_CORES = 2  # local[2]: the wall seconds above used both cores
 
 # Pages job extraction (jobs/pages.py per page: one WARC record read, gunzip, warcio, then
@@ -163,7 +165,7 @@ def tables() -> str:
     q1, s1 = CSETS_RUNS[0]
     for q, s in CSETS_RUNS:
         fit = cs["fixed_s"] + cs["core_s_per_quad"] / CSETS_CORES * q
-        w(f"| {q / q1:.2g}x | {fmt(q)} | {s:.1f} | {s * CSETS_CORES:.1f} | {s * CSETS_CORES / (q / 1e6):.1f} | "
+        w(f"| {q / q1:.0f}x | {fmt(q)} | {s:.1f} | {s * CSETS_CORES:.1f} | {s * CSETS_CORES / (q / 1e6):.1f} | "
           f"{s / s1:.2f}x | {fit:.1f} |")
     w("")
 

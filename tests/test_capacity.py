@@ -31,4 +31,6 @@ def test_token_model_reproduces_the_measured_pages():
 def test_csets_fit_passes_through_the_measurements():
     cs = capacity.csets_model()
     for q, s in capacity.CSETS_RUNS:
-        assert abs(cs["fixed_s"] + cs["core_s_per_quad"] / capacity.CSETS_CORES * q - s) / s < 0.05
+        # Single runs on this shared 2-core machine vary by up to 10% (64M quads: 63.6 to 70.7 s in
+        # four runs of one session); a cost that is not linear (a sort spilling to disk) misses by more.
+        assert abs(cs["fixed_s"] + cs["core_s_per_quad"] / capacity.CSETS_CORES * q - s) / s < 0.10
