@@ -127,7 +127,7 @@ def tallies(ep: DataFrame, cfg: CsetConfig = CsetConfig(), partitions: int | Non
     spark = ep.sparkSession
     merge = jvm.attach(spark, "llm4schema.EntityMerge")
     cset_pages = jvm.attach(spark, "llm4schema.CsetPages")
-    n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
+    n = partitions or partitions_for(spark, 0)
     out = DataFrame(cset_pages.tallies(merge.merge(ep._jdf, n), n, cfg.sample_urls), spark)
     # A small shuffle, not a coalesce: CsetPages keeps its n tasks.
     return out.repartition(max(1, spark.sparkContext.defaultParallelism))

@@ -199,8 +199,10 @@ public final class EntityPageScan implements Serializable {
                 return;
             }
             // Invalid UTF-8 decodes to U+FFFD: only a line with a byte outside ASCII can have it.
-            if ((reader.nonAscii() && reader.text().indexOf('\uFFFD') >= 0) || !q.parse(b, from, to)) {
-                out.add(RowFactory.create("reject", file, Long.toString(lineNo), 1L, "", "", lineNo, reader.text(), group(file)));
+            String text = reader.nonAscii() ? reader.text() : null;
+            if ((text != null && text.indexOf('\uFFFD') >= 0) || !q.parse(b, from, to)) {
+                if (text == null) text = reader.text();
+                out.add(RowFactory.create("reject", file, Long.toString(lineNo), 1L, "", "", lineNo, text, group(file)));
                 return;
             }
             if (!q.same(q.g0, q.g1, graph, graphLen)) {
