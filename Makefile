@@ -30,10 +30,10 @@ demo: setup
 	$(RUN) spark-submit jobs/sample.py --input $(OUT)/csets --output $(OUT)
 	$(RUN) spark-submit jobs/warc_index.py --input data/warc data/demo --warc-base data --output $(OUT)
 	$(RUN) spark-submit jobs/pages.py --input $(OUT)/samples --warc-index $(OUT)/warc_index --warc-base data --output $(OUT)
-	$(PY) -m udfs.serving start
+	$(PY) -m udfs.llm.serving start
 	$(PY) jobs/evaluate.py --input $(OUT)/pages --output $(OUT) --limit $(PAGES); rc=$$?; \
 	  if [ $$rc -eq 0 ]; then $(PY) jobs/report.py --input $(OUT)/scores --output $(OUT); rc=$$?; fi; \
-	  $(PY) -m udfs.serving stop; exit $$rc
+	  $(PY) -m udfs.llm.serving stop; exit $$rc
 
 test: setup
 	$(PY) -m pytest
@@ -44,7 +44,7 @@ bench: setup
 	$(PY) benchmarks/validity_throughput.py
 	$(PY) benchmarks/serving.py
 
-# The fault-injection table (#9): runs tests/test_faults.py and prints what survived.
+# The fault-injection table (#9): runs tests/jobs/test_faults.py and prints what survived.
 faults: setup
 	$(RUN) $(PY) benchmarks/faults.py
 

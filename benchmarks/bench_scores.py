@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from udfs import keyscores, matching  # noqa: E402
-from udfs.memr import memr_markups  # noqa: E402
-from udfs.vocab import DATA_DIR  # noqa: E402
+from udfs.scores import keys as keyscores, matching  # noqa: E402
+from udfs.scores.memr import memr_markups  # noqa: E402
+from udfs.runtime.paths import DATA_DIR  # noqa: E402
 
 EXAMPLES = DATA_DIR / "schemaorg-30.0" / "schemaorg-all-examples.txt"
 

@@ -28,7 +28,7 @@ CSETS_RUNS = [(2_000_230, 21.07), (4_000_481, 21.58), (8_001_639, 26.12), (64_00
 CSETS_CORES = 2  # local[2]: the wall seconds above used both cores
 
 # Pages job extraction (jobs/pages.py per page: one WARC record read, gunzip, warcio, then
-# udfs.pages.process_html with trafilatura and py3langid): benchmarks/pages_throughput.py
+# udfs.corpus.html.process_html with trafilatura and py3langid): benchmarks/pages_throughput.py
 # --repeat 3, 75 HTML records of the bundled WARC files (real Common Crawl records and the extruct
 # samples, 36 KB of HTML on average), CPU seconds of one process.
 PAGES_PER_CPU_S = 24.9

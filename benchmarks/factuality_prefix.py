@@ -2,7 +2,7 @@
 (instructions + page text first, the claim last) against the paper's one-call-per-triple layout
 (the claim before the text), side by side on the same page and claims, against a running service.
 
-    python -m udfs.serving start            # or any OpenAI-compatible endpoint with prefix caching
+    python -m udfs.llm.serving start            # or any OpenAI-compatible endpoint with prefix caching
     .venv/bin/python benchmarks/factuality_prefix.py --pages OUT/pages [--claims 6] [--url URL]
 
 Prints, per layout: requests, prompt tokens sent, tokens served from the engine's prefix cache,
@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from udfs import agents  # noqa: E402
-from udfs.llm_client import LLMClient  # noqa: E402
-from udfs.markup import parse_markup  # noqa: E402
+from udfs.agents import verdicts as agents  # noqa: E402
+from udfs.llm.client import LLMClient  # noqa: E402
+from udfs.schemaorg.markup import parse_markup  # noqa: E402
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""The fault-injection table: runs tests/test_faults.py (local Spark standalone cluster, two Ray
+"""The fault-injection table: runs tests/jobs/test_faults.py (local Spark standalone cluster, two Ray
 nodes with the Serve app, loopback only) and prints, for each injected fault, what was injected,
 what survived and how many rows were lost (must be 0).
 

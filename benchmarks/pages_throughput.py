@@ -4,8 +4,8 @@
 
 Pages: every HTML response record of the bundled WARC files (real Common Crawl records in
 data/warc/, the extruct sample pages in data/demo/), read the way jobs/pages.py reads them: one
-byte range (``udfs.warc.read_record``: range read, gunzip of one member, warcio parse), then
-``udfs.pages.process_html`` (JSON-LD blocks, markup selection, text, language) with each text
+byte range (``udfs.corpus.warc.read_record``: range read, gunzip of one member, warcio parse), then
+``udfs.corpus.html.process_html`` (JSON-LD blocks, markup selection, text, language) with each text
 extractor. Rates are per CPU second of this process (what one core delivers, robust to other load
 on a shared machine). Reading here is from local disk; on S3 each record is one ranged GET whose
 latency is waiting, not CPU, which a cluster hides by running more fetches than cores.
@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from udfs import pages as P  # noqa: E402
-from udfs import warc as W  # noqa: E402
+from udfs.corpus import html as P  # noqa: E402
+from udfs.corpus import warc as W  # noqa: E402
 
 WARCS = sorted((ROOT / "data" / "warc").glob("*.warc.gz")) + sorted((ROOT / "data" / "demo").glob("*.warc.gz"))
 LIMIT = 50_000_000

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from udfs.llm_client import LLMClient  # noqa: E402
+from udfs.llm.client import LLMClient  # noqa: E402
 
 PAGE = ROOT / "data" / "html" / "extruct-samples" / "websites" / "microdata-with-description.html"
 TOPICS = ["anvils", "recipes", "rivers", "violins", "bridges", "tea", "comets", "maps", "bees", "ferries",
@@ -103,8 +103,8 @@ def main(argv=None) -> int:
     import xllamacpp
     from ray import serve
 
-    from udfs.model_files import model_path
-    from udfs.serving import load_serving_conf, run_app
+    from udfs.llm.model_files import model_path
+    from udfs.llm.serving import load_serving_conf, run_app
 
     conf = load_serving_conf(overrides={"serving": {"port": free_port()}, "embedded": {"n_ctx": 4096}})
     emb = conf["embedded"]

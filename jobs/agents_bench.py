@@ -8,7 +8,7 @@ kappa of MeMR against human votes (Table 9).
            [--factuality-threshold 0.5] [--compliance-threshold 0.5]
     python jobs/agents_bench.py kappa --input votes.csv --output OUT
 
-build: OUT/agents_bench/ground_truth/{factuality,compliance}.parquet (udfs/groundtruth.py).
+build: OUT/agents_bench/ground_truth/{factuality,compliance}.parquet (udfs/bench/groundtruth.py).
 run: OUT/agents_bench/results/<config>/ verdicts/ (one part per batch: a killed run resumes from
 its parts, and answers come from the request cache OUT/cache/llm.sqlite), metrics.parquet,
 sweep.parquet, alignment.parquet, summary.md, summary.html, pr.png. --limit N takes N items per
@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from udfs.job import Job  # noqa: E402
+from udfs.runtime.job import Job  # noqa: E402
 
 log = logging.getLogger("llm4schema.agents_bench")
 COMMANDS = ("build", "run", "kappa")
@@ -90,10 +90,10 @@ class AgentsBenchJob(Job):
     def _build(self) -> None:
         import pyarrow.parquet as pq
 
-        from udfs.agents import load_examples
-        from udfs.agents_bench import COMPLIANCE_SCHEMA, FACTUALITY_SCHEMA, to_table
-        from udfs.groundtruth import PAPER_COUNTS, build_ground_truth
-        from udfs.vocab import load_vocabulary
+        from udfs.agents.verdicts import load_examples
+        from udfs.bench.runner import COMPLIANCE_SCHEMA, FACTUALITY_SCHEMA, to_table
+        from udfs.bench.groundtruth import PAPER_COUNTS, build_ground_truth
+        from udfs.schemaorg.vocab import load_vocabulary
 
         a = self.args
         # the examples file is read as it is (resolve_inputs would take a .txt for a manifest)
@@ -138,7 +138,7 @@ class AgentsBenchJob(Job):
     @property
     def _config_name(self) -> str:
         if not hasattr(self, "_cfg_name"):
-            from udfs.agents_bench import VerdictConfig
+            from udfs.bench.runner import VerdictConfig
 
             a = self.args
             self._cfg_name = VerdictConfig(a.models or ["default"], a.strategy, a.factuality_threshold,
@@ -149,11 +149,11 @@ class AgentsBenchJob(Job):
         import pyarrow.dataset as pads
         import pyarrow.parquet as pq
 
-        from udfs import agents_bench as ab
-        from udfs.groundtruth import TASKS, stratified_subset
-        from udfs.agents import voter_model_and_strategy
-        from udfs.llm_client import LLMClient
-        from udfs.serving import base_url, load_serving_conf
+        from udfs.bench import runner as ab
+        from udfs.bench.groundtruth import TASKS, stratified_subset
+        from udfs.agents.verdicts import voter_model_and_strategy
+        from udfs.llm.client import LLMClient
+        from udfs.llm.serving import base_url, load_serving_conf
 
         a = self.args
         t0 = time.monotonic()
@@ -261,9 +261,9 @@ class AgentsBenchJob(Job):
         import pyarrow.csv as pcsv
         import pyarrow.parquet as pq
 
-        from udfs import benchmetrics as bm
-        from udfs.agents_bench import KAPPA_SCHEMA, to_table
-        from udfs.inputs import resolve_inputs
+        from udfs.bench import metrics as bm
+        from udfs.bench.runner import KAPPA_SCHEMA, to_table
+        from udfs.runtime.inputs import resolve_inputs
 
         rows = []
         for path in resolve_inputs(self.args.input, suffixes=(".csv", ".parquet")):
@@ -317,7 +317,7 @@ def _first_model(url: str) -> str:
 
     data = httpx.get(f"{url}/models", timeout=30).json().get("data") or []
     if not data:
-        raise SystemExit(f"{url}/models lists no model: start the service (python -m udfs.serving start)")
+        raise SystemExit(f"{url}/models lists no model: start the service (python -m udfs.llm.serving start)")
     return data[0]["id"]
 
 

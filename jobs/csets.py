@@ -18,10 +18,10 @@ if __package__ in (None, ""):  # run as a script: make the project importable wi
 from pyspark import StorageLevel  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from udfs import csets as C  # noqa: E402
-from udfs.inputs import resolve_inputs  # noqa: E402
-from udfs.job import SparkJob, log  # noqa: E402
-from udfs.vocab import load_vocabulary, resolve_vocab_path  # noqa: E402
+from udfs.corpus import csets as C  # noqa: E402
+from udfs.runtime.inputs import resolve_inputs  # noqa: E402
+from udfs.runtime.job import SparkJob, log  # noqa: E402
+from udfs.schemaorg.vocab import load_vocabulary, resolve_vocab_path  # noqa: E402
 
 
 class CsetsJob(SparkJob):

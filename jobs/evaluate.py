@@ -2,7 +2,7 @@
 
     python jobs/evaluate.py --input OUT/pages --output OUT [--limit N] [--models qwen2.5-coder-1.5b]
 
-Each page (a ``page_key``: page URL + human markup) is evaluated by ``udfs.evaluation`` and
+Each page (a ``page_key``: page URL + human markup) is evaluated by ``udfs.evaluation.evaluator`` and
 written as its own Parquet part in each table, scores last; a page whose scores part exists is
 skipped, so a killed run resumes where it stopped, and model answers come from the request cache
 (``<output>/cache/llm.sqlite``). ``--executor local`` runs the same code in this process without
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from udfs.job import Job  # noqa: E402
+from udfs.runtime.job import Job  # noqa: E402
 
 log = logging.getLogger("llm4schema.evaluate")
 TABLES = ("markups", "triples", "scores")
@@ -30,7 +30,7 @@ class EvaluatePages:
     returns one summary row per page (key, status, seconds) for progress and the run record."""
 
     def __init__(self, output: str, base_url: str, cfg: dict, cache_path: str, client_kwargs: dict):
-        from udfs.evaluation import EvalConfig, PageEvaluator
+        from udfs.evaluation.evaluator import EvalConfig, PageEvaluator
 
         self.output = Path(output)
         self.evaluator = PageEvaluator(base_url, EvalConfig(**cfg), cache_path=cache_path,
@@ -67,7 +67,7 @@ def write_page(output: Path, key: str, result: dict) -> None:
     scores part means the page is complete (the resume test)."""
     import pyarrow.parquet as pq
 
-    from udfs.evaluation import MARKUPS_SCHEMA, SCORES_SCHEMA, TRIPLES_SCHEMA, to_table
+    from udfs.evaluation.evaluator import MARKUPS_SCHEMA, SCORES_SCHEMA, TRIPLES_SCHEMA, to_table
 
     for table, schema in (("markups", MARKUPS_SCHEMA), ("triples", TRIPLES_SCHEMA), ("scores", SCORES_SCHEMA)):
         folder = output / table
@@ -115,9 +115,9 @@ class EvaluateJob(Job):
     def run(self) -> None:
         import pyarrow.dataset as pads
 
-        from udfs.evaluation import HUMAN, page_key
-        from udfs.inputs import resolve_inputs
-        from udfs.serving import base_url, load_serving_conf
+        from udfs.evaluation.evaluator import HUMAN, page_key
+        from udfs.runtime.inputs import resolve_inputs
+        from udfs.llm.serving import base_url, load_serving_conf
 
         a = self.args
         if a.overwrite:
@@ -223,7 +223,7 @@ def _first_model(url: str) -> str:
 
     data = httpx.get(f"{url}/models", timeout=30).json().get("data") or []
     if not data:
-        raise SystemExit(f"{url}/models lists no model: start the service (python -m udfs.serving start)")
+        raise SystemExit(f"{url}/models lists no model: start the service (python -m udfs.llm.serving start)")
     return data[0]["id"]
 
 

@@ -20,8 +20,8 @@ if __package__ in (None, ""):  # run as a script: make the project importable wi
 
 from pyspark.sql import types as T  # noqa: E402
 
-from udfs.inputs import resolve_inputs  # noqa: E402
-from udfs.job import SparkJob  # noqa: E402
+from udfs.runtime.inputs import resolve_inputs  # noqa: E402
+from udfs.runtime.job import SparkJob  # noqa: E402
 
 WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz")
 REJECTS_SCHEMA = T.StructType([
@@ -39,8 +39,8 @@ def extract_file(item):
     import fsspec
     from warcio.archiveiterator import ArchiveIterator
 
-    from udfs import pages as P
-    from udfs.warc import WarcRecord
+    from udfs.corpus import html as P
+    from udfs.corpus.warc import WarcRecord
 
     index, path, out_dir, max_bytes, raw_chars, time_limit = item
     counts = dict.fromkeys(COUNTERS, 0)

@@ -9,7 +9,7 @@ sample's replacement candidates are tried in order (``--replacements`` at most),
 keeps its size where the data allows. Every attempt is a row with its status and reason;
 ``selected`` marks the one row per input row that stands for it (the usable page, or the last
 failed attempt). Counters reconcile: input rows = selected rows + rejected input rows.
-Rules: udfs/pages.py (HTML), udfs/warc.py (records).
+Rules: udfs/corpus/html.py (HTML), udfs/corpus/warc.py (records).
 """
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from pyspark.sql import Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql import types as T  # noqa: E402
 
-from udfs import pages as P  # noqa: E402
-from udfs.inputs import resolve_inputs  # noqa: E402
-from udfs.job import SparkJob  # noqa: E402
+from udfs.corpus import html as P  # noqa: E402
+from udfs.runtime.inputs import resolve_inputs  # noqa: E402
+from udfs.runtime.job import SparkJob  # noqa: E402
 
 SAMPLE_KEYS = T.StructType([
     T.StructField("feature", T.StringType()),
@@ -156,7 +156,7 @@ def best_capture(index):
 
 def fetch_page(row: dict, warc_base: str | None, cfg: P.PageConfig, max_record_bytes: int) -> dict:
     """One candidate: read its record and extract what pages/ needs; never raises."""
-    from udfs import warc as W
+    from udfs.corpus import warc as W
 
     out = dict(row)
     out.update({k: None for k in ("status", "reason", "html_sha256", "html_bytes", "text", "text_chars",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from udfs.job import Job  # noqa: E402
+from udfs.runtime.job import Job  # noqa: E402
 
 COUNTS = """
     sum(n_triples)::BIGINT AS triples_in, sum(n_valid)::BIGINT AS after_validity,
@@ -57,8 +57,8 @@ class ReportJob(Job):
     def run(self) -> None:
         import duckdb
 
-        from udfs.evaluation import page_key
-        from udfs.inputs import resolve_inputs
+        from udfs.evaluation.evaluator import page_key
+        from udfs.runtime.inputs import resolve_inputs
 
         out = self.table_dir
         out.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
 Reads the ``csets/`` table, writes ``samples/`` (one row per drawn C-set and feature, with its
 page URL and ranked replacements), ``rejects/sample/``, ``samples/_run.json`` (bounds, stratum
-sizes, Spearman's rho) and ``report/sample/`` (log-scale histograms). Rules: udfs/sampling.py.
+sizes, Spearman's rho) and ``report/sample/`` (log-scale histograms). Rules: udfs/corpus/sampling.py.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # spark-submit / python jobs/sample.py: make udfs importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from udfs import sampling
-from udfs.job import SparkJob
+from udfs.corpus import sampling
+from udfs.runtime.job import SparkJob
 
 log = logging.getLogger("llm4schema.sample")
 

@@ -17,9 +17,9 @@ if __package__ in (None, ""):  # run as a script: make the project importable wi
 
 from pyspark.sql import types as T  # noqa: E402
 
-from udfs.inputs import resolve_inputs  # noqa: E402
-from udfs.job import SparkJob  # noqa: E402
-from udfs.warc import WarcError, index_warc, relative_name  # noqa: E402
+from udfs.runtime.inputs import resolve_inputs  # noqa: E402
+from udfs.runtime.job import SparkJob  # noqa: E402
+from udfs.corpus.warc import WarcError, index_warc, relative_name  # noqa: E402
 
 WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz")
 

@@ -4,7 +4,7 @@
 
 Shape sets: schema.org's own (data/schemaorg-30.0/schemaorg-shapes.shacl), pySHACL's bundled
 pyshacl/assets/schema.ttl (plain, and with RDFS inference over the schema.org vocabulary as the
-ontology graph), and ours (lenient and strict, through udfs.validity's pySHACL engine).
+ontology graph), and ours (lenient and strict, through udfs.agents.validity's pySHACL engine).
 A probe is "accept" when the validation conforms (ours: when every triple is valid).
 """
 import os
@@ -16,7 +16,6 @@ import rdflib
 from pyshacl import validate
 
 ROOT = Path(__file__).resolve().parent.parent
-os.chdir(ROOT)
 PYSHACL_SCHEMA = str(Path(pyshacl.__file__).parent / "assets" / "schema.ttl")
 PRE = "@prefix s: <http://schema.org/> . @prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n"
 probes = {
@@ -44,46 +43,52 @@ shape_sets = {
  "pySHACL schema.ttl": (PYSHACL_SCHEMA, False),
  "pySHACL schema.ttl + RDFS inference with the vocabulary": (PYSHACL_SCHEMA, True),
 }
-vocab = rdflib.Graph().parse("data/schemaorg-30.0/schemaorg-current-https.nt")
-# the vocabulary in http://schema.org/ (the data's namespace)
-vocab_http = rdflib.Graph()
-for s_, p_, o_ in vocab:
-    f = lambda t: rdflib.URIRef(str(t).replace("https://schema.org/", "http://schema.org/")) if isinstance(t, rdflib.URIRef) else t
-    vocab_http.add((f(s_), f(p_), f(o_)))
-res = {}
-for name, (path, infer) in shape_sets.items():
-    sg = rdflib.Graph().parse(path, format="turtle")
-    for pname, ttl in probes.items():
-        dg = rdflib.Graph().parse(data=PRE + ttl, format="turtle")
-        kw = dict(ont_graph=vocab_http, inference="rdfs") if infer else {}
-        conforms, rg, txt = validate(dg, shacl_graph=sg, advanced=True, **kw)
-        res.setdefault(pname, {})[name] = "accept" if conforms else "reject"
-    print(name, "done", file=sys.stderr, flush=True)
-sys.path.insert(0, str(ROOT))
-from udfs.validity import ValidityAgent
-# ours, through the same data graphs: the JSON-LD equivalents
-ours_docs = {
- "P1": {"@type": "Recipe", "name": "Pie"}, "P2": {"@type": "Recipe", "recipeCategory": "Dessert"},
- "P3": {"@type": "Recipe", "cookoo": "x"}, "P4": {"@type": "Recipe", "author": "Jane"},
- "P5": {"@type": "Recipe", "recipeInstructions": {"@type": "Person", "name": "P"}},
- "P6": {"@type": "Recipe", "recipeInstructions": {"@type": "HowToStep", "text": "Bake"}},
- "P7": {"@type": "Recipe", "recipeInstructions": {"text": "Bake"}},
- "P8": {"@type": "Book", "numberOfPages": "224"}, "P9": {"@type": "Book", "numberOfPages": 224},
- "P10": {"@type": "Offer", "availability": "https://schema.org/InStock"},
- "P11": {"@type": "Offer", "availability": {"@id": "schema:InStock"}},
- "P12": {"@type": "Offer", "availability": {"@id": "schema:Monday"}},
- "P13": {"@type": "Recipee", "name": "x"}, "P14": {"@type": "Event", "startDate": "2024-05-01"},
- "P15": {"@type": "Event", "startDate": "tomorrow"},
- "P16": {"@context": {"@vocab": "http://schema.org/"}, "@type": "WebPage", "url": "https://x.example"},
- "P17": {"@type": "WebPage", "url": "https://x.example"}, "P18": {"name": "x"},
-}
-for strict in (False, True):
-    a = ValidityAgent("pyshacl", strict)
-    for pname in probes:
-        r = a.validate(ours_docs[pname.split()[0]])
-        res[pname]["ours " + ("strict" if strict else "lenient")] = "accept" if all(v.valid for v in r.verdicts) else "reject"
-cols = list(next(iter(res.values())).keys())
-print("| probe | " + " | ".join(cols) + " |")
-print("|---|" + "---|" * len(cols))
-for p, r in res.items():
-    print(f"| {p} | " + " | ".join(r[c] for c in cols) + " |")
+
+def main() -> None:
+    os.chdir(ROOT)
+    vocab = rdflib.Graph().parse("data/schemaorg-30.0/schemaorg-current-https.nt")
+    # the vocabulary in http://schema.org/ (the data's namespace)
+    vocab_http = rdflib.Graph()
+    for s_, p_, o_ in vocab:
+        f = lambda t: rdflib.URIRef(str(t).replace("https://schema.org/", "http://schema.org/")) if isinstance(t, rdflib.URIRef) else t
+        vocab_http.add((f(s_), f(p_), f(o_)))
+    res = {}
+    for name, (path, infer) in shape_sets.items():
+        sg = rdflib.Graph().parse(path, format="turtle")
+        for pname, ttl in probes.items():
+            dg = rdflib.Graph().parse(data=PRE + ttl, format="turtle")
+            kw = dict(ont_graph=vocab_http, inference="rdfs") if infer else {}
+            conforms, rg, txt = validate(dg, shacl_graph=sg, advanced=True, **kw)
+            res.setdefault(pname, {})[name] = "accept" if conforms else "reject"
+        print(name, "done", file=sys.stderr, flush=True)
+    from udfs.agents.validity import ValidityAgent
+    # ours, through the same data graphs: the JSON-LD equivalents
+    ours_docs = {
+     "P1": {"@type": "Recipe", "name": "Pie"}, "P2": {"@type": "Recipe", "recipeCategory": "Dessert"},
+     "P3": {"@type": "Recipe", "cookoo": "x"}, "P4": {"@type": "Recipe", "author": "Jane"},
+     "P5": {"@type": "Recipe", "recipeInstructions": {"@type": "Person", "name": "P"}},
+     "P6": {"@type": "Recipe", "recipeInstructions": {"@type": "HowToStep", "text": "Bake"}},
+     "P7": {"@type": "Recipe", "recipeInstructions": {"text": "Bake"}},
+     "P8": {"@type": "Book", "numberOfPages": "224"}, "P9": {"@type": "Book", "numberOfPages": 224},
+     "P10": {"@type": "Offer", "availability": "https://schema.org/InStock"},
+     "P11": {"@type": "Offer", "availability": {"@id": "schema:InStock"}},
+     "P12": {"@type": "Offer", "availability": {"@id": "schema:Monday"}},
+     "P13": {"@type": "Recipee", "name": "x"}, "P14": {"@type": "Event", "startDate": "2024-05-01"},
+     "P15": {"@type": "Event", "startDate": "tomorrow"},
+     "P16": {"@context": {"@vocab": "http://schema.org/"}, "@type": "WebPage", "url": "https://x.example"},
+     "P17": {"@type": "WebPage", "url": "https://x.example"}, "P18": {"name": "x"},
+    }
+    for strict in (False, True):
+        a = ValidityAgent("pyshacl", strict)
+        for pname in probes:
+            r = a.validate(ours_docs[pname.split()[0]])
+            res[pname]["ours " + ("strict" if strict else "lenient")] = "accept" if all(v.valid for v in r.verdicts) else "reject"
+    cols = list(next(iter(res.values())).keys())
+    print("| probe | " + " | ".join(cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for p, r in res.items():
+        print(f"| {p} | " + " | ".join(r[c] for c in cols) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """A local Spark session shared by every test that needs one (starting the JVM costs ~5 s)."""
-    from udfs.job import build_spark
+    from udfs.runtime.job import build_spark
 
     os.environ.setdefault("SPARK_LOG_LEVEL", "ERROR")
     session = build_spark(
@@ -59,7 +59,7 @@ def service():
     import ray
     from ray import serve
 
-    from udfs.serving import load_serving_conf, run_app
+    from udfs.llm.serving import load_serving_conf, run_app
 
     # Ray's socket paths must stay under 107 bytes: a short folder, not pytest's long one.
     temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))
@@ -84,8 +84,8 @@ def service():
 
 @pytest.fixture(scope="session")
 def spark_standalone():
-    """A Spark standalone master and two 1-core workers on the loopback (tests/test_rehearsal.py,
-    tests/test_faults.py)."""
+    """A Spark standalone master and two 1-core workers on the loopback (tests/cluster/test_rehearsal.py,
+    tests/jobs/test_faults.py)."""
     from cluster.local.spark_standalone import SparkStandalone
 
     with SparkStandalone(workers=2, cores=1, memory="1g") as cluster:

@@ -1,0 +1,146 @@
+"""jobs/evaluate.py and jobs/report.py on real demo pages with the embedded model behind the Ray
+Serve app (started once for the module): a run killed mid-way resumes with no duplicate rows and
+reuses cached answers, the Ray Data path, generation with MeMR and key scores, the report."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import DATA, ROOT
+from udfs.corpus.html import PageConfig, process_html
+
+pytestmark = pytest.mark.model
+MODEL_ID = "qwen2.5-coder-1.5b"
+SAMPLES = DATA / "html" / "extruct-samples"
+PAGES = [("schema.org/CreativeWork.001.html", "n_properties", "high"),
+         ("songkick/elysianfields_1.html", "n_instances", "low"),
+         ("misc/null_ld_mock.html", "n_instances", "medium")]  # no text: a reject, not a page of "no"s
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory) -> Path:
+    """A pages/ table of real demo pages, built with the pages job's own extraction."""
+    rows = []
+    for rel, feature, stratum in PAGES:
+        out = process_html((SAMPLES / rel).read_bytes(), "text/html", None, PageConfig())
+        rows.append({"page_url": f"http://extruct-samples.example/{rel}", "feature": feature, "stratum": stratum,
+                     "selected": True, "status": out["status"], "text": out["text"],
+                     "human_markup": out["human_markup"], "root_types": out["root_types"]})
+    assert [r["status"] for r in rows] == ["ok", "ok", "ok"]
+    folder = tmp_path_factory.mktemp("out") / "pages"
+    folder.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), folder / "part-0.parquet")
+    return folder
+
+
+def evaluate_argv(pages: Path, out: Path, url: str, *extra: str) -> list[str]:
+    return ["--input", str(pages), "--output", str(out), "--base-url", url, "--limit", "2",
+            "--order", "shortest", "--context-window", "2048", "--timeout-s", "900", *extra]
+
+
+def read(folder: Path):
+    return pq.read_table(sorted(folder.glob("part-*.parquet"))).to_pylist() if folder.exists() else []
+
+
+def test_killed_run_resumes_without_duplicates_and_reuses_answers(service, pages, tmp_path):
+    out = tmp_path / "out"
+    argv = evaluate_argv(pages, out, service, "--no-generation", "--max-claims", "2",
+                         "--stages", "validity", "factuality", "--executor", "local")
+    cmd = [sys.executable, str(ROOT / "jobs" / "evaluate.py"), *argv]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline and proc.poll() is None and not list((out / "scores").glob("part-*")):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    scored_before = list((out / "scores").glob("part-*.parquet"))
+    assert len(scored_before) == 1, proc.stderr.read().decode()[-2000:]
+
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = json.loads((out / "scores" / "_run.json").read_text())["counters"]
+    assert record["already_scored"] == 1 and record["evaluated"] == 1 and record["failed"] == 0
+    # counts reconcile: 3 input rows = 1 without text + 1 already scored + 1 evaluated
+    assert record["input_rows"] == record["no_text"] + record["already_scored"] + record["evaluated"] \
+        + record["over_limit"] + record["duplicate_rows"] + record["not_ok_or_not_selected"]
+    assert (out / "rejects" / "evaluate" / "no_text.jsonl").read_text().count("null_ld_mock") == 1
+
+    scores, triples = read(out / "scores"), read(out / "triples")
+    assert sorted(s["page_key"] for s in scores) == sorted({s["page_key"] for s in scores}) and len(scores) == 2
+    keys = [(t["page_key"], t["source"], t["subject"], t["property"], t["value"], t["entity_type"]) for t in triples]
+    assert len(keys) == len(set(keys))
+    for s in scores:
+        rows = [t for t in triples if t["page_key"] == s["page_key"]]
+        assert s["status"] == "ok" and len(rows) == s["n_triples"] > 0
+        assert s["n_valid"] == sum(t["valid"] for t in rows)
+        judged = [t for t in rows if t["factual"] is not None]
+        assert 1 <= len({(t["property"], t["value"], t["entity_type"]) for t in judged}) <= 2
+        assert s["n_factual"] == sum(bool(t["kept"]) for t in rows)
+        # claims over the cap are recorded as not judged, with the reason
+        assert all(t["factual_error"].startswith("not judged") for t in rows if t["valid"] and t["factual"] is None)
+        # ... and they are not counted as failed verdicts
+        assert s["n_factual_errors"] == sum(bool(t["factual_error"]) and not t["factual_error"].startswith("not judged")
+                                            for t in rows)
+        assert s["n_factual_errors"] < sum(bool(t["factual_error"]) for t in rows)
+        assert s["verdict_cached_prompt_tokens"] > 0  # the page prefix came from the engine's cache
+
+    # The Ray Data path, from scratch over the same output: every answer comes from the cache.
+    import sqlite3
+
+    cache = out / "cache" / "llm.sqlite"
+    n_cached = sqlite3.connect(cache).execute("SELECT count(*) FROM responses").fetchone()[0]
+    from jobs.evaluate import EvaluateJob
+
+    assert EvaluateJob([*argv[:-2], "--executor", "ray", "--overwrite"]).main() == 0
+    assert sqlite3.connect(cache).execute("SELECT count(*) FROM responses").fetchone()[0] == n_cached
+    again = read(out / "scores")
+    strip = lambda rows: sorted((r["page_key"], r["n_triples"], r["n_valid"], r["n_factual"]) for r in rows)  # noqa: E731
+    assert strip(again) == strip(scores)
+
+    # The report over these scores: Table 7 adds up the per-page counts, Table 8 splits by stratum.
+    from jobs.report import ReportJob
+
+    shutil.copytree(pages, out / "pages")
+    assert ReportJob(["--input", str(out / "scores"), "--output", str(out)]).main() == 0
+    t7 = (out / "report" / "table7.csv").read_text().splitlines()
+    assert t7[1].startswith(f"human,{sum(s['n_triples'] for s in scores)},{sum(s['n_valid'] for s in scores)},")
+    t8 = (out / "report" / "table8.csv").read_text()
+    assert "n_properties,high,human" in t8 and "n_instances,low,human" in t8
+    assert "Table 7" in (out / "report" / "index.html").read_text()
+    assert (out / "report" / "triples_per_stage.png").stat().st_size > 1000
+
+
+def test_generated_markup_is_judged_and_scored_against_the_human_one(service, pages, tmp_path):
+    from jobs.evaluate import EvaluateJob
+
+    out = tmp_path / "gen"
+    argv = evaluate_argv(pages, out, service, "--models", MODEL_ID, "--max-claims", "1", "--max-tokens", "300",
+                         "--correct",
+                         "--stages", "validity", "factuality", "--executor", "local")
+    argv[argv.index("--limit") + 1] = "1"
+    assert EvaluateJob(argv).main() == 0
+    scores = {s["source"]: s for s in read(out / "scores")}
+    assert set(scores) == {"human", MODEL_ID}
+    model = scores[MODEL_ID]
+    assert model["generation_chunks"] >= 1 and model["generation_prompt_tokens"] > 0
+    if model["status"] == "ok":
+        assert model["n_triples"] > 0 and 0 <= model["memr_raw_l"] <= 1 and 0 < model["memr_raw_h"] <= 1
+        # on what the agents kept: a score when either side kept something, none for two empty markups
+        kept_any = model["n_factual"] + scores["human"]["n_factual"] > 0
+        assert (model["memr_h"] is not None) == kept_any
+        markups = {(m["source"], m["stage"]) for m in read(out / "markups")}
+        assert {(MODEL_ID, "raw"), (MODEL_ID, "validity"), ("human", "factuality")} <= markups
+        triples = [t for t in read(out / "triples") if t["source"] == MODEL_ID]
+        assert model["n_corrected"] == sum(bool(t["corrected"]) for t in triples)
+        assert all(t["factual"] and t["corrected_value"] for t in triples if t["corrected"])
+    else:  # a failed generation is a row with its reason, never a lost page
+        assert model["status"] == "generation_failed" and model["reason"]

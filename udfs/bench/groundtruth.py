@@ -1,0 +1,365 @@
+"""Ground truth for the verdict agents, built from the schema.org documentation examples (the
+LLM4Schema.org paper's Tables 1 and 3): each example pairs a short text with its JSON-LD, so every
+triple of the JSON-LD is a fact the text states, and negatives are made by moving values where
+they do not belong.
+
+* factuality positives: every distinct (property, value, entity type) of an example's markup
+  whose value the example's text states (a literal's text, an IRI, or a literal of a described
+  entity, as a whole-word match after normalisation; ``require_stated=False`` keeps them all:
+  many example texts are a placeholder such as "See JSON example." or state a value in another
+  form than the markup's), with that example's text;
+* intrinsic negatives: a literal value of the markup replaced by the literal value of a
+  semantically distant property of the same markup (same text, so the value is on the page but
+  not as that property: the claim contradicts the text);
+* extrinsic negatives: a triple paired with the text of another example whose markup shares no
+  value with its own, and whose text does not mention the triple's value (unsupported);
+* compliance positives: every positive triple against its property's definition;
+* compliance negatives: the values of two semantically distant textual properties (range Text) of
+  one markup swapped, each value judged against the other property's definition.
+
+"Semantically distant" is the cosine of all-MiniLM-L6-v2 embeddings of the two properties' names
+and definitions (``udfs.scores.matching``) below ``distant_max``. Every random choice is a ranking by
+sha256 of (seed, what is chosen for, candidate), so a build is deterministic for a seed and does
+not depend on the order of the examples. Pure: examples and the vocabulary in, rows out; the
+embedding function can be passed in.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import html
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from udfs.agents.verdicts import Example, describe_value
+from udfs.schemaorg.markup import Literal, Markup, MarkupError, Ref, parse_markup
+from udfs.scores.matching import normalise
+
+DEFAULT_SEED = 42
+# Property pairs whose name+definition embeddings have a cosine below this are "distant". At 0.25,
+# name / telephone / startDate / recipeYield pairs are distant, name / alternateName (0.6) and
+# description / disambiguatingDescription (0.7) are not.
+DEFAULT_DISTANT_MAX = 0.25
+DEFAULT_MAX_VALUE_CHARS = 300
+# Properties whose definition admits any text ("The name of the item."): a value swapped into one
+# of them is not a compliance error, so they take no part in the swaps.
+GENERIC_PROPERTIES = ("name", "alternateName", "description", "disambiguatingDescription", "text", "headline",
+                      "alternativeHeadline", "abstract", "identifier", "keywords", "comment", "about")
+
+POSITIVE, INTRINSIC, EXTRINSIC, SWAPPED = "positive", "intrinsic", "extrinsic", "swapped"
+FACTUALITY_KINDS = (POSITIVE, INTRINSIC, EXTRINSIC)
+COMPLIANCE_KINDS = (POSITIVE, SWAPPED)
+# The tasks the paper reports (Tables 2 and 4): positives with one kind of negative each.
+TASKS = {"intrinsic": ("factuality", INTRINSIC), "extrinsic": ("factuality", EXTRINSIC),
+         "compliance": ("compliance", SWAPPED)}
+# What the paper built from the examples of its time (Tables 1 and 3).
+PAPER_COUNTS = {("factuality", POSITIVE): 785, ("factuality", INTRINSIC): 498, ("factuality", EXTRINSIC): 630,
+                ("compliance", POSITIVE): 785, ("compliance", SWAPPED): 147}
+
+_NUMBER = re.compile(r"^[+-]?\d+(?:[.,]\d+)?$")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_MD_LINK = re.compile(r"\[\[([^\]]+)\]\]|\[([^\]]+)\]\([^)]*\)|<[^>]+>")
+
+
+def rank_key(seed: int, *parts: Any) -> str:
+    """A seeded pseudo-random sort key that depends only on what it is computed for."""
+    return hashlib.sha256("\x1f".join(map(str, (seed, *parts))).encode()).hexdigest()
+
+
+def item_id(*parts: Any) -> str:
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:16]
+
+
+def mentions(text: str, value: str) -> bool:
+    """Whether a (normalised) text states a value as a whole word sequence: "5" is not in "2015"."""
+    t, v = normalise(text), normalise(value)
+    if not v:
+        return False
+    return re.search(rf"(?<!\w){re.escape(v)}(?!\w)", t) is not None
+
+
+def value_kind(markup: Markup, v) -> str:
+    if isinstance(v, Literal):
+        if isinstance(v.value, bool):
+            return "boolean"
+        if isinstance(v.value, (int, float)) or _NUMBER.match(str(v.value).strip()):
+            return "number"
+        return "text"
+    return "entity" if v.id in markup.entities else "iri"
+
+
+def surfaces(markup: Markup, v) -> list[str]:
+    """The strings through which a text could state a value: a literal's text, an IRI, or the
+    literal values of a described entity (its name, address, ...)."""
+    if isinstance(v, Literal):
+        return [v.text]
+    ent = markup.entities.get(v.id)
+    if ent is None:
+        return [v.id]
+    return [x.text for vs in ent.properties.values() for x in vs if isinstance(x, Literal)]
+
+
+def property_text(prop: str, vocab) -> str:
+    """What a property is embedded as: its name in words and the start of its definition."""
+    words = _CAMEL.sub(" ", prop).lower()
+    comment = _MD_LINK.sub(lambda m: m.group(1) or m.group(2) or " ", vocab.comments.get(prop, ""))
+    comment = " ".join(comment.split())[:300]
+    return f"{words}: {comment}" if comment else words
+
+
+class PropertyDistance:
+    """Cosine similarity of properties by their name+definition embeddings, each property embedded
+    once (``embed`` returns unit vectors, one row per text)."""
+
+    def __init__(self, vocab, embed: Callable[[Sequence[str]], Any] | None = None):
+        self.vocab = vocab
+        self._embed = embed
+        self._vec: dict[str, Any] = {}
+
+    def prepare(self, props: Iterable[str]) -> None:
+        todo = sorted(set(props) - set(self._vec))
+        if not todo:
+            return
+        if self._embed is None:
+            from udfs.scores.matching import embed
+
+            self._embed = embed
+        vectors = self._embed([property_text(p, self.vocab) for p in todo])
+        self._vec.update(zip(todo, vectors))
+
+    def cosine(self, p: str, q: str) -> float:
+        if p not in self._vec or q not in self._vec:
+            self.prepare((p, q))
+        return float(self._vec[p] @ self._vec[q])
+
+
+@dataclass
+class Built:
+    """The ground truth rows, the rejected triples and examples with reasons, and the counters
+    (triples read = positives + duplicates + rejected)."""
+
+    factuality: list[dict[str, Any]] = field(default_factory=list)
+    compliance: list[dict[str, Any]] = field(default_factory=list)
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        out = {(t, k): 0 for t, ks in (("factuality", FACTUALITY_KINDS), ("compliance", COMPLIANCE_KINDS)) for k in ks}
+        for task, rows in (("factuality", self.factuality), ("compliance", self.compliance)):
+            for r in rows:
+                out[(task, r["kind"])] += 1
+        return out
+
+
+@dataclass
+class _Fact:
+    example: Example
+    markup: Markup
+    property: str
+    value: Any  # Literal | Ref
+    entity_type: str | None
+    described: str
+    kind: str  # value kind
+    surfaces: list[str]
+
+
+def _row(f: _Fact, kind: str, label: bool, *, text: str, text_example: str, value: str, value_kind_: str,
+         value_surfaces: Sequence[str], source_property: str | None = None, distance: float | None = None, definition: str | None = None,
+         seed: int) -> dict[str, Any]:
+    row = {
+        "item_id": item_id(kind, f.example.id, text_example, f.property, value, f.entity_type),
+        "example_id": f.example.id,
+        "text_example_id": text_example,
+        "text": text,
+        "property": f.property,
+        "value": value,
+        "value_kind": value_kind_,
+        "entity_type": f.entity_type,
+        "label": label,
+        "kind": kind,
+        "source_property": source_property,
+        "cosine": distance,
+        "value_in_text": any(mentions(text, s) for s in [value, *value_surfaces]),
+        "seed": seed,
+    }
+    if definition is not None:
+        row["definition"] = definition
+    return row
+
+
+def _values_by_property(markup: Markup) -> dict[str, set[str]]:
+    """Every value the markup gives each property (stated in the text or not), normalised: a
+    negative must not be a value the markup itself holds for that property."""
+    out: dict[str, set[str]] = {}
+    for t in markup.triples():
+        out.setdefault(t.property, set()).add(normalise(describe_value(markup, t.value)))
+    return out
+
+
+def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int = DEFAULT_SEED,
+                       distant_max: float = DEFAULT_DISTANT_MAX, max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
+                       generic_properties: Sequence[str] = GENERIC_PROPERTIES, require_stated: bool = True,
+                       distance: PropertyDistance | None = None) -> Built:
+    out = Built()
+    c = out.counters
+    for k in ("examples", "examples_unreadable", "triples_read", "rejected_not_schemaorg", "rejected_long_value",
+              "rejected_not_stated", "duplicates"):
+        c[k] = 0
+    distance = distance or PropertyDistance(vocab)
+
+    # ---- positives
+    facts: list[_Fact] = []
+    by_example: dict[str, list[_Fact]] = {}
+    seen: set[tuple] = set()
+    markups: dict[str, Markup] = {}
+    for ex in examples:
+        c["examples"] += 1
+        # The examples' pre-markup keeps HTML entities ("Beachwear &amp; Giftware"); the text a
+        # reader (and the model) sees has them decoded, and so must the "is it stated" test.
+        ex = dataclasses.replace(ex, text=html.unescape(ex.text))
+        try:
+            m = parse_markup(ex.jsonld)
+        except MarkupError as exc:
+            c["examples_unreadable"] += 1
+            out.rejects.append({"source": ex.id, "position": None, "reason": f"unreadable markup: {exc.reason}"})
+            continue
+        markups[ex.id] = m
+        for t in m.triples():
+            c["triples_read"] += 1
+            desc = describe_value(m, t.value)
+            if t.property not in vocab.properties:
+                c["rejected_not_schemaorg"] += 1
+                out.rejects.append({"source": ex.id, "position": t.property,
+                                    "reason": "property outside the schema.org vocabulary"})
+                continue
+            if len(desc) > max_value_chars:
+                c["rejected_long_value"] += 1
+                out.rejects.append({"source": ex.id, "position": t.property,
+                                    "reason": f"value longer than {max_value_chars} characters"})
+                continue
+            # one positive per distinct claim about one text (the same example text is documented
+            # under several ids)
+            key = (ex.text, t.property, desc, t.entity_type)
+            if key in seen:
+                c["duplicates"] += 1
+                continue
+            seen.add(key)
+            f = _Fact(ex, m, t.property, t.value, t.entity_type, desc, value_kind(m, t.value), surfaces(m, t.value))
+            if require_stated and not any(mentions(ex.text, s) for s in f.surfaces):
+                c["rejected_not_stated"] += 1
+                out.rejects.append({"source": ex.id, "position": t.property,
+                                    "reason": "value not stated in the example text"})
+                continue
+            facts.append(f)
+            by_example.setdefault(ex.id, []).append(f)
+    distance.prepare(f.property for f in facts)
+    for f in facts:
+        out.factuality.append(_row(f, POSITIVE, True, text=f.example.text, text_example=f.example.id,
+                                   value=f.described, value_kind_=f.kind, value_surfaces=f.surfaces, seed=seed))
+        out.compliance.append(_row(f, POSITIVE, True, text=f.example.text, text_example=f.example.id,
+                                   value=f.described, value_kind_=f.kind, value_surfaces=f.surfaces, seed=seed,
+                                   definition=vocab.comments.get(f.property, "")))
+
+    # ---- intrinsic: a literal value replaced by one of a distant property of the same markup
+    for ex_id, fs in by_example.items():
+        values_of = _values_by_property(markups[ex_id])
+        lits = [f for f in fs if isinstance(f.value, Literal)]
+        for f in lits:
+            cands = [g for g in lits if g.property != f.property
+                     and normalise(g.described) not in values_of.get(f.property, ())
+                     and distance.cosine(f.property, g.property) < distant_max]
+            if not cands:
+                continue
+            g = min(cands, key=lambda g: rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described))
+            out.factuality.append(_row(f, INTRINSIC, False, text=f.example.text, text_example=ex_id, value=g.described,
+                                       value_kind_=g.kind, value_surfaces=g.surfaces, source_property=g.property,
+                                       distance=round(distance.cosine(f.property, g.property), 4), seed=seed))
+
+    # ---- extrinsic: a triple with the text of an example whose markup shares no value with its own
+    surf = {ex_id: {normalise(s) for f in fs for s in f.surfaces} - {""} for ex_id, fs in by_example.items()}
+    texts = {ex_id: fs[0].example.text for ex_id, fs in by_example.items()}
+    ids = sorted(by_example)
+    disjoint: dict[tuple[str, str], bool] = {}
+    # Each example gets a seeded order of the others; each of its triples starts reading that order
+    # at its own seeded offset (one hash per triple instead of one per candidate).
+    orders: dict[str, list[str]] = {}
+    for f in facts:
+        ex_id = f.example.id
+        if ex_id not in orders:
+            orders[ex_id] = sorted((e for e in ids if texts[e] != f.example.text),
+                                   key=lambda e: rank_key(seed, "extrinsic", ex_id, e))
+        order = orders[ex_id]
+        start = int(rank_key(seed, "extrinsic", ex_id, f.property, f.described), 16) % max(1, len(order))
+        for other in order[start:] + order[:start]:
+            pair = (min(f.example.id, other), max(f.example.id, other))
+            if pair not in disjoint:
+                disjoint[pair] = not (surf[f.example.id] & surf[other])
+            if disjoint[pair] and not any(mentions(texts[other], s) for s in [f.described, *f.surfaces]):
+                out.factuality.append(_row(f, EXTRINSIC, False, text=texts[other], text_example=other,
+                                           value=f.described, value_kind_=f.kind, value_surfaces=f.surfaces,
+                                           seed=seed))
+                break
+
+    # ---- compliance: values swapped between distant textual properties of one markup
+    for ex_id, fs in by_example.items():
+        values_of = _values_by_property(markups[ex_id])
+        textual = sorted((f for f in fs if f.kind == "text" and "Text" in vocab.ranges.get(f.property, ())
+                          and vocab.comments.get(f.property) and f.property not in generic_properties),
+                         key=lambda f: rank_key(seed, "swap", ex_id, f.property, f.described))
+        used: set[int] = set()
+        for i, f in enumerate(textual):
+            if i in used:
+                continue
+            for j in range(i + 1, len(textual)):
+                g = textual[j]
+                if j in used or g.property == f.property:
+                    continue
+                if (normalise(g.described) in values_of.get(f.property, ())
+                        or normalise(f.described) in values_of.get(g.property, ())):
+                    continue
+                cos = distance.cosine(f.property, g.property)
+                if cos >= distant_max:
+                    continue
+                used.update((i, j))
+                for a, b in ((f, g), (g, f)):
+                    out.compliance.append(_row(a, SWAPPED, False, text=a.example.text, text_example=ex_id,
+                                               value=b.described, value_kind_=b.kind, value_surfaces=b.surfaces,
+                                               source_property=b.property,
+                                               distance=round(cos, 4), definition=vocab.comments[a.property],
+                                               seed=seed))
+                break
+    # One row per claim. Positives come first, so a negative that repeats a true claim is dropped
+    # (a compliance claim does not involve the text: a swapped value that some example gives the
+    # property is compliant after all).
+    for name, key in (("factuality", ("text", "property", "value", "entity_type")),
+                      ("compliance", ("property", "value", "entity_type"))):
+        kept, seen_claims = [], set()
+        c[f"{name}_duplicate_claims"] = 0
+        # positives first, then a canonical order: which duplicate survives does not depend on
+        # the order of the examples
+        for r in sorted(getattr(out, name), key=lambda r: (r["kind"] != POSITIVE, r["item_id"])):
+            k = tuple(r[x] for x in key)
+            if k in seen_claims:
+                c[f"{name}_duplicate_claims"] += 1
+                continue
+            seen_claims.add(k)
+            kept.append(r)
+        setattr(out, name, kept)
+    c["factuality_positive"] = sum(r["kind"] == POSITIVE for r in out.factuality)
+    return out
+
+
+def stratified_subset(rows: Sequence[dict[str, Any]], kinds: Sequence[str], limit: int, seed: int) -> list[dict[str, Any]]:
+    """Up to ``limit`` rows: half positives, half of the negative kind (the other half when one
+    side runs short), each the first in a seeded ranking of item ids, so the positives picked for
+    two factuality tasks with the same seed and limit are the same rows."""
+    pos_kind, neg_kind = kinds
+    pools = {k: sorted((r for r in rows if r["kind"] == k), key=lambda r: rank_key(seed, "subset", r["item_id"]))
+             for k in kinds}
+    if not limit or limit <= 0:
+        return pools[pos_kind] + pools[neg_kind]
+    n_neg = min(len(pools[neg_kind]), limit // 2)
+    n_pos = min(len(pools[pos_kind]), limit - n_neg)
+    n_neg = min(len(pools[neg_kind]), limit - n_pos)
+    return pools[pos_kind][:n_pos] + pools[neg_kind][:n_neg]

@@ -1,0 +1,543 @@
+"""From one page's HTML to what the evaluation needs: its JSON-LD blocks, the human markup that
+carries the sampled C-set (kept with its root entity, as the paper does), the page text and its
+language.
+
+Everything here is plain Python over bytes and dicts; ``jobs/pages.py`` runs it in Spark tasks.
+Nothing from a page is fetched or executed: JSON-LD is parsed as JSON, an ``@context`` naming
+schema.org is understood as the bundled official context, any other remote context makes its
+block uninterpretable (a reason, never a request). Every extraction runs under a time limit and
+after a size check, so a pathological page costs one status row, not a hung worker.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import signal
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+# ---- statuses of pages/ (architecture.md) ------------------------------------------------------
+OK = "ok"
+NOT_FOUND = "not_found"
+FETCH_ERROR = "fetch_error"
+PARSE_ERROR = "parse_error"
+NO_MATCHING_MARKUP = "no_matching_markup"
+STATUSES = (OK, NOT_FOUND, FETCH_ERROR, PARSE_ERROR, NO_MATCHING_MARKUP)
+
+SCHEMA_NS = "http://schema.org/"
+# Every spelling of the schema.org namespace met in the wild is one namespace (WDC writes http).
+_SCHEMA_PREFIX_RE = re.compile(r"^https?://(www\.)?schema\.org/", re.I)
+# What an @context string may say and still mean "the schema.org context".
+_SCHEMA_CONTEXT_RE = re.compile(r"^https?://(www\.)?schema\.org(/(docs/jsonldcontext\.json(ld)?)?)?/?$", re.I)
+
+
+class ExtractionTimeout(Exception):
+    pass
+
+
+@contextmanager
+def time_limit(seconds: float, what: str = "extraction"):
+    """Interrupt the block after ``seconds`` with ExtractionTimeout.
+
+    SIGALRM interrupts pure-Python and most lxml loops. Only the main thread can receive signals;
+    Spark and Ray run task code there. Elsewhere the limit is not enforced here and the caller
+    should use ``run_with_time_limit``, which abandons the work instead.
+    """
+    if not seconds or seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum, frame):
+        raise ExtractionTimeout(f"{what} exceeded {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, _raise)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_with_time_limit(fn, seconds: float, what: str, *args, **kwargs):
+    """``fn(*args, **kwargs)`` under a time limit, from any thread."""
+    if threading.current_thread() is threading.main_thread():
+        with time_limit(seconds, what):
+            return fn(*args, **kwargs)
+    box: dict[str, Any] = {}
+
+    def _target():
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # re-raised in the caller
+            box["error"] = exc
+
+    worker = threading.Thread(target=_target, daemon=True)
+    worker.start()
+    worker.join(seconds if seconds and seconds > 0 else None)
+    if worker.is_alive():
+        # a thread cannot be killed; it is abandoned and its result ignored
+        raise ExtractionTimeout(f"{what} exceeded {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+# ---- HTML ------------------------------------------------------------------------------------------
+
+def decode_html(payload: bytes, content_type: str | None = None) -> str:
+    """Bytes to text the way browsers do: BOM, then HTTP charset, then <meta>, then a guess."""
+    from w3lib.encoding import html_to_unicode
+
+    _, text = html_to_unicode(content_type, payload)
+    return text
+
+
+def html_sha256(payload: bytes) -> str:
+    return hashlib.sha256(payload).hexdigest()
+
+
+# ---- JSON-LD ---------------------------------------------------------------------------------------
+
+@dataclass
+class JsonLdBlock:
+    """One ``<script type="application/ld+json">`` of a page."""
+
+    index: int
+    raw: str
+    data: Any = None
+    error: str | None = None  # why the block is not usable (invalid JSON, remote context)
+
+
+_HTML_OR_JS_COMMENTLINE = re.compile(r"^\s*(//.*|<!--.*-->)")
+
+
+def _parse_jsonld_script(script: str) -> Any:
+    """extruct's rules, so our blocks equal extruct's output: lenient JSON, then JSON with
+    comments stripped."""
+    import jstyleson
+
+    try:
+        return json.loads(script, strict=False)
+    except ValueError:
+        return jstyleson.loads(_HTML_OR_JS_COMMENTLINE.sub("", script), strict=False)
+
+
+def jsonld_blocks(html: str | bytes) -> list[JsonLdBlock]:
+    """Every JSON-LD script of the page, parsed one by one so a broken block is a reason and the
+    others still count."""
+    from extruct.utils import parse_html
+
+    if isinstance(html, str):
+        html = html.encode("utf-8")
+    tree = parse_html(html, encoding="UTF-8")
+    out: list[JsonLdBlock] = []
+    for i, node in enumerate(tree.xpath('descendant-or-self::script[@type="application/ld+json"]')):
+        script = node.xpath("string()")
+        block = JsonLdBlock(index=i, raw=script)
+        try:
+            block.data = _parse_jsonld_script(script)
+        except Exception as exc:
+            block.error = f"invalid JSON-LD in block {i}: {type(exc).__name__}: {str(exc)[:200]}"
+        out.append(block)
+    return out
+
+
+def extruct_items(blocks: list[JsonLdBlock]) -> list[Any]:
+    """The blocks flattened as ``extruct.jsonld.JsonLdExtractor`` returns them (its test oracle)."""
+    items: list[Any] = []
+    for b in blocks:
+        if b.data is None:
+            continue
+        data = b.data
+        if isinstance(data, list):
+            items.extend(x for x in data if x)
+        elif isinstance(data, dict) and data:
+            items.append(data)
+    return items
+
+
+def root_entities(data: Any) -> Iterator[tuple[dict, Any]]:
+    """The first-level entities of a block, with the context they inherit.
+
+    A block is a node, a list of nodes, or a node holding ``@graph``; the paper's root entity is
+    one of these first-level nodes.
+    """
+    if isinstance(data, list):
+        for x in data:
+            yield from root_entities(x)
+    elif isinstance(data, dict):
+        ctx = data.get("@context")
+        if "@graph" in data:
+            graph = data["@graph"]
+            for x in graph if isinstance(graph, list) else [graph]:
+                for node, inner in root_entities(x):
+                    yield node, inner if inner is not None else ctx
+            # a @graph holder with its own type is an entity too
+            if "@type" in data:
+                yield data, ctx
+        else:
+            yield data, ctx
+
+
+@dataclass
+class Selection:
+    human_markup: dict | None = None
+    root_types: list[str] = field(default_factory=list)
+    block_index: int | None = None
+    types_seen: list[list[str]] = field(default_factory=list)
+
+
+def check_block(block: JsonLdBlock) -> None:
+    """Set ``block.error`` when the block cannot be read as markup (udfs/schemaorg/markup.py's reading:
+    the one every later stage uses), e.g. a remote ``@context`` that is never fetched."""
+    from udfs.schemaorg.markup import MarkupError, parse_markup
+
+    if block.error is not None or block.data is None:
+        return
+    try:
+        parse_markup(block.data)
+    except MarkupError as exc:
+        block.error = f"block {block.index}: {exc.reason}"
+    except RecursionError:
+        block.error = f"block {block.index}: nested too deeply"
+
+
+def _entity_types_under(root_markup, block_markup) -> list[list[str]]:
+    """Types of every entity of a root's markup, an entity with an IRI taken as the block describes
+    it as a whole (RDF merges nodes with one @id: a C-set counts the merged types), following IRI
+    references into the rest of the block."""
+    from udfs.schemaorg.markup import Ref
+
+    out: list[list[str]] = []
+    seen_iris: set[str] = set()
+    queue = []
+    for ent in root_markup.entities.values():
+        if not ent.is_blank and block_markup is not None and ent.id in block_markup.entities:
+            queue.append(ent.id)
+        else:
+            out.append(sorted(set(ent.types)))
+            for values in ent.properties.values():
+                queue.extend(v.id for v in values if isinstance(v, Ref) and not v.id.startswith("_:"))
+    while queue:
+        iri = queue.pop(0)
+        if iri in seen_iris or block_markup is None or iri not in block_markup.entities:
+            continue
+        seen_iris.add(iri)
+        ent = block_markup.entities[iri]
+        out.append(sorted(set(ent.types)))
+        for values in ent.properties.values():
+            queue.extend(v.id for v in values if isinstance(v, Ref) and not v.id.startswith("_:"))
+    return out
+
+
+def select_markup(blocks: list[JsonLdBlock], cset_types: list[str] | None) -> Selection:
+    """The root entity whose markup holds an entity typed exactly as the C-set (the paper keeps
+    the markup containing the C-set and evaluates its first-level entity).
+
+    With no C-set types (a plain table of URLs) the first root entity with a schema.org type is
+    kept. Blocks with an error are skipped; the first match in document order wins. The root keeps
+    its block's ``@context`` so it reads the same on its own.
+    """
+    from udfs.schemaorg.markup import MarkupError, parse_markup
+
+    want = sorted(set(cset_types)) if cset_types else None
+    sel = Selection()
+    for block in blocks:
+        if block.error is not None or block.data is None:
+            continue
+        try:
+            whole = parse_markup(block.data)
+        except (MarkupError, RecursionError):
+            whole = None
+        for root, ctx in root_entities(block.data):
+            doc = root if ("@context" in root or ctx is None) else {"@context": ctx, **root}
+            try:
+                m = parse_markup(doc)
+            except (MarkupError, RecursionError):
+                continue
+            if not m.roots:
+                continue
+            found = False
+            for types in _entity_types_under(m, whole):
+                if types and types not in sel.types_seen:
+                    sel.types_seen.append(types)
+                if want is not None:
+                    found = found or types == want
+                else:
+                    found = found or any("://" not in t for t in types)
+            if found:
+                sel.human_markup = doc
+                sel.root_types = sorted(set(m.entities[m.roots[0]].types))
+                sel.block_index = block.index
+                return sel
+    return sel
+
+
+# ---- text -----------------------------------------------------------------------------------------
+
+TEXT_EXTRACTORS = ("trafilatura", "html2text")
+
+
+def _trafilatura_text(html: str) -> str:
+    import trafilatura
+
+    return trafilatura.extract(html, include_comments=False, include_tables=True, deduplicate=False) or ""
+
+
+def _html2text_text(html: str) -> str:
+    import html2text
+
+    h = html2text.HTML2Text()
+    h.ignore_links = True
+    h.ignore_images = True
+    h.body_width = 0  # no hard wraps: chunking counts tokens, not lines
+    return h.handle(html).strip()
+
+
+def extract_text(html: str, extractor: str = "trafilatura") -> str:
+    if extractor == "trafilatura":
+        return _trafilatura_text(html)
+    if extractor == "html2text":
+        return _html2text_text(html)
+    raise ValueError(f"unknown text extractor {extractor!r}; choose from {TEXT_EXTRACTORS}")
+
+
+def detect_language(text: str, max_chars: int = 20000) -> str | None:
+    if not text or not text.strip():
+        return None
+    import py3langid as langid
+
+    lang, _ = langid.classify(text[:max_chars])
+    return lang
+
+
+# ---- one page ------------------------------------------------------------------------------------
+
+@dataclass
+class PageConfig:
+    text_extractor: str = "trafilatura"
+    max_html_bytes: int = 5_000_000
+    max_text_chars: int = 200_000
+    time_limit_s: float = 20.0
+    max_markup_chars: int = 1_000_000
+    microdata: bool = False
+
+
+def process_html(payload: bytes, content_type: str | None, cset_types: list[str] | None,
+                 cfg: PageConfig) -> dict[str, Any]:
+    """The ``pages/`` columns that come from the HTML, with ``status`` and ``reason``."""
+    out: dict[str, Any] = {
+        "status": None, "reason": None, "html_sha256": html_sha256(payload), "html_bytes": len(payload),
+        "text": None, "text_chars": None, "language": None, "markups": [], "markup_errors": [],
+        "human_markup": None, "root_types": None, "matched_block": None,
+    }
+    if len(payload) > cfg.max_html_bytes:
+        out.update(status=PARSE_ERROR, reason=f"oversized page: {len(payload)} bytes > max_html_bytes={cfg.max_html_bytes}")
+        return out
+    try:
+        html = run_with_time_limit(decode_html, cfg.time_limit_s, "decoding", payload, content_type)
+        blocks = run_with_time_limit(jsonld_blocks, cfg.time_limit_s, "JSON-LD extraction", html)
+    except ExtractionTimeout as exc:
+        out.update(status=PARSE_ERROR, reason=str(exc))
+        return out
+    except Exception as exc:  # lxml on garbage: the page is unreadable, say why
+        out.update(status=PARSE_ERROR, reason=f"HTML not parsable: {type(exc).__name__}: {str(exc)[:200]}")
+        return out
+
+    if cfg.microdata:
+        try:
+            blocks += run_with_time_limit(microdata_blocks, cfg.time_limit_s, "microdata extraction", html, len(blocks))
+        except ExtractionTimeout as exc:
+            out["markup_errors"].append(str(exc))
+        except Exception as exc:
+            out["markup_errors"].append(f"microdata not extracted: {type(exc).__name__}: {str(exc)[:200]}")
+    for b in blocks:
+        check_block(b)
+        if b.error:
+            out["markup_errors"].append(b.error)
+    out["markups"] = [
+        json.dumps(b.data, ensure_ascii=False, sort_keys=False)[: cfg.max_markup_chars]
+        for b in blocks if b.data is not None
+    ]
+
+    sel = select_markup(blocks, cset_types)
+    if sel.human_markup is not None:
+        out["human_markup"] = json.dumps(sel.human_markup, ensure_ascii=False)[: cfg.max_markup_chars]
+        out["root_types"] = sel.root_types
+        out["matched_block"] = sel.block_index
+
+    try:
+        text = run_with_time_limit(extract_text, cfg.time_limit_s, f"text extraction ({cfg.text_extractor})",
+                                   html, cfg.text_extractor)
+    except ExtractionTimeout as exc:
+        text, text_error = None, str(exc)
+    except Exception as exc:
+        text, text_error = None, f"text extraction failed: {type(exc).__name__}: {str(exc)[:200]}"
+    else:
+        text_error = None
+    if text is not None:
+        out["text_chars"] = len(text)
+        out["text"] = text[: cfg.max_text_chars]
+        out["language"] = detect_language(out["text"])
+
+    usable = [b for b in blocks if b.error is None and b.data is not None]
+    if text_error:
+        out.update(status=PARSE_ERROR, reason=text_error)
+    elif sel.human_markup is not None:
+        out.update(status=OK, reason="; ".join(out["markup_errors"]) or None)
+    elif blocks and not usable:
+        out.update(status=PARSE_ERROR, reason="; ".join(out["markup_errors"]))
+    else:
+        want = sorted(set(cset_types)) if cset_types else None
+        seen = ", ".join("/".join(t) for t in sel.types_seen[:20]) or "none"
+        why = (f"no entity typed exactly {want}" if want else "no typed schema.org entity") + \
+            f" among {len(usable)} usable JSON-LD blocks (types seen: {seen})"
+        if out["markup_errors"]:
+            why += "; " + "; ".join(out["markup_errors"])
+        out.update(status=NO_MATCHING_MARKUP, reason=why)
+    return out
+
+
+# ---- microdata (optional) ---------------------------------------------------------------------------
+
+def microdata_blocks(html: str, first_index: int) -> list[JsonLdBlock]:
+    """Microdata items in extruct's uniform (JSON-LD shaped) form, one block per item."""
+    import extruct
+
+    items = extruct.extract(html, syntaxes=["microdata"], uniform=True, errors="strict").get("microdata", [])
+    return [JsonLdBlock(index=first_index + i, raw="", data=item) for i, item in enumerate(items)]
+
+
+# ---- JSON-LD to WDC-style N-Quads ---------------------------------------------------------------------
+
+_SCHEMA_CONTEXT_DOC: dict | None = None
+
+
+def schema_context() -> dict:
+    """The official schema.org JSON-LD context, bundled (data/schemaorg-30.0); never fetched."""
+    global _SCHEMA_CONTEXT_DOC
+    if _SCHEMA_CONTEXT_DOC is None:
+        from udfs.runtime.paths import PROJECT_ROOT
+
+        path = PROJECT_ROOT / "data" / "schemaorg-30.0" / "schemaorgcontext.jsonld"
+        _SCHEMA_CONTEXT_DOC = json.loads(path.read_text(encoding="utf-8"))["@context"]
+    return _SCHEMA_CONTEXT_DOC
+
+
+class RemoteContextError(ValueError):
+    pass
+
+
+def with_bundled_contexts(node: Any) -> Any:
+    """A copy of a JSON-LD tree whose schema.org context references are the bundled context.
+
+    Any other remote reference (a URL context, ``@import``) raises RemoteContextError: the parser
+    would otherwise fetch it, and page content never makes us fetch anything.
+    """
+    def ctx_value(ctx: Any) -> Any:
+        if isinstance(ctx, str):
+            if _SCHEMA_CONTEXT_RE.match(ctx.strip()):
+                return schema_context()
+            raise RemoteContextError(f"remote @context not fetched: {ctx[:200]}")
+        if isinstance(ctx, list):
+            return [ctx_value(c) for c in ctx]
+        if isinstance(ctx, dict):
+            if "@import" in ctx:
+                raise RemoteContextError(f"@import of a remote context not fetched: {str(ctx['@import'])[:200]}")
+            return {k: copy_tree(v) for k, v in ctx.items()}
+        return ctx
+
+    def copy_tree(n: Any) -> Any:
+        if isinstance(n, dict):
+            return {k: (ctx_value(v) if k == "@context" else copy_tree(v)) for k, v in n.items()}
+        if isinstance(n, list):
+            return [copy_tree(x) for x in n]
+        return n
+
+    return copy_tree(node)
+
+
+_BLANK_LABEL_RE = re.compile(r"^b[0-9]+$")
+_NOT_A_NODE = ("@value", "@list", "@set", "@id", "id", "@graph")
+
+
+def label_blank_nodes(tree: Any) -> Any:
+    """Give every node object without an identifier the blank-node id ``_:b<n>``, document order.
+
+    rdflib names blank nodes with random ids; naming them ourselves makes the N-Quads of a page
+    the same on every run (idempotent outputs).
+    """
+    counter = iter(range(1 << 62))
+
+    def visit(n: Any) -> Any:
+        if isinstance(n, dict):
+            out = {k: (v if k == "@context" else visit(v)) for k, v in n.items()}
+            if not any(k in n for k in _NOT_A_NODE):
+                out["@id"] = f"_:b{next(counter)}"
+            return out
+        if isinstance(n, list):
+            return [visit(x) for x in n]
+        return n
+
+    return visit(tree)
+
+
+_IRI_UNSAFE = re.compile(r'[\x00-\x20<>"{}|^`\\]')
+
+
+def _iri(value: str) -> str:
+    m = _SCHEMA_PREFIX_RE.match(value)
+    if m:
+        value = SCHEMA_NS + value[m.end():]
+    # N-Quads forbids these in IRIs; percent-encode rather than lose the triple
+    return "<" + _IRI_UNSAFE.sub(lambda c: "%%%02X" % ord(c.group()), value) + ">"
+
+
+def jsonld_to_quads(data: Any, page_url: str, block_index: int = 0, bnode_prefix: str | None = None) -> list[str]:
+    """N-Quads lines of one JSON-LD block, as WebDataCommons writes them: the page URL is the graph
+    term, blank nodes get page-scoped labels, schema.org IRIs in ``http://schema.org/`` form.
+
+    Blank-node labels are derived from the page URL, the block's position in the page and the order
+    of appearance (``_:n<page hash>x<block>b<n>``): blocks of one page never share a blank node, and
+    a rerun writes the same lines.
+    """
+    from rdflib import BNode, Graph, Literal, URIRef
+    from rdflib.plugins.parsers.jsonld import to_rdf
+    from rdflib.plugins.serializers.nt import _quote_encode
+
+    if not isinstance(data, (dict, list)):
+        raise ValueError(f"JSON-LD block is a {type(data).__name__}, not an object or array")
+    resolved = label_blank_nodes(with_bundled_contexts(data))
+    g = Graph()
+    to_rdf(resolved, g, base=page_url)
+    prefix = bnode_prefix or ("n" + hashlib.sha1(page_url.encode("utf-8")).hexdigest()[:16])
+    labels: dict[BNode, str] = {}
+    graph = _iri(page_url)
+
+    def term(t) -> str:
+        if isinstance(t, BNode):
+            if t not in labels:
+                # b<n> from label_blank_nodes; a bnode rdflib made itself (lists) gets a serial
+                local = str(t) if _BLANK_LABEL_RE.match(str(t)) else f"r{len(labels)}"
+                labels[t] = f"_:{prefix}x{block_index}{local}"
+            return labels[t]
+        if isinstance(t, URIRef):
+            return _iri(str(t))
+        if isinstance(t, Literal):
+            lit = _quote_encode(str(t))
+            if t.language:
+                return f"{lit}@{t.language}"
+            if t.datatype and str(t.datatype) != "http://www.w3.org/2001/XMLSchema#string":
+                return f"{lit}^^{_iri(str(t.datatype))}"
+            return lit
+        raise TypeError(f"unexpected RDF term {t!r}")
+
+    # rdflib's graph has no order; sort for a stable file, label blank nodes in that order
+    lines = []
+    for s, p, o in sorted(g, key=lambda spo: tuple((type(x).__name__, str(x)) for x in spo)):
+        lines.append(f"{term(s)} {term(p)} {term(o)} {graph}   .")
+    return lines

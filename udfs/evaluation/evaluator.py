@@ -1,0 +1,395 @@
+"""One page through the LLM4Schema.org pipeline: markup per source (the human one, and one generated
+per model), then validity -> factuality -> compliance, each stage judging what the previous kept;
+then counts, rejection rates, MeMR and key scores. Plain Python over plain data: ``jobs/evaluate.py``
+runs it over ``pages/`` with Ray Data and writes the rows this module returns.
+
+Per page the result is three lists of rows (the ``markups/``, ``triples/`` and ``scores/``
+contracts; schemas below). Nothing is dropped: a source whose markup cannot be had (generation
+failed, unreadable markup) is a ``scores`` row with ``status`` and ``reason``; a claim the model
+could not judge keeps its row with the error, counts in ``n_*_errors`` and is not kept (a triple
+passes a stage only on a verdict).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from udfs.agents import verdicts as agents
+from udfs.schemaorg.markup import Entity, Literal, Markup, MarkupError, parse_markup, to_jsonld
+from udfs.scores.memr import memr
+from udfs.scores.keys import key_scores
+
+STAGES = ("validity", "factuality", "compliance")
+HUMAN = "human"
+
+VOTES = pa.map_(pa.string(), pa.float64())
+TRIPLES_SCHEMA = pa.schema([
+    ("page_key", pa.string()), ("page_url", pa.string()), ("source", pa.string()),
+    ("subject", pa.string()), ("property", pa.string()), ("value", pa.string()),
+    ("value_kind", pa.string()), ("entity_type", pa.string()),
+    ("valid", pa.bool_()), ("valid_reason", pa.string()), ("validity_rule", pa.int32()),
+    ("factual_score", pa.float64()), ("factual", pa.bool_()), ("factual_error", pa.string()),
+    # votes: each voter's score (model id, or model/strategy) when several models judge; a
+    # "judge:<model>" key is present exactly when a tie went to the judge.
+    ("factual_votes", VOTES), ("corrected_value", pa.string()), ("corrected", pa.bool_()),
+    ("compliant_score", pa.float64()), ("compliant", pa.bool_()), ("compliant_note", pa.string()),
+    ("compliant_error", pa.string()), ("compliant_votes", VOTES),
+    ("kept", pa.bool_()), ("model", pa.string()), ("latency_s", pa.float64()),
+    ("prompt_tokens", pa.int64()), ("cached_prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
+])
+MARKUPS_SCHEMA = pa.schema([
+    ("page_key", pa.string()), ("page_url", pa.string()), ("source", pa.string()), ("stage", pa.string()),
+    ("markup", pa.string()), ("n_triples", pa.int64()),
+])
+SCORES_SCHEMA = pa.schema([
+    ("page_key", pa.string()), ("page_url", pa.string()), ("source", pa.string()),
+    ("status", pa.string()), ("reason", pa.string()), ("root_types", pa.list_(pa.string())),
+    ("n_triples", pa.int64()), ("n_valid", pa.int64()), ("n_factual", pa.int64()), ("n_compliant", pa.int64()),
+    ("n_corrected", pa.int64()), ("n_factual_errors", pa.int64()), ("n_compliance_errors", pa.int64()), ("n_undefined_properties", pa.int64()),
+    ("rejection_validity", pa.float64()), ("rejection_factuality", pa.float64()),
+    ("rejection_compliance", pa.float64()), ("rejection_rate", pa.float64()),
+    ("memr_h", pa.float64()), ("memr_l", pa.float64()), ("memr_raw_h", pa.float64()), ("memr_raw_l", pa.float64()),
+    ("key_precision", pa.float64()), ("key_recall", pa.float64()), ("key_f1", pa.float64()),
+    ("value_score", pa.float64()),
+    ("generation_chunks", pa.int64()), ("generation_prompt_tokens", pa.int64()),
+    ("generation_completion_tokens", pa.int64()), ("generation_latency_s", pa.float64()),
+    ("verdict_requests", pa.int64()), ("verdict_prompt_tokens", pa.int64()),
+    ("verdict_cached_prompt_tokens", pa.int64()), ("verdict_latency_s", pa.float64()),
+    ("factuality_chunks", pa.int64()), ("wall_s", pa.float64()),
+])
+
+
+def page_key(page_url: str, human_markup: str | None) -> str:
+    """One evaluation unit: a page with its human markup (the same page sampled in several strata
+    is evaluated once; the report joins it back to each stratum)."""
+    return hashlib.sha256(f"{page_url}\0{human_markup or ''}".encode()).hexdigest()[:20]
+
+
+@dataclass
+class EvalConfig:
+    models: list[str] = field(default_factory=list)  # generating models (sources besides human)
+    sources: list[str] = field(default_factory=lambda: [HUMAN])
+    stages: list[str] = field(default_factory=lambda: list(STAGES))
+    strategy: str = "direct"
+    factuality_threshold: float = agents.DEFAULT_THRESHOLD
+    compliance_threshold: float = agents.DEFAULT_THRESHOLD
+    # one: that model; several: majority vote. Each is a model id, or "model/strategy" to judge
+    # with another strategy than ``strategy`` (a judge that asks differently from the voters).
+    verdict_models: list[str] = field(default_factory=list)
+    judge_model: str | None = None
+    context_window: int = 8192
+    max_tokens: int = 1024
+    max_claims: int = 0  # 0: judge every distinct claim of a markup
+    correction: bool = False  # GraphCorrect: correct non-factual claims from the text, re-verify
+    validity_engine: str = "compiled"
+    validity_strict: bool = False
+
+    def __post_init__(self) -> None:
+        bad = set(self.stages) - set(STAGES)
+        if bad:
+            raise ValueError(f"unknown stages {sorted(bad)}: any of {', '.join(STAGES)}")
+        if self.strategy not in agents.STRATEGIES:
+            raise ValueError(f"unknown strategy {self.strategy!r}")
+
+
+NOT_JUDGED = "not judged: over"
+
+
+def _failed(error: str | None) -> bool:
+    return bool(error) and not error.startswith(NOT_JUDGED)
+
+
+def _ratio(removed: int, total: int) -> float | None:
+    return removed / total if total else None
+
+
+class PageEvaluator:
+    """Holds the clients (one per model id on the service) and evaluates pages one at a time."""
+
+    def __init__(self, base_url: str, cfg: EvalConfig, *, cache_path: str | None = None,
+                 client_kwargs: dict[str, Any] | None = None, use_served_tokenizer: bool = True):
+        from udfs.llm.client import LLMClient
+
+        self.cfg = cfg
+        self.base_url = base_url
+        kw = dict(client_kwargs or {})
+        self._clients: dict[str | None, Any] = {}
+        self._make = lambda model: LLMClient(base_url, model, cache_path=cache_path, **kw)
+        self.tokenizer = None
+        if use_served_tokenizer:
+            from udfs.llm.chunking import ServedTokenizer
+
+            self.tokenizer = ServedTokenizer(base_url)
+
+    def client(self, model: str | None):
+        if model not in self._clients:
+            self._clients[model] = self._make(model)
+        return self._clients[model]
+
+    def close(self) -> None:
+        for c in self._clients.values():
+            c.close()
+        if self.tokenizer is not None:
+            self.tokenizer.close()
+
+    def evaluate(self, page: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        # One private event loop per evaluator (the client's), reused page after page.
+        return self.client(None).run(self.aevaluate(page))
+
+    # ---- verdict functions (one model, or a vote) ----------------------------------------------
+    def _voter(self, agent: str, name: str | None, chunks: list[str]):
+        model, strategy = agents.voter_model_and_strategy(name, self.cfg.strategy)
+        threshold = self.cfg.factuality_threshold if agent == "factuality" else self.cfg.compliance_threshold
+        return agents.verdict_voter(agent, self.client(model), chunks=chunks, strategy=strategy, threshold=threshold)
+
+    async def _judge(self, agent: str, claims: list, chunks: list[str]) -> list[agents.Judged]:
+        return await agents.vote(lambda name: self._voter(agent, name, chunks), self.cfg.verdict_models or [None],
+                                 claims, judge=self.cfg.judge_model)
+
+    def _factuality_chunks(self, text: str) -> list[str]:
+        if self.tokenizer is None:
+            return [text]
+        probe = agents.factuality_messages("", agents.Claim("p", "v" * 40, "Thing"), self.cfg.strategy)
+        overhead = sum(len(self.tokenizer.token_bytes(m["content"])) for m in probe) + agents.TEMPLATE_TOKENS
+        return agents.page_chunks(text, self.tokenizer, context_window=self.cfg.context_window,
+                                  output_tokens=8, prompt_tokens=overhead)
+
+    # ---- one page --------------------------------------------------------------------------------
+    async def aevaluate(self, page: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        key, url = page["page_key"], page["page_url"]
+        text = page.get("text") or ""
+        types = [t for t in (page.get("root_types") or []) if t]
+        out: dict[str, list[dict[str, Any]]] = {"markups": [], "triples": [], "scores": []}
+        fact_chunks = self._factuality_chunks(text) if "factuality" in self.cfg.stages else []
+        kept_rows: dict[str, list[dict]] = {}
+        raw_rows: dict[str, list[dict]] = {}
+        final_markup: dict[str, Any] = {}
+        for source in self.cfg.sources:
+            t0 = time.monotonic()
+            score: dict[str, Any] = {"page_key": key, "page_url": url, "source": source, "status": "ok",
+                                     "reason": None, "root_types": types}
+            if source == HUMAN:
+                try:
+                    doc = json.loads(page.get("human_markup") or "null")
+                except json.JSONDecodeError as exc:
+                    doc, score["reason"] = None, f"human markup is not JSON: {exc}"
+                if doc is None and not score["reason"]:
+                    score["reason"] = "page has no human markup"
+            else:
+                gen = await agents.generate(self.client(source), types, text, tokenizer=self.tokenizer,
+                                            context_window=self.cfg.context_window,
+                                            max_tokens=self.cfg.max_tokens)
+                doc = gen.markup
+                score.update(generation_chunks=len(gen.chunks), generation_prompt_tokens=gen.prompt_tokens,
+                             generation_completion_tokens=gen.completion_tokens,
+                             generation_latency_s=gen.latency_s)
+                if doc is None:
+                    score["reason"] = f"generation failed: {gen.error}"
+                    score["status"] = "generation_failed"
+            if doc is None:
+                score["status"] = score["status"] if score["status"] != "ok" else "no_markup"
+                score["wall_s"] = time.monotonic() - t0
+                out["scores"].append(score)
+                continue
+            try:
+                markup = parse_markup(doc)
+            except MarkupError as exc:
+                score.update(status="markup_error", reason=exc.reason, wall_s=time.monotonic() - t0)
+                out["scores"].append(score)
+                continue
+            rows = await self._stages(key, url, source, markup, fact_chunks, score)
+            raw_rows[source] = rows
+            kept_rows[source] = [r for r in rows if r["kept"]]
+            out["triples"].extend(rows)
+            out["markups"].append(_markup_row(key, url, source, "raw", to_jsonld(markup), len(rows)))
+            corrected, fixes = _with_corrections(markup, rows)
+            for stage, col in (("validity", "valid"), ("factuality", "factual"), ("compliance", "compliant")):
+                if stage in self.cfg.stages:
+                    # from factuality on, a corrected literal is curated with its re-verified value
+                    staged, fx = (markup, {}) if stage == "validity" else (corrected, fixes)
+                    alive = {(r["subject"], r["property"], fx.get(_triple_id(r), r["value"]))
+                             for r in rows if _alive(r, stage)}
+                    doc_s = to_jsonld(staged, keep=lambda s, p, v: (s, p, _value_text(v)) in alive)
+                    out["markups"].append(_markup_row(key, url, source, stage, doc_s,
+                                                      sum(_alive(r, stage) for r in rows)))
+            final_markup[source] = out["markups"][-1]["markup"]
+            score["wall_s"] = time.monotonic() - t0
+            out["scores"].append(score)
+        # Model vs human, on what the agents kept (and on the raw markups).
+        for score in out["scores"]:
+            src = score["source"]
+            if src == HUMAN or src not in kept_rows or HUMAN not in kept_rows:
+                continue
+            m = memr(kept_rows[HUMAN], kept_rows[src])
+            raw = memr(raw_rows[HUMAN], raw_rows[src])
+            score.update(memr_h=m.h, memr_l=m.l, memr_raw_h=raw.h, memr_raw_l=raw.l)
+            # Key scores need a reference: a human markup the agents left empty has no keys to find.
+            if final_markup.get(HUMAN) and kept_rows[HUMAN]:
+                ks = key_scores(final_markup[HUMAN], final_markup[src] or "null")
+                score.update(key_precision=ks.key_precision, key_recall=ks.key_recall, key_f1=ks.key_f1,
+                             value_score=ks.value_score)
+        return out
+
+    async def _correct(self, rows: list[dict[str, Any]], fact_chunks: list[str], acc: dict[str, Any]) -> None:
+        """GraphCorrect on the claims judged non-factual: a corrected claim (the text's value,
+        re-verified) passes factuality with ``corrected`` set and goes on to compliance with its
+        new value; ``value`` keeps what the source wrote, the curated markups (factuality on) carry
+        the corrected literal."""
+        flagged = [r for r in rows if r.get("factual") is False]
+        distinct = list(dict.fromkeys(r["_claim"] for r in flagged))
+        if not distinct:
+            return
+        model, strategy = agents.voter_model_and_strategy((self.cfg.verdict_models or [None])[0], self.cfg.strategy)
+        fixes = dict(zip(distinct, await agents.correct(self.client(model), fact_chunks, distinct,
+                                                        strategy=strategy,
+                                                        threshold=self.cfg.factuality_threshold)))
+        for f in fixes.values():
+            if f.verdict is not None:
+                acc["verdict_requests"] += f.verdict.requests
+                acc["verdict_prompt_tokens"] += f.verdict.prompt_tokens
+                acc["verdict_cached_prompt_tokens"] += f.verdict.cached_prompt_tokens
+        for r in flagged:
+            f = fixes[r["_claim"]]
+            r["corrected_value"], r["corrected"] = f.proposed, f.corrected
+            if f.corrected:
+                r["factual"], r["factual_score"] = True, f.verdict.score
+                r["_claim"] = agents.Claim(r["property"], f.proposed, r["entity_type"])
+
+    async def _stages(self, key: str, url: str, source: str, markup, fact_chunks: list[str],
+                      score: dict[str, Any]) -> list[dict[str, Any]]:
+        from udfs.agents.verdicts import validity
+
+        checker = validity.agent(self.cfg.validity_engine, self.cfg.validity_strict)
+        verdicts = checker.validate(markup).verdicts
+        claims = agents.claims_of(markup)
+        rows = []
+        for v, t, c in zip(verdicts, markup.triples(), claims):
+            rows.append({
+                "page_key": key, "page_url": url, "source": source, "subject": v.subject,
+                "property": v.property, "value": _value_text(t.value), "value_kind": v.value_kind,
+                "entity_type": v.entity_type,
+                "valid": v.valid if "validity" in self.cfg.stages else None,
+                "valid_reason": v.reason or None, "validity_rule": v.rule,
+                "_claim": c, "model": None, "latency_s": 0.0, "prompt_tokens": 0,
+                "cached_prompt_tokens": 0, "completion_tokens": 0,
+            })
+        acc = {"verdict_requests": 0, "verdict_prompt_tokens": 0, "verdict_cached_prompt_tokens": 0,
+               "verdict_latency_s": 0.0}
+        for stage, col in (("factuality", "factual"), ("compliance", "compliant")):
+            if stage not in self.cfg.stages:
+                continue
+            todo = [r for r in rows if _alive(r, _previous(stage, self.cfg.stages))]
+            distinct = list(dict.fromkeys(r["_claim"] for r in todo))
+            over = distinct[self.cfg.max_claims:] if self.cfg.max_claims else []
+            asked = distinct[: self.cfg.max_claims] if self.cfg.max_claims else distinct
+            judged = dict(zip(asked, await (self._judge(stage, asked, fact_chunks) if stage == "factuality"
+                                            else self._judge(stage, asked, []))))
+            for j in judged.values():
+                acc["verdict_requests"] += j.requests
+                acc["verdict_prompt_tokens"] += j.prompt_tokens
+                acc["verdict_cached_prompt_tokens"] += j.cached_prompt_tokens
+                acc["verdict_latency_s"] += j.latency_s
+            seen: set = set()
+            for r in todo:
+                c = r["_claim"]
+                if c in over:
+                    r[col], r[f"{col}_error"] = None, f"{NOT_JUDGED} max_claims={self.cfg.max_claims}"
+                    continue
+                j = judged[c]
+                r[f"{col}_score"], r[col] = j.score, j.passed
+                r[f"{col}_error"] = j.error
+                r[f"{col}_votes"] = dict(j.votes) or None
+                if stage == "compliance":
+                    # the tie mark is in the votes (the judge's key); the note says what the voters noted
+                    r["compliant_note"] = "; ".join(x for x in (j.note or "").split("; ")
+                                                    if x and x != agents.TIE_NOTE) or None
+                if c not in seen:  # a request's cost is booked once, on the first row it answers
+                    seen.add(c)
+                    r["model"] = r["model"] or j.model
+                    r["latency_s"] += j.latency_s
+                    r["prompt_tokens"] += j.prompt_tokens
+                    r["cached_prompt_tokens"] += j.cached_prompt_tokens
+                    r["completion_tokens"] += j.completion_tokens
+            if stage == "factuality" and self.cfg.correction:
+                await self._correct(rows, fact_chunks, acc)
+        last = [s for s in STAGES if s in self.cfg.stages]
+        for r in rows:
+            r.pop("_claim")
+            r["kept"] = _alive(r, last[-1]) if last else True
+        n = len(rows)
+        n_valid = sum(_alive(r, "validity") for r in rows) if "validity" in self.cfg.stages else n
+        n_fact = sum(_alive(r, "factuality") for r in rows) if "factuality" in self.cfg.stages else n_valid
+        n_comp = sum(_alive(r, "compliance") for r in rows) if "compliance" in self.cfg.stages else n_fact
+        score.update(
+            n_triples=n, n_valid=n_valid, n_corrected=sum(bool(r.get("corrected")) for r in rows), n_factual=n_fact, n_compliant=n_comp,
+            # errors are failed verdicts; claims left unjudged on purpose (max_claims) are not
+            n_factual_errors=sum(_failed(r.get("factual_error")) for r in rows),
+            n_compliance_errors=sum(_failed(r.get("compliant_error")) for r in rows),
+            n_undefined_properties=sum(bool(r.get("compliant_note")) for r in rows),
+            rejection_validity=_ratio(n - n_valid, n), rejection_factuality=_ratio(n_valid - n_fact, n_valid),
+            rejection_compliance=_ratio(n_fact - n_comp, n_fact), rejection_rate=_ratio(n - n_comp, n),
+            factuality_chunks=len(fact_chunks), **acc,
+        )
+        return rows
+
+
+def _previous(stage: str, stages: list[str]) -> str | None:
+    before = [s for s in STAGES[: STAGES.index(stage)] if s in stages]
+    return before[-1] if before else None
+
+
+_COL = {"validity": "valid", "factuality": "factual", "compliance": "compliant"}
+
+
+def _alive(row: dict[str, Any], stage: str | None) -> bool:
+    """Did the row pass ``stage`` and every stage before it?"""
+    if stage is None:
+        return True
+    for s in STAGES[: STAGES.index(stage) + 1]:
+        if row.get(_COL[s]) is False or (s != "validity" and _COL[s] in row and row[_COL[s]] is None
+                                         and f"{_COL[s]}_error" in row):
+            return False
+    return True
+
+
+def _with_corrections(markup: Markup, rows: list[dict[str, Any]]) -> tuple[Markup, dict[tuple, str]]:
+    """The markup with each corrected literal replaced by its re-verified value, and the
+    replacements made ((subject, property, old value) -> new value). A corrected reference to a
+    described entity is not replaced (its node would be lost); its row still says corrected."""
+    wanted = {_triple_id(r): r["corrected_value"] for r in rows if r.get("corrected")}
+    if not wanted:
+        return markup, {}
+    applied: dict[tuple, str] = {}
+    entities: dict[str, Entity] = {}
+    for eid, ent in markup.entities.items():
+        new = entities[eid] = Entity(eid, list(ent.types))
+        for p, vs in ent.properties.items():
+            for v in vs:
+                fix = wanted.get((eid, p, _value_text(v))) if isinstance(v, Literal) else None
+                if fix is not None:
+                    applied[(eid, p, _value_text(v))] = fix
+                    v = Literal(fix, language=v.language)
+                new.add(p, v)
+    return Markup(entities, list(markup.roots), list(markup.notes)), applied
+
+
+def _value_text(v) -> str:
+    return v.text if isinstance(v, Literal) else v.id
+
+
+def _triple_id(r: dict[str, Any]) -> tuple:
+    return (r["subject"], r["property"], r["value"])
+
+
+def _markup_row(key: str, url: str, source: str, stage: str, doc: Any, n: int) -> dict[str, Any]:
+    return {"page_key": key, "page_url": url, "source": source, "stage": stage,
+            "markup": json.dumps(doc, ensure_ascii=False) if doc is not None else None, "n_triples": n}
+
+
+def to_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema=schema)

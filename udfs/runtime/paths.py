@@ -1,0 +1,14 @@
+"""Where the project's own files live: the one home of the project root and its fixed folders.
+
+Everything else (inputs, outputs) is a flag or a ``conf/`` setting; these are the folders that
+ship with a checkout: bundled data, configuration, prompts.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DATA_DIR = PROJECT_ROOT / "data"
+CONF_DIR = PROJECT_ROOT / "conf"
+DEFAULT_CONF = CONF_DIR / "pipeline.toml"
+PROMPTS_DIR = CONF_DIR / "prompts"
