@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from udfs.agents import verdicts as agents  # noqa: E402
 from udfs.llm.client import LLMClient  # noqa: E402
+from udfs.runtime.config import load_config  # noqa: E402
 from udfs.schemaorg.markup import parse_markup  # noqa: E402
 
 
@@ -38,11 +39,13 @@ def main() -> int:
     page = next(r for r in rows if r["page_url"] == a.page_url) if a.page_url else min(rows, key=lambda r: len(r["text"]))
     claims = list(dict.fromkeys(agents.claims_of(parse_markup(page["human_markup"]))))[: a.claims]
     client = LLMClient(a.url, timeout_s=900)
+    conf = load_config().evaluate
     print(f"page {page['page_url']}: {len(page['text'])} chars of text, {len(claims)} claims")
     results = {}
     for layout in ("paper", "shared_prefix"):
         t0 = time.monotonic()
-        judged = client.run(agents.judge_factuality(client, [page["text"]], claims, layout=layout))
+        judged = client.run(agents.judge_factuality(client, [page["text"]], claims, layout=layout,
+                                                         strategy=conf.strategy, threshold=conf.factuality_threshold))
         wall = time.monotonic() - t0
         sent = sum(j.prompt_tokens for j in judged)
         cached = sum(j.cached_prompt_tokens for j in judged)

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from udfs.corpus import html as P  # noqa: E402
 from udfs.corpus import warc as W  # noqa: E402
+from udfs.runtime.config import load_config  # noqa: E402
 
 WARCS = sorted((ROOT / "data" / "warc").glob("*.warc.gz")) + sorted((ROOT / "data" / "demo").glob("*.warc.gz"))
 LIMIT = 50_000_000
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'step':<38} {'pages/CPU-s':>12} {'CPU ms/page':>12} {'pages/wall-s':>13}")
     print(f"{'read record (range, gunzip, warcio)':<38} {n / read_cpu:>12,.0f} {1000 * read_cpu / n:>12.2f} {n / read_wall:>13,.0f}")
     for extractor in P.TEXT_EXTRACTORS:
-        cfg = P.PageConfig(text_extractor=extractor)
+        cfg = P.PageConfig.of(load_config().pages, text_extractor=extractor)
         statuses: dict[str, int] = {}
         cpu0, wall0 = time.process_time(), time.perf_counter()
         for _ in range(args.repeat):

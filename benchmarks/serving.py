@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from cluster.local.procs import free_port  # noqa: E402
 from udfs.llm.client import LLMClient  # noqa: E402
 
 PAGE = ROOT / "data" / "html" / "extruct-samples" / "websites" / "microdata-with-description.html"
@@ -37,12 +37,6 @@ QUESTIONS = [
     "Does the page give a product rating?", "Is the page written in French?", "Does the page mention shipping?",
     "Is the page about a sports event?",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def page_text(chars: int) -> str:

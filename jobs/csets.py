@@ -20,7 +20,8 @@ from pyspark.sql import functions as F  # noqa: E402
 
 from udfs.corpus import csets as C  # noqa: E402
 from udfs.runtime.inputs import resolve_inputs  # noqa: E402
-from udfs.runtime.job import SparkJob, log  # noqa: E402
+from udfs.runtime.job import SparkJob  # noqa: E402
+from udfs.runtime.rejects import REJECTS_SCHEMA  # noqa: E402
 from udfs.schemaorg.vocab import load_vocabulary, resolve_vocab_path  # noqa: E402
 
 
@@ -38,13 +39,13 @@ class CsetsJob(SparkJob):
         p.add_argument("--vocab", help="schema.org release: a bundled name (30.0), a folder or an .nt file")
         p.add_argument("--no-clean", dest="clean", action="store_false", default=True,
                        help="keep raw sets: no vocabulary filtering (schema.org terms by local name, other IRIs whole)")
-        p.add_argument("--ignore-corrupt-files", action="store_true",
+        p.add_argument("--ignore-corrupt-files", action="store_true", default=False,
                        help="go on past an input that cannot be read instead of failing: a file that cannot be "
                             "opened or breaks off part-way (a truncated or corrupt gzip) keeps the lines read before "
                             "the damage; it, and every file that yields no line, is listed in rejects/ with the reason")
         p.add_argument("--input-root", nargs="+",
                        help="confine inputs: local files and manifest lines must resolve (symlinks included) "
-                            "under one of these folders; default: not confined")
+                            "under one of these folders; empty: not confined")
         p.add_argument("--reject-raw-chars", type=int, help="cut raw lines to this many characters in rejects/")
         p.add_argument("--top", type=int, help="C-sets shown in the summary printed at the end")
 
@@ -52,7 +53,7 @@ class CsetsJob(SparkJob):
         a = self.args
         cfg = C.CsetConfig(subject_scope=a.subject_scope, clean=a.clean, sample_urls=a.sample_urls,
                            reject_raw_chars=a.reject_raw_chars)
-        files = resolve_inputs(a.input, root=a.input_root)
+        files = resolve_inputs(a.input, root=a.input_root or None)
         vocab = load_vocabulary(a.vocab)
         self.record["inputs"] = {"files": len(files), "first": files[:5],
                                  "bytes": sum(os.path.getsize(f) for f in files if os.path.exists(f))}
@@ -85,7 +86,7 @@ class CsetsJob(SparkJob):
                               for f in dict.fromkeys([*silent, *damaged])]
             if files_rejected:
                 rej = rej.unionByName(spark.createDataFrame(
-                    [(f, None, why, None) for f, why in files_rejected], C.REJECTS_SCHEMA))
+                    [(f, None, why, None) for f, why in files_rejected], REJECTS_SCHEMA))
             rej.coalesce(1).write.mode("overwrite").parquet(str(self.rejects_dir))
 
         written = spark.read.parquet(str(self.table_dir))

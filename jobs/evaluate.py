@@ -13,13 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from udfs.runtime.io import Folder  # noqa: E402
 from udfs.runtime.job import Job  # noqa: E402
+from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row  # noqa: E402
 
 log = logging.getLogger("llm4schema.evaluate")
 TABLES = ("markups", "triples", "scores")
@@ -29,12 +30,11 @@ class EvaluatePages:
     """Ray Data ``map_batches`` callable: evaluates each page of the batch, writes its parts, and
     returns one summary row per page (key, status, seconds) for progress and the run record."""
 
-    def __init__(self, output: str, base_url: str, cfg: dict, cache_path: str, client_kwargs: dict):
-        from udfs.evaluation.evaluator import EvalConfig, PageEvaluator
+    def __init__(self, output: str, base_url: str, cfg, cache_path: str, client_kwargs: dict):
+        from udfs.evaluation.evaluator import PageEvaluator
 
-        self.output = Path(output)
-        self.evaluator = PageEvaluator(base_url, EvalConfig(**cfg), cache_path=cache_path,
-                                       client_kwargs=client_kwargs)
+        self.output = Folder(output)
+        self.evaluator = PageEvaluator(base_url, cfg, cache_path=cache_path, client_kwargs=client_kwargs)
 
     def __call__(self, batch: dict) -> dict:
         import time
@@ -62,19 +62,14 @@ def _plain(v):
     return v.tolist() if hasattr(v, "tolist") else v
 
 
-def write_page(output: Path, key: str, result: dict) -> None:
-    """One part per page per table, each written to a temporary name and renamed; scores last, so a
-    scores part means the page is complete (the resume test)."""
-    import pyarrow.parquet as pq
-
+def write_page(output: Folder, key: str, result: dict) -> None:
+    """One part per page per table under the output root (local or remote), each written atomically
+    (Folder.write_parquet); scores last, so a scores part means the page is complete (the resume
+    test)."""
     from udfs.evaluation.evaluator import MARKUPS_SCHEMA, SCORES_SCHEMA, TRIPLES_SCHEMA, to_table
 
     for table, schema in (("markups", MARKUPS_SCHEMA), ("triples", TRIPLES_SCHEMA), ("scores", SCORES_SCHEMA)):
-        folder = output / table
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".part-{key}.parquet.tmp"
-        pq.write_table(to_table(result[table], schema), tmp)
-        os.replace(tmp, folder / f"part-{key}.parquet")
+        (Folder.of(output) / table).write_parquet(f"part-{key}.parquet", to_table(result[table], schema))
 
 
 class EvaluateJob(Job):
@@ -84,56 +79,71 @@ class EvaluateJob(Job):
     input_help = "the pages/ table (jobs/pages.py), or any Parquet with page_url, text, human_markup, root_types"
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("--limit", type=int, default=3, help="pages evaluated at most, in --order (0: all)")
-        p.add_argument("--order", default="sample", choices=["sample", "shortest"],
+        p.add_argument("--limit", type=int, help="pages evaluated at most, in --order (0: all)")
+        p.add_argument("--order", choices=["sample", "shortest"],
                        help="which pages a --limit keeps: sample order (rank, feature, stratum), or shortest "
                        "text first (a bounded CPU demo)")
-        p.add_argument("--models", nargs="*", default=[], help="model ids on the service that generate markup "
+        p.add_argument("--models", nargs="*", help="model ids on the service that generate markup "
                        "(each is a source beside 'human'); empty: the first model the service lists")
-        p.add_argument("--no-generation", action="store_true", help="judge the human markup only")
-        p.add_argument("--stages", nargs="+", default=["validity", "factuality", "compliance"])
-        p.add_argument("--strategy", default="direct", choices=["direct", "guided", "fewshot"])
-        p.add_argument("--factuality-threshold", type=float, default=0.5)
-        p.add_argument("--compliance-threshold", type=float, default=0.5)
-        p.add_argument("--verdict-models", nargs="*", default=[],
+        p.add_argument("--no-generation", action="store_true", default=False, help="judge the human markup only")
+        p.add_argument("--stages", nargs="+", help="agents run, in this order of the pipeline")
+        p.add_argument("--strategy", choices=["direct", "guided", "fewshot"],
+                       help="FactCheck verdict strategy")
+        p.add_argument("--factuality-threshold", type=float, help="a claim is factual at this score or above")
+        p.add_argument("--compliance-threshold", type=float, help="a claim is compliant at this score or above")
+        p.add_argument("--verdict-models", nargs="*",
                        help="models that judge; several: majority vote with --judge-model breaking ties")
         p.add_argument("--judge-model", default=None)
-        p.add_argument("--context-window", type=int, default=8192, help="tokens per request (the served n_ctx)")
-        p.add_argument("--max-tokens", type=int, default=1024, help="most tokens of one generated markup")
-        p.add_argument("--max-claims", type=int, default=0,
+        p.add_argument("--context-window", type=int, help="tokens per request (the served n_ctx)")
+        p.add_argument("--max-tokens", type=int, help="most tokens of one generated markup")
+        p.add_argument("--max-claims", type=int,
                        help="distinct claims judged per markup and agent (0: all); the rest are recorded as not judged")
-        p.add_argument("--correct", action="store_true", help="GraphCorrect: correct non-factual claims "
+        p.add_argument("--correct", action="store_true", default=False, help="GraphCorrect: correct non-factual claims "
                        "from the text and re-verify (corrected triples are marked)")
         p.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: conf/serving.toml's")
-        p.add_argument("--cache", default="", help="request cache (SQLite); default <output>/cache/llm.sqlite")
-        p.add_argument("--executor", default="ray", choices=["ray", "local"])
-        p.add_argument("--workers", type=int, default=1, help="concurrent page evaluators (Ray actors)")
+        p.add_argument("--cache", default="", help="request cache (SQLite); default <output>/cache/llm.sqlite, or for a remote --output "
+                       "(s3://...) a local folder: $LLM4SCHEMA_STATE_DIR or ~/.cache/llm4schema, one per root")
+        p.add_argument("--executor", choices=["ray", "local"], help="ray: Ray Data actors; local: this process")
+        p.add_argument("--workers", type=int, help="concurrent page evaluators (Ray actors)")
         p.add_argument("--ray-address", default="", help="existing Ray cluster; default: a local one")
-        p.add_argument("--overwrite", action="store_true", help="drop earlier results instead of resuming")
-        p.add_argument("--timeout-s", type=float, default=600.0, help="per model request")
+        p.add_argument("--overwrite", action="store_true", default=False, help="drop earlier results instead of resuming")
+        p.add_argument("--timeout-s", type=float, help="per model request")
+
+    def eval_config(self, models: list[str]):
+        """The EvalConfig of this run: the flags (defaults: [evaluate]), the validity agent of
+        [validity] and the scores' settings of [scores]; ``models`` generate markup."""
+        from udfs.evaluation.evaluator import HUMAN, EvalConfig
+
+        a, v = self.args, self.config.validity
+        return EvalConfig(stages=list(a.stages), strategy=a.strategy, factuality_threshold=a.factuality_threshold,
+                          compliance_threshold=a.compliance_threshold, verdict_models=list(a.verdict_models),
+                          context_window=a.context_window, max_tokens=a.max_tokens, max_claims=a.max_claims,
+                          validity_engine=v.engine, validity_strict=v.strict, validity_vocab=v.vocab,
+                          scores=self.config.scores, models=list(models), sources=[HUMAN, *models],
+                          judge_model=a.judge_model, correction=a.correct)
 
     def run(self) -> None:
-        import pyarrow.dataset as pads
+        import dataclasses
 
-        from udfs.evaluation.evaluator import HUMAN, page_key
-        from udfs.runtime.inputs import resolve_inputs
+        from udfs.evaluation.evaluator import page_key
+        from udfs.runtime.io import local_state_dir, parquet_dataset
+        from udfs.llm.client import LLMError, first_model
         from udfs.llm.serving import base_url, load_serving_conf
 
         a = self.args
         if a.overwrite:
             for t in TABLES:
-                _rmtree(self.output_root / t)
+                (self.output_root / t).rm()
         url = a.base_url or base_url(load_serving_conf())
-        models = [] if a.no_generation else (a.models or [_first_model(url)])
-        cfg = dict(models=models, sources=[HUMAN, *models], stages=a.stages, strategy=a.strategy,
-                   factuality_threshold=a.factuality_threshold, compliance_threshold=a.compliance_threshold,
-                   verdict_models=a.verdict_models, judge_model=a.judge_model,
-                   context_window=a.context_window, max_tokens=a.max_tokens, max_claims=a.max_claims,
-                   correction=a.correct)
-        self.record["evaluation"] = {"base_url": url, **cfg}
+        try:
+            models = [] if a.no_generation else (a.models or [first_model(url, timeout_s=30)])
+        except LLMError as exc:
+            raise SystemExit(str(exc)) from None
+        cfg = self.eval_config(models)
+        self.record["evaluation"] = {"base_url": url, **dataclasses.asdict(cfg)}
 
         cols = ["page_url", "status", "text", "human_markup", "root_types"]
-        ds = pads.dataset(resolve_inputs(a.input, suffixes=(".parquet",)), format="parquet")
+        ds = parquet_dataset(a.input)
         names = set(ds.schema.names)
         extra = [c for c in ("selected", "feature", "stratum", "sample_rank") if c in names]
         rows = ds.to_table(columns=[c for c in cols if c in names] + extra).to_pylist()
@@ -144,10 +154,8 @@ class EvaluateJob(Job):
         no_text = [r for r in usable if not (r.get("text") or "").strip()]
         c["no_text"] = len(no_text)
         if no_text:
-            self.rejects_dir.mkdir(parents=True, exist_ok=True)
-            with open(self.rejects_dir / "no_text.jsonl", "w") as fh:
-                for r in no_text:
-                    fh.write(json.dumps({"source": r["page_url"], "reason": "page has no text"}) + "\n")
+            self.rejects_dir.write_text("no_text.jsonl", "".join(
+                json.dumps(reject_row(r["page_url"], None, "page has no text")) + "\n" for r in no_text))
         usable = [r for r in usable if (r.get("text") or "").strip()]
         usable.sort(key=lambda r: (r.get("sample_rank") or 0, r.get("feature") or "", r.get("stratum") or "",
                                    r["page_url"]))
@@ -164,13 +172,14 @@ class EvaluateJob(Job):
         if a.limit:
             c["over_limit"] = max(0, len(todo) - a.limit)
             todo = todo[: a.limit]
-        done = {p.name[len("part-"):-len(".parquet")] for p in (self.output_root / "scores").glob("part-*.parquet")}
+        done = {n[len("part-"):-len(".parquet")] for n in (self.output_root / "scores").ls("part-*.parquet")}
         c["already_scored"] = sum(u["page_key"] in done for u in todo)
         todo = [u for u in todo if u["page_key"] not in done]
         log.info("%d pages to evaluate (%d already scored) against %s, sources %s",
-                 len(todo), c["already_scored"], url, cfg["sources"])
-        cache = a.cache or str(self.output_root / "cache" / "llm.sqlite")
-        ctor = dict(output=str(self.output_root), base_url=url, cfg=cfg, cache_path=cache,
+                 len(todo), c["already_scored"], url, cfg.sources)
+        # SQLite needs a real disk: under a remote root the cache is a local folder (local_state_dir)
+        cache = a.cache or str(local_state_dir(self.output_root, "cache") / "llm.sqlite")
+        ctor = dict(output=self.output_root.url, base_url=url, cfg=cfg, cache_path=cache,
                     client_kwargs={"timeout_s": a.timeout_s, "max_concurrency": 4})
         summary = []
         if todo:
@@ -180,12 +189,9 @@ class EvaluateJob(Job):
         c["evaluated"] = len(summary) - len(failed)
         c["failed"] = len(failed)
         if failed:
-            rej = self.rejects_dir
-            rej.mkdir(parents=True, exist_ok=True)
-            with open(rej / "failed_pages.jsonl", "a") as fh:
-                for s in failed:
-                    fh.write(json.dumps({"source": s["page_url"], "position": s["page_key"],
-                                         "reason": s["reason"]}) + "\n")
+            self.rejects_dir.append_text("failed_pages.jsonl", "".join(
+                json.dumps(reject_row(s["page_url"], None, s["reason"], s["page_key"], raw_chars=FIXED_RAW_CHARS)) + "\n"
+                for s in failed))
         for k, v in c.items():
             self.record.count(k, v)
         log.info("counters: %s", c)
@@ -216,22 +222,6 @@ class EvaluateJob(Job):
             log.info("[%d/%d] %s %s (%.1f s)", i, len(todo), row["status"], row["page_url"], row["seconds"])
             out.append(dict(row))
         return out
-
-
-def _first_model(url: str) -> str:
-    import httpx
-
-    data = httpx.get(f"{url}/models", timeout=30).json().get("data") or []
-    if not data:
-        raise SystemExit(f"{url}/models lists no model: start the service (python -m udfs.llm.serving start)")
-    return data[0]["id"]
-
-
-def _rmtree(p: Path) -> None:
-    import shutil
-
-    if p.exists():
-        shutil.rmtree(p)
 
 
 if __name__ == "__main__":

@@ -58,20 +58,17 @@ class ReportJob(Job):
         import duckdb
 
         from udfs.evaluation.evaluator import page_key
-        from udfs.runtime.inputs import resolve_inputs
+        from udfs.runtime.io import Folder, parquet_dataset
 
         out = self.table_dir
-        out.mkdir(parents=True, exist_ok=True)
         con = duckdb.connect()
-        files = resolve_inputs(self.args.input, suffixes=(".parquet",))
-        con.register("scores", con.read_parquet(files, union_by_name=True))
-        pages = Path(self.args.pages or self.output_root / "pages")
+        # local files, folders, globs or URLs (s3://...): read through the IO layer, queried in DuckDB
+        con.register("scores", parquet_dataset(self.args.input))  # scanned lazily by DuckDB
+        pages = Folder.of(self.args.pages or self.output_root / "pages")
         strata = []
         if pages.exists():
-            import pyarrow.dataset as pads
-
             cols = [c for c in ("page_url", "human_markup", "feature", "stratum", "status", "selected")]
-            ds = pads.dataset(resolve_inputs([str(pages)], suffixes=(".parquet",)), format="parquet")
+            ds = parquet_dataset([str(pages)])
             have = [c for c in cols if c in ds.schema.names]
             for r in ds.to_table(columns=have).to_pylist():
                 if r.get("status", "ok") == "ok" and r.get("selected", True) is not False:
@@ -83,10 +80,10 @@ class ReportJob(Job):
         con.register("strata", strata_df)
         tables = report_tables(con)
         for name, df in tables.items():
-            df.to_csv(out / f"{name}.csv", index=False)
-        plot = out / "triples_per_stage.png"
-        _plot(tables["table7"], plot)
-        (out / "index.html").write_text(_html(tables, plot.name))
+            out.write_text(f"{name}.csv", df.to_csv(index=False))
+        plot = "triples_per_stage.png"
+        out.write_bytes(plot, _plot(tables["table7"]))
+        out.write_text("index.html", _html(tables, plot))
         for name, df in tables.items():
             self.record.count(f"{name}_rows", len(df))
         self.record["report"] = str(out / "index.html")
@@ -94,7 +91,10 @@ class ReportJob(Job):
         print(tables["table7"].to_string(index=False))
 
 
-def _plot(t7, path: Path) -> None:
+def _plot(t7) -> bytes:
+    """The triples kept after each agent, per source, as PNG bytes."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -109,8 +109,10 @@ def _plot(t7, path: Path) -> None:
     ax.set_title("Triples kept after each agent (Table 7)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
     plt.close(fig)
+    return png.getvalue()
 
 
 def _html(tables: dict, plot: str) -> str:

@@ -7,7 +7,6 @@ sizes, Spearman's rho) and ``report/sample/`` (log-scale histograms). Rules: udf
 from __future__ import annotations
 
 import logging
-import shutil
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ if __package__ in (None, ""):  # spark-submit / python jobs/sample.py: make udfs
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from udfs.corpus import sampling
+from udfs.runtime.io import Folder
 from udfs.runtime.job import SparkJob
 
 log = logging.getLogger("llm4schema.sample")
@@ -27,28 +27,27 @@ class SampleJob(SparkJob):
     input_help = "the csets/ table (one or more Parquet folders or files)"
 
     def add_arguments(self, parser):
-        parser.add_argument("--features", nargs="+", default=["n_instances", "n_properties"],
+        parser.add_argument("--features", nargs="+",
                             help="numeric csets columns, each sampled independently")
-        parser.add_argument("--strata", type=int, default=3, help="quantile strata per feature")
-        parser.add_argument("--per-stratum", type=int, default=30, help="C-sets drawn per stratum")
-        parser.add_argument("--seed", type=int, default=42, help="seed of the hash permutation")
-        parser.add_argument("--replacement-urls", type=int, default=3,
+        parser.add_argument("--strata", type=int, help="quantile strata per feature")
+        parser.add_argument("--per-stratum", type=int, help="C-sets drawn per stratum")
+        parser.add_argument("--seed", type=int, help="seed of the hash permutation")
+        parser.add_argument("--replacement-urls", type=int,
                             help="replacement candidates from the drawn C-set's other sample URLs")
-        parser.add_argument("--replacement-csets", type=int, default=5,
+        parser.add_argument("--replacement-csets", type=int,
                             help="replacement candidates from undrawn C-sets of the same stratum")
-        parser.add_argument("--reject-raw-chars", type=int, default=1000, help="raw row cut in rejects/")
-        parser.add_argument("--no-plots", dest="plots", action="store_false",
+        parser.add_argument("--reject-raw-chars", type=int, help="raw row cut in rejects/")
+        parser.add_argument("--no-plots", dest="plots", action="store_false", default=True,
                             help="skip the PNG histograms (the bins still go to the run record)")
 
     @property
-    def report_dir(self) -> Path:
+    def report_dir(self) -> Folder:
         return self.output_root / "report" / self.name
 
     def run(self):
         a = self.args
         self.clear_outputs()
-        if self.report_dir.exists():
-            shutil.rmtree(self.report_dir)
+        self.report_dir.rm()
         with self.record.time("read"):
             try:
                 df = self.spark.read.parquet(*a.input)

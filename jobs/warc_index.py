@@ -19,9 +19,8 @@ from pyspark.sql import types as T  # noqa: E402
 
 from udfs.runtime.inputs import resolve_inputs  # noqa: E402
 from udfs.runtime.job import SparkJob  # noqa: E402
-from udfs.corpus.warc import WarcError, index_warc, relative_name  # noqa: E402
-
-WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz")
+from udfs.runtime.rejects import REJECTS_SCHEMA  # noqa: E402
+from udfs.corpus.warc import WARC_SUFFIXES, WarcError, index_warc, relative_name  # noqa: E402
 
 INDEX_SCHEMA = T.StructType([
     T.StructField("url", T.StringType()),
@@ -33,12 +32,6 @@ INDEX_SCHEMA = T.StructType([
     T.StructField("warc_record_offset", T.LongType()),
     T.StructField("warc_record_length", T.LongType()),
     T.StructField("warc_record_type", T.StringType()),
-])
-REJECTS_SCHEMA = T.StructType([
-    T.StructField("source", T.StringType(), False),
-    T.StructField("position", T.LongType(), True),
-    T.StructField("reason", T.StringType(), False),
-    T.StructField("raw", T.StringType(), True),
 ])
 
 

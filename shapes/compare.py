@@ -15,9 +15,11 @@ import pyshacl
 import rdflib
 from pyshacl import validate
 
+from udfs.schemaorg.namespace import SCHEMA_NS, SCHEMA_NS_RE
+
 ROOT = Path(__file__).resolve().parent.parent
 PYSHACL_SCHEMA = str(Path(pyshacl.__file__).parent / "assets" / "schema.ttl")
-PRE = "@prefix s: <http://schema.org/> . @prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n"
+PRE = f"@prefix s: <{SCHEMA_NS}> . @prefix xsd: <http://www.w3.org/2001/XMLSchema#> .\n"
 probes = {
  "P1 Recipe name 'Pie' (inherited, Text)": '_:r a s:Recipe ; s:name "Pie" .',
  "P2 Recipe recipeCategory 'Dessert' (own, Text)": '_:r a s:Recipe ; s:recipeCategory "Dessert" .',
@@ -47,10 +49,10 @@ shape_sets = {
 def main() -> None:
     os.chdir(ROOT)
     vocab = rdflib.Graph().parse("data/schemaorg-30.0/schemaorg-current-https.nt")
-    # the vocabulary in http://schema.org/ (the data's namespace)
+    # the vocabulary in SCHEMA_NS (the data's namespace)
     vocab_http = rdflib.Graph()
     for s_, p_, o_ in vocab:
-        f = lambda t: rdflib.URIRef(str(t).replace("https://schema.org/", "http://schema.org/")) if isinstance(t, rdflib.URIRef) else t
+        f = lambda t: rdflib.URIRef(SCHEMA_NS_RE.sub(SCHEMA_NS, str(t))) if isinstance(t, rdflib.URIRef) else t
         vocab_http.add((f(s_), f(p_), f(o_)))
     res = {}
     for name, (path, infer) in shape_sets.items():
@@ -79,7 +81,7 @@ def main() -> None:
      "P17": {"@type": "WebPage", "url": "https://x.example"}, "P18": {"name": "x"},
     }
     for strict in (False, True):
-        a = ValidityAgent("pyshacl", strict)
+        a = ValidityAgent("pyshacl", strict, None)
         for pname in probes:
             r = a.validate(ours_docs[pname.split()[0]])
             res[pname]["ours " + ("strict" if strict else "lenient")] = "accept" if all(v.valid for v in r.verdicts) else "reject"

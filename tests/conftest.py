@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -17,6 +16,8 @@ SCHEMAORG = DATA / "schemaorg-30.0"
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from cluster.local.procs import free_port  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -44,12 +45,6 @@ def wdc_sample() -> Path:
 
 
 SERVED_MODEL_ID = "qwen2.5-coder-1.5b"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -102,3 +97,61 @@ def ray_nodes():
     with RayNodes(head_cpus=1, node_cpus=2) as cluster:
         cluster.deploy_serve({"embedded": {"n_ctx": 2048, "model_id": SERVED_MODEL_ID}})
         yield cluster
+
+
+# ---- a local S3-compatible server (moto) for output roots that are s3:// URLs
+
+
+@pytest.fixture(scope="session")
+def _moto_endpoint():
+    """An S3-compatible server (moto's server mode) on 127.0.0.1, started once for the session."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_server(_moto_endpoint, monkeypatch):
+    """The local S3-compatible server for one test, with one bucket: boto3, s3fs and the jobs
+    reach it through AWS_ENDPOINT_URL_S3 and dummy keys, set for this test only (nothing here can
+    reach AWS). Yields the bucket name."""
+    import boto3
+    import s3fs
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", _moto_endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    for var in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(var, raising=False)
+    s3fs.S3FileSystem.clear_instance_cache()  # a cached instance would not see this endpoint
+    bucket = "llm4schema-tests"
+    boto3.client("s3").create_bucket(Bucket=bucket)  # idempotent in us-east-1
+    try:
+        yield bucket
+    finally:
+        s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.fixture
+def s3_keys(s3_server):
+    """The keys under a prefix of the test bucket, read with boto3 (not through the code under
+    test): ``s3_keys("run/csets")`` lists every object below it, sorted."""
+    import boto3
+
+    client = boto3.client("s3")
+
+    def keys(prefix: str) -> list[str]:
+        pages = client.get_paginator("list_objects_v2").paginate(Bucket=s3_server, Prefix=prefix.rstrip("/") + "/")
+        return sorted(o["Key"] for p in pages for o in p.get("Contents", []))
+
+    return keys

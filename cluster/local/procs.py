@@ -11,6 +11,8 @@ from pathlib import Path
 
 
 def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the OS picks it; another process may still take it
+    before the caller binds it). The one copy: cluster, tests and benchmarks import it from here."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

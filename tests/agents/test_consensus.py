@@ -12,16 +12,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import DATA, ROOT
+from udfs.agents import prompts
 from udfs.agents import verdicts as agents
 from udfs.agents.verdicts import voter_model_and_strategy
 from udfs.evaluation.evaluator import _with_corrections
 from udfs.schemaorg.markup import parse_markup, to_jsonld
 from udfs.llm.serving import embedded_models, load_serving_conf
+from udfs.runtime.config import load_config
 
 CONF = ROOT / "conf" / "serving-consensus.toml"
 APP = "llm4schema-consensus"
 BIG, SMALL = "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"
-THRESHOLD = agents.DEFAULT_THRESHOLD
+EVAL = load_config().evaluate
+THRESHOLD = EVAL.factuality_threshold
 PAGE = DATA / "html" / "extruct-samples" / "songkick" / "elysianfields_1.html"
 
 
@@ -108,8 +111,8 @@ def test_both_models_are_listed_routed_by_name_and_an_unknown_one_is_a_404(two_m
     assert "'gpt-4'" in err["message"] and BIG in err["message"] and SMALL in err["message"]
 
 
-def _example(eid: str) -> agents.Example:
-    return next(e for e in agents.load_examples() if e.id == eid)
+def _example(eid: str) -> prompts.Example:
+    return next(e for e in prompts.load_examples() if e.id == eid)
 
 
 def majority(votes: dict[str, float | None], voters: list[str]) -> bool | None:
@@ -132,9 +135,10 @@ def test_majority_vote_on_real_claims_keeps_every_vote_and_ties_go_to_the_judge(
     claims = true + false
     seen: dict[str, list[agents.Judged]] = {}
 
-    def voter(name, client, strategy="direct"):
+    def voter(name, client, strategy=EVAL.strategy):
         async def judge(cl):
-            seen[name] = await agents.judge_factuality(client, [ex.text], cl, strategy=strategy)
+            seen[name] = await agents.judge_factuality(client, [ex.text], cl, strategy=strategy,
+                                                       threshold=THRESHOLD)
             return seen[name]
         return judge
 
@@ -178,7 +182,7 @@ def test_majority_vote_on_real_claims_keeps_every_vote_and_ties_go_to_the_judge(
 def _page() -> dict:
     from udfs.corpus.html import PageConfig, process_html
 
-    return process_html(PAGE.read_bytes(), "text/html", None, PageConfig())
+    return process_html(PAGE.read_bytes(), "text/html", None, PageConfig.of(load_config().pages))
 
 
 @pytest.mark.model

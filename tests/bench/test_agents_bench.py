@@ -8,9 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from udfs.bench import metrics as bm
-from udfs.agents.verdicts import load_examples
-from udfs.bench.groundtruth import (DEFAULT_DISTANT_MAX, build_ground_truth, mentions, property_text,
+from udfs.agents.prompts import load_examples
+from udfs.bench.groundtruth import (build_ground_truth, embedding_distance, mentions, property_text,
                               stratified_subset)
+from udfs.runtime.config import load_config
 from udfs.schemaorg.markup import Literal, parse_markup
 from udfs.scores.matching import embed, normalise
 from udfs.schemaorg.vocab import load_vocabulary
@@ -22,6 +23,17 @@ from conftest import SCHEMAORG, SERVED_MODEL_ID
 HANDFUL = ("#eg-0382", "#eg-0285", "#eg-0135", "#eg-0015", "#eg-0100")
 
 
+BENCH, SCORES = load_config().agents_bench, load_config().scores  # conf/pipeline.toml's settings
+
+
+def build_gt(examples, **kw):
+    """build_ground_truth with [agents_bench]'s settings and [scores]' embeddings, ``kw`` replacing some."""
+    vocab = load_vocabulary()
+    settings = dict(seed=BENCH.seed, distant_max=BENCH.distant_max, max_value_chars=BENCH.max_value_chars,
+                    distance=embedding_distance(vocab, SCORES))
+    return build_ground_truth(examples, vocab, **{**settings, **kw})
+
+
 @pytest.fixture(scope="module")
 def handful():
     by_id = {e.id: e for e in load_examples()}
@@ -30,7 +42,7 @@ def handful():
 
 @pytest.fixture(scope="module")
 def built(handful):
-    return build_ground_truth(handful, load_vocabulary(), seed=7)
+    return build_gt(handful, seed=7)
 
 
 def rows_of(rows, example_id, kind):
@@ -88,10 +100,11 @@ def test_negatives_are_well_formed(built, handful):
     # markup gives the property itself; distance recomputed here from the embeddings
     pairs = {(r["property"], r["source_property"]) for r in intrinsic + swapped}
     props = sorted({p for pair in pairs for p in pair})
-    vec = dict(zip(props, embed([property_text(p, vocab) for p in props])))
+    vec = dict(zip(props, embed([property_text(p, vocab) for p in props], batch_size=SCORES.embedding_batch_size,
+                                threads=SCORES.embedding_threads)))
     for r in intrinsic + swapped:
         cos = float(vec[r["property"]] @ vec[r["source_property"]])
-        assert cos < DEFAULT_DISTANT_MAX and r["cosine"] == pytest.approx(cos, abs=1e-3)
+        assert cos < BENCH.distant_max and r["cosine"] == pytest.approx(cos, abs=1e-3)
         assert (r["source_property"], normalise(r["value"])) in values_of[r["example_id"]]
         assert (r["property"], normalise(r["value"])) not in values_of[r["example_id"]]
         assert r["text"] == by_id[r["example_id"]].text.replace("&amp;", "&")
@@ -103,7 +116,7 @@ def test_negatives_are_well_formed(built, handful):
 
 
 def test_building_is_deterministic_for_a_seed(built, handful):
-    again = build_ground_truth(list(reversed(handful)), load_vocabulary(), seed=7)
+    again = build_gt(list(reversed(handful)), seed=7)
     key = lambda rows: sorted(json.dumps(r, sort_keys=True) for r in rows)  # noqa: E731
     assert key(again.factuality) == key(built.factuality) and key(again.compliance) == key(built.compliance)
     sub = stratified_subset(built.factuality, ("positive", "extrinsic"), 6, seed=7)

@@ -58,10 +58,11 @@ def data_counters(record: dict) -> dict:
 def make_pages(folder: Path, rels: list[str]) -> Path:
     """A pages/ table of real demo pages, built with the pages job's own extraction."""
     from udfs.corpus.html import PageConfig, process_html
+    from udfs.runtime.config import load_config
 
     rows = []
     for rel in rels:
-        out = process_html((SAMPLES / rel).read_bytes(), "text/html", None, PageConfig())
+        out = process_html((SAMPLES / rel).read_bytes(), "text/html", None, PageConfig.of(load_config().pages))
         assert out["status"] == "ok" and out["text"].strip(), rel
         rows.append({"page_url": f"http://extruct-samples.example/{rel}", "status": out["status"],
                      "text": out["text"], "human_markup": out["human_markup"], "root_types": out["root_types"]})

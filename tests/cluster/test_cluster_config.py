@@ -197,9 +197,9 @@ def test_gpu_serving_conf_is_read_by_the_serving_loader_and_fits_the_ray_cluster
     assert per_node == gpu["resources"]["GPU"]
     assert auto["max_replicas"] <= gpu["max_workers"] * gpu["resources"]["GPU"] // kw["engine_kwargs"]["tensor_parallel_size"]
     # the evaluation's context window fits the served one
-    from udfs.runtime.job import load_conf
+    from udfs.runtime.config import load_config
 
-    assert load_conf()["evaluate"]["context_window"] <= kw["engine_kwargs"]["max_model_len"]
+    assert load_config().evaluate.context_window <= kw["engine_kwargs"]["max_model_len"]
 
 
 
@@ -209,12 +209,13 @@ def test_a_spark_job_writes_its_table_and_run_record_under_an_output_url(spark, 
     import pyarrow.parquet as pq
 
     from jobs.warc_index import WarcIndexJob
-    from udfs.runtime.job import OutputUrl, output_location
+    from udfs.runtime.io import Folder
+    from udfs.runtime.job import output_location
 
     # Path() would fold "s3a://bucket" into "s3a:/bucket"; an output URL keeps its form
     assert str(output_location("s3a://bucket/run") / "csets") == "s3a://bucket/run/csets"
-    assert isinstance(output_location("s3a://bucket/run"), OutputUrl)
-    assert output_location("out/demo") == Path("out/demo")
+    assert isinstance(output_location("s3a://bucket/run"), Folder)
+    assert output_location("out/demo").local_path == Path("out/demo")
 
     monkeypatch.chdir(tmp_path)  # a mangled URL would become a relative folder here
     url = f"file://{tmp_path}/run"

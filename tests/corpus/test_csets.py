@@ -2,6 +2,7 @@
 plus malformed lines, cleaning, input forms and the paper's n_properties rule."""
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -21,8 +22,10 @@ from conftest import ROOT, SCHEMAORG, WDC_SAMPLE
 from jobs.csets import CsetsJob
 from udfs.corpus import csets as C
 from udfs.corpus import nquads as N
+from udfs.runtime.config import load_config
 
 RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+CFG = C.CsetConfig.of(load_config().csets)  # conf/pipeline.toml's [csets]
 SCHEMA = re.compile(r"^<https?://(?:www\.)?schema\.org/([^>]+)>$")
 
 
@@ -310,7 +313,7 @@ def crafted_file(tmp_path_factory):
 
 
 def _csets_of(spark, files, vocab, **cfg):
-    conf = C.CsetConfig(**cfg)
+    conf = dataclasses.replace(CFG, **cfg)
     t = C.tallies(C.entity_pages(spark, [str(f) for f in files], vocab, conf), conf)
     table = C.csets(t)
     return {tuple(r["types"]) + tuple(r["properties"]): r.asDict() for r in table.collect()}, t
@@ -374,9 +377,9 @@ def test_manifest_glob_directory_and_one_task_per_file(spark, tmp_path):
     with pytest.raises(InputError, match="outside the allowed root"):  # the job's --input-root
         CsetsJob(["--output", str(tmp_path / "confined"), "--input", str(manifest), "--input-root", str(d / "sub")]).main()
     # One file is one task, and the scan counts (and numbers) lines per file.
-    ep = C.entity_pages(spark, by_dir, load_vocabulary(), C.CsetConfig())
+    ep = C.entity_pages(spark, by_dir, load_vocabulary(), CFG)
     assert ep.rdd.getNumPartitions() == 3
-    t = C.tallies(ep)
+    t = C.tallies(ep, CFG)
     per_file = {f.rsplit("/", 1)[-1]: n for f, n in C.lines_per_file(t).items()}
     assert per_file == {"part-0.nq.gz": 3000, "part-1.nq": 4000, "part-2.nq.gz": len(lines) - 7000}
     out = run_job(spark, tmp_path, "--input", str(manifest), "--sample-urls", "3")
@@ -406,7 +409,7 @@ def test_damaged_gzip_keeps_the_lines_before_the_damage_and_says_why(spark, tmp_
     (d / "cut.nq.gz").write_bytes(whole[: len(whole) - 2000])
     (d / "bad.nq.gz").write_bytes(b"xx" + whole[2:])
     files = sorted(str(f) for f in d.iterdir())
-    t = C.tallies(C.entity_pages(spark, files, load_vocabulary(), C.CsetConfig(), ignore_corrupt=True))
+    t = C.tallies(C.entity_pages(spark, files, load_vocabulary(), CFG, ignore_corrupt=True), CFG)
     per_file = {f.rsplit("/", 1)[-1]: n for f, n in C.lines_per_file(t).items()}
     damaged = {f.rsplit("/", 1)[-1]: why for f, why in C.damaged_files(t).items()}
     assert per_file["whole.nq.gz"] == per_file["padded.nq.gz"] == 1000
@@ -417,4 +420,4 @@ def test_damaged_gzip_keeps_the_lines_before_the_damage_and_says_why(spark, tmp_
     assert damaged["bad.nq.gz"].startswith("corrupt gzip (ZipException: Not in GZIP format) after 0 lines")
     # Without the flag the task fails, naming the file and the damage.
     with pytest.raises(Exception, match=r"(?s)cannot read \S*cut\.nq\.gz: truncated gzip"):
-        C.lines_per_file(C.tallies(C.entity_pages(spark, [str(d / "cut.nq.gz")], load_vocabulary(), C.CsetConfig())))
+        C.lines_per_file(C.tallies(C.entity_pages(spark, [str(d / "cut.nq.gz")], load_vocabulary(), CFG), CFG))

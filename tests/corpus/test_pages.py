@@ -1,8 +1,8 @@
 """Pages: JSON-LD extraction (against extruct's own expected outputs), markup selection, text,
-limits, N-Quads, and the pages job end to end on real WARC records with every failure kind."""
+limits, JSON-LD to RDF, and the pages job end to end on real WARC records with every failure kind
+(the WARC-to-N-Quads files: tests/corpus/test_quads.py; fetching without the job: test_fetch.py)."""
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import socket
@@ -13,6 +13,7 @@ import pytest
 from extruct.jsonld import JsonLdExtractor
 
 from udfs.corpus import html as P
+from udfs.runtime.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -66,7 +67,7 @@ def test_invalid_samples_are_read_like_extruct():
 
 
 def _cfg(**kw):
-    return P.PageConfig(**{"time_limit_s": 30.0, **kw})
+    return P.PageConfig.of(load_config().pages, **{"time_limit_s": 30.0, **kw})
 
 
 def test_selection_keeps_the_root_entity_of_the_cset():
@@ -155,33 +156,6 @@ def test_microdata_by_flag():
     assert P.process_html(raw, "text/html", ["Event"], _cfg())["status"] == P.NO_MATCHING_MARKUP
     r = P.process_html(raw, "text/html", ["Event"], _cfg(microdata=True))
     assert r["status"] == P.OK and r["root_types"] == ["Event"]
-
-
-def test_quads_are_wdc_style_and_the_demo_files_are_reproducible(tmp_path):
-    import rdflib
-    from jobs.extract_quads import extract_file
-
-    demo = DATA / "demo" / "extruct-samples.warc.gz"
-    out = list(extract_file((0, str(demo), str(tmp_path), 5_000_000, 200, 30.0)))
-    counters = out[-1][1]
-    assert counters["blocks"] == counters["blocks_converted"] + counters["blocks_rejected"] + counters["blocks_empty"]
-    made = gzip.decompress((tmp_path / "part-00000.nq.gz").read_bytes())
-    committed = gzip.decompress((DATA / "demo" / "quads" / "part-00000.nq.gz").read_bytes())
-    assert made == committed and (tmp_path / "part-00000.nq.gz").read_bytes() == (DATA / "demo" / "quads" / "part-00000.nq.gz").read_bytes()
-    lines = made.decode().splitlines()
-    assert len(lines) == counters["quads"] > 1000
-    assert all(ln.endswith(">   .") for ln in lines)
-    ds = rdflib.Dataset()
-    ds.parse(data=made.decode(), format="nquads")
-    graphs = {str(g.identifier) for g in ds.graphs() if len(g)}
-    assert "http://extruct-samples.example/songkick/tovestyrke.html" in graphs
-    assert not any("https://schema.org/" in ln for ln in lines)
-    # a blank node never spans two pages or two blocks
-    owners = {}
-    for ln in lines:
-        s, graph = ln.split(" ", 1)[0], ln.rsplit(" ", 2)[0].rsplit(" ", 1)[-1]
-        if s.startswith("_:"):
-            assert owners.setdefault(s, graph) == graph
 
 
 # ---- the job, end to end ---------------------------------------------------------------------------

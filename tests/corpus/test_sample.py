@@ -11,10 +11,21 @@ import pytest
 from pyspark.sql import functions as F
 
 from udfs.corpus import sampling as S
+from udfs.runtime.config import load_config
+from udfs.runtime.rejects import REJECTS_SCHEMA
 
 CSETS_DDL = ("cset_id string, types array<string>, properties array<string>, n_properties long, "
              "n_instances long, n_pages long, n_domains long, sample_urls array<string>")
 FEATURES = ["n_instances", "n_properties"]
+CONF = load_config().sample  # the settings a test does not set are conf/pipeline.toml's [sample]
+SETTINGS = dict(n_strata=CONF.strata, per_stratum=CONF.per_stratum, seed=CONF.seed,
+                replacement_urls=CONF.replacement_urls, replacement_csets=CONF.replacement_csets,
+                reject_raw_chars=CONF.reject_raw_chars)
+
+
+def draw(df, **kw):
+    """S.sample_csets with [sample]'s settings, ``kw`` replacing some."""
+    return S.sample_csets(df, **{**SETTINGS, **kw})
 
 
 def cid(i) -> str:
@@ -53,7 +64,7 @@ def known(spark):
     rows = [(cid(i), ["T"], ["p"], npr[i], ni[i], pages[i], 100 - ni[i], [f"http://e.org/{i}/0"])
             for i in range(9)]
     df = spark.createDataFrame(rows, CSETS_DDL).withColumn("const", F.lit(4).cast("long"))
-    return S.sample_csets(df, features=FEATURES + ["n_pages", "n_domains", "const"], per_stratum=3,
+    return draw(df, features=FEATURES + ["n_pages", "n_domains", "const"], per_stratum=3,
                           replacement_csets=1)
 
 
@@ -131,19 +142,19 @@ def population(spark):
 
 @pytest.fixture(scope="module")
 def drawn(population):
-    return S.sample_csets(population.repartition(1), features=FEATURES, per_stratum=6, seed=7,
+    return draw(population.repartition(1), features=FEATURES, per_stratum=6, seed=7,
                           replacement_urls=2, replacement_csets=3)
 
 
 def test_same_seed_same_sample_whatever_the_partitioning(population, drawn):
     shuffled = population.repartition(7, "n_properties").sortWithinPartitions("cset_id", ascending=False)
-    again = S.sample_csets(shuffled, features=FEATURES, per_stratum=6, seed=7,
+    again = draw(shuffled, features=FEATURES, per_stratum=6, seed=7,
                            replacement_urls=2, replacement_csets=3)
     assert rows_of(again) == rows_of(drawn)
     assert again.stats["bounds"] == drawn.stats["bounds"]
     assert again.stats["strata_sizes"] == drawn.stats["strata_sizes"]
     assert again.stats["spearman"] == drawn.stats["spearman"]
-    other = S.sample_csets(population, features=FEATURES, per_stratum=6, seed=8,
+    other = draw(population, features=FEATURES, per_stratum=6, seed=8,
                            replacement_urls=2, replacement_csets=3)
     assert {r["cset_id"] for r in rows_of(other)} != {r["cset_id"] for r in rows_of(drawn)}
 
@@ -201,16 +212,20 @@ def test_rejects_reconcile_and_unusable_csets_still_count_in_the_distribution(dr
     assert sum(s["drawable"] for s in strata(drawn, "n_instances")) == 120
     rejected = drawn.rejects.collect()
     assert len(rejected) == 32
+    # the one rejects contract: same columns and types as every other job's rejects
+    assert [(f.name, f.dataType) for f in drawn.rejects.schema] == [(f.name, f.dataType) for f in REJECTS_SCHEMA]
     assert sorted(r.reason for r in rejected).count("no sample URL") == 30
-    assert all(json.loads(r.raw).get("cset_id") == r.position for r in rejected)
-    assert {r.position for r in rejected if r.reason == "null n_instances"} == {cid(1000)}
-    assert not {r.position for r in rejected} & {r["cset_id"] for r in rows_of(drawn)}
+    # A C-set row has no line number: position is null and raw (its row, cset_id first) names it.
+    assert all(r.position is None and r.raw.startswith('{"cset_id"') for r in rejected if r.reason != "missing cset_id")
+    named = {json.loads(r.raw).get("cset_id") for r in rejected}
+    assert {json.loads(r.raw)["cset_id"] for r in rejected if r.reason == "null n_instances"} == {cid(1000)}
+    assert not named & {r["cset_id"] for r in rows_of(drawn)}
 
 
 # ---- degenerate inputs --------------------------------------------------------------------------
 
 def test_one_row_input_draws_it_in_the_lowest_stratum(spark):
-    res = S.sample_csets(table(spark, [(3, 5)]), features=FEATURES, per_stratum=30)
+    res = draw(table(spark, [(3, 5)]), features=FEATURES, per_stratum=30)
     assert res.stats["bounds"] == {"n_instances": [3.0, 3.0], "n_properties": [5.0, 5.0]}
     rows = rows_of(res)
     assert [(r["feature"], r["stratum"], r["page_url"], r["replacements"]) for r in rows] == [
@@ -221,11 +236,11 @@ def test_one_row_input_draws_it_in_the_lowest_stratum(spark):
 def test_bad_inputs_and_settings_are_clear_errors(spark):
     df = table(spark, [(1, 1)])
     with pytest.raises(S.SampleError, match="missing columns"):
-        S.sample_csets(df.drop("sample_urls"), features=FEATURES)
+        draw(df.drop("sample_urls"), features=FEATURES)
     with pytest.raises(S.SampleError, match="not numeric"):
-        S.sample_csets(df, features=["cset_id"])
+        draw(df, features=["cset_id"])
     with pytest.raises(S.SampleError, match="strata must be >= 1"):
-        S.sample_csets(df, features=FEATURES, n_strata=0)
+        draw(df, features=FEATURES, n_strata=0)
     assert S.stratum_names(5) == ["q1", "q2", "q3", "q4", "q5"]
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import DATA, ROOT
 from udfs.corpus.html import PageConfig, process_html
+from udfs.runtime.config import load_config
 
 pytestmark = pytest.mark.model
 MODEL_ID = "qwen2.5-coder-1.5b"
@@ -30,7 +31,7 @@ def pages(tmp_path_factory) -> Path:
     """A pages/ table of real demo pages, built with the pages job's own extraction."""
     rows = []
     for rel, feature, stratum in PAGES:
-        out = process_html((SAMPLES / rel).read_bytes(), "text/html", None, PageConfig())
+        out = process_html((SAMPLES / rel).read_bytes(), "text/html", None, PageConfig.of(load_config().pages))
         rows.append({"page_url": f"http://extruct-samples.example/{rel}", "feature": feature, "stratum": stratum,
                      "selected": True, "status": out["status"], "text": out["text"],
                      "human_markup": out["human_markup"], "root_types": out["root_types"]})

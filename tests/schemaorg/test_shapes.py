@@ -5,7 +5,8 @@ import pytest
 import rdflib
 
 from shapes.generate import main
-from udfs.schemaorg.shapes import SCHEMA, SHP, build_model, default_path, to_turtle
+from udfs.schemaorg.namespace import SCHEMA_NS as SCHEMA
+from udfs.schemaorg.shapes import SHP, build_model, default_path, to_turtle
 
 SH = rdflib.Namespace("http://www.w3.org/ns/shacl#")
 S = rdflib.Namespace(SCHEMA)

@@ -14,6 +14,8 @@ import pytest
 from conftest import ROOT, SCHEMAORG
 from udfs.scores import keys as keyscores
 from udfs.scores import matching
+from udfs.runtime.config import load_config
+from udfs.schemaorg.markup import parse_markup
 from udfs.scores.memr import (
     MarkupError,
     TYPE_PREDICATE,
@@ -21,10 +23,12 @@ from udfs.scores.memr import (
     memr_from_counts,
     memr_markups,
     object_counts,
-    read_markup,
 )
 
 EXAMPLES = SCHEMAORG / "schemaorg-all-examples.txt"
+SCORES = load_config().scores  # conf/pipeline.toml [scores]: the settings the pipeline scores with
+KEYS = dict(ignore_keys=SCORES.ignore_keys, max_order=SCORES.bleu_max_order)
+MATCH = matching.settings(SCORES)
 _SCRIPT = re.compile(r'<script type="application/ld\+json">(.*?)</script>', re.S)
 _SCHEMA_URL = re.compile(r"^https?://(?:www\.)?schema\.org/?$")
 
@@ -43,7 +47,7 @@ def example_markups() -> list[tuple[str, object]]:
 
 
 def counts(markup) -> Counter:
-    return object_counts(read_markup(markup).triples)
+    return object_counts(parse_markup(markup))
 
 
 # ---- MeMR ------------------------------------------------------------------------------------
@@ -100,7 +104,7 @@ def test_memr_cli_rejects_bad_input_clearly(tmp_path):
     good.write_text(json.dumps(HUMAN_BANANA))
     bad.write_text('{"@type": "Recipe", "name": ')
     run = subprocess.run([sys.executable, "-m", "udfs.scores.memr", str(good), str(bad)], cwd=ROOT, capture_output=True, text=True)
-    assert run.returncode == 2 and "m.jsonld" in run.stderr and "not valid JSON" in run.stderr
+    assert run.returncode == 2 and "m.jsonld" in run.stderr and "not JSON" in run.stderr
     missing = subprocess.run(
         [sys.executable, "-m", "udfs.scores.memr", str(good), str(tmp_path / "nope.jsonld")], cwd=ROOT, capture_output=True, text=True
     )
@@ -178,10 +182,11 @@ def test_context_spellings_read_as_schema_org():
     assert c == Counter({TYPE_PREDICATE: 1, "http://ogp.me/ns#title": 1})
 
 
-def test_remote_context_is_never_fetched_and_is_noted():
-    m = read_markup({"@context": "https://example.org/my-context.jsonld", "@type": "Recipe", "name": "Pie"})
-    assert any("not fetched" in n and "example.org" in n for n in m.notes)
-    assert object_counts(m.triples) == Counter({TYPE_PREDICATE: 1, "name": 1})
+def test_remote_context_is_never_fetched_and_the_markup_is_refused():
+    # MeMR reads with the pipeline's reader: a markup it cannot interpret without fetching has no
+    # score, rather than one counted under a guessed vocabulary.
+    with pytest.raises(MarkupError, match="not fetched: https://example.org/my-context.jsonld"):
+        memr_markups({"@context": "https://example.org/my-context.jsonld", "@type": "Recipe", "name": "Pie"}, [])
 
 
 def test_memr_edge_cases():
@@ -192,9 +197,9 @@ def test_memr_edge_cases():
     empty = memr_markups({"name": None}, [])
     assert (empty.h, empty.l, empty.merged_total) == (None, None, 0)
     with pytest.raises(MarkupError):
-        read_markup('{"@type": ')
+        memr_markups('{"@type": ', [])
     with pytest.raises(MarkupError):
-        read_markup('"just a string"')
+        memr_markups('"just a string"', [])
 
 
 def test_memr_from_triple_rows_matches_markup_reading():
@@ -232,7 +237,7 @@ def _rdflib_counts(doc, context) -> Counter:
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_counts_agree_with_rdflib_on_real_schemaorg_examples():
-    """The walker against a full JSON-LD processor (rdflib, fed the bundled context so nothing is
+    """The reader against a full JSON-LD processor (rdflib, fed the bundled context so nothing is
     fetched) on the schema.org examples that use the plain schema.org context. Left out: markup
     where rdflib and JSON-LD 1.1 part ways (a string under an IRI-valued property that is no IRI,
     e.g. gameLocation "Beitild's House", which rdflib collapses; "type" beside "@type", which
@@ -277,7 +282,7 @@ def test_flatten_dot_paths_with_array_marker():
         "recipeIngredient": ["bananas", "egg"],
         "review": [{"author": {"name": "Ann"}}, {"author": {"name": "Bob"}, "tags": [["x"]]}],
         "empty": [], "nothing": None,
-    })
+    }, SCORES.ignore_keys)
     assert flat == {
         "@type": ["Recipe"],
         "nutrition.calories": ["240 calories"],
@@ -287,9 +292,9 @@ def test_flatten_dot_paths_with_array_marker():
         "empty[*]": [[]],
     }
     # A model may answer with a bare value or a top-level array: still keys, never a crash.
-    assert keyscores.flatten("Recipe") == {"$": ["Recipe"]}
-    assert keyscores.flatten([{"name": "Pie"}, None]) == {"[*].name": ["Pie"]}
-    assert keyscores.key_scores({"@type": "Recipe"}, '"Recipe"').key_f1 == 0.0
+    assert keyscores.flatten("Recipe", SCORES.ignore_keys) == {"$": ["Recipe"]}
+    assert keyscores.flatten([{"name": "Pie"}, None], SCORES.ignore_keys) == {"[*].name": ["Pie"]}
+    assert keyscores.key_scores({"@type": "Recipe"}, '"Recipe"', **KEYS).key_f1 == 0.0
 
 
 def test_key_precision_recall_f1_with_arrays():
@@ -306,7 +311,7 @@ def test_key_precision_recall_f1_with_arrays():
         "review": [{"@type": "Review", "author": "Ellie"}, {"@type": "Review", "author": "Lucy"}],
         "cookTime": "PT1H",
     }
-    s = keyscores.key_scores(json.dumps(reference), json.dumps(prediction))
+    s = keyscores.key_scores(json.dumps(reference), json.dumps(prediction), **KEYS)
     # reference keys: @type name recipeIngredient[*] nutrition.@type nutrition.calories
     # nutrition.fatContent review[*].@type review[*].author review[*].reviewRating.ratingValue = 9
     # predicted keys: the same minus fatContent and ratingValue, plus cookTime = 8; shared = 7
@@ -326,7 +331,8 @@ def test_key_precision_recall_f1_with_arrays():
 
 
 def test_value_scores_are_type_aware():
-    vs = keyscores.value_score
+    def vs(reference, prediction, array):
+        return keyscores.value_score(reference, prediction, array, SCORES.bleu_max_order)
     assert vs([True], [True], False) == 1.0 and vs([True], [False], False) == 0.0
     assert vs([1], [True], False) == 0.0  # a boolean is not the number 1
     assert vs([8], [8.0], False) == 1.0 and vs([8], ["8"], False) == 0.0 and vs([4.5], [4.6], False) == 0.0
@@ -335,7 +341,8 @@ def test_value_scores_are_type_aware():
 
 
 def test_sentence_bleu_hand_computed():
-    b = keyscores.sentence_bleu
+    def b(hypothesis, reference):
+        return keyscores.sentence_bleu(hypothesis, reference, max_order=4)  # the order computed by hand below
     assert b("the cat sat on the mat", "the cat sat on the mat") == pytest.approx(1.0)
     # p1 = 5/6, p2..p4 add-one smoothed: (3+1)/(5+1), (1+1)/(4+1), (0+1)/(3+1); equal lengths, BP 1
     assert b("the cat sat on the mat", "the cat is on the mat") == pytest.approx((5 / 6 * 4 / 6 * 2 / 5 * 1 / 4) ** 0.25)
@@ -343,11 +350,11 @@ def test_sentence_bleu_hand_computed():
 
 
 def test_invalid_prediction_is_a_score_not_an_error():
-    s = keyscores.key_scores(HUMAN_BANANA, '{"@type": "Recipe", "name": "Banana')
+    s = keyscores.key_scores(HUMAN_BANANA, '{"@type": "Recipe", "name": "Banana', **KEYS)
     assert not s.valid_json and s.key_f1 == 0.0 and "not valid JSON" in s.error
     assert len(s.missing_keys) == s.n_reference_keys == 10  # @context is no key
     with pytest.raises(ValueError, match="reference"):
-        keyscores.key_scores("{", "{}")
+        keyscores.key_scores("{", "{}", **KEYS)
 
 
 def test_key_scores_on_real_examples_identity_and_variants():
@@ -356,11 +363,11 @@ def test_key_scores_on_real_examples_identity_and_variants():
     docs = [d for _, d in example_markups() if isinstance(d, dict) and len(d) > 3][:60]
     assert len(docs) == 60
     for doc in docs:
-        s = keyscores.key_scores(doc, doc)
+        s = keyscores.key_scores(doc, doc, **KEYS)
         assert (s.key_f1, s.value_score, s.json_bleu) == (1.0, 1.0, pytest.approx(1.0))
         prop = next(k for k in reversed(list(doc)) if not k.startswith("@"))
         cut = {k: v for k, v in doc.items() if k != prop}
-        s = keyscores.key_scores(doc, cut)
+        s = keyscores.key_scores(doc, cut, **KEYS)
         assert s.key_precision == 1.0 and s.missing_keys and all(k.startswith(prop) for k in s.missing_keys)
         assert not s.extra_keys
 
@@ -392,7 +399,7 @@ def test_blinkg_matches_on_real_schemaorg_values():
     ]
     for original, _, _ in pairs:
         assert original in values or original.split(". ")[0] in values, original
-    got = matching.match_pairs([(a, b) for a, b, _ in pairs])
+    got = matching.match_pairs([(a, b) for a, b, _ in pairs], **MATCH)
     assert [m.matched for m in got] == [e for _, _, e in pairs]
     assert got[0].levenshtein >= 0.8
     for m in got[1:3]:
@@ -400,10 +407,10 @@ def test_blinkg_matches_on_real_schemaorg_values():
     assert got[4].cosine < 0.3  # a banana bread is not the Eiffel Tower
     assert matching.model_load_seconds() is not None
     # Identical texts need no model and score 1.
-    same = matching.match("240 calories", "240 Calories")
+    same = matching.match("240 calories", "240 Calories", **MATCH)
     assert (same.levenshtein, same.cosine, same.matched) == (1.0, 1.0, True)
     # The threshold is a parameter: at 0.99 the reworded names no longer match.
-    assert not matching.match("Hiking Boots", "boots for hiking", threshold=0.99).matched
+    assert not matching.match("Hiking Boots", "boots for hiking", **{**MATCH, "threshold": 0.99}).matched
 
 
 def test_match_property_values_one_to_one():
@@ -412,20 +419,27 @@ def test_match_property_values_one_to_one():
     predicted = [("name", "Moms World Famous Banana Bread"), ("author", "Smith, John"),
                  ("recipeIngredient", "1 egg"), ("recipeIngredient", "1 egg"),  # one reference egg only
                  ("description", "John Smith")]  # right value, wrong property: no match
-    r = matching.match_property_values(predicted, reference)
+    r = matching.match_property_values(predicted, reference, **MATCH)
     assert (r.matched, r.n_predicted, r.n_reference) == (3, 5, 4)
     assert r.precision == pytest.approx(3 / 5) and r.recall == pytest.approx(3 / 4)
     assert {(i, j) for i, j, _ in r.pairs} == {(0, 0), (1, 1), (2, 3)}
 
 
 def test_scores_conf_section_drives_the_scores():
-    """conf/pipeline.toml [scores] holds the settings the evaluation job passes in; each one is a
-    parameter of the score it names."""
-    from udfs.runtime.job import load_conf
-
-    conf = load_conf()["scores"]
-    assert conf["match_threshold"] == matching.DEFAULT_THRESHOLD
-    s = keyscores.key_scores(HUMAN_BANANA, LLM_BANANA, ignore_keys=conf["ignore_keys"], max_order=conf["bleu_max_order"])
+    """conf/pipeline.toml [scores] holds the scores' settings (the code has no default for them);
+    each one is a parameter of the score it names, and a different value gives a different score."""
+    s = keyscores.key_scores(HUMAN_BANANA, LLM_BANANA, **KEYS)
+    assert SCORES.ignore_keys == ("@context",)
     assert "@context" not in s.missing_keys and s.n_shared_keys == 2  # @type, name
-    m = matching.match_pairs([("1 egg", "1 egg")], threshold=conf["match_threshold"], batch_size=conf["embedding_batch_size"])
-    assert m[0].matched
+    kept = keyscores.key_scores(HUMAN_BANANA, LLM_BANANA, ignore_keys=(), max_order=SCORES.bleu_max_order)
+    assert "@context" in kept.missing_keys and kept.key_recall < s.key_recall
+    unigram = keyscores.key_scores(HUMAN_BANANA, LLM_BANANA, ignore_keys=SCORES.ignore_keys, max_order=1)
+    assert unigram.json_bleu != s.json_bleu
+    import torch
+
+    m = matching.match_pairs([("1 egg", "1 egg"), ("Hiking Boots", "boots for hiking")], **MATCH)
+    assert [x.matched for x in m] == [True, True]
+    assert torch.get_num_threads() == SCORES.embedding_threads  # set when the model embedded
+    strict = matching.match_pairs([("Hiking Boots", "boots for hiking")],
+                                  **{**MATCH, "threshold": (m[1].score + 1) / 2})
+    assert not strict[0].matched

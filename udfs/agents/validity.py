@@ -29,11 +29,12 @@ import json
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 from urllib.parse import quote
 
-from udfs.schemaorg.shapes import LITERAL_FAMILIES, SCHEMA, SHP, RangeSpec, ShapeModel, build_model, default_path, to_turtle
-from udfs.schemaorg.markup import Literal, Markup, MarkupError, Ref, Value, parse_markup, to_jsonld
+from udfs.schemaorg.namespace import SCHEMA_NS
+from udfs.schemaorg.shapes import LITERAL_FAMILIES, SHP, RangeSpec, ShapeModel, build_model, default_path, to_turtle
+from udfs.schemaorg.markup import Literal, Markup, MarkupError, Value, parse_markup, to_jsonld
 from udfs.schemaorg.vocab import schema_local_name
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -117,7 +118,7 @@ def value_kind(markup: Markup, v: Value) -> str:
 class CompiledChecker:
     """The shape model as set lookups: no RDF, no graph, one pass over the markup."""
 
-    def __init__(self, model: ShapeModel, strict: bool = False):
+    def __init__(self, model: ShapeModel, strict: bool):
         self.model = model
         self.strict = strict
         self._types = model.entity_types
@@ -213,7 +214,7 @@ class PyShaclChecker:
     per-markup renaming keeps every result attributable to one markup and one triple.
     """
 
-    def __init__(self, model: ShapeModel, strict: bool = False):
+    def __init__(self, model: ShapeModel, strict: bool):
         self.model = model
         self.strict = strict
         self.shapes = _shapes_graph(model.release, strict)
@@ -255,7 +256,7 @@ class PyShaclChecker:
                     term = rdflib.BNode(f"m{i}b{quote(node_id[2:], safe='')}")
                 else:
                     local = _schema_member(node_id)
-                    term = rdflib.URIRef(SCHEMA + local if local else f"urn:llm4schema:m{i}:{quote(node_id, safe='')}")
+                    term = rdflib.URIRef(SCHEMA_NS + local if local else f"urn:llm4schema:m{i}:{quote(node_id, safe='')}")
                 nodes[term] = (i, node_id)
                 return term
 
@@ -314,7 +315,7 @@ class PyShaclChecker:
 def _term_iri(rdflib, name: str):
     if ":" in name:
         return rdflib.URIRef(quote(name, safe=":/?#[]@!$&'()*+,;=%-._~"))
-    return rdflib.URIRef(SCHEMA + quote(name, safe=""))
+    return rdflib.URIRef(SCHEMA_NS + quote(name, safe=""))
 
 
 # ---- verdicts --------------------------------------------------------------------------------
@@ -371,9 +372,11 @@ def _value_reason(markup: Markup, p: str, v: Value, vk: str, model: ShapeModel, 
 
 # ---- entry points ----------------------------------------------------------------------------
 class ValidityAgent:
-    """Validate markups with one engine; ``engine`` and ``strict`` default to conf [validity]."""
+    """Validate markups with one engine, strict or lenient, against the shapes of one schema.org
+    release (``vocab``). Their values are conf/pipeline.toml's ``[validity]``
+    (``udfs.runtime.config.load_config().validity``); this module holds no default of its own."""
 
-    def __init__(self, engine: str = "compiled", strict: bool = False, vocab: str | None = None):
+    def __init__(self, engine: str, strict: bool, vocab: str | None):
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}: one of {', '.join(ENGINES)}")
         self.model = build_model(vocab)
@@ -416,27 +419,27 @@ def _cleaned(markup: Markup, f: Findings) -> dict | None:
 
 
 @functools.lru_cache(maxsize=8)
-def agent(engine: str = "compiled", strict: bool = False, vocab: str | None = None) -> ValidityAgent:
+def agent(engine: str, strict: bool, vocab: str | None) -> ValidityAgent:
     return ValidityAgent(engine, strict, vocab)
 
 
-def validate(markup: str | bytes | dict | list | Markup, engine: str = "compiled", strict: bool = False,
-             vocab: str | None = None) -> ValidityResult:
+def validate(markup: str | bytes | dict | list | Markup, engine: str, strict: bool,
+             vocab: str | None) -> ValidityResult:
     """Verdicts and cleaned markup of one JSON-LD markup (text or parsed JSON). Fetches nothing."""
     return agent(engine, strict, vocab).validate(markup)
 
 
-def conf_defaults() -> dict[str, Any]:
-    from udfs.runtime.job import load_conf
-
-    try:
-        return dict(load_conf().get("validity", {}))
-    except FileNotFoundError:
-        return {}
-
-
 def main(argv: list[str] | None = None) -> int:
-    conf = conf_defaults()
+    from udfs.runtime.config import ConfigError, exit_on_config_error, load_config
+    from udfs.runtime.paths import DEFAULT_CONF
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--conf", default=str(DEFAULT_CONF))
+    known, _ = pre.parse_known_args(argv)
+    try:
+        conf = load_config(known.conf).validity
+    except ConfigError as exc:
+        exit_on_config_error("python -m udfs.agents.validity", exc)
     ap = argparse.ArgumentParser(
         prog="python -m udfs.agents.validity",
         description="Validity verdicts of JSON-LD markups: one JSON object per line per "
@@ -444,11 +447,13 @@ def main(argv: list[str] | None = None) -> int:
         "schema.org; remote contexts are never fetched.",
     )
     ap.add_argument("files", nargs="+", metavar="FILE", help="JSON-LD files ('-' = standard input)")
-    ap.add_argument("--engine", choices=ENGINES, default=conf.get("engine", "compiled"),
+    ap.add_argument("--conf", default=str(DEFAULT_CONF),
+                    help="pipeline configuration (TOML) whose [validity] gives the defaults; default %(default)s")
+    ap.add_argument("--engine", choices=ENGINES, default=conf.engine,
                     help="compiled (fast, the pipeline's) or pyshacl (the reference); default %(default)s")
-    ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=bool(conf.get("strict", False)),
-                    help="strict reading of literal values (default: lenient, the paper's)")
-    ap.add_argument("--vocab", default=conf.get("vocab", "30.0"), help="schema.org release (default %(default)s)")
+    ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=conf.strict,
+                    help="strict reading of literal values (false: lenient, the paper's); default %(default)s")
+    ap.add_argument("--vocab", default=conf.vocab, help="schema.org release (default %(default)s)")
     ap.add_argument("--cleaned", action="store_true",
                     help="print one line per file with the markup without its invalid property values instead")
     args = ap.parse_args(argv)

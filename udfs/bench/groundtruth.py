@@ -21,27 +21,30 @@ they do not belong.
 and definitions (``udfs.scores.matching``) below ``distant_max``. Every random choice is a ranking by
 sha256 of (seed, what is chosen for, candidate), so a build is deterministic for a seed and does
 not depend on the order of the examples. Pure: examples and the vocabulary in, rows out; the
-embedding function can be passed in.
+embedding function can be passed in. The seed, ``distant_max`` and ``max_value_chars`` are
+``[agents_bench]`` settings of conf/pipeline.toml and the embeddings' batch size and threads
+``[scores]`` ones, all passed in by the caller: this module holds no default for them.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import html
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from udfs.agents.verdicts import Example, describe_value
-from udfs.schemaorg.markup import Literal, Markup, MarkupError, Ref, parse_markup
+from udfs.agents.prompts import Example
+from udfs.runtime.config import ScoresConf
+from udfs.agents.verdicts import describe_value
+from udfs.runtime.rejects import reject_row
+from udfs.schemaorg.markup import Literal, Markup, MarkupError, parse_markup
 from udfs.scores.matching import normalise
 
-DEFAULT_SEED = 42
-# Property pairs whose name+definition embeddings have a cosine below this are "distant". At 0.25,
-# name / telephone / startDate / recipeYield pairs are distant, name / alternateName (0.6) and
-# description / disambiguatingDescription (0.7) are not.
-DEFAULT_DISTANT_MAX = 0.25
-DEFAULT_MAX_VALUE_CHARS = 300
+# distant_max: property pairs whose name+definition embeddings have a cosine below it are
+# "distant". At 0.25, name / telephone / startDate / recipeYield pairs are distant, name /
+# alternateName (0.6) and description / disambiguatingDescription (0.7) are not.
 # Properties whose definition admits any text ("The name of the item."): a value swapped into one
 # of them is not a compliance error, so they take no part in the swaps.
 GENERIC_PROPERTIES = ("name", "alternateName", "description", "disambiguatingDescription", "text", "headline",
@@ -112,7 +115,7 @@ class PropertyDistance:
     """Cosine similarity of properties by their name+definition embeddings, each property embedded
     once (``embed`` returns unit vectors, one row per text)."""
 
-    def __init__(self, vocab, embed: Callable[[Sequence[str]], Any] | None = None):
+    def __init__(self, vocab, embed: Callable[[Sequence[str]], Any]):
         self.vocab = vocab
         self._embed = embed
         self._vec: dict[str, Any] = {}
@@ -121,10 +124,6 @@ class PropertyDistance:
         todo = sorted(set(props) - set(self._vec))
         if not todo:
             return
-        if self._embed is None:
-            from udfs.scores.matching import embed
-
-            self._embed = embed
         vectors = self._embed([property_text(p, self.vocab) for p in todo])
         self._vec.update(zip(todo, vectors))
 
@@ -197,16 +196,23 @@ def _values_by_property(markup: Markup) -> dict[str, set[str]]:
     return out
 
 
-def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int = DEFAULT_SEED,
-                       distant_max: float = DEFAULT_DISTANT_MAX, max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
-                       generic_properties: Sequence[str] = GENERIC_PROPERTIES, require_stated: bool = True,
-                       distance: PropertyDistance | None = None) -> Built:
+def embedding_distance(vocab, scores: ScoresConf) -> PropertyDistance:
+    """PropertyDistance over the BLINKG embedding model (``udfs.scores.matching.embed``) with the
+    batch size and threads of ``[scores]``."""
+    from udfs.scores.matching import embed
+
+    return PropertyDistance(vocab, functools.partial(embed, batch_size=scores.embedding_batch_size,
+                                                     threads=scores.embedding_threads))
+
+
+def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant_max: float, max_value_chars: int,
+                       distance: PropertyDistance, generic_properties: Sequence[str] = GENERIC_PROPERTIES,
+                       require_stated: bool = True) -> Built:
     out = Built()
     c = out.counters
     for k in ("examples", "examples_unreadable", "triples_read", "rejected_not_schemaorg", "rejected_long_value",
               "rejected_not_stated", "duplicates"):
         c[k] = 0
-    distance = distance or PropertyDistance(vocab)
 
     # ---- positives
     facts: list[_Fact] = []
@@ -222,7 +228,7 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int = DEFAUL
             m = parse_markup(ex.jsonld)
         except MarkupError as exc:
             c["examples_unreadable"] += 1
-            out.rejects.append({"source": ex.id, "position": None, "reason": f"unreadable markup: {exc.reason}"})
+            out.rejects.append(reject_row(ex.id, None, f"unreadable markup: {exc.reason}"))
             continue
         markups[ex.id] = m
         for t in m.triples():
@@ -230,13 +236,13 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int = DEFAUL
             desc = describe_value(m, t.value)
             if t.property not in vocab.properties:
                 c["rejected_not_schemaorg"] += 1
-                out.rejects.append({"source": ex.id, "position": t.property,
-                                    "reason": "property outside the schema.org vocabulary"})
+                out.rejects.append(reject_row(ex.id, None, "property outside the schema.org vocabulary",
+                                              f"{t.property} = {desc}", raw_chars=max_value_chars))
                 continue
             if len(desc) > max_value_chars:
                 c["rejected_long_value"] += 1
-                out.rejects.append({"source": ex.id, "position": t.property,
-                                    "reason": f"value longer than {max_value_chars} characters"})
+                out.rejects.append(reject_row(ex.id, None, f"value longer than {max_value_chars} characters",
+                                              f"{t.property} = {desc}", raw_chars=max_value_chars))
                 continue
             # one positive per distinct claim about one text (the same example text is documented
             # under several ids)
@@ -248,8 +254,8 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int = DEFAUL
             f = _Fact(ex, m, t.property, t.value, t.entity_type, desc, value_kind(m, t.value), surfaces(m, t.value))
             if require_stated and not any(mentions(ex.text, s) for s in f.surfaces):
                 c["rejected_not_stated"] += 1
-                out.rejects.append({"source": ex.id, "position": t.property,
-                                    "reason": "value not stated in the example text"})
+                out.rejects.append(reject_row(ex.id, None, "value not stated in the example text",
+                                              f"{t.property} = {desc}", raw_chars=max_value_chars))
                 continue
             facts.append(f)
             by_example.setdefault(ex.id, []).append(f)

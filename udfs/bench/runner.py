@@ -1,7 +1,8 @@
 """The agents benchmark around the ground truth (``udfs.bench.groundtruth``) and the metrics
 (``udfs.bench.metrics``): table schemas, judging ground-truth items with any verdict configuration
 (one model, or several voting with a judge breaking ties), the per-task metrics, the threshold
-sweep, and the Markdown / HTML / plot summary. ``jobs/agents_bench.py`` wires these together.
+sweep, and the Markdown / HTML / plot summary. ``udfs.bench.commands`` runs them as the
+benchmark's steps.
 
 Factuality items about one text go out together, so their questions share the text's prompt
 prefix (the engine's prefix cache); a task's positives are judged once even when two tasks
@@ -20,6 +21,7 @@ import pyarrow as pa
 from udfs.agents import verdicts as agents
 from udfs.bench import metrics as bm
 from udfs.bench.groundtruth import TASKS
+from udfs.runtime.io import Folder
 
 FACTUALITY_SCHEMA = pa.schema([
     ("item_id", pa.string()), ("example_id", pa.string()), ("text_example_id", pa.string()), ("text", pa.string()),
@@ -71,12 +73,14 @@ def to_table(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Table:
 
 @dataclass
 class VerdictConfig:
-    """Who judges and how: one model, or several voting (majority; ties to ``judge``)."""
+    """Who judges and how: one model, or several voting (majority; ties to ``judge``). The
+    strategy and thresholds are conf/pipeline.toml's ``[agents_bench]`` (through the job's flags):
+    no default here."""
 
     models: list[str]
-    strategy: str = "direct"
-    factuality_threshold: float = agents.DEFAULT_THRESHOLD
-    compliance_threshold: float = agents.DEFAULT_THRESHOLD
+    strategy: str
+    factuality_threshold: float
+    compliance_threshold: float
     judge: str | None = None
     prompts_dir: str | None = None
     one_at_a_time: bool = True  # False: every claim of a batch at once (latency then includes queueing)
@@ -231,6 +235,10 @@ def summary_html(config: dict[str, Any], metrics: Sequence[dict[str, Any]], plot
 
 
 def plot_precision_recall(sweep: Sequence[dict[str, Any]], metrics: Sequence[dict[str, Any]], path) -> None:
+    """Precision against recall over the threshold sweep, as a PNG at ``path`` (a local path, a
+    URL or a Folder: written through the IO layer, atomically)."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -249,5 +257,8 @@ def plot_precision_recall(sweep: Sequence[dict[str, Any]], metrics: Sequence[dic
     ax.set_title("threshold sweep (x: configured threshold)")
     ax.legend(loc="lower left")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
     plt.close(fig)
+    target = Folder.of(path)
+    target.parent.write_bytes(target.name, png.getvalue())

@@ -35,6 +35,8 @@ from pyspark.sql import types as T
 
 from udfs.corpus import scanner as jvm
 from udfs.corpus import nquads as N
+from udfs.runtime.config import CsetsConf
+from udfs.runtime.rejects import raw_column
 from udfs.schemaorg.vocab import Vocabulary
 
 # Drop reasons of the cleaning step.
@@ -54,19 +56,21 @@ CSETS_SCHEMA = T.StructType([
     T.StructField("sample_urls", T.ArrayType(T.StringType()), False),
 ])
 
-REJECTS_SCHEMA = T.StructType([
-    T.StructField("source", T.StringType(), False),
-    T.StructField("position", T.LongType(), True),
-    T.StructField("reason", T.StringType(), False),
-    T.StructField("raw", T.StringType(), True),
-])
-
 @dataclass(frozen=True)
 class CsetConfig:
-    subject_scope: str = "iri"  # "iri" | "page"
+    """How C-sets are built. The settings are conf/pipeline.toml's ``[csets]`` (through
+    jobs/csets.py's flags, or :meth:`of`): no default here; ``clean`` is a switch of one run."""
+
+    subject_scope: str  # "iri" | "page"
+    sample_urls: int
+    reject_raw_chars: int
     clean: bool = True
-    sample_urls: int = 10
-    reject_raw_chars: int = 1000
+
+    @classmethod
+    def of(cls, conf: CsetsConf, clean: bool = True) -> "CsetConfig":
+        """The config of a ``[csets]`` section."""
+        return cls(subject_scope=conf.subject_scope, sample_urls=conf.sample_urls,
+                   reject_raw_chars=conf.reject_raw_chars, clean=clean)
 
     def __post_init__(self):
         if self.subject_scope not in ("iri", "page"):
@@ -111,7 +115,7 @@ def partitions_for(spark: SparkSession, input_bytes: int) -> int:
     return max(int(spark.conf.get("spark.sql.shuffle.partitions")), -(-input_bytes // INPUT_BYTES_PER_PARTITION))
 
 
-def tallies(ep: DataFrame, cfg: CsetConfig = CsetConfig(), partitions: int | None = None) -> DataFrame:
+def tallies(ep: DataFrame, cfg: CsetConfig, partitions: int | None = None) -> DataFrame:
     """Entity-page rows to the job's tallies, in two passes on the JVM. EntityMerge
     (udfs/corpus/jvm/llm4schema/EntityMerge.java): the rows, partitioned and sorted by their group ``h``,
     so that each entity's rows are in one run and its C-set is the union of their tokens, become
@@ -143,7 +147,7 @@ def _reject_rows(t: DataFrame) -> DataFrame:
 
 
 def rejects(t: DataFrame, cfg: CsetConfig) -> DataFrame:
-    return _reject_rows(t).withColumn("raw", F.substring("raw", 1, cfg.reject_raw_chars))
+    return _reject_rows(t).withColumn("raw", raw_column("raw", cfg.reject_raw_chars))
 
 
 def damaged_files(t: DataFrame) -> dict[str, str]:

@@ -19,6 +19,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from udfs.runtime.config import PagesConf
+from udfs.schemaorg.namespace import SCHEMA_NS, SCHEMA_NS_RE, context_document, is_schema_context_url
+from udfs.schemaorg.vocab import DEFAULT_RELEASE
+
 # ---- statuses of pages/ (architecture.md) ------------------------------------------------------
 OK = "ok"
 NOT_FOUND = "not_found"
@@ -26,12 +30,6 @@ FETCH_ERROR = "fetch_error"
 PARSE_ERROR = "parse_error"
 NO_MATCHING_MARKUP = "no_matching_markup"
 STATUSES = (OK, NOT_FOUND, FETCH_ERROR, PARSE_ERROR, NO_MATCHING_MARKUP)
-
-SCHEMA_NS = "http://schema.org/"
-# Every spelling of the schema.org namespace met in the wild is one namespace (WDC writes http).
-_SCHEMA_PREFIX_RE = re.compile(r"^https?://(www\.)?schema\.org/", re.I)
-# What an @context string may say and still mean "the schema.org context".
-_SCHEMA_CONTEXT_RE = re.compile(r"^https?://(www\.)?schema\.org(/(docs/jsonldcontext\.json(ld)?)?)?/?$", re.I)
 
 
 class ExtractionTimeout(Exception):
@@ -319,12 +317,22 @@ def detect_language(text: str, max_chars: int = 20000) -> str | None:
 
 @dataclass
 class PageConfig:
-    text_extractor: str = "trafilatura"
-    max_html_bytes: int = 5_000_000
-    max_text_chars: int = 200_000
-    time_limit_s: float = 20.0
-    max_markup_chars: int = 1_000_000
-    microdata: bool = False
+    """How one page is read. The settings are conf/pipeline.toml's ``[pages]`` (through
+    jobs/pages.py's flags, or :meth:`of`): no default here."""
+
+    text_extractor: str
+    max_html_bytes: int
+    max_text_chars: int
+    time_limit_s: float
+    max_markup_chars: int
+    microdata: bool
+
+    @classmethod
+    def of(cls, conf: PagesConf, **override: Any) -> "PageConfig":
+        """The config of a ``[pages]`` section, ``override`` replacing some of its values."""
+        values = {f: getattr(conf, f) for f in ("text_extractor", "max_html_bytes", "max_text_chars",
+                                                 "time_limit_s", "max_markup_chars", "microdata")}
+        return cls(**{**values, **override})
 
 
 def process_html(payload: bytes, content_type: str | None, cset_types: list[str] | None,
@@ -414,20 +422,6 @@ def microdata_blocks(html: str, first_index: int) -> list[JsonLdBlock]:
 
 # ---- JSON-LD to WDC-style N-Quads ---------------------------------------------------------------------
 
-_SCHEMA_CONTEXT_DOC: dict | None = None
-
-
-def schema_context() -> dict:
-    """The official schema.org JSON-LD context, bundled (data/schemaorg-30.0); never fetched."""
-    global _SCHEMA_CONTEXT_DOC
-    if _SCHEMA_CONTEXT_DOC is None:
-        from udfs.runtime.paths import PROJECT_ROOT
-
-        path = PROJECT_ROOT / "data" / "schemaorg-30.0" / "schemaorgcontext.jsonld"
-        _SCHEMA_CONTEXT_DOC = json.loads(path.read_text(encoding="utf-8"))["@context"]
-    return _SCHEMA_CONTEXT_DOC
-
-
 class RemoteContextError(ValueError):
     pass
 
@@ -440,8 +434,8 @@ def with_bundled_contexts(node: Any) -> Any:
     """
     def ctx_value(ctx: Any) -> Any:
         if isinstance(ctx, str):
-            if _SCHEMA_CONTEXT_RE.match(ctx.strip()):
-                return schema_context()
+            if is_schema_context_url(ctx):
+                return context_document(DEFAULT_RELEASE)
             raise RemoteContextError(f"remote @context not fetched: {ctx[:200]}")
         if isinstance(ctx, list):
             return [ctx_value(c) for c in ctx]
@@ -490,7 +484,8 @@ _IRI_UNSAFE = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 
 
 def _iri(value: str) -> str:
-    m = _SCHEMA_PREFIX_RE.match(value)
+    # Every spelling of the schema.org namespace is written the one way WDC writes it.
+    m = SCHEMA_NS_RE.match(value)
     if m:
         value = SCHEMA_NS + value[m.end():]
     # N-Quads forbids these in IRIs; percent-encode rather than lose the triple

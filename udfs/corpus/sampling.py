@@ -48,6 +48,9 @@ from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from udfs.runtime.io import Folder
+from udfs.runtime.rejects import raw_column
+
 CSET_COLUMNS = ("cset_id", "types", "properties", "sample_urls")
 QUANTILE_METHOD = (
     "exact: q_k = min{v : #(x <= v) * S >= k * N} (inverse empirical CDF, Hyndman-Fan type 1), "
@@ -76,13 +79,6 @@ SAMPLES_SCHEMA = T.StructType([
     T.StructField("seed", T.LongType()),
     T.StructField("sample_rank", T.IntegerType()),
     T.StructField("replacements", REPLACEMENT_TYPE),
-])
-
-REJECTS_SCHEMA = T.StructType([
-    T.StructField("source", T.StringType()),
-    T.StructField("position", T.StringType()),
-    T.StructField("reason", T.StringType()),
-    T.StructField("raw", T.StringType()),
 ])
 
 
@@ -140,13 +136,17 @@ def prepare(df: DataFrame, features: list[str], seed: int) -> DataFrame:
     return out.withColumn("reject_reason", reason)
 
 
-def rejects(prepared: DataFrame, source: str, raw_chars: int = 1000) -> DataFrame:
-    raw = F.to_json(F.struct(*[F.col(c) for c in prepared.columns if c not in ("urls", "reject_reason")]))
+def rejects(prepared: DataFrame, source: str, raw_chars: int) -> DataFrame:
+    """The rows of ``prepared`` that cannot be drawn, as rejects (``udfs.runtime.rejects``): the
+    C-set table has no line or record number, so ``position`` is null and the C-set is named by
+    ``raw``, its row as JSON, whose first key is ``cset_id`` (so a cut row still names it)."""
+    cols = ["cset_id", *(c for c in prepared.columns if c not in ("cset_id", "urls", "reject_reason"))]
+    raw = F.to_json(F.struct(*[F.col(c) for c in cols]))
     return (prepared.where(F.col("reject_reason").isNotNull())
             .select(F.lit(source).alias("source"),
-                    F.col("cset_id").cast("string").alias("position"),
+                    F.lit(None).cast("bigint").alias("position"),
                     F.col("reject_reason").alias("reason"),
-                    F.substring(raw, 1, raw_chars).alias("raw")))
+                    raw_column(raw, raw_chars).alias("raw")))
 
 
 def in_frame(prepared: DataFrame) -> DataFrame:
@@ -287,14 +287,17 @@ def spearman(frame: DataFrame, pairs: list[tuple[str, str]], counts: DataFrame,
     return out
 
 
-def plot_histogram(hist: dict[str, Any], bounds: list[float], path: str | Path, title: str = "") -> Path:
-    """The paper's Figure 10 for one feature: log-log histogram with the stratum bounds."""
+def plot_histogram(hist: dict[str, Any], bounds: list[float], path: str | Path | Folder, title: str = "") -> Folder:
+    """The paper's Figure 10 for one feature: log-log histogram with the stratum bounds, written as
+    a PNG to ``path`` (a local path or a URL: it goes through the Folder IO layer, atomically);
+    returns where it was written."""
+    import io
+
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    target = Folder.of(path)
     fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
     bins = hist["bins"]
     if bins:
@@ -314,9 +317,10 @@ def plot_histogram(hist: dict[str, Any], bounds: list[float], path: str | Path, 
     ax.set_ylabel("C-sets (log)")
     ax.set_title(title or hist["feature"], fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
     plt.close(fig)
-    return path
+    return target.parent.write_bytes(target.name, png.getvalue())
 
 
 # ---- the draw -----------------------------------------------------------------------------------
@@ -382,10 +386,12 @@ class SampleResult:
     histograms: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def sample_csets(df: DataFrame, *, features: list[str], n_strata: int = 3, per_stratum: int = 30,
-                 seed: int = 42, replacement_urls: int = 3, replacement_csets: int = 5,
-                 source: str = "", reject_raw_chars: int = 1000) -> SampleResult:
-    """The whole sampling step. Collects only aggregates (counts, bounds, rho, histogram bins)."""
+def sample_csets(df: DataFrame, *, features: list[str], n_strata: int, per_stratum: int, seed: int,
+                 replacement_urls: int, replacement_csets: int, reject_raw_chars: int,
+                 source: str = "") -> SampleResult:
+    """The whole sampling step. Collects only aggregates (counts, bounds, rho, histogram bins).
+    The settings are conf/pipeline.toml's ``[sample]`` (through jobs/sample.py's flags; ``n_strata``
+    is its ``strata``): no default here."""
     features = list(dict.fromkeys(features))
     if not features:
         raise SampleError("at least one feature is needed")

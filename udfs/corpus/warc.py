@@ -23,6 +23,8 @@ FETCH_ERROR = "fetch_error"
 PARSE_ERROR = "parse_error"
 
 HTML_MIME_TYPES = ("text/html", "application/xhtml+xml")
+# The file names the jobs read as WARC input (resolve_inputs suffixes).
+WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz")
 
 
 class WarcError(Exception):

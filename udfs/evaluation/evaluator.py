@@ -19,9 +19,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from udfs.agents import generation, prompts
 from udfs.agents import verdicts as agents
 from udfs.schemaorg.markup import Entity, Literal, Markup, MarkupError, parse_markup, to_jsonld
 from udfs.scores.memr import memr
+from udfs.runtime.config import ScoresConf
 from udfs.scores.keys import key_scores
 
 STAGES = ("validity", "factuality", "compliance")
@@ -72,28 +74,34 @@ def page_key(page_url: str, human_markup: str | None) -> str:
 
 @dataclass
 class EvalConfig:
-    models: list[str] = field(default_factory=list)  # generating models (sources besides human)
-    sources: list[str] = field(default_factory=lambda: [HUMAN])
-    stages: list[str] = field(default_factory=lambda: list(STAGES))
-    strategy: str = "direct"
-    factuality_threshold: float = agents.DEFAULT_THRESHOLD
-    compliance_threshold: float = agents.DEFAULT_THRESHOLD
+    """How pages are evaluated. The settings are conf/pipeline.toml's ([evaluate] through the
+    job's flags, [validity], [scores]; ``jobs/evaluate.py`` fills them): none has a default here.
+    The fields with defaults are choices of one run, not settings of the file."""
+
+    stages: list[str]
+    strategy: str
+    factuality_threshold: float
+    compliance_threshold: float
     # one: that model; several: majority vote. Each is a model id, or "model/strategy" to judge
     # with another strategy than ``strategy`` (a judge that asks differently from the voters).
-    verdict_models: list[str] = field(default_factory=list)
+    verdict_models: list[str]
+    context_window: int
+    max_tokens: int
+    max_claims: int  # 0: judge every distinct claim of a markup
+    validity_engine: str
+    validity_strict: bool
+    validity_vocab: str
+    scores: ScoresConf  # the key scores' ignore_keys and bleu_max_order
+    models: list[str] = field(default_factory=list)  # generating models (sources besides human)
+    sources: list[str] = field(default_factory=lambda: [HUMAN])
     judge_model: str | None = None
-    context_window: int = 8192
-    max_tokens: int = 1024
-    max_claims: int = 0  # 0: judge every distinct claim of a markup
     correction: bool = False  # GraphCorrect: correct non-factual claims from the text, re-verify
-    validity_engine: str = "compiled"
-    validity_strict: bool = False
 
     def __post_init__(self) -> None:
         bad = set(self.stages) - set(STAGES)
         if bad:
             raise ValueError(f"unknown stages {sorted(bad)}: any of {', '.join(STAGES)}")
-        if self.strategy not in agents.STRATEGIES:
+        if self.strategy not in prompts.STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}")
 
 
@@ -155,9 +163,9 @@ class PageEvaluator:
         if self.tokenizer is None:
             return [text]
         probe = agents.factuality_messages("", agents.Claim("p", "v" * 40, "Thing"), self.cfg.strategy)
-        overhead = sum(len(self.tokenizer.token_bytes(m["content"])) for m in probe) + agents.TEMPLATE_TOKENS
-        return agents.page_chunks(text, self.tokenizer, context_window=self.cfg.context_window,
-                                  output_tokens=8, prompt_tokens=overhead)
+        overhead = sum(len(self.tokenizer.token_bytes(m["content"])) for m in probe) + prompts.TEMPLATE_TOKENS
+        return prompts.page_chunks(text, self.tokenizer, context_window=self.cfg.context_window,
+                                   output_tokens=8, prompt_tokens=overhead)
 
     # ---- one page --------------------------------------------------------------------------------
     async def aevaluate(self, page: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -167,7 +175,7 @@ class PageEvaluator:
         out: dict[str, list[dict[str, Any]]] = {"markups": [], "triples": [], "scores": []}
         fact_chunks = self._factuality_chunks(text) if "factuality" in self.cfg.stages else []
         kept_rows: dict[str, list[dict]] = {}
-        raw_rows: dict[str, list[dict]] = {}
+        raw_markups: dict[str, Markup] = {}
         final_markup: dict[str, Any] = {}
         for source in self.cfg.sources:
             t0 = time.monotonic()
@@ -181,9 +189,9 @@ class PageEvaluator:
                 if doc is None and not score["reason"]:
                     score["reason"] = "page has no human markup"
             else:
-                gen = await agents.generate(self.client(source), types, text, tokenizer=self.tokenizer,
-                                            context_window=self.cfg.context_window,
-                                            max_tokens=self.cfg.max_tokens)
+                gen = await generation.generate(self.client(source), types, text, tokenizer=self.tokenizer,
+                                                context_window=self.cfg.context_window,
+                                                max_tokens=self.cfg.max_tokens)
                 doc = gen.markup
                 score.update(generation_chunks=len(gen.chunks), generation_prompt_tokens=gen.prompt_tokens,
                              generation_completion_tokens=gen.completion_tokens,
@@ -203,7 +211,7 @@ class PageEvaluator:
                 out["scores"].append(score)
                 continue
             rows = await self._stages(key, url, source, markup, fact_chunks, score)
-            raw_rows[source] = rows
+            raw_markups[source] = markup
             kept_rows[source] = [r for r in rows if r["kept"]]
             out["triples"].extend(rows)
             out["markups"].append(_markup_row(key, url, source, "raw", to_jsonld(markup), len(rows)))
@@ -220,17 +228,19 @@ class PageEvaluator:
             final_markup[source] = out["markups"][-1]["markup"]
             score["wall_s"] = time.monotonic() - t0
             out["scores"].append(score)
-        # Model vs human, on what the agents kept (and on the raw markups).
+        # Model vs human, on what the agents kept (their triples rows) and on the raw markups (as
+        # read, so memr_raw_* are what `python -m udfs.scores.memr HUMAN MODEL` prints for them).
         for score in out["scores"]:
             src = score["source"]
             if src == HUMAN or src not in kept_rows or HUMAN not in kept_rows:
                 continue
             m = memr(kept_rows[HUMAN], kept_rows[src])
-            raw = memr(raw_rows[HUMAN], raw_rows[src])
+            raw = memr(raw_markups[HUMAN], raw_markups[src])
             score.update(memr_h=m.h, memr_l=m.l, memr_raw_h=raw.h, memr_raw_l=raw.l)
             # Key scores need a reference: a human markup the agents left empty has no keys to find.
             if final_markup.get(HUMAN) and kept_rows[HUMAN]:
-                ks = key_scores(final_markup[HUMAN], final_markup[src] or "null")
+                ks = key_scores(final_markup[HUMAN], final_markup[src] or "null",
+                                ignore_keys=self.cfg.scores.ignore_keys, max_order=self.cfg.scores.bleu_max_order)
                 score.update(key_precision=ks.key_precision, key_recall=ks.key_recall, key_f1=ks.key_f1,
                              value_score=ks.value_score)
         return out
@@ -262,9 +272,9 @@ class PageEvaluator:
 
     async def _stages(self, key: str, url: str, source: str, markup, fact_chunks: list[str],
                       score: dict[str, Any]) -> list[dict[str, Any]]:
-        from udfs.agents.verdicts import validity
+        from udfs.agents import validity
 
-        checker = validity.agent(self.cfg.validity_engine, self.cfg.validity_strict)
+        checker = validity.agent(self.cfg.validity_engine, self.cfg.validity_strict, self.cfg.validity_vocab)
         verdicts = checker.validate(markup).verdicts
         claims = agents.claims_of(markup)
         rows = []

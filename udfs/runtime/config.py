@@ -1,0 +1,263 @@
+"""The one place the pipeline's configuration is read: ``conf/pipeline.toml`` (or a ``--conf`` file).
+
+``load_config(path)`` reads the TOML once into a frozen :class:`Config`: one frozen dataclass per
+section, each field typed. The TOML is the only home of a value: no field has a default, so a
+section must give every key, and a key that is unknown, missing or of the wrong type is a
+:class:`ConfigError` naming the file, the section and the key. Command lines turn that error into
+one line on stderr and exit status 2 (:func:`exit_on_config_error`).
+
+A job section (``[csets]``, ``[evaluate]``...) holds exactly the defaults of that job's setting
+flags (``udfs.runtime.job.Job.parse_args`` checks both ways); ``[scores]`` and ``[validity]``
+configure library objects that several commands build (the evaluation's key scores and validity
+agent, ``python -m udfs.agents.validity``, the benchmark's embeddings).
+
+Lists in the TOML become tuples, so a config object can be shared and hashed without being changed
+under its readers.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import tomllib
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from udfs.runtime.paths import DEFAULT_CONF
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used: missing, not TOML, or a section or key that is
+    unknown, missing or of the wrong type. The message names the file, the section and the key."""
+
+
+# ---- sections --------------------------------------------------------------------------------
+# One dataclass per section; field names are the TOML keys. No defaults: see the module docstring.
+
+@dataclass(frozen=True)
+class CsetsConf:
+    subject_scope: str
+    sample_urls: int
+    vocab: str
+    input_root: tuple[str, ...]
+    reject_raw_chars: int
+    top: int
+
+
+@dataclass(frozen=True)
+class SampleConf:
+    features: tuple[str, ...]
+    strata: int
+    per_stratum: int
+    seed: int
+    replacement_urls: int
+    replacement_csets: int
+    reject_raw_chars: int
+
+
+@dataclass(frozen=True)
+class WarcIndexConf:
+    warc_base: str
+
+
+@dataclass(frozen=True)
+class ExtractQuadsConf:
+    max_html_bytes: int
+    time_limit_s: float
+    reject_raw_chars: int
+
+
+@dataclass(frozen=True)
+class PagesConf:
+    warc_index: tuple[str, ...]
+    warc_base: str
+    replacements: int
+    text_extractor: str
+    microdata: bool
+    max_record_bytes: int
+    max_html_bytes: int
+    max_text_chars: int
+    max_markup_chars: int
+    time_limit_s: float
+    partitions: int
+    reject_raw_chars: int
+
+
+@dataclass(frozen=True)
+class ScoresConf:
+    """Settings of the scores: BLINKG value matching (udfs/scores/matching.py) and the
+    ScrapeGraphAI-100k key scores (udfs/scores/keys.py)."""
+
+    match_threshold: float
+    embedding_batch_size: int
+    embedding_threads: int
+    ignore_keys: tuple[str, ...]
+    bleu_max_order: int
+
+
+@dataclass(frozen=True)
+class ValidityConf:
+    """The validity agent (udfs/agents/validity.py): engine, strict or lenient reading, release."""
+
+    engine: str
+    strict: bool
+    vocab: str
+
+
+@dataclass(frozen=True)
+class EvaluateConf:
+    limit: int
+    order: str
+    models: tuple[str, ...]
+    stages: tuple[str, ...]
+    strategy: str
+    factuality_threshold: float
+    compliance_threshold: float
+    verdict_models: tuple[str, ...]
+    context_window: int
+    max_tokens: int
+    max_claims: int
+    executor: str
+    workers: int
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class ReportConf:
+    pass
+
+
+@dataclass(frozen=True)
+class AgentsBenchConf:
+    seed: int
+    distant_max: float
+    max_value_chars: int
+    limit: int
+    tasks: tuple[str, ...]
+    models: tuple[str, ...]
+    strategy: str
+    factuality_threshold: float
+    compliance_threshold: float
+    batch_size: int
+    timeout_s: float
+    concurrency: int
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole file: one attribute per section, named as the section."""
+
+    path: str
+    csets: CsetsConf
+    sample: SampleConf
+    warc_index: WarcIndexConf
+    extract_quads: ExtractQuadsConf
+    pages: PagesConf
+    scores: ScoresConf
+    validity: ValidityConf
+    evaluate: EvaluateConf
+    report: ReportConf
+    agents_bench: AgentsBenchConf
+
+    def section(self, name: str) -> Any:
+        """The section called ``name`` (a job's name), or a ConfigError naming the file."""
+        if name not in SECTIONS:
+            raise ConfigError(f"{self.path}: no [{name}] section is defined (sections: {', '.join(SECTIONS)})")
+        return getattr(self, name)
+
+
+# section name -> its dataclass, in the order of Config's fields
+SECTIONS: dict[str, type] = {k: v for k, v in typing.get_type_hints(Config).items() if k != "path"}
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) is tuple:
+        return f"a list of {typing.get_args(tp)[0].__name__}"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}[tp]
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    """``value`` as type ``tp`` (TOML's own types; an integer is a number, a list a tuple), or a
+    ConfigError saying what was expected."""
+    def bad() -> ConfigError:
+        return ConfigError(f"{where} must be {_type_name(tp)}, not {type(value).__name__} {value!r}")
+
+    if typing.get_origin(tp) is tuple:
+        item = typing.get_args(tp)[0]
+        if not isinstance(value, list):
+            raise bad()
+        return tuple(_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value))
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise bad()
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad()
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad()
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise bad()
+        return value
+    raise TypeError(f"unsupported config field type {tp!r}")  # a programming error in this module
+
+
+def _section(cls: type, name: str, table: Any, path: str) -> Any:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [{name}] must be a table of settings, not {type(table).__name__}")
+    hints = typing.get_type_hints(cls)
+    unknown = sorted(set(table) - set(hints))
+    if unknown:
+        raise ConfigError(f"{path}: [{name}] has unknown key{'s' if len(unknown) > 1 else ''} "
+                          f"{', '.join(unknown)} (known: {', '.join(hints) or 'none'})")
+    missing = [k for k in hints if k not in table]
+    if missing:
+        raise ConfigError(f"{path}: [{name}] is missing key{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    return cls(**{k: _coerce(table[k], tp, f"{path}: [{name}] {k}") for k, tp in hints.items()})
+
+
+def parse_config(data: dict[str, Any], path: str = "<config>") -> Config:
+    """A :class:`Config` from already parsed TOML (``path`` only names it in errors)."""
+    unknown = sorted(set(data) - set(SECTIONS))
+    if unknown:
+        raise ConfigError(f"{path}: unknown section{'s' if len(unknown) > 1 else ''} "
+                          f"{', '.join(f'[{u}]' for u in unknown)} (sections: {', '.join(SECTIONS)})")
+    missing = [s for s in SECTIONS if s not in data]
+    if missing:
+        raise ConfigError(f"{path}: missing section{'s' if len(missing) > 1 else ''} "
+                          f"{', '.join(f'[{m}]' for m in missing)}")
+    return Config(path=path, **{name: _section(cls, name, data[name], path) for name, cls in SECTIONS.items()})
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read ``path`` (default: conf/pipeline.toml) into a typed, frozen :class:`Config`."""
+    path = Path(path) if path else DEFAULT_CONF
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such configuration file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a configuration file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return parse_config(data, str(path))
+
+
+def as_defaults(section: Any) -> dict[str, Any]:
+    """A section's values as command-line defaults (tuples as lists, as argparse gives them)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(section).items()}
+
+
+def exit_on_config_error(prog: str, exc: ConfigError) -> typing.NoReturn:
+    """What a command line does with a ConfigError: one line on stderr, exit status 2 (argparse's
+    status for a usage error)."""
+    print(f"{prog}: error: {exc}", file=sys.stderr)
+    raise SystemExit(2)
