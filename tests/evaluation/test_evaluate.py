@@ -138,6 +138,16 @@ def test_generated_markup_is_judged_and_scored_against_the_human_one(service, pa
         # on what the agents kept: a score when either side kept something, none for two empty markups
         kept_any = model["n_factual"] + scores["human"]["n_factual"] > 0
         assert (model["memr_h"] is not None) == kept_any
+        # BLINKG value match ([scores] match_threshold): defined against a human markup that kept
+        # something; its precision only when the model kept something too.
+        if scores["human"]["n_factual"]:
+            assert 0 <= model["match_recall"] <= 1
+            assert (model["match_precision"] is None) == (model["n_factual"] == 0)
+            if model["match_precision"] is not None:
+                p, r = model["match_precision"], model["match_recall"]
+                assert model["match_f1"] == (2 * p * r / (p + r) if p + r else 0.0)
+        else:
+            assert model["match_recall"] is None
         markups = {(m["source"], m["stage"]) for m in read(out / "markups")}
         assert {(MODEL_ID, "raw"), (MODEL_ID, "validity"), ("human", "factuality")} <= markups
         triples = [t for t in read(out / "triples") if t["source"] == MODEL_ID]

@@ -24,6 +24,7 @@ from udfs.agents import verdicts as agents
 from udfs.schemaorg.markup import Entity, Literal, Markup, MarkupError, parse_markup, to_jsonld
 from udfs.scores.memr import memr
 from udfs.runtime.config import ScoresConf
+from udfs.scores import matching
 from udfs.scores.keys import key_scores
 
 STAGES = ("validity", "factuality", "compliance")
@@ -58,6 +59,7 @@ SCORES_SCHEMA = pa.schema([
     ("memr_h", pa.float64()), ("memr_l", pa.float64()), ("memr_raw_h", pa.float64()), ("memr_raw_l", pa.float64()),
     ("key_precision", pa.float64()), ("key_recall", pa.float64()), ("key_f1", pa.float64()),
     ("value_score", pa.float64()),
+    ("match_precision", pa.float64()), ("match_recall", pa.float64()), ("match_f1", pa.float64()),
     ("generation_chunks", pa.int64()), ("generation_prompt_tokens", pa.int64()),
     ("generation_completion_tokens", pa.int64()), ("generation_latency_s", pa.float64()),
     ("verdict_requests", pa.int64()), ("verdict_prompt_tokens", pa.int64()),
@@ -243,6 +245,15 @@ class PageEvaluator:
                                 ignore_keys=self.cfg.scores.ignore_keys, max_order=self.cfg.scores.bleu_max_order)
                 score.update(key_precision=ks.key_precision, key_recall=ks.key_recall, key_f1=ks.key_f1,
                              value_score=ks.value_score)
+                # BLINKG: the model's kept (property, value) pairs matched one-to-one to the human's
+                # under the same property, at the [scores] similarity threshold. Precision is
+                # undefined (null) when the agents kept nothing of the model's markup.
+                bm = matching.match_property_values(
+                    [(r["property"], r["value"]) for r in kept_rows[src]],
+                    [(r["property"], r["value"]) for r in kept_rows[HUMAN]],
+                    **matching.settings(self.cfg.scores))
+                score.update(match_precision=bm.precision if bm.n_predicted else None,
+                             match_recall=bm.recall, match_f1=bm.f1 if bm.n_predicted else None)
         return out
 
     async def _correct(self, rows: list[dict[str, Any]], fact_chunks: list[str], acc: dict[str, Any]) -> None:

@@ -357,6 +357,8 @@ class LLMClient:
         if score is None:
             c.error = f"no yes/no token among the first token's top {top_logprobs} logprobs (answer {c.text!r})"
             return Verdict(None, None, 0.0, 0.0, c)
+        # ``answer`` is the likelier word, what the model said; the agents decide with their own
+        # threshold from [evaluate]/[agents_bench], never with this.
         return Verdict(score, YES if score >= 0.5 else NO, p_yes, p_no, c)
 
     async def chat_many(self, requests: Iterable[dict[str, Any]]) -> list[Completion]:
