@@ -26,6 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from udfs.agents.prompts import STRATEGIES  # noqa: E402
+from udfs.bench.groundtruth import TASKS  # noqa: E402
 from udfs.runtime.io import Folder, local_state_dir  # noqa: E402
 from udfs.runtime.job import Job  # noqa: E402
 
@@ -52,13 +54,13 @@ class AgentsBenchJob(Job):
         g.add_argument("--keep-unstated", dest="require_stated", action="store_false", default=True,
                        help="positives also where the example text does not state the value verbatim")
         g = p.add_argument_group("run")
-        g.add_argument("--tasks", nargs="+", choices=["intrinsic", "extrinsic", "compliance"],
+        g.add_argument("--tasks", nargs="+", choices=list(TASKS),
                        help="tasks benchmarked")
         g.add_argument("--limit", type=int, help="items per task, half positive (0: all)")
         g.add_argument("--models", nargs="*", help="verdict models; several vote (majority); "
                        "empty: the first model the service lists")
         g.add_argument("--judge-model", default=None, help="breaks ties between several --models")
-        g.add_argument("--strategy", choices=["direct", "guided", "fewshot"], help="verdict strategy")
+        g.add_argument("--strategy", choices=STRATEGIES, help="verdict strategy")
         g.add_argument("--factuality-threshold", type=float, help="a claim is factual at this score or above")
         g.add_argument("--compliance-threshold", type=float, help="a claim is compliant at this score or above")
         g.add_argument("--batch-size", type=int, help="items judged per results part")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from udfs.agents.prompts import STRATEGIES  # noqa: E402
 from udfs.runtime.io import Folder  # noqa: E402
 from udfs.runtime.job import Job  # noqa: E402
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row  # noqa: E402
@@ -87,7 +88,7 @@ class EvaluateJob(Job):
                        "(each is a source beside 'human'); empty: the first model the service lists")
         p.add_argument("--no-generation", action="store_true", default=False, help="judge the human markup only")
         p.add_argument("--stages", nargs="+", help="agents run, in this order of the pipeline")
-        p.add_argument("--strategy", choices=["direct", "guided", "fewshot"],
+        p.add_argument("--strategy", choices=STRATEGIES,
                        help="FactCheck verdict strategy")
         p.add_argument("--factuality-threshold", type=float, help="a claim is factual at this score or above")
         p.add_argument("--compliance-threshold", type=float, help="a claim is compliant at this score or above")

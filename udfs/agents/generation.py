@@ -70,8 +70,8 @@ def generation_messages(types: Sequence[str], page_text: str, *, vocab=None,
             {"role": "user", "content": user}]
 
 
-async def generate(client, types: Sequence[str], page_text: str, *, tokenizer=None, context_window: int = 8192,
-                   max_tokens: int = 1024, vocab=None, example: Example | None = None,
+async def generate(client, types: Sequence[str], page_text: str, *, tokenizer=None, context_window: int,
+                   max_tokens: int, vocab=None, example: Example | None = None,
                    prompts_dir: str | None = None) -> Generation:
     """Markup of ``types`` for the page text: one request per chunk, outputs merged (union of
     triples). A chunk whose answer is not a JSON object with a type is recorded, not merged."""

@@ -296,7 +296,7 @@ def _html2text_text(html: str) -> str:
     return h.handle(html).strip()
 
 
-def extract_text(html: str, extractor: str = "trafilatura") -> str:
+def extract_text(html: str, extractor: str) -> str:
     if extractor == "trafilatura":
         return _trafilatura_text(html)
     if extractor == "html2text":
