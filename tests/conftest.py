@@ -155,3 +155,27 @@ def s3_keys(s3_server):
         return sorted(o["Key"] for p in pages for o in p.get("Contents", []))
 
     return keys
+
+
+# Three real pages of the extruct samples, each placed in a stratum: two with text and human
+# markup, one with none (a no-text reject, not a page of "no"s).
+DEMO_PAGES = [("schema.org/CreativeWork.001.html", "n_properties", "high"),
+              ("songkick/elysianfields_1.html", "n_instances", "low"),
+              ("misc/null_ld_mock.html", "n_instances", "medium")]
+
+
+def demo_pages_table():
+    """A pages/ table (pyarrow) of DEMO_PAGES, built with the pages job's own extraction."""
+    import pyarrow as pa
+
+    from udfs.corpus.html import PageConfig, process_html
+    from udfs.runtime.config import load_config
+
+    cfg = PageConfig.of(load_config().pages)
+    rows = []
+    for rel, feature, stratum in DEMO_PAGES:
+        out = process_html((DATA / "html" / "extruct-samples" / rel).read_bytes(), "text/html", None, cfg)
+        rows.append({"page_url": f"http://extruct-samples.example/{rel}", "feature": feature, "stratum": stratum,
+                     "selected": True, "status": out["status"], "text": out["text"],
+                     "human_markup": out["human_markup"], "root_types": out["root_types"]})
+    return pa.Table.from_pylist(rows)

@@ -10,35 +10,22 @@ import sys
 import time
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import DATA, ROOT
-from udfs.corpus.html import PageConfig, process_html
-from udfs.runtime.config import load_config
+from tests.conftest import ROOT, demo_pages_table
 
 pytestmark = pytest.mark.model
 MODEL_ID = "qwen2.5-coder-1.5b"
-SAMPLES = DATA / "html" / "extruct-samples"
-PAGES = [("schema.org/CreativeWork.001.html", "n_properties", "high"),
-         ("songkick/elysianfields_1.html", "n_instances", "low"),
-         ("misc/null_ld_mock.html", "n_instances", "medium")]  # no text: a reject, not a page of "no"s
-
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory) -> Path:
     """A pages/ table of real demo pages, built with the pages job's own extraction."""
-    rows = []
-    for rel, feature, stratum in PAGES:
-        out = process_html((SAMPLES / rel).read_bytes(), "text/html", None, PageConfig.of(load_config().pages))
-        rows.append({"page_url": f"http://extruct-samples.example/{rel}", "feature": feature, "stratum": stratum,
-                     "selected": True, "status": out["status"], "text": out["text"],
-                     "human_markup": out["human_markup"], "root_types": out["root_types"]})
-    assert [r["status"] for r in rows] == ["ok", "ok", "ok"]
+    table = demo_pages_table()
+    assert table.column("status").to_pylist() == ["ok", "ok", "ok"]
     folder = tmp_path_factory.mktemp("out") / "pages"
     folder.mkdir()
-    pq.write_table(pa.Table.from_pylist(rows), folder / "part-0.parquet")
+    pq.write_table(table, folder / "part-0.parquet")
     return folder
 
 
@@ -124,7 +111,7 @@ def test_generated_markup_is_judged_and_scored_against_the_human_one(service, pa
     from jobs.evaluate import EvaluateJob
 
     out = tmp_path / "gen"
-    argv = evaluate_argv(pages, out, service, "--models", MODEL_ID, "--max-claims", "1", "--max-tokens", "300",
+    argv = evaluate_argv(pages, out, service, "--generators", MODEL_ID, "--max-claims", "1", "--max-tokens", "300",
                          "--correct",
                          "--stages", "validity", "factuality", "--executor", "local")
     argv[argv.index("--limit") + 1] = "1"

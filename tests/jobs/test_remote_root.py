@@ -12,16 +12,10 @@ import io
 import json
 import uuid
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import DATA, SCHEMAORG
-
-SAMPLES = DATA / "html" / "extruct-samples"
-PAGES = [("schema.org/CreativeWork.001.html", "n_properties", "high"),
-         ("songkick/elysianfields_1.html", "n_instances", "low"),
-         ("misc/null_ld_mock.html", "n_instances", "medium")]  # no text: a reject
+from tests.conftest import DATA, SCHEMAORG, demo_pages_table
 
 
 @pytest.fixture
@@ -39,20 +33,6 @@ def duckdb_on_s3():
     return con
 
 
-def pages_table() -> pa.Table:
-    """A pages/ table of real demo pages, built with the pages job's own extraction."""
-    from udfs.corpus.html import PageConfig, process_html
-    from udfs.runtime.config import load_config
-
-    rows = []
-    for rel, feature, stratum in PAGES:
-        out = process_html((SAMPLES / rel).read_bytes(), "text/html", None, PageConfig.of(load_config().pages))
-        rows.append({"page_url": f"http://extruct-samples.example/{rel}", "feature": feature, "stratum": stratum,
-                     "selected": True, "status": out["status"], "text": out["text"],
-                     "human_markup": out["human_markup"], "root_types": out["root_types"]})
-    return pa.Table.from_pylist(rows)
-
-
 EVALUATE_WITHOUT_MODEL = ["--no-generation", "--stages", "validity", "--executor", "local", "--limit", "0",
                           "--base-url", "http://127.0.0.1:9/v1"]
 
@@ -64,7 +44,7 @@ def test_evaluate_and_report_on_a_local_root_write_what_they_wrote_before(tmp_pa
 
     out = tmp_path / "out"
     (out / "pages").mkdir(parents=True)
-    pq.write_table(pages_table(), out / "pages" / "part-0.parquet")
+    pq.write_table(demo_pages_table(), out / "pages" / "part-0.parquet")
     assert EvaluateJob(["--input", str(out / "pages"), "--output", str(out), *EVALUATE_WITHOUT_MODEL]).main() == 0
     scores = pq.read_table(sorted((out / "scores").glob("part-*.parquet"))).to_pylist()
     assert len(scores) == 2 and (out / "cache").is_dir()  # the request cache stays under a local root
@@ -83,7 +63,7 @@ def test_evaluate_and_report_read_and_write_an_s3_root(s3_server, s3_root, s3_ke
     import boto3
 
     buf = io.BytesIO()
-    pq.write_table(pages_table(), buf)
+    pq.write_table(demo_pages_table(), buf)
     prefix = s3_root.split("/", 3)[3]
     boto3.client("s3").put_object(Bucket=s3_server, Key=f"{prefix}/pages/part-0.parquet", Body=buf.getvalue())
     monkeypatch.setenv("LLM4SCHEMA_STATE_DIR", str(tmp_path / "state"))
