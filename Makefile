@@ -9,7 +9,12 @@ PAGES ?= 2
 
 .PHONY: setup demo test bench faults shapes clean
 
+# Headless Chromium for the report's page test (tests/jobs/test_report_html.py): Debian's package
+# (through sudo when not root).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 setup: $(VENV)/.installed
+	@command -v chromium >/dev/null || ($(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -33,7 +38,8 @@ demo: setup
 	$(PY) -m udfs.llm.serving start
 	$(PY) jobs/evaluate.py --input $(OUT)/pages --output $(OUT) --limit $(PAGES); rc=$$?; \
 	  if [ $$rc -eq 0 ]; then $(PY) jobs/report.py --input $(OUT)/scores --output $(OUT); rc=$$?; fi; \
-	  $(PY) -m udfs.llm.serving stop; exit $$rc
+	  $(PY) -m udfs.llm.serving stop; \
+	  if [ $$rc -eq 0 ]; then $(PY) -m udfs.runtime.summary $(OUT); fi; exit $$rc
 
 test: setup
 	$(PY) -m pytest

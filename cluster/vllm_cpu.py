@@ -110,10 +110,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--convert", action="store_true", help="write the safetensors folder first")
     parser.add_argument("--serve", action="store_true", help="start the vllm Serve app and ask it")
-    parser.add_argument("--conf", default=None)
+    parser.add_argument("--config", default=None, help="the service's configuration (TOML); default conf/serving.toml")
     parser.add_argument("--port", type=int, default=8011)
     args = parser.parse_args(argv)
-    conf = load_serving_conf(args.conf, {"serving": {"engine": "vllm", "port": args.port}})
+    conf = load_serving_conf(args.config, {"serving": {"engine": "vllm", "port": args.port}})
     target = Path(conf["vllm"]["model_source"]).expanduser()
     if args.convert:
         convert(target)

@@ -4,7 +4,7 @@ kappa of MeMR against human votes (Table 9).
 
     python jobs/agents_bench.py build --input data/schemaorg-30.0/schemaorg-all-examples.txt --output OUT
     python jobs/agents_bench.py run   --input OUT/agents_bench/ground_truth --output OUT [--limit 40]
-           [--models m1 [m2 m3 --judge-model j]] [--strategy direct|guided|fewshot]
+           [--verdict-models m1 [m2 m3 --judge-model j]] [--strategy direct|guided|fewshot]
            [--factuality-threshold 0.5] [--compliance-threshold 0.5]
     python jobs/agents_bench.py kappa --input votes.csv --output OUT
 
@@ -33,6 +33,7 @@ from udfs.runtime.job import Job  # noqa: E402
 
 log = logging.getLogger("llm4schema.agents_bench")
 COMMANDS = ("build", "run", "kappa")
+USAGE = __doc__  # the module's: inside the class body __doc__ is the class's own
 
 
 class AgentsBenchJob(Job):
@@ -40,26 +41,27 @@ class AgentsBenchJob(Job):
 
     name = "agents_bench"
     table = "agents_bench"
-    description = __doc__
+    description = USAGE
     input_help = ("build: the schema.org examples file; run: the ground_truth folder written by build; "
                   "kappa: a votes table (CSV or Parquet)")
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("command", choices=COMMANDS)
+        p.add_argument("command", choices=COMMANDS, help="build the ground truth, run a verdict configuration "
+                       "on it, or compute MeMR's kappa against human votes")
         g = p.add_argument_group("build")
         g.add_argument("--seed", type=int, help="seed of every choice (negatives, subsets)")
         g.add_argument("--distant-max", type=float,
                        help="two properties are semantically distant below this embedding cosine")
         g.add_argument("--max-value-chars", type=int, help="longer values are rejected")
-        g.add_argument("--keep-unstated", dest="require_stated", action="store_false", default=True,
+        g.add_argument("--keep-unstated", action=argparse.BooleanOptionalAction, default=False,
                        help="positives also where the example text does not state the value verbatim")
         g = p.add_argument_group("run")
         g.add_argument("--tasks", nargs="+", choices=list(TASKS),
                        help="tasks benchmarked")
         g.add_argument("--limit", type=int, help="items per task, half positive (0: all)")
-        g.add_argument("--models", nargs="*", help="verdict models; several vote (majority); "
-                       "empty: the first model the service lists")
-        g.add_argument("--judge-model", default=None, help="breaks ties between several --models")
+        g.add_argument("--verdict-models", nargs="*", help="models that judge; several: majority vote with "
+                       "--judge-model breaking ties; empty: the first model the service lists")
+        g.add_argument("--judge-model", default=None, help="breaks ties between several --verdict-models")
         g.add_argument("--strategy", choices=STRATEGIES, help="verdict strategy")
         g.add_argument("--factuality-threshold", type=float, help="a claim is factual at this score or above")
         g.add_argument("--compliance-threshold", type=float, help="a claim is compliant at this score or above")
@@ -72,7 +74,7 @@ class AgentsBenchJob(Job):
                        help="requests in flight per model; 1 asks one claim at a time so latency_s is the time "
                        "of one verdict (with more, it includes the wait behind the others); more suits a "
                        "batching engine (vLLM on a GPU)")
-        g.add_argument("--overwrite", action="store_true", default=False,
+        g.add_argument("--overwrite", action=argparse.BooleanOptionalAction, default=False,
                        help="drop this configuration's earlier verdicts")
 
     @property
@@ -92,7 +94,7 @@ class AgentsBenchJob(Job):
         try:
             report = getattr(self, f"_{self.args.command}")()
         except BenchInputError as exc:
-            raise SystemExit(str(exc)) from None
+            self.fail(str(exc))
         for k, v in report.counters.items():
             self.record.count(k, v)
         for k, v in report.facts.items():
@@ -104,18 +106,18 @@ class AgentsBenchJob(Job):
 
         a = self.args
         return commands.build(a.input, self.table_dir, self.rejects_dir, seed=a.seed, distant_max=a.distant_max,
-                              max_value_chars=a.max_value_chars, require_stated=a.require_stated,
+                              max_value_chars=a.max_value_chars, require_stated=not a.keep_unstated,
                               scores=self.config.scores, timer=self.record.time)
 
     def verdict_config(self, models: list[str] | None = None):
-        """The verdict configuration of the flags; ``models`` replaces --models. Once a run has
+        """The verdict configuration of the flags; ``models`` replaces --verdict-models. Once a run has
         asked the service for its model, that configuration (and results folder) is the run's."""
         from udfs.bench.runner import VerdictConfig
 
         if models is None and getattr(self, "_verdicts", None) is not None:
             return self._verdicts
         a = self.args
-        return VerdictConfig(models or a.models or ["default"], a.strategy, a.factuality_threshold,
+        return VerdictConfig(models or a.verdict_models or ["default"], a.strategy, a.factuality_threshold,
                              a.compliance_threshold, a.judge_model)
 
     def _run(self):
@@ -126,9 +128,9 @@ class AgentsBenchJob(Job):
         a = self.args
         url = a.base_url or base_url(load_serving_conf())
         try:
-            self._verdicts = self.verdict_config(a.models or [first_model(url, timeout_s=30)])
+            self._verdicts = self.verdict_config(a.verdict_models or [first_model(url, timeout_s=30)])
         except LLMError as exc:
-            raise SystemExit(str(exc)) from None
+            self.fail(str(exc), code=1)
         if len(self._verdicts.models) > 1 and not a.judge_model:
             log.warning("several models and no --judge-model: ties stay undecided (no verdict)")
         # SQLite needs a real disk: under a remote root the cache is a local folder (local_state_dir)

@@ -9,6 +9,7 @@ spark-submit's flags.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -28,6 +29,7 @@ from udfs.schemaorg.vocab import load_vocabulary, resolve_vocab_path  # noqa: E4
 class CsetsJob(SparkJob):
     name = "csets"
     table = "csets"
+    next_step = "llm4schema-sample --input {output}/csets --output {output}"
     description = __doc__
     input_help = "N-Quads inputs: files (.nq, .nq.gz, .gz), directories, globs, or manifests (.paths/.txt/.manifest or @file) listing them"
 
@@ -37,9 +39,10 @@ class CsetsJob(SparkJob):
                             "page: every (subject, page) is its own entity")
         p.add_argument("--sample-urls", type=int, help="K, page URLs kept per C-set in sample_urls")
         p.add_argument("--vocab", help="schema.org release: a bundled name (30.0), a folder or an .nt file")
-        p.add_argument("--no-clean", dest="clean", action="store_false", default=True,
-                       help="keep raw sets: no vocabulary filtering (schema.org terms by local name, other IRIs whole)")
-        p.add_argument("--ignore-corrupt-files", action="store_true", default=False,
+        p.add_argument("--clean", action=argparse.BooleanOptionalAction, default=True,
+                       help="filter the sets against the vocabulary; --no-clean keeps raw sets (schema.org terms "
+                            "by local name, other IRIs whole)")
+        p.add_argument("--ignore-corrupt-files", action=argparse.BooleanOptionalAction, default=False,
                        help="go on past an input that cannot be read instead of failing: a file that cannot be "
                             "opened or breaks off part-way (a truncated or corrupt gzip) keeps the lines read before "
                             "the damage; it, and every file that yields no line, is listed in rejects/ with the reason")
@@ -108,7 +111,6 @@ class CsetsJob(SparkJob):
     def summary(self, table, counters, top):
         rows = table.orderBy(F.desc("n_instances"), "cset_id").limit(top).collect()
         out = [
-            f"C-sets: {self.table_dir}   rejects: {self.rejects_dir}   run record: {self.table_dir / '_run.json'}",
             f"lines {counters['lines_read']:,} = quads {counters['quads_parsed']:,} + rejected "
             f"{counters['lines_rejected']:,} + skipped {counters['lines_skipped_blank_or_comment']:,}; "
             f"pages {counters['pages']:,}; entities {counters['entities_before_cleaning']:,} -> "

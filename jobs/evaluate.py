@@ -1,6 +1,6 @@
 """pages/ -> markups/, triples/, scores/: the agents over every usable page (Ray Data + Ray Serve).
 
-    python jobs/evaluate.py --input OUT/pages --output OUT [--limit N] [--models qwen2.5-coder-1.5b]
+    python jobs/evaluate.py --input OUT/pages --output OUT [--limit N] [--generators qwen2.5-coder-1.5b]
 
 Each page (a ``page_key``: page URL + human markup) is evaluated by ``udfs.evaluation.evaluator`` and
 written as its own Parquet part in each table, scores last; a page whose scores part exists is
@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from udfs.agents.prompts import STRATEGIES  # noqa: E402
 from udfs.runtime.io import Folder  # noqa: E402
 from udfs.runtime.job import Job  # noqa: E402
+from udfs.runtime.progress import Progress, quiet_ray_data  # noqa: E402
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row  # noqa: E402
 
 log = logging.getLogger("llm4schema.evaluate")
@@ -41,7 +42,7 @@ class EvaluatePages:
         import time
 
         keys = list(batch["page_key"])
-        statuses, reasons, seconds = [], [], []
+        statuses, reasons, seconds, triples = [], [], [], []
         for i in range(len(keys)):
             page = {k: _plain(batch[k][i]) for k in batch}
             t0 = time.monotonic()
@@ -49,14 +50,16 @@ class EvaluatePages:
                 result = self.evaluator.evaluate(page)
                 write_page(self.output, page["page_key"], result)
                 statuses.append("ok")
+                triples.append(len(result["triples"]))
                 reasons.append(";".join(f"{s['source']}:{s['status']}" for s in result["scores"]))
             except Exception as exc:  # one page's failure is that page's record, not the run's end
                 log.exception("page %s failed", page["page_url"])
                 statuses.append("error")
+                triples.append(0)
                 reasons.append(f"{type(exc).__name__}: {str(exc)[:500]}")
             seconds.append(time.monotonic() - t0)
         return {"page_key": keys, "page_url": list(batch["page_url"]), "status": statuses,
-                "reason": reasons, "seconds": seconds}
+                "reason": reasons, "seconds": seconds, "triples": triples}
 
 
 def _plain(v):
@@ -76,6 +79,8 @@ def write_page(output: Folder, key: str, result: dict) -> None:
 class EvaluateJob(Job):
     name = "evaluate"
     table = "scores"
+    outputs = ("markups", "triples", "scores")
+    next_step = "llm4schema-report --input {output}/scores --output {output}"
     description = __doc__
     input_help = "the pages/ table (jobs/pages.py), or any Parquet with page_url, text, human_markup, root_types"
 
@@ -84,9 +89,10 @@ class EvaluateJob(Job):
         p.add_argument("--order", choices=["sample", "shortest"],
                        help="which pages a --limit keeps: sample order (rank, feature, stratum), or shortest "
                        "text first (a bounded CPU demo)")
-        p.add_argument("--models", nargs="*", help="model ids on the service that generate markup "
+        p.add_argument("--generators", nargs="*", help="model ids on the service that generate markup "
                        "(each is a source beside 'human'); empty: the first model the service lists")
-        p.add_argument("--no-generation", action="store_true", default=False, help="judge the human markup only")
+        p.add_argument("--generation", action=argparse.BooleanOptionalAction, default=True,
+                       help="generate model markup; --no-generation judges the human markup only")
         p.add_argument("--stages", nargs="+", help="agents run, in this order of the pipeline")
         p.add_argument("--strategy", choices=STRATEGIES,
                        help="FactCheck verdict strategy")
@@ -94,12 +100,12 @@ class EvaluateJob(Job):
         p.add_argument("--compliance-threshold", type=float, help="a claim is compliant at this score or above")
         p.add_argument("--verdict-models", nargs="*",
                        help="models that judge; several: majority vote with --judge-model breaking ties")
-        p.add_argument("--judge-model", default=None)
+        p.add_argument("--judge-model", default=None, help="breaks ties between several --verdict-models")
         p.add_argument("--context-window", type=int, help="tokens per request (the served n_ctx)")
         p.add_argument("--max-tokens", type=int, help="most tokens of one generated markup")
         p.add_argument("--max-claims", type=int,
                        help="distinct claims judged per markup and agent (0: all); the rest are recorded as not judged")
-        p.add_argument("--correct", action="store_true", default=False, help="GraphCorrect: correct non-factual claims "
+        p.add_argument("--correct", action=argparse.BooleanOptionalAction, default=False, help="GraphCorrect: correct non-factual claims "
                        "from the text and re-verify (corrected triples are marked)")
         p.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: conf/serving.toml's")
         p.add_argument("--cache", default="", help="request cache (SQLite); default <output>/cache/llm.sqlite, or for a remote --output "
@@ -107,7 +113,8 @@ class EvaluateJob(Job):
         p.add_argument("--executor", choices=["ray", "local"], help="ray: Ray Data actors; local: this process")
         p.add_argument("--workers", type=int, help="concurrent page evaluators (Ray actors)")
         p.add_argument("--ray-address", default="", help="existing Ray cluster; default: a local one")
-        p.add_argument("--overwrite", action="store_true", default=False, help="drop earlier results instead of resuming")
+        p.add_argument("--overwrite", action=argparse.BooleanOptionalAction, default=False,
+                       help="drop earlier results instead of resuming")
         p.add_argument("--timeout-s", type=float, help="per model request")
 
     def eval_config(self, models: list[str]):
@@ -137,9 +144,9 @@ class EvaluateJob(Job):
                 (self.output_root / t).rm()
         url = a.base_url or base_url(load_serving_conf())
         try:
-            models = [] if a.no_generation else (a.models or [first_model(url, timeout_s=30)])
+            models = [] if not a.generation else (a.generators or [first_model(url, timeout_s=30)])
         except LLMError as exc:
-            raise SystemExit(str(exc)) from None
+            self.fail(str(exc), code=1)
         cfg = self.eval_config(models)
         self.record["evaluation"] = {"base_url": url, **dataclasses.asdict(cfg)}
 
@@ -200,28 +207,44 @@ class EvaluateJob(Job):
     def _local(self, todo: list[dict], ctor: dict) -> list[dict]:
         fn = EvaluatePages(**ctor)
         out = []
-        for i, u in enumerate(todo, 1):
-            res = fn({k: [u[k]] for k in u})
-            row = {k: v[0] for k, v in res.items()}
-            log.info("[%d/%d] %s %s (%.1f s)", i, len(todo), row["status"], u["page_url"], row["seconds"])
-            out.append(row)
+        with Progress("evaluate", len(todo), "pages") as progress:
+            for i, u in enumerate(todo, 1):
+                res = fn({k: [u[k]] for k in u})
+                row = {k: v[0] for k, v in res.items()}
+                self._page_done(progress, i, len(todo), row)
+                out.append(row)
         fn.evaluator.close()
         return out
+
+    @staticmethod
+    def _page_done(progress: Progress, i: int, n: int, row: dict) -> None:
+        """One page's line as it finishes, and the progress display."""
+        log.info("[%d/%d] %s %s (%.1f s, %d triples)", i, n, row["status"], row["page_url"], row["seconds"],
+                 row["triples"])
+        progress.update(1, triples=int(row["triples"]), failed=int(row["status"] != "ok"))
 
     def _ray(self, todo: list[dict], ctor: dict) -> list[dict]:
         import ray
 
         if not ray.is_initialized():
+            # Ray's INFO start-up lines say nothing a researcher acts on; warnings still show.
             ray.init(address=self.args.ray_address or None, include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.WARNING,
                      runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
+        quiet_ray_data()
         ds = ray.data.from_items(todo).map_batches(
             EvaluatePages, fn_constructor_kwargs=ctor, batch_size=1, num_cpus=0,
             compute=ray.data.ActorPoolStrategy(size=self.args.workers))
         out = []
         # Summary rows only (key, status, seconds): the pages' data stay in their Parquet parts.
-        for i, row in enumerate(ds.iter_rows(), 1):
-            log.info("[%d/%d] %s %s (%.1f s)", i, len(todo), row["status"], row["page_url"], row["seconds"])
-            out.append(dict(row))
+        # Each output block (one page: batch_size=1) as it streams out: iter_rows' prefetching
+        # held a page's line back until the next page had finished too.
+        with Progress("evaluate", len(todo), "pages") as progress:
+            for batch in ds.iter_batches(batch_size=None, prefetch_batches=0, batch_format="numpy"):
+                for j in range(len(batch["page_key"])):
+                    row = {k: _plain(v[j]) for k, v in batch.items()}
+                    out.append(row)
+                    self._page_done(progress, len(out), len(todo), row)
         return out
 
 

@@ -27,6 +27,7 @@ from udfs.runtime.rejects import REJECTS_SCHEMA  # noqa: E402
 class ExtractQuadsJob(SparkJob):
     name = "extract_quads"
     table = "quads"
+    next_step = "llm4schema-csets --input {output}/quads --output {output}"
     description = __doc__
     input_help = "WARC files (.warc.gz, .warc), directories, globs or manifests listing them"
 

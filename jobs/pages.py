@@ -47,6 +47,7 @@ def read_table(spark, specs):
 class PagesJob(SparkJob):
     name = "pages"
     table = "pages"
+    next_step = "llm4schema-serve start && llm4schema-evaluate --input {output}/pages --output {output}"
     description = __doc__
     input_help = "the samples/ table, or any Parquet/CSV table with a page_url column"
 
@@ -70,7 +71,7 @@ class PagesJob(SparkJob):
     def run(self):
         a = self.args
         if not a.warc_index:
-            raise SystemExit("--warc-index is required (or [pages] warc_index in the conf)")
+            self.fail("--warc-index is required (or [pages] warc_index in the conf)")
         spark = self.spark
         cfg = P.PageConfig(text_extractor=a.text_extractor, max_html_bytes=a.max_html_bytes,
                            max_text_chars=a.max_text_chars, time_limit_s=a.time_limit_s,
@@ -84,7 +85,7 @@ class PagesJob(SparkJob):
         try:
             rows = fetch.with_sample_columns(table).withColumn("slot", F.monotonically_increasing_id())
         except ValueError as exc:
-            raise SystemExit(str(exc)) from None
+            self.fail(str(exc))
         slots, bad = fetch.split_slots(rows, "input", raw_chars=a.reject_raw_chars)
         out = fetch.fetch_pages(slots, index, replacements=a.replacements,
                                 partitions=a.partitions or spark.sparkContext.defaultParallelism,

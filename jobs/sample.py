@@ -6,6 +6,7 @@ sizes, Spearman's rho) and ``report/sample/`` (log-scale histograms). Rules: udf
 """
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 from pathlib import Path
@@ -23,6 +24,8 @@ log = logging.getLogger("llm4schema.sample")
 class SampleJob(SparkJob):
     name = "sample"
     table = "samples"
+    next_step = ("llm4schema-pages --input {output}/samples --warc-index WARC_INDEX --output {output}"
+                 "  (WARC_INDEX: Common Crawl's columnar index, or llm4schema-warc-index over your WARCs)")
     description = __doc__
     input_help = "the csets/ table (one or more Parquet folders or files)"
 
@@ -37,8 +40,8 @@ class SampleJob(SparkJob):
         parser.add_argument("--replacement-csets", type=int,
                             help="replacement candidates from undrawn C-sets of the same stratum")
         parser.add_argument("--reject-raw-chars", type=int, help="raw row cut in rejects/")
-        parser.add_argument("--no-plots", dest="plots", action="store_false", default=True,
-                            help="skip the PNG histograms (the bins still go to the run record)")
+        parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
+                            help="draw the PNG histograms; --no-plots skips them (the bins still go to the run record)")
 
     @property
     def report_dir(self) -> Folder:
@@ -52,8 +55,7 @@ class SampleJob(SparkJob):
             try:
                 df = self.spark.read.parquet(*a.input)
             except Exception as exc:  # AnalysisException: missing path, no Parquet files
-                raise SystemExit(f"sample: cannot read the csets table {a.input}: "
-                                 f"{str(exc).splitlines()[0]}") from None
+                self.fail(f"cannot read the csets table {a.input}: {str(exc).splitlines()[0]}")
         with self.record.time("sample"):
             try:
                 result = sampling.sample_csets(
@@ -61,7 +63,7 @@ class SampleJob(SparkJob):
                     replacement_urls=a.replacement_urls, replacement_csets=a.replacement_csets,
                     source=",".join(a.input), reject_raw_chars=a.reject_raw_chars)
             except sampling.SampleError as exc:
-                raise SystemExit(f"sample: {exc}") from None
+                self.fail(str(exc))
         with self.record.time("write"):
             (result.samples.orderBy("feature", "stratum_index", "sample_rank").coalesce(1)
              .write.mode("overwrite").parquet(str(self.table_dir)))

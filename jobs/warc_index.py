@@ -51,6 +51,7 @@ def _index_file(item):
 class WarcIndexJob(SparkJob):
     name = "warc_index"
     table = "warc_index"
+    next_step = "llm4schema-pages --input {output}/samples --warc-index {output}/warc_index --output {output}"
     description = __doc__
     input_help = "WARC files (.warc.gz, .warc), directories, globs or manifests listing them"
 

@@ -12,19 +12,29 @@ import hashlib
 import sys
 from pathlib import Path
 
+from udfs.runtime.cli import HelpFormatter, fail
 from udfs.schemaorg.shapes import build_model, default_path, to_turtle
+
+PROG = "python -m shapes.generate"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m shapes.generate", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=HelpFormatter, allow_abbrev=False)
     ap.add_argument("--vocab", default="30.0", help="schema.org release (bundled name, folder or .nt file)")
-    ap.add_argument("--strict", action="store_true", help="strict reading of values (default: lenient, the paper's)")
+    ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=False,
+                    help="strict reading of values (--no-strict: lenient, the paper's)")
     ap.add_argument("--output", help="output file (default: shapes/schemaorg-<release>[.strict].shapes.ttl)")
     args = ap.parse_args(argv)
-    model = build_model(args.vocab)
+    try:
+        model = build_model(args.vocab)
+    except (FileNotFoundError, ValueError) as exc:
+        fail(PROG, str(exc))
     text = to_turtle(model, strict=args.strict)
     path = Path(args.output) if args.output else default_path(model.release, args.strict)
-    path.write_text(text, encoding="utf-8")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(PROG, f"{path}: cannot write: {exc.strerror or exc}")
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     print(f"{path}: {len(model.entity_types)} type shapes, {len(model.ranges)} property shapes, sha256 {digest}", file=sys.stderr)
     return 0

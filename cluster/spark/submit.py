@@ -51,7 +51,7 @@ def read_conf(path: str | Path) -> dict[str, str]:
             continue
         key, _, value = line.partition(" ")
         if not value.strip():
-            raise SystemExit(f"{path}:{n}: {key!r} has no value")
+            raise SystemExit(f"submit.py: error: {path}:{n}: {key!r} has no value")
         out[key] = value.strip()
     return out
 
@@ -68,7 +68,7 @@ def versions() -> dict[str, str]:
             m = re.fullmatch(rf"{re.escape(prefix)}-(\d+\.\d+\.\d+)\.jar", Path(f).name)
             if m:
                 return m.group(1)
-        raise SystemExit(f"no {prefix}-<version>.jar in {jars}: cannot tell which package versions match")
+        raise SystemExit(f"submit.py: error: no {prefix}-<version>.jar in {jars}: cannot tell which package versions match")
 
     scala = jar_version("scala-library")
     return {"spark": pyspark.__version__, "scala": ".".join(scala.split(".")[:2]),
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.mode == "yarn":
         if not os.environ.get("HADOOP_CONF_DIR") and not os.environ.get("YARN_CONF_DIR"):
-            raise SystemExit("yarn: set HADOOP_CONF_DIR to the cluster's Hadoop configuration folder")
+            raise SystemExit("submit.py: error: yarn: set HADOOP_CONF_DIR to the cluster's Hadoop configuration folder")
         build_project_archive(Path(args.project_archive))
     print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
     return subprocess.call(cmd)

@@ -2,7 +2,6 @@
 confusion matrices computed by hand, Cohen's kappa with the paper's tie rule, and one small run
 of the embedded model through the Serve app (a handful of verdicts)."""
 import json
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -249,7 +248,7 @@ def test_a_small_run_of_the_embedded_model_writes_the_result_tables(service, exa
 
     AgentsBenchJob(["build", "--input", str(examples_file), "--output", str(tmp_path), "--seed", "7"]).main()
     argv = ["run", "--input", str(tmp_path / "agents_bench/ground_truth"), "--output", str(tmp_path),
-            "--base-url", service, "--models", SERVED_MODEL_ID, "--limit", "2", "--seed", "7"]
+            "--base-url", service, "--verdict-models", SERVED_MODEL_ID, "--limit", "2", "--seed", "7"]
     assert AgentsBenchJob(argv).main() == 0
     out = next((tmp_path / "agents_bench/results").iterdir())
     assert out.name.startswith(SERVED_MODEL_ID)

@@ -122,6 +122,9 @@ def test_best_capture_is_one_row_per_url_and_prefers_the_response(index, index_r
     (resp,) = [r for r in index_rows if r["url"] == "http://example.com/" and r["warc_record_type"] == "response"]
     assert (ex.warc_record_offset, ex.warc_record_length) == (resp["warc_record_offset"], resp["warc_record_length"])
     assert dict(fetch.best_capture(index).dtypes)["warc_record_offset"] == "bigint"
+    # the WARC-Date string of the index becomes the instant it names (the session is in UTC)
+    assert dict(fetch.best_capture(index).dtypes)["fetch_time"] == "timestamp"
+    assert ex.fetch_time.isoformat() + "Z" == resp["fetch_time"]
 
 
 # ---- one candidate ---------------------------------------------------------------------------------
@@ -172,7 +175,7 @@ def test_candidates_are_tried_until_one_is_ok_and_the_last_attempt_is_selected(i
     assert out[1]["root_types"] == ["MusicEvent"]
 
 
-def test_fetch_pages_locates_fetches_and_selects(spark, index, cfg):
+def test_fetch_pages_locates_fetches_and_selects(spark, index, index_rows, cfg, tmp_path):
     rows = sample_rows(spark, [
         {"page_url": "http://not-crawled.example/", "feature": "f", "stratum": "low", "cset_id": "a",
          "types": ["Place"], "replacements": [rep(1, TOVE, "a", ["Place"])]},
@@ -187,3 +190,14 @@ def test_fetch_pages_locates_fetches_and_selects(spark, index, cfg):
     assert got == [("http://example.com/", 0, P.NO_MATCHING_MARKUP, True),
                    ("http://not-crawled.example/", 0, P.NOT_FOUND, False),
                    ("http://not-crawled.example/", 1, P.OK, True)]
+    # written as the pages job writes it, fetch_time reads back as an Arrow timestamp in UTC: the
+    # capture's WARC-Date for a located page, null for one the index does not hold
+    pages.write.mode("overwrite").parquet(str(tmp_path / "pages"))
+    import pyarrow.dataset as pads
+
+    table = pads.dataset(str(tmp_path / "pages")).to_table()
+    assert str(table.schema.field("fetch_time").type) == "timestamp[us, tz=UTC]"
+    when = {(r["page_url"], r["candidate_rank"]): r["fetch_time"] for r in table.to_pylist()}
+    (tove,) = [r for r in index_rows if r["url"] == TOVE and r["warc_record_type"] == "response"]
+    assert when[(TOVE, 1)].isoformat().replace("+00:00", "Z") == tove["fetch_time"]
+    assert when[("http://not-crawled.example/", 0)] is None

@@ -4,13 +4,11 @@ embedded model (no Ray here; tests/llm/test_serving.py drives the same client th
 Failure paths use real failures (a closed port, a timeout shorter than the answer, an answer cut
 by max_tokens) or a transport that fails the first attempts and then forwards to the real server.
 """
-import asyncio
-import json
 
 import httpx
 import pytest
 
-from udfs.llm.client import (ChatBatch, LLMClient, MalformedOutput, parse_json_output,
+from udfs.llm.client import (LLMClient, MalformedOutput, parse_json_output,
                              verdict_from_logprobs)
 
 pytestmark = pytest.mark.model
@@ -175,16 +173,3 @@ def test_per_request_timeout(endpoint):
     c = client.chat_sync(ask("Write a poem about anvils."), max_tokens=24)
     assert not c.ok and "Timeout" in c.error and c.attempts == 2
     client.close()
-
-
-def test_map_batches_callable_scores_real_verdicts(endpoint):
-    udf = ChatBatch(endpoint, prompt_column="question", verdict=True,
-                    system="Answer the question with yes or no.")
-    batch = {"id": [1, 2], "question": ["Is Paris the capital of France?",
-                                        "Is the Pacific Ocean smaller than Lake Geneva?"]}
-    out = udf(batch)
-    assert out["id"] == [1, 2]
-    assert out["error"] == [None, None]
-    assert out["score"][0] > 0.5 > out["score"][1]
-    assert out["answer"] == ["yes", "no"]
-    assert all(t > 0 for t in out["prompt_tokens"])

@@ -161,21 +161,3 @@ def test_vllm_config_from_conf():
     kwargs = vllm_llm_config_kwargs(gpu)
     assert kwargs["accelerator_type"] == "H100" and "accelerator_config" not in kwargs
     assert kwargs["deployment_config"]["autoscaling_config"]["max_replicas"] == 4
-
-
-def test_ray_data_map_batches_through_serve(service):
-    import ray
-
-    from udfs.llm.client import ChatBatch
-
-    rows = [{"id": 1, "question": "Is Paris the capital of France?"},
-            {"id": 2, "question": "Is the Pacific Ocean smaller than Lake Geneva?"}]
-    out = (ray.data.from_items(rows)
-           .map_batches(ChatBatch, batch_size=2, num_cpus=0, compute=ray.data.ActorPoolStrategy(size=1),
-                        fn_constructor_kwargs={"base_url": service, "model": MODEL_ID, "prompt_column": "question",
-                                               "verdict": True, "system": "Answer with yes or no."})
-           .take_all())
-    by_id = {r["id"]: r for r in out}
-    assert sorted(by_id) == [1, 2]
-    assert by_id[1]["error"] is None and by_id[2]["error"] is None
-    assert by_id[1]["score"] > 0.5 > by_id[2]["score"]

@@ -117,12 +117,12 @@ def test_the_scores_settings_reach_the_scores():
 
 def test_the_validity_command_takes_its_defaults_from_the_conf(tmp_path):
     path = conf_with(tmp_path, "validity", replace=("strict", "true"))
-    run = subprocess.run([sys.executable, "-m", "udfs.agents.validity", "--conf", str(path), "--help"],
+    run = subprocess.run([sys.executable, "-m", "udfs.agents.validity", "--config", str(path), "--help"],
                          cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert re.search(r"--strict, --no-strict\s.*default\s+True", run.stdout, re.S)
+    assert re.search(r"--strict, --no-strict\s.*\(default:\s+True\)", run.stdout, re.S)
     bad = conf_with(tmp_path, "validity", replace=("engine", "3"))
-    run = subprocess.run([sys.executable, "-m", "udfs.agents.validity", "--conf", str(bad), "x.json"],
+    run = subprocess.run([sys.executable, "-m", "udfs.agents.validity", "--config", str(bad), "x.json"],
                          cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert f"{bad}: [validity] engine must be a string, not int 3" in run.stderr
@@ -133,13 +133,13 @@ def test_the_validity_command_takes_its_defaults_from_the_conf(tmp_path):
 def test_a_missing_key_stops_a_real_job_with_one_line(tmp_path):
     path = conf_with(tmp_path, "csets", drop="top")
     run = subprocess.run([sys.executable, str(ROOT / "jobs" / "csets.py"), "--input", "x", "--output",
-                          str(tmp_path / "out"), "--conf", str(path)], cwd=ROOT, capture_output=True, text=True)
+                          str(tmp_path / "out"), "--config", str(path)], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.strip() == f"csets.py: error: {path}: [csets] is missing key top"
 
 
 def test_an_unknown_key_a_wrong_type_and_a_bad_choice_name_the_key(tmp_path, capsys):
-    argv = ["--input", "x", "--output", str(tmp_path / "out"), "--conf"]
+    argv = ["--input", "x", "--output", str(tmp_path / "out"), "--config"]
     path = conf_with(tmp_path, "sample", add="colour = 'red'")
     assert "[sample] has unknown key colour" in parse_error("sample", argv + [str(path)], capsys)
     path = conf_with(tmp_path, "sample", replace=("strata", '"3"'))
@@ -206,7 +206,7 @@ def test_the_config_is_frozen_and_its_lists_are_tuples():
 def test_help_shows_the_values_of_the_conf_file(tmp_path, capsys):
     path = conf_with(tmp_path, "sample", replace=("per_stratum", "17"))
     with pytest.raises(SystemExit) as exc:
-        job_class("sample")(["--help", "--conf", str(path)])
+        job_class("sample")(["--help", "--config", str(path)])
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert re.search(r"--per-stratum PER_STRATUM\s+C-sets drawn per stratum \(default:\s+17\)", out)
@@ -223,7 +223,7 @@ def test_help_shows_the_values_of_the_conf_file(tmp_path, capsys):
 def test_evaluate_takes_validity_and_scores_from_the_conf(tmp_path):
     path = conf_with(tmp_path, "validity", replace=("strict", "true"))
     path.write_text(path.read_text().replace('engine = "compiled"', 'engine = "pyshacl"'))
-    job = job_class("evaluate")(["--input", "x", "--output", str(tmp_path / "out"), "--conf", str(path)])
+    job = job_class("evaluate")(["--input", "x", "--output", str(tmp_path / "out"), "--config", str(path)])
     cfg = job.eval_config(["m"])
     assert (cfg.validity_strict, cfg.validity_engine, cfg.validity_vocab) == (True, "pyshacl", "30.0")
     assert cfg.scores == load_config(path).scores and cfg.sources == ["human", "m"]
@@ -232,7 +232,7 @@ def test_evaluate_takes_validity_and_scores_from_the_conf(tmp_path):
     # --order has one default: the file's
     assert default.args.order == load_config().evaluate.order
     flipped = conf_with(tmp_path, "evaluate", replace=("order", '"sample"'))
-    assert job_class("evaluate")(["--input", "x", "--output", "y", "--conf", str(flipped)]).args.order == "sample"
+    assert job_class("evaluate")(["--input", "x", "--output", "y", "--config", str(flipped)]).args.order == "sample"
 
 
 # ---- (e) no default of a setting in the code -----------------------------------------------------

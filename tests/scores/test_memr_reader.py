@@ -55,7 +55,7 @@ def test_cli_counts_equal_the_pipeline_reading_on_every_real_markup(corpus):
             expected = object_counts(parse_markup(text))  # what the evaluation counts
         except MarkupError as exc:
             refused.add(source)
-            assert path not in lines and f"memr: {path}: {exc.reason}" in err, source
+            assert path not in lines and f"python -m udfs.scores.memr: error: {path}: {exc.reason}" in err, source
             continue
         got = lines[path]
         assert got["triples"] == sum(expected.values()) > 0, source
@@ -128,7 +128,7 @@ def test_a_bad_file_is_one_error_line_and_the_others_are_still_counted(tmp_path)
     bad = ["truncated", "remote", "string", "latin1", "missing"]
     assert len(err) == len(bad)
     for name, line in zip(bad, err):
-        assert line.startswith(f"memr: {tmp_path / name}.jsonld: "), line
+        assert line.startswith(f"python -m udfs.scores.memr: error: {tmp_path / name}.jsonld: "), line
     assert "not JSON" in err[0] and "not fetched: https://example.org/ctx.jsonld" in err[1]
     assert "top level must be a JSON object or array" in err[2]
     assert "cannot read" in err[3] and "cannot read" in err[4]

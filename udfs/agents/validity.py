@@ -430,31 +430,34 @@ def validate(markup: str | bytes | dict | list | Markup, engine: str, strict: bo
 
 
 def main(argv: list[str] | None = None) -> int:
+    from udfs.runtime.cli import HelpFormatter, check_config_value
     from udfs.runtime.config import ConfigError, exit_on_config_error, load_config
     from udfs.runtime.paths import DEFAULT_CONF
 
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--conf", default=str(DEFAULT_CONF))
+    prog = "python -m udfs.agents.validity"
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--config", default=str(DEFAULT_CONF))
     known, _ = pre.parse_known_args(argv)
+    check_config_value(prog, known.config)
     try:
-        conf = load_config(known.conf).validity
+        conf = load_config(known.config).validity
     except ConfigError as exc:
-        exit_on_config_error("python -m udfs.agents.validity", exc)
+        exit_on_config_error(prog, exc)
     ap = argparse.ArgumentParser(
-        prog="python -m udfs.agents.validity",
+        prog=prog, formatter_class=HelpFormatter, allow_abbrev=False,
         description="Validity verdicts of JSON-LD markups: one JSON object per line per "
         "(subject, property, value, entity type) triple. A markup without @context is read as "
         "schema.org; remote contexts are never fetched.",
     )
     ap.add_argument("files", nargs="+", metavar="FILE", help="JSON-LD files ('-' = standard input)")
-    ap.add_argument("--conf", default=str(DEFAULT_CONF),
-                    help="pipeline configuration (TOML) whose [validity] gives the defaults; default %(default)s")
+    ap.add_argument("--config", default=str(DEFAULT_CONF),
+                    help="pipeline configuration (TOML) whose [validity] gives the defaults")
     ap.add_argument("--engine", choices=ENGINES, default=conf.engine,
-                    help="compiled (fast, the pipeline's) or pyshacl (the reference); default %(default)s")
+                    help="compiled (fast, the pipeline's) or pyshacl (the reference)")
     ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=conf.strict,
-                    help="strict reading of literal values (false: lenient, the paper's); default %(default)s")
-    ap.add_argument("--vocab", default=conf.vocab, help="schema.org release (default %(default)s)")
-    ap.add_argument("--cleaned", action="store_true",
+                    help="strict reading of literal values (false: lenient, the paper's)")
+    ap.add_argument("--vocab", default=conf.vocab, help="schema.org release")
+    ap.add_argument("--cleaned", action=argparse.BooleanOptionalAction, default=False,
                     help="print one line per file with the markup without its invalid property values instead")
     args = ap.parse_args(argv)
     va = ValidityAgent(args.engine, args.strict, args.vocab)

@@ -27,6 +27,7 @@ from typing import Any, Callable, ContextManager, Sequence
 from udfs.bench import runner as ab
 from udfs.runtime.config import ScoresConf
 from udfs.runtime.io import Folder
+from udfs.runtime.progress import Progress
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
 
 log = logging.getLogger("llm4schema.agents_bench")
@@ -110,6 +111,7 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
     alignment, summary and plot to ``out``. ``concurrency``: requests in flight per model (1: one
     claim at a time, so a verdict's latency is its own)."""
     from udfs.agents.verdicts import voter_model_and_strategy
+    from udfs.bench import metrics as bm
     from udfs.bench.groundtruth import TASKS, stratified_subset
     from udfs.llm.client import LLMClient
 
@@ -153,7 +155,7 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
     log.info("%d items (%d judged before) for %s", c["items"], c["already_judged"], cfg.name)
     n_part = len(parts.ls("part-*.parquet"))
     judged = 0
-    with timer("judge"):
+    with timer("judge"), Progress(f"judge {cfg.name}", sum(len(v) for v in pending.values()), "verdicts") as progress:
         loop = asyncio.new_event_loop()
         try:
             for agent, items in pending.items():
@@ -165,7 +167,7 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
                     judged += len(rows)
                     for r in rows:
                         done[(agent, r["item_id"])] = r
-                    log.info("%s: %d/%d judged", agent, min(i + batch_size, len(items)), len(items))
+                    progress.update(len(rows), **{f"{agent} without verdict": sum(r["score"] is None for r in rows)})
         finally:
             for cl in clients.values():
                 loop.run_until_complete(cl.aclose())
@@ -175,11 +177,12 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
     c["judged_now"] = judged
     c["no_verdict"] = sum(done[(ag, iid)]["score"] is None for ag, d in todo.items() for iid in d)
     # metrics per task over the rows of this run's items
-    metrics, sweep, alignment = [], [], []
+    metrics, sweep, alignment, curves = [], [], [], {}
     for task, items in task_items.items():
         agent = TASKS[task][0]
         rows = [done[(agent, it["item_id"])] for it in items if (agent, it["item_id"]) in done]
         m, s, al = ab.task_metrics(cfg.name, task, agent, cfg.threshold(agent), rows, len(models) > 1)
+        curves[task] = bm.precision_recall_points([bool(r["label"]) for r in rows], [r["score"] for r in rows])
         metrics.append(m)
         sweep += s
         alignment += al
@@ -190,7 +193,7 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
     conf = {"name": cfg.name, "models": " + ".join(models), "judge": cfg.judge or "–",
             "strategy": cfg.strategy, "factuality threshold": cfg.factuality_threshold,
             "compliance threshold": cfg.compliance_threshold, "items per task": limit or "all", "seed": seed}
-    ab.plot_precision_recall(sweep, metrics, out / "pr.png")
+    ab.plot_precision_recall(sweep, metrics, out / "pr.png", curves)
     md = ab.summary_markdown(conf, metrics, wall)
     out.write_text("summary.md", md)
     out.write_text("summary.html", ab.summary_html(conf, metrics, "pr.png", wall))

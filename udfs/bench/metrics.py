@@ -1,14 +1,19 @@
 """How far a verdict agent can be trusted: the metrics of the agents benchmark.
 
 * precision / recall / F1 of the "true" class (the paper's Tables 2 and 4), F1 of the "false" class
-  as well (FactCheck), balanced accuracy ((TPR + TNR) / 2), AUROC of the scores;
-* a threshold sweep (each threshold: a claim passes when its score >= threshold, the agents' rule);
+  as well (FactCheck), balanced accuracy ((TPR + TNR) / 2), AUROC of the scores (scikit-learn's
+  ``roc_auc_score``: ties count half);
+* a threshold sweep (each threshold: a claim passes when its score >= threshold, the agents' rule)
+  and the full precision-recall curve over every distinct score (scikit-learn's
+  ``precision_recall_curve``, the same >= rule);
 * the mean latency after dropping IQR outliers (FactCheck: values outside
-  [Q1 - 1.5 IQR, Q3 + 1.5 IQR], quartiles by linear interpolation);
+  [Q1 - 1.5 IQR, Q3 + 1.5 IQR], quartiles by numpy's linear interpolation);
 * consensus alignment CA_M: the share of items on which model M's vote agrees with the decision
   of the consensus (items M did not answer are left out of its share);
 * Cohen's kappa between MeMR's choice and human votes, with the LLM4Schema.org Table 9 rule: a tie
   (human or MeMR) counts for both sides, i.e. a page becomes one rating pair per side of the tie.
+  Kept by hand because of that rule and its pe = 1 case; on pairs without ties it equals
+  scikit-learn's ``cohen_kappa_score`` (tests/bench/test_metrics.py checks it).
 
 A claim without a verdict (the model gave no yes/no) is neither a hit nor a miss: it is counted
 apart (``unanswered``) so a reader sees it, and left out of the confusion matrix.
@@ -19,6 +24,8 @@ import math
 from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
 
 SIDES = ("human", "llm")
 TIE = "tie"
@@ -111,36 +118,42 @@ def threshold_sweep(labels: Sequence[bool], scores: Sequence[float | None],
     return [{"threshold": t, **at_threshold(labels, scores, t).as_dict()} for t in thresholds]
 
 
+def _scored(labels: Sequence[bool], scores: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, scores) of the items with a score (None and NaN: unanswered, left out)."""
+    pairs = [(bool(y), float(s)) for y, s in zip(labels, scores) if s is not None and not _nan(s)]
+    return np.array([y for y, _ in pairs], dtype=bool), np.array([s for _, s in pairs], dtype=float)
+
+
 def auroc(labels: Sequence[bool], scores: Sequence[float | None]) -> float | None:
     """Probability that a random positive scores above a random negative (ties count half); None
     when one class is missing."""
-    pairs = [(s, bool(y)) for y, s in zip(labels, scores) if s is not None and not _nan(s)]
-    pos = [s for s, y in pairs if y]
-    neg = [s for s, y in pairs if not y]
-    if not pos or not neg:
+    from sklearn.metrics import roc_auc_score
+
+    y, s = _scored(labels, scores)
+    if y.all() or not y.any():
         return None
-    # rank-sum with average ranks for ties
-    ordered = sorted(pairs, key=lambda p: p[0])
-    ranks: dict[int, float] = {}
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1][0] == ordered[i][0]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[k] = (i + j) / 2 + 1
-        i = j + 1
-    rank_pos = sum(ranks[k] for k, (_, y) in enumerate(ordered) if y)
-    return (rank_pos - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg))
+    return float(roc_auc_score(y, s))
 
 
-def quantile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default)."""
-    if not sorted_values:
+def precision_recall_points(labels: Sequence[bool], scores: Sequence[float | None]) -> list[dict[str, float]]:
+    """The precision-recall curve: one point per distinct score used as the threshold (a claim
+    passes at score >= threshold), in increasing threshold order; empty without a positive."""
+    from sklearn.metrics import precision_recall_curve
+
+    y, s = _scored(labels, scores)
+    if not y.any():
+        return []
+    precision, recall, thresholds = precision_recall_curve(y, s)
+    # sklearn appends the (precision 1, recall 0) end point, which has no threshold
+    return [{"threshold": float(t), "precision": float(p), "recall": float(r)}
+            for t, p, r in zip(thresholds, precision[:-1], recall[:-1])]
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The q-quantile by linear interpolation between order statistics (numpy's default)."""
+    if len(values) == 0:
         raise ValueError("quantile of no values")
-    pos = (len(sorted_values) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+    return float(np.quantile(np.asarray(values, dtype=float), q))
 
 
 @dataclass(frozen=True)
@@ -157,7 +170,7 @@ def iqr_mean(values: Iterable[float | None]) -> IQRMean:
     vs = sorted(v for v in values if v is not None and not _nan(v))
     if not vs:
         return IQRMean(None, 0, 0, None, None)
-    q1, q3 = quantile(vs, 0.25), quantile(vs, 0.75)
+    q1, q3 = (float(q) for q in np.quantile(np.asarray(vs, dtype=float), [0.25, 0.75]))
     low, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
     kept = [v for v in vs if low <= v <= high]
     return IQRMean(sum(kept) / len(kept), len(kept), len(vs) - len(kept), low, high)

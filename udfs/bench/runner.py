@@ -234,9 +234,12 @@ def summary_html(config: dict[str, Any], metrics: Sequence[dict[str, Any]], plot
             f"<table><tr>{head}</tr>{body}</table>{img}</body></html>\n")
 
 
-def plot_precision_recall(sweep: Sequence[dict[str, Any]], metrics: Sequence[dict[str, Any]], path) -> None:
-    """Precision against recall over the threshold sweep, as a PNG at ``path`` (a local path, a
-    URL or a Folder: written through the IO layer, atomically)."""
+def plot_precision_recall(sweep: Sequence[dict[str, Any]], metrics: Sequence[dict[str, Any]], path,
+                          curves: dict[str, Sequence[dict[str, float]]] | None = None) -> None:
+    """Precision against recall, as a PNG at ``path`` (a local path, a URL or a Folder: written
+    through the IO layer, atomically): per task the full curve over every distinct score
+    (``curves``, ``udfs.bench.metrics.precision_recall_points``) when given, the threshold sweep's
+    points on it, and the configured decision as a cross."""
     import io
 
     import matplotlib
@@ -247,14 +250,21 @@ def plot_precision_recall(sweep: Sequence[dict[str, Any]], metrics: Sequence[dic
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
     for m in metrics:
         pts = [s for s in sweep if s["task"] == m["task"] and (s["tp"] + s["fp"]) > 0]
-        if pts:
+        curve = (curves or {}).get(m["task"]) or []
+        if curve:
+            line, = ax.plot([p["recall"] for p in curve], [p["precision"] for p in curve], drawstyle="steps-post",
+                            label=m["task"])
+            if pts:
+                ax.plot([s["recall"] for s in pts], [s["precision"] for s in pts], ls="", marker=".",
+                        color=line.get_color())
+        elif pts:
             ax.plot([s["recall"] for s in pts], [s["precision"] for s in pts], marker=".", label=m["task"])
         ax.scatter([m["recall"]], [m["precision"]], marker="x", color="black")
     ax.set_xlabel("recall")
     ax.set_ylabel("precision")
     ax.set_xlim(0, 1.02)
     ax.set_ylim(0, 1.02)
-    ax.set_title("threshold sweep (x: configured threshold)")
+    ax.set_title("precision-recall (dots: sweep, x: configured threshold)")
     ax.legend(loc="lower left")
     fig.tight_layout()
     png = io.BytesIO()

@@ -52,6 +52,9 @@ PAGES_SCHEMA = T.StructType([
     T.StructField("warc_record_length", T.LongType()),
     T.StructField("fetch_status", T.IntegerType()),
     T.StructField("content_mime_type", T.StringType()),
+    # when the capture was made (WARC-Date): a timestamp in UTC, whether the index held a string
+    # (jobs/warc_index.py) or a timestamp (Common Crawl's columnar index)
+    T.StructField("fetch_time", T.TimestampType()),
     T.StructField("html_sha256", T.StringType()),
     T.StructField("html_bytes", T.LongType()),
     T.StructField("text", T.StringType()),
@@ -129,11 +132,14 @@ def best_capture(index: DataFrame) -> DataFrame:
         F.desc(F.col("fetch_status") == 200),
         F.desc(F.col("content_mime_type").isin(*HTML_MIME_TYPES)),
         F.desc("fetch_time"), "warc_filename", "warc_record_offset")
-    cols = ["url", "warc_filename", "warc_record_offset", "warc_record_length", "fetch_status", "content_mime_type"]
+    cols = ["url", "warc_filename", "warc_record_offset", "warc_record_length", "fetch_status", "content_mime_type",
+            "fetch_time"]
     idx = index.withColumn("_rtype", rtype).select(
-        *[F.col(c) if c in index.columns else F.lit(None).alias(c) for c in cols + ["fetch_time"]], "_rtype")
+        *[F.col(c) if c in index.columns else F.lit(None).alias(c) for c in cols], "_rtype")
+    # an ISO 8601 WARC-Date ("2020-08-04T09:07:39Z") casts to the instant it names
+    idx = idx.withColumn("fetch_time", F.col("fetch_time").cast("timestamp"))
     return (idx.where(F.col("url").isNotNull())
-            .withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n", "fetch_time", "_rtype")
+            .withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n", "_rtype")
             .withColumn("warc_record_offset", F.col("warc_record_offset").cast("long"))
             .withColumn("warc_record_length", F.col("warc_record_length").cast("long"))
             .withColumn("fetch_status", F.col("fetch_status").cast("int")))

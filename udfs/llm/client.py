@@ -14,8 +14,8 @@
 * yes/no verdict scores from the first answer token's top logprobs:
   P(yes) / (P(yes) + P(no)), each summed over the spellings of the word ("Yes", " yes", ...).
 
-Plain Python: ``LLMClient(...).chat_sync(messages)``; async: ``await client.chat(messages)``;
-Ray Data: ``ds.map_batches(ChatBatch, fn_constructor_kwargs={...}, batch_size=8, compute=...)``.
+Plain Python: ``LLMClient(...).chat_sync(messages)``; async: ``await client.chat(messages)``.
+Ray Data stages hold one client per actor (``jobs/evaluate.py``'s ``EvaluatePages``).
 """
 from __future__ import annotations
 
@@ -488,44 +488,3 @@ def _error_message(resp: httpx.Response) -> str:
     except ValueError:
         return resp.text[:500]
 
-
-class ChatBatch:
-    """A Ray Data ``map_batches`` callable: one chat per row, the answers as new columns.
-
-    ``prompt_column`` holds the user message; ``system`` is prepended to each. Every input row
-    comes out, with ``error`` set where the request failed.
-    """
-
-    def __init__(self, base_url: str, model: str | None = None, *, prompt_column: str = "prompt",
-                 system: str | None = None, json_schema: dict[str, Any] | None = None,
-                 verdict: bool = False, client_kwargs: dict[str, Any] | None = None,
-                 chat_kwargs: dict[str, Any] | None = None):
-        self.client = LLMClient(base_url, model, **(client_kwargs or {}))
-        self.prompt_column = prompt_column
-        self.system = system
-        self.json_schema = json_schema
-        self.verdict = verdict
-        self.chat_kwargs = chat_kwargs or {}
-
-    def _messages(self, prompt: str) -> list[dict[str, str]]:
-        msgs = [{"role": "system", "content": self.system}] if self.system else []
-        return msgs + [{"role": "user", "content": str(prompt)}]
-
-    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        prompts = list(batch[self.prompt_column])
-        if self.verdict:
-            verdicts = self.client.run(self.client.verdict_many(
-                [{"messages": self._messages(p), **self.chat_kwargs} for p in prompts]))
-            completions = [v.completion for v in verdicts]
-            batch["score"] = [v.score for v in verdicts]
-            batch["answer"] = [v.answer for v in verdicts]
-        else:
-            completions = self.client.run(self.client.chat_many(
-                [{"messages": self._messages(p), "json_schema": self.json_schema, **self.chat_kwargs}
-                 for p in prompts]))
-            batch["text"] = [c.text for c in completions]
-            batch["parsed"] = [json.dumps(c.parsed) if c.parsed is not None else None for c in completions]
-        for name in ("error", "model", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
-                     "latency_s", "attempts", "from_cache"):
-            batch[name] = [getattr(c, name) for c in completions]
-        return batch

@@ -12,7 +12,7 @@
   ``build_openai_app``, prefix caching on, structured outputs with xgrammar.
 
 Which engine, model, replicas and limits: ``conf/serving.toml``.
-``python -m udfs.llm.serving start|stop|status [--conf FILE]`` runs it on a local or existing Ray cluster.
+``python -m udfs.llm.serving start|stop|status [--config FILE]`` runs it on a local or existing Ray cluster.
 """
 
 import argparse
@@ -429,7 +429,7 @@ def start(conf: dict[str, Any], conf_path: str | Path) -> str:
     log_path = _state_file().with_name("serving.log")
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "udfs.llm.serving", "_host", "--conf", str(conf_path),
+            [sys.executable, "-m", "udfs.llm.serving", "_host", "--config", str(conf_path),
              "--engine", conf["serving"]["engine"], "--port", str(conf["serving"]["port"])],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             cwd=str(PROJECT_ROOT), env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
@@ -493,7 +493,7 @@ def stop(conf: dict[str, Any]) -> str:
     if _alive(pid):
         os.kill(pid, 9)
     _state_file().unlink(missing_ok=True)
-    return f"stopped (pid {pid})"
+    return ""  # stopped as asked: nothing to say (the pid meant nothing to a reader)
 
 
 def status(conf: dict[str, Any]) -> dict[str, Any]:
@@ -508,25 +508,48 @@ def status(conf: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["start", "stop", "status", "_host"])
-    parser.add_argument("--conf", default=str(DEFAULT_SERVING_CONF))
+    from udfs.runtime.cli import HelpFormatter, check_config_value, fail
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # also when run as the llm4schema-serve script
+    prog = "llm4schema-serve" if Path(sys.argv[0]).name == "llm4schema-serve" else "python -m udfs.llm.serving"
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
+                                     formatter_class=HelpFormatter, allow_abbrev=False)
+    parser.add_argument("command", choices=["start", "stop", "status", "_host"],
+                        help="start the service (in the background), stop it, or print what it serves "
+                        "(_host: the background process itself)")
+    parser.add_argument("--config", default=str(DEFAULT_SERVING_CONF),
+                        help="the service's configuration (TOML): engine, models, replicas, port")
     parser.add_argument("--engine", choices=["embedded", "vllm"], help="override [serving] engine")
     parser.add_argument("--port", type=int, help="override [serving] port")
     args = parser.parse_args(argv)
+    check_config_value(prog, args.config)
     overrides: dict[str, dict[str, Any]] = {"serving": {}}
     if args.engine:
         overrides["serving"]["engine"] = args.engine
     if args.port:
         overrides["serving"]["port"] = args.port
-    conf = load_serving_conf(args.conf, overrides)
+    try:
+        conf = load_serving_conf(args.config, overrides)
+    except FileNotFoundError:
+        fail(prog, f"{args.config}: no such configuration file")
+    except IsADirectoryError:
+        fail(prog, f"{args.config}: is a directory, not a configuration file")
+    except tomllib.TOMLDecodeError as exc:
+        fail(prog, f"{args.config}: not valid TOML: {exc}")
+    except (KeyError, ValueError) as exc:
+        fail(prog, f"{args.config}: {exc}")
     if args.command == "start":
-        print(f"serving {conf['serving']['engine']} at {start(conf, args.conf)}")
+        try:
+            url = start(conf, args.config)
+        except (RuntimeError, TimeoutError, OSError) as exc:
+            fail(prog, f"start: {exc}", code=1)
+        print(f"serving {conf['serving']['engine']} at {url}")
     elif args.command == "_host":
         _host(conf)
     elif args.command == "stop":
-        print(stop(conf))
+        said = stop(conf)
+        if said:
+            print(said)
     else:
         info = status(conf)
         print(json.dumps(info, indent=2))

@@ -1,4 +1,4 @@
-"""The one place the pipeline's configuration is read: ``conf/pipeline.toml`` (or a ``--conf`` file).
+"""The one place the pipeline's configuration is read: ``conf/pipeline.toml`` (or a ``--config`` file).
 
 ``load_config(path)`` reads the TOML once into a frozen :class:`Config`: one frozen dataclass per
 section, each field typed. The TOML is the only home of a value: no field has a default, so a
@@ -17,7 +17,6 @@ under its readers.
 from __future__ import annotations
 
 import dataclasses
-import sys
 import tomllib
 import typing
 from dataclasses import dataclass
@@ -109,7 +108,7 @@ class ValidityConf:
 class EvaluateConf:
     limit: int
     order: str
-    models: tuple[str, ...]
+    generators: tuple[str, ...]
     stages: tuple[str, ...]
     strategy: str
     factuality_threshold: float
@@ -135,7 +134,7 @@ class AgentsBenchConf:
     max_value_chars: int
     limit: int
     tasks: tuple[str, ...]
-    models: tuple[str, ...]
+    verdict_models: tuple[str, ...]
     strategy: str
     factuality_threshold: float
     compliance_threshold: float
@@ -258,6 +257,7 @@ def as_defaults(section: Any) -> dict[str, Any]:
 
 def exit_on_config_error(prog: str, exc: ConfigError) -> typing.NoReturn:
     """What a command line does with a ConfigError: one line on stderr, exit status 2 (argparse's
-    status for a usage error)."""
-    print(f"{prog}: error: {exc}", file=sys.stderr)
-    raise SystemExit(2)
+    status for a usage error), through :func:`udfs.runtime.cli.fail`."""
+    from udfs.runtime.cli import fail
+
+    fail(prog, str(exc))

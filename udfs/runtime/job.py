@@ -2,7 +2,7 @@
 
 A job file holds a tiny subclass (in the manner of cc-pyspark): it declares its flags and wires
 library functions together. This module owns what all jobs share: the command line shape
-(``--input``, ``--output``, ``--conf``), defaults from ``conf/pipeline.toml`` (read and checked by
+(``--input``, ``--output``, ``--config``), defaults from ``conf/pipeline.toml`` (read and checked by
 ``udfs.runtime.config``: a flag without ``default=`` is a setting whose default is the job's section's
 key of the same name; ``self.config`` holds every section), the run record
 (``<table>/_run.json``: inputs, config, counters, times), the rejects location
@@ -19,11 +19,14 @@ import platform
 import socket
 import sys
 import time
+import typing
 from pathlib import Path
 from typing import Any
 
+from udfs.runtime.cli import HelpFormatter, check_config_value, fail
 from udfs.runtime.config import Config, ConfigError, as_defaults, exit_on_config_error, load_config
 from udfs.runtime import io as _io
+from udfs.runtime.inputs import InputError
 from udfs.runtime.io import Folder
 from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF
 
@@ -79,11 +82,14 @@ class RunRecord:
         class _Timer:
             def __enter__(self):
                 self.t = time.monotonic()
-                log.info("%s ...", step)
+                # Steps and their times are in the run record (timings_s) and the end-of-run
+                # summary says the total; on the console only when debugging (a long step shows
+                # a udfs.runtime.progress display instead).
+                log.debug("%s ...", step)
 
             def __exit__(self, *exc):
                 record.data["timings_s"][step] = round(time.monotonic() - self.t, 3)
-                log.info("%s done in %.1f s", step, record.data["timings_s"][step])
+                log.debug("%s done in %.1f s", step, record.data["timings_s"][step])
 
         return _Timer()
 
@@ -110,6 +116,10 @@ class Job:
     table: str = "table"  # folder under --output this job owns
     description: str = ""
     input_help: str = "input files, directories, globs or manifests"
+    # The tables under --output this job writes, for its end-of-run summary (default: ``table``).
+    outputs: tuple[str, ...] = ()
+    # The command to run next, shown when the job ends; ``{output}`` is --output.
+    next_step: str = ""
 
     def __init__(self, argv: list[str] | None = None):
         self.argv = list(sys.argv[1:] if argv is None else argv)
@@ -124,14 +134,19 @@ class Job:
         """Flags of the engine the job runs on (Spark, Ray); set by the engine's base class."""
 
     def parse_args(self, argv: list[str]) -> argparse.Namespace:
-        """Flags of ``argv`` over the defaults of ``[<name>]`` in ``--conf``; the typed
-        configuration (every section) is kept as ``self.config``. A configuration error is one
-        line on stderr and exit status 2, like any other usage error."""
-        pre = argparse.ArgumentParser(add_help=False)
-        pre.add_argument("--conf", default=str(DEFAULT_CONF))
+        """Flags of ``argv`` over the defaults of ``[<name>]`` in ``--config``; the typed
+        configuration (every section) is kept as ``self.config``. A configuration error (or a
+        ``--config KEY=VALUE`` meant for Spark) is one line on stderr and exit status 2, like any
+        other usage error."""
+        pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+        pre.add_argument("--config", default=str(DEFAULT_CONF))
         known, _ = pre.parse_known_args(argv)
+        if any(a == "--conf" or a.startswith("--conf=") for a in argv):
+            fail(f"{self.name}.py", "--conf is not an option of the jobs: the pipeline's TOML file is "
+                 "--config FILE, a Spark setting is --spark-conf KEY=VALUE")
+        check_config_value(f"{self.name}.py", known.config)
         try:
-            self.config = load_config(known.conf)
+            self.config = load_config(known.config)
             parser = self.build_parser(self.config)
         except ConfigError as exc:
             exit_on_config_error(f"{self.name}.py", exc)
@@ -146,15 +161,17 @@ class Job:
         parser = argparse.ArgumentParser(
             prog=f"{self.name}.py",
             description=self.description,
-            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+            formatter_class=HelpFormatter,
             argument_default=FROM_CONF,
+            allow_abbrev=False,
         )
         parser.add_argument("--input", nargs="+", required=True, help=self.input_help)
         parser.add_argument("--output", required=True, help="output root shared by the whole pipeline; "
                             f"this job writes {self.table}/ and rejects/{self.name}/ under it")
-        parser.add_argument("--conf", default=str(DEFAULT_CONF), help="pipeline configuration (TOML); "
-                            f"its [{self.name}] section gives this job's defaults")
-        parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+        parser.add_argument("--config", default=str(DEFAULT_CONF), help="pipeline configuration (TOML); "
+                            f"its [{self.name}] section gives this job's defaults (Spark settings: --spark-conf)")
+        parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                            help="log messages of this level and above go to stderr")
         self.add_engine_arguments(parser)
         self.add_arguments(parser)
         settings = setting_actions(parser)
@@ -206,17 +223,47 @@ class Job:
     def run(self) -> None:  # pragma: no cover - hook
         raise NotImplementedError
 
+    def fail(self, message: str, code: int = 2) -> typing.NoReturn:
+        """Stop the job on bad input (a missing table, a service that does not answer): one line
+        ``<job>.py: error: <message>`` on stderr and exit status ``code``, no traceback."""
+        fail(f"{self.name}.py", message, code)
+
     def main(self) -> int:
         logging.basicConfig(
             level=getattr(logging, self.args.log_level),
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
             stream=sys.stderr,
         )
+        # Libraries' INFO lines (py4j's connection closing, every HTTP request to the model service)
+        # are about their plumbing, not the run; their warnings still show.
+        if self.args.log_level != "DEBUG":
+            for noisy in ("py4j", "httpx"):
+                logging.getLogger(noisy).setLevel(logging.WARNING)
         self.record["config"] = dict(vars(self.args))
-        self.run()
+        try:
+            self.run()
+        except (InputError, ConfigError) as exc:  # bad input: one line, no traceback
+            self.fail(str(exc))
         path = self.record.write(self.table_dir)
-        log.info("run record: %s", path)
+        log.debug("run record: %s", path)  # the summary names the table folder that holds it
+        self.print_summary()
         return 0
+
+    def print_summary(self) -> None:
+        """The end-of-run block on stderr (``udfs.runtime.summary.job_summary``): tables written
+        with row counts and locations, total time, counters that need attention, next command."""
+        from udfs.runtime.summary import job_summary
+
+        tables = [(t, self.output_root / t) for t in (self.outputs or (self.table,))]
+        tables.append((f"rejects/{self.name}", self.rejects_dir))
+        step = self.next_step.format(output=self.args.output) if self.next_step else ""
+        print(job_summary(self.name, tables, self.record.data, step), file=sys.stderr, flush=True)
+
+    @classmethod
+    def cli(cls) -> int:
+        """The console-script entry point (``[project.scripts]`` in pyproject.toml): the job on
+        ``sys.argv``, from any working directory; its exit status."""
+        return cls().main()
 
 
 class SparkJob(Job):
@@ -227,6 +274,14 @@ class SparkJob(Job):
                             help="Spark master; default: what spark-submit set, else local[*]")
         parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                             help="extra Spark setting, repeatable (also read: conf/spark-defaults.conf)")
+
+    @classmethod
+    def cli(cls) -> int:
+        """As ``Job.cli``; the JVM it starts reads the project's conf/ (log4j2.properties,
+        spark-defaults.conf) as under ``SPARK_CONF_DIR=conf spark-submit``, unless the caller set
+        SPARK_CONF_DIR itself."""
+        os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
+        return super().cli()
 
     _spark = None
 
@@ -254,14 +309,14 @@ def _spark_defaults() -> dict[str, str]:
     return out
 
 
-def _submitted_keys() -> set[str]:
+def _submitted() -> dict[str, str]:
     """The Spark settings spark-submit passed to this driver (none when not under spark-submit)."""
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
-        return set()
+        return {}
     from pyspark import SparkConf, SparkContext
 
     SparkContext._ensure_initialized()
-    return {k for k, _ in SparkConf().getAll()}
+    return dict(SparkConf().getAll())
 
 
 def build_spark(app: str, master: str | None = None, extra: list[str] | None = None):
@@ -280,14 +335,27 @@ def build_spark(app: str, master: str | None = None, extra: list[str] | None = N
         builder = builder.master("local[*]")
     # conf/spark-defaults.conf is for local runs: under spark-submit, what the submit set
     # (cluster/spark/cluster-defaults.conf, --conf) wins.
-    submitted = _submitted_keys()
-    for key, value in _spark_defaults().items():
+    submitted = _submitted()
+    defaults = _spark_defaults()
+    # spark-submit reads conf/log4j2.properties through SPARK_CONF_DIR; a session this process
+    # starts is pointed at it here (WARN and above), unless the JVM options already name one.
+    java_opts = defaults.get("spark.driver.extraJavaOptions", "")
+    if "PYSPARK_GATEWAY_PORT" not in os.environ and "log4j2.configurationFile" not in java_opts \
+            and (CONF_DIR / "log4j2.properties").exists():
+        defaults["spark.driver.extraJavaOptions"] = (
+            f"{java_opts} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}").strip()
+    for key, value in defaults.items():
         if key not in submitted:
             builder = builder.config(key, value)
+    # The stage progress bar is for a terminal (conf/spark-defaults.conf keeps it off for logs): on
+    # when stderr is one, unless someone set it otherwise than that file (--conf, a cluster's conf).
+    bar = "spark.ui.showConsoleProgress"
+    if sys.stderr.isatty() and submitted.get(bar, defaults.get(bar)) == defaults.get(bar):
+        builder = builder.config(bar, "true")
     for kv in extra or []:
         key, sep, value = kv.partition("=")
         if not sep:
-            raise SystemExit(f"--spark-conf {kv!r}: expected KEY=VALUE")
+            fail(f"{app}.py", f"--spark-conf {kv!r}: expected KEY=VALUE")
         builder = builder.config(key, value)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = builder.getOrCreate()

@@ -531,3 +531,41 @@ def to_jsonld(markup: Markup, keep: Callable[[str, str, Value], bool] | None = N
     if len(roots) == 1:
         return {"@context": SCHEMA_CONTEXT_URL, **roots[0]}
     return {"@context": SCHEMA_CONTEXT_URL, "@graph": roots}
+
+
+# ---- claims as a person reads them -----------------------------------------------------------
+
+LABEL_PROPERTIES = ("name", "headline", "alternateName", "title")  # a node's label, in this order
+CLAIM_VALUE_CHARS = 120  # a longer literal is cut (with "…") in the readable claim
+
+
+def label(markup: Markup, entity_id: str) -> str:
+    """How a person names a node: its type(s) and, when it has one, its first name-like literal
+    (``Book "The Catcher in the Rye"``); a node without a type is ``Thing``, a node that is not
+    in the markup (an outside IRI) is the IRI itself."""
+    ent = markup.entities.get(entity_id)
+    if ent is None:
+        return entity_id
+    kind = "/".join(ent.types) or "Thing"
+    for prop in LABEL_PROPERTIES:
+        for v in ent.properties.get(prop, ()):
+            if isinstance(v, Literal) and str(v.text).strip():
+                return f"{kind} {_quoted(v.text)}"
+    return kind
+
+
+def claim_text(markup: Markup, triple: Triple) -> str:
+    """One triple as a readable claim: ``<subject label> / <property>: <value>``, where a literal is
+    quoted (cut to ``CLAIM_VALUE_CHARS``) and a node value is named by its ``label``
+    (``Book "The Catcher in the Rye" / author: Person "J. D. Salinger"``). Display only: the ids
+    beside it in ``triples/`` stay the key."""
+    v = triple.value
+    value = _quoted(v.text) if isinstance(v, Literal) else label(markup, v.id)
+    return f"{label(markup, triple.subject)} / {triple.property}: {value}"
+
+
+def _quoted(text: str) -> str:
+    text = " ".join(str(text).split())
+    if len(text) > CLAIM_VALUE_CHARS:
+        text = text[: CLAIM_VALUE_CHARS - 1] + "…"
+    return f'"{text}"'

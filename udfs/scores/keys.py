@@ -44,10 +44,16 @@ def _ngrams(tokens: list[str], n: int) -> Counter:
 def sentence_bleu(hypothesis: str | list[str], reference: str | list[str], max_order: int) -> float:
     """Sentence BLEU (Papineni et al.) of one hypothesis against one reference.
 
-    Uniform weights over orders 1..N with N the *effective* order (no higher than the
-    hypothesis' length, as sacrebleu's sentence BLEU does), so a one-word value can score 1; add-one
-    smoothing of the orders above 1 (Lin & Och 2004), so one missing 4-gram in a short value does
-    not zero the score. Both empty: 1.0; exactly one empty: 0.0.
+    Uniform weights over orders 1..N with N = min(``max_order``, the hypothesis' length in
+    tokens), so a one-word value can score 1; add-one smoothing of the orders above 1 (Lin & Och
+    2004), so one missing 4-gram in a short value does not zero the score. Both empty: 1.0;
+    exactly one empty: 0.0.
+
+    This is sacrebleu's ``BLEU(max_ngram_order=N, smooth_method="add-k", smooth_value=1,
+    tokenize="none")`` on the tokens of :func:`tokenize` joined by spaces (sacrebleu's own
+    add-k keeps the order at ``max_order`` however short the hypothesis, so N is set per value);
+    tests/scores/test_bleu_reference.py checks it on real WDC values. sacrebleu is not a runtime
+    dependency: the function is 20 lines and the evaluation calls it per value.
     """
     hyp = tokenize(hypothesis) if isinstance(hypothesis, str) else list(hypothesis)
     ref = tokenize(reference) if isinstance(reference, str) else list(reference)

@@ -175,23 +175,28 @@ def _read_all(paths: list[str]) -> tuple[list[Markup | None], bool]:
         try:
             markups.append(_read_file(path))
         except MarkupError as exc:
-            print(f"memr: {path}: {exc.reason}", file=sys.stderr)
+            print(f"{PROG}: error: {path}: {exc.reason}", file=sys.stderr)
             markups.append(None)
     return markups, all(m is not None for m in markups)
 
 
+PROG = "python -m udfs.scores.memr"
+
+
 def main(argv: list[str] | None = None) -> int:
+    from udfs.runtime.cli import HelpFormatter
+
     parser = argparse.ArgumentParser(
-        prog="python -m udfs.scores.memr",
+        prog=PROG, formatter_class=HelpFormatter, allow_abbrev=False,
         description="MeMR of a human and a model JSON-LD markup of one page (LLM4Schema.org). "
         'Prints {"h": ..., "l": ...}; null for both when both markups have no triple. '
         "With --counts, the triple count and objects per predicate of each file instead.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="HUMAN MODEL (JSON-LD files, '-' for stdin), or with --counts any number of files")
-    parser.add_argument("--counts", action="store_true",
+    parser.add_argument("--counts", action=argparse.BooleanOptionalAction, default=False,
                         help='print {"file", "triples", "counts"} for each file, one JSON line each')
-    parser.add_argument("--details", action="store_true", help="also print totals and per-predicate counts")
+    parser.add_argument("--details", action=argparse.BooleanOptionalAction, default=False, help="also print totals and per-predicate counts")
     args = parser.parse_args(argv)
     if args.files.count("-") > 1:
         parser.error("only one markup can come from stdin")

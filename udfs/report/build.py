@@ -1,0 +1,647 @@
+"""The report of one pipeline run: ``scores/`` (+ ``triples/``, ``pages/``, ``samples/`` and the
+run records under the same output root, each used when present) to the paper's Tables 7 and 8,
+the page funnel, Fig. 10, the agents' rejections and score distributions, the agents' measured
+accuracy, and one self-contained HTML page.
+
+Contract of the page (``render``): one file, rendered by the Jinja2 template
+``templates/report.html.j2`` with autoescape on (page text and markup values are untrusted);
+every image is embedded as a ``data:`` URI (PNG from matplotlib); no script, font or style sheet is
+fetched. A value that is not defined is never shown as ``NaN``: the cell says why it is missing.
+A table or run record the run did not write is said in the page, not an error.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import io
+import json
+import math
+import platform
+import tomllib
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+from udfs.evaluation.evaluator import HUMAN, page_key
+from udfs.report import paper
+from udfs.runtime.io import Folder, parquet_dataset
+from udfs.runtime.paths import CONF_DIR
+
+STAGES = ("triples_in", "after_validity", "after_factuality", "after_compliance")
+STAGE_TITLES = ("triples in", "after validity", "after factuality", "after compliance")
+STRATUM_ORDER = {"low": 0, "medium": 1, "high": 2}
+# what a cell says instead of a number it cannot have
+NO_STRATA = "no strata: pages/ not found (Table 8 needs feature and stratum per page)"
+EXAMPLES_PER_PROPERTY = 2
+MAX_PROPERTIES = 15
+COUNTS_SQL = """
+    sum(n_triples)::BIGINT AS triples_in, sum(n_valid)::BIGINT AS after_validity,
+    sum(n_factual)::BIGINT AS after_factuality, sum(n_compliant)::BIGINT AS after_compliance,
+    round(1 - sum(n_compliant) / nullif(sum(n_triples), 0), 3) AS rejection_rate,
+    avg(memr_h) AS memr_h, avg(memr_l) AS memr_l, avg(key_f1) AS key_f1,
+    count(*) AS pages, count(memr_h) AS memr_pages
+"""
+
+
+@dataclass
+class Sources:
+    """Where the report's inputs are: ``scores`` (given), the others found under ``root``."""
+
+    scores: list[str]
+    root: Folder
+    pages: Folder | None = None
+
+    def table(self, name: str) -> Folder:
+        if name == "pages" and self.pages is not None:
+            return self.pages
+        return self.root / name
+
+    def run_record(self, name: str) -> dict[str, Any] | None:
+        f = self.table(name)
+        if f.isfile("_run.json"):
+            return json.loads(f.read_text("_run.json"))
+        return None
+
+    def dataset(self, name: str):
+        f = self.table(name)
+        if not f.isdir() or not f.files((".parquet",)):
+            return None
+        return parquet_dataset([str(f)])
+
+
+@dataclass
+class Report:
+    """What the page shows, as plain values (the template's context) and the CSV-able tables."""
+
+    context: dict[str, Any] = field(default_factory=dict)
+    frames: dict[str, Any] = field(default_factory=dict)  # name -> pandas DataFrame (CSV files)
+    stage_png: bytes = b""  # the Table 7 plot, also written beside the page
+    table7_text: str = ""
+
+
+# ---- inputs -----------------------------------------------------------------------------------
+
+def _strata(src: Sources) -> tuple[Any, str | None]:
+    """page_key -> (feature, stratum) of every selected ok page (a page in two strata: two rows)."""
+    import pandas as pd
+
+    cols = ["page_key", "feature", "stratum"]
+    ds = src.dataset("pages")
+    if ds is None:
+        return pd.DataFrame(columns=cols), NO_STRATA
+    want = [c for c in ("page_url", "human_markup", "feature", "stratum", "status", "selected") if c in ds.schema.names]
+    rows = []
+    for r in ds.to_table(columns=want).to_pylist():
+        if r.get("status", "ok") == "ok" and r.get("selected", True) is not False:
+            rows.append({"page_key": page_key(r["page_url"], r.get("human_markup")),
+                         "feature": r.get("feature") or "-", "stratum": r.get("stratum") or "-"})
+    return pd.DataFrame(rows, columns=cols).drop_duplicates(), None
+
+
+def funnel(src: Sources, scores) -> list[dict[str, Any]]:
+    """The page funnel: sampled -> fetched -> with text -> deduplicated -> evaluated, each step
+    with its count or the reason it has none (its table is missing)."""
+    steps: list[dict[str, Any]] = []
+    samples = src.dataset("samples")
+    steps.append({"step": "sampled", "count": samples.count_rows() if samples is not None else None,
+                  "note": "rows of samples/ (one per feature, stratum and draw)" if samples is not None
+                  else "samples/ not found under the output root"})
+    pages = src.dataset("pages")
+    if pages is None:
+        for step in ("fetched", "with text", "deduplicated"):
+            steps.append({"step": step, "count": None, "note": "pages/ not found under the output root"})
+    else:
+        want = [c for c in ("page_url", "human_markup", "status", "selected", "text_chars") if c in pages.schema.names]
+        rows = [r for r in pages.to_table(columns=want).to_pylist()
+                if r.get("selected", True) is not False]
+        ok = [r for r in rows if r.get("status") == "ok"]
+        text = [r for r in ok if (r.get("text_chars") or 0) > 0]
+        distinct = {page_key(r["page_url"], r.get("human_markup")) for r in text}
+        steps.append({"step": "fetched", "count": len(ok), "note": f"selected rows of pages/ with status ok, of {len(rows)}"})
+        steps.append({"step": "with text", "count": len(text), "note": "fetched pages whose extracted text is not empty"})
+        steps.append({"step": "deduplicated", "count": len(distinct),
+                      "note": "distinct (page URL, human markup): a page sampled in several strata is evaluated once"})
+    evaluated = len(set(scores["page_key"])) if len(scores) else 0
+    rec = src.run_record("scores") or {}
+    c = rec.get("counters", {})
+    note = "distinct pages in scores/"
+    if c.get("over_limit"):
+        note += f"; {c['over_limit']} more left out by the evaluation's limit ({rec.get('config', {}).get('limit')})"
+    if c.get("failed"):
+        note += f"; {c['failed']} failed"
+    steps.append({"step": "evaluated", "count": evaluated, "note": note})
+    return steps
+
+
+# ---- tables 7 and 8 ---------------------------------------------------------------------------
+
+def _num(x: Any) -> float | None:
+    if x is None:
+        return None
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+MEMR_FOOTNOTES = {
+    "human": "MeMR and key F1 compare a model's markup with the human markup: the human row has none "
+             "(the human side of each comparison is MeMR h on the model's row).",
+    "undefined": "Undefined: on no page of this row did either side keep a triple after the stages "
+                 "(MeMR divides by the merged markup's size).",
+}
+
+
+def _cell(text: str, cls: str = "n") -> dict[str, Any]:
+    """A table cell of the page: its lines of text and its class (n: a number, why: a reason
+    instead of a value, paper: the paper's figure)."""
+    return {"lines": [text] if isinstance(text, str) else list(text), "cls": cls}
+
+
+def _kept(row: dict[str, Any], stage: str, lines: bool = False) -> str | list[str]:
+    n0 = _num(row["triples_in"]) or 0
+    n = int(_num(row[stage]) or 0)
+    if not n0:
+        return f"{n:,}"
+    return [f"{n:,}", f"{n / n0:.1%}"] if lines else f"{n:,} ({n / n0:.1%})"
+
+
+def _paper(source: str, value) -> dict[str, Any]:
+    """The paper's Table 7 figure for ``source`` (the human row for the human markup; GPT-3.5 and
+    GPT-4 for a model of ours, which is set beside both): ``value(name)`` formats one."""
+    if source == HUMAN:
+        return _cell(value("human"), "paper")
+    return _cell([f"{name.removeprefix('GPT-')}: {value(name)}" for name in ("GPT-3.5", "GPT-4")], "paper")
+
+
+def _memr_pair(row: dict[str, Any]) -> dict[str, Any]:
+    """MeMR of both sides in one cell: ``h <human side> / l <model side>`` and on how many pages."""
+    if row["source"] == HUMAN:
+        return _cell("n/a ¹", "why")
+    h, lo = _num(row["memr_h"]), _num(row["memr_l"])
+    if h is None or lo is None:
+        return _cell("undefined ²", "why")
+    return _cell([f"{h:.3f} / {lo:.3f}", f"{int(row['memr_pages'])} of {int(row['pages'])} pages"])
+
+
+def _memr(row: dict[str, Any], col: str) -> dict[str, Any]:
+    if row["source"] == HUMAN:
+        return _cell("n/a ¹", "why")
+    v = _num(row[col])
+    if v is None:
+        return _cell("undefined ²", "why")
+    return _cell(f"{v:.3f}" if col == "key_f1" else f"{v:.3f} ({int(row['memr_pages'])}/{int(row['pages'])} p.)")
+
+
+def _rejected(row: dict[str, Any]) -> dict[str, Any]:
+    n0 = _num(row["triples_in"]) or 0
+    kept = _num(row["after_compliance"]) or 0
+    return _cell(f"{1 - kept / n0:.1%}") if n0 else _cell("no triples in", "why")
+
+
+TABLE7_HEADER = ["source", "pages", "triples in", "paper", "after validity", "paper", "after factuality", "paper",
+                 "after compliance", "paper", "rejected", "paper", "MeMR h / l", "paper", "key F1"]
+TABLE8_HEADER = ["feature", "stratum", "source", "pages", "triples in", "after validity", "after factuality",
+                 "after compliance", "rejected", "MeMR h", "MeMR l", "paper's finding"]
+
+
+def table7_rows(df) -> list[list[dict[str, Any]]]:
+    """Table 7 as cells: per source, ours (counts, the share of the triples in kept after each
+    stage, the rejection rate, MeMR where defined, else why not) beside the paper's figures."""
+    out = []
+    for row in df.to_dict("records"):
+        src = row["source"]
+        t = paper.TABLE7
+        cells = [_cell(src, ""), _cell(str(int(row["pages"]))), _cell(f"{int(_num(row['triples_in']) or 0):,}"),
+                 _paper(src, lambda n: f"{t[n][0]:,}")]
+        for i, stage in enumerate(STAGES[1:], 1):
+            cells += [_cell(_kept(row, stage, lines=True)), _paper(src, lambda n, i=i: f"{t[n][i] / t[n][0]:.1%}")]
+        cells += [_rejected(row), _paper(src, lambda n: f"{paper.REJECTION[n]:.1%}"),
+                  _memr_pair(row),
+                  _cell("n/a ¹", "paper") if src == HUMAN
+                  else _paper(src, lambda n: "{:.3f}/{:.3f}".format(*paper.MEMR[n])),
+                  _memr(row, "key_f1")]
+        out.append(cells)
+    return out
+
+
+def table8_rows(df) -> list[list[dict[str, Any]]]:
+    """Table 8 as cells: per feature, stratum and source, ours, and the paper's finding for the
+    stratum (the article's per-stratum figures are not in the summary the project keeps)."""
+    out = []
+    for row in df.to_dict("records"):
+        cells = [_cell(row["feature"], ""), _cell(row["stratum"], ""), _cell(row["source"], ""),
+                 _cell(str(int(row["pages"]))), _cell(f"{int(_num(row['triples_in']) or 0):,}")]
+        cells += [_cell(_kept(row, s)) for s in STAGES[1:]]
+        cells += [_rejected(row), _memr(row, "memr_h"), _memr(row, "memr_l"),
+                  _cell(paper.TABLE8_FINDING.get(row["stratum"], "none stated"), "paper")]
+        out.append(cells)
+    return out
+
+
+def footnotes(*tables: list[list[dict[str, Any]]]) -> list[str]:
+    """The footnotes the cells of ``tables`` refer to, numbered as the cells mark them."""
+    marks = {line for t in tables for row in t for c in row for line in c["lines"]}
+    out = []
+    if any(m.endswith("¹") for m in marks):
+        out.append("¹ " + MEMR_FOOTNOTES["human"])
+    if any(m.endswith("²") for m in marks):
+        out.append("² " + MEMR_FOOTNOTES["undefined"])
+    return out
+
+
+def tables(con) -> dict[str, Any]:
+    """Table 7, Table 8 and the pages without a score, as DataFrames from the DuckDB views
+    ``scores`` and ``strata`` (page_key, feature, stratum)."""
+    t7 = con.execute(f"""
+        SELECT source, {COUNTS_SQL} FROM scores WHERE status = 'ok'
+        GROUP BY source ORDER BY source = '{HUMAN}' DESC, source""").df()
+    t8 = con.execute(f"""
+        SELECT st.feature, st.stratum, s.source, {COUNTS_SQL}
+        FROM scores s JOIN strata st USING (page_key) WHERE s.status = 'ok'
+        GROUP BY st.feature, st.stratum, s.source
+        ORDER BY st.feature, CASE st.stratum WHEN 'low' THEN 0 WHEN 'medium' THEN 1 WHEN 'high' THEN 2 ELSE 3 END,
+                 s.source = '{HUMAN}' DESC, s.source""").df()
+    failures = con.execute("""
+        SELECT source, status, count(*) AS pages, any_value(reason) AS example_reason
+        FROM scores WHERE status <> 'ok' GROUP BY ALL ORDER BY ALL""").df()
+    return {"table7": t7, "table8": t8, "failures": failures}
+
+
+def table7_text(t7) -> str:
+    """Table 7 for the console: counts, rejection rate, MeMR where defined ("-" and a footnote
+    otherwise), no NaN."""
+    lines = [f"{'source':<24}{'pages':>6}{'in':>8}{'valid':>8}{'factual':>9}{'compliant':>10}{'rejected':>10}"
+             f"{'MeMR h':>8}{'MeMR l':>8}"]
+    for row in t7.to_dict("records"):
+        n0 = _num(row["triples_in"]) or 0
+        kept = _num(row["after_compliance"]) or 0
+        h, lo = _num(row["memr_h"]), _num(row["memr_l"])
+        lines.append(f"{str(row['source'])[:23]:<24}{int(row['pages']):>6}"
+                     + "".join(f"{int(_num(row[s]) or 0):>{w}}" for s, w in zip(STAGES, (8, 8, 9, 10)))
+                     + (f"{1 - kept / n0:>10.1%}" if n0 else f"{'-':>10}")
+                     + (f"{h:>8.3f}" if h is not None else f"{'-':>8}") + (f"{lo:>8.3f}" if lo is not None else f"{'-':>8}"))
+    lines.append("MeMR -: the human row (MeMR compares a model with the human markup) or no page where it is defined")
+    return "\n".join(lines)
+
+
+# ---- rejections per property --------------------------------------------------------------------
+
+def _fmt_score(x: Any) -> str:
+    v = _num(x)
+    return "—" if v is None else f"{v:.2f}"
+
+
+def _claim(r: dict[str, Any]) -> str:
+    if r.get("claim"):
+        return r["claim"]
+    value = "a node" if str(r["value"]).startswith("_:") else f'"{r["value"]}"'
+    return f"{r.get('entity_type') or 'Thing'} / {r['property']}: {value}"
+
+
+def rejections(triples) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Per source and property: triples in, rejected by each agent (validity: the rule and its
+    reason; factuality and compliance: the verdict), with example rejected claims and scores.
+    The properties with the most rejections first, at most ``MAX_PROPERTIES`` per source; the
+    second value says how many more properties each source had (their counts are in the CSV)."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in triples:
+        g = groups.setdefault((r["source"], r["property"]), {
+            "source": r["source"], "property": r["property"], "n": 0, "validity": 0, "factuality": 0,
+            "compliance": 0, "unjudged": 0, "reasons": {}, "examples": []})
+        g["n"] += 1
+        stage = None
+        if r.get("valid") is False:
+            stage = "validity"
+            reason = r.get("valid_reason") or "invalid"
+            rule = r.get("validity_rule")
+            key = f"rule {rule}: {reason}" if rule is not None else reason
+            g["reasons"][key] = g["reasons"].get(key, 0) + 1
+        elif r.get("factual") is False:
+            stage = "factuality"
+        elif r.get("factual") is None and r.get("factual_error"):
+            g["unjudged"] += 1
+        elif r.get("compliant") is False:
+            stage = "compliance"
+        elif r.get("compliant") is None and r.get("compliant_error"):
+            g["unjudged"] += 1
+        if stage:
+            g[stage] += 1
+            if len(g["examples"]) < EXAMPLES_PER_PROPERTY:
+                g["examples"].append({"stage": stage, "claim": _claim(r),
+                                      "factual": _fmt_score(r.get("factual_score")),
+                                      "compliant": _fmt_score(r.get("compliant_score")),
+                                      "why": (r.get("valid_reason") if stage == "validity"
+                                              else r.get("compliant_note") if stage == "compliance" else None) or ""})
+    rows = sorted(groups.values(), key=lambda g: (g["source"] != HUMAN, g["source"],
+                                                   -(g["validity"] + g["factuality"] + g["compliance"]), g["property"]))
+    out, per_source = [], {}
+    for g in rows:
+        if g["validity"] + g["factuality"] + g["compliance"] == 0:
+            continue
+        per_source[g["source"]] = per_source.get(g["source"], 0) + 1
+        if per_source[g["source"]] > MAX_PROPERTIES:
+            continue
+        g["reasons"] = "; ".join(f"{k} (×{v})" for k, v in sorted(g["reasons"].items(), key=lambda kv: -kv[1]))
+        out.append(g)
+    left = {src: n - MAX_PROPERTIES for src, n in per_source.items() if n > MAX_PROPERTIES}
+    return out, left
+
+
+# ---- figures ------------------------------------------------------------------------------------
+
+def _png_bytes(fig) -> bytes:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _png(fig) -> str:
+    return data_uri(_png_bytes(fig))
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def stage_plot(t7) -> bytes:
+    """Triples kept after each agent, per source (Table 7 as lines), as PNG bytes."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    for row in t7.to_dict("records"):
+        ax.plot(range(4), [_num(row[s]) or 0 for s in STAGES], marker="o", label=row["source"])
+    ax.set_xticks(range(4), list(STAGE_TITLES))
+    ax.set_ylabel("triples kept")
+    ax.set_title("Triples kept after each agent (Table 7)")
+    if len(t7):
+        ax.legend()
+    fig.tight_layout()
+    return _png_bytes(fig)
+
+
+STRATUM_COLOURS = {"low": "#dbe9f6", "medium": "#fde9c9", "high": "#f6d5d5"}
+
+
+def histogram_figures(sample_record: dict[str, Any] | None) -> list[dict[str, str]]:
+    """Fig. 10 from the sample run record: per feature, the log-log histogram of C-sets with each
+    stratum shaded and labelled (its bounds and how many C-sets it holds)."""
+    if not sample_record or not sample_record.get("histograms"):
+        return []
+    plt = _pyplot()
+    bounds = sample_record.get("bounds", {})
+    names = sample_record.get("stratum_names") or ["low", "medium", "high"]
+    sizes = {(s["feature"], s["stratum"]): s for s in sample_record.get("strata_sizes", [])}
+    out = []
+    for hist in sample_record["histograms"]:
+        feat = hist["feature"]
+        bins = hist.get("bins") or []
+        fig, ax = plt.subplots(figsize=(6.5, 3.8))
+        if bins:
+            lo_all = min(b["lower"] for b in bins)
+            hi_all = max(b["upper"] for b in bins)
+            # The features are counts: stratum k holds the integers of (q_{k-1}, q_k], drawn as
+            # [q_{k-1} + 1, q_k + 1) on the axis, where a log2 bin [lower, upper) holds lower..upper-1.
+            qs = [q for q in bounds.get(feat, [])]
+            edges = [lo_all, *[q + 1 for q in qs], hi_all]
+            for k, name in enumerate(names[: len(edges) - 1]):
+                a, b = max(edges[k], lo_all), min(edges[k + 1], hi_all)
+                if b <= a:
+                    continue
+                ax.axvspan(a, b, color=STRATUM_COLOURS.get(name, "#eeeeee"), zorder=0)
+                s = sizes.get((feat, name), {})
+                lo_v = "min" if k == 0 else f">{qs[k - 1]:g}"
+                hi_v = f"≤{qs[k]:g}" if k < len(qs) else "max"
+                ax.text(math.sqrt(a * b), 0.97 - 0.13 * k, f"{name} ({lo_v}..{hi_v})\n{s.get('population', '?')} C-sets",
+                        transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=8,
+                        bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1})
+            ax.bar([b["lower"] for b in bins], [b["count"] for b in bins],
+                   width=[b["upper"] - b["lower"] for b in bins], align="edge", color="#4c72b0",
+                   edgecolor="white", zorder=2)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_ylim(top=max(b["count"] for b in bins) * 40)
+        else:
+            ax.text(0.5, 0.5, "no positive values", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xlabel(f"{feat} (log2 bins)")
+        ax.set_ylabel("C-sets (log)")
+        ax.set_title(f"Fig. 10: {feat}, strata bounds {bounds.get(feat, [])}", fontsize=10)
+        fig.tight_layout()
+        out.append({"feature": feat, "src": _png(fig)})
+    return out
+
+
+def score_distribution(triples, thresholds: dict[str, float]) -> str | None:
+    """Factuality and compliance scores per source as histograms, the thresholds drawn; None when
+    no claim has a score (no triples/, or neither stage ran)."""
+    if not any(_num(r.get(c)) is not None for r in triples for c in ("factual_score", "compliant_score")):
+        return None
+    plt = _pyplot()
+    sources = sorted({r["source"] for r in triples}, key=lambda s: (s != HUMAN, s))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, (col, stage) in zip(axes, (("factual_score", "factuality"), ("compliant_score", "compliance"))):
+        for s in sources:
+            vals = [v for r in triples if r["source"] == s and (v := _num(r.get(col))) is not None]
+            if vals:
+                ax.hist(vals, bins=[i / 20 for i in range(21)], alpha=0.55, label=f"{s} ({len(vals)})")
+        t = thresholds.get(stage)
+        if t is not None:
+            ax.axvline(t, color="black", linestyle="--", linewidth=1)
+            ax.annotate(f"threshold {t:g}", (t, 0.5), xycoords=("data", "axes fraction"),
+                        xytext=(4, 0), textcoords="offset points", fontsize=8, va="center", rotation=90)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel(f"{stage} score")
+        ax.set_ylabel("claims")
+        ax.set_title(f"{stage}: score per judged claim")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def benchmark(root: Folder) -> list[dict[str, Any]]:
+    """Each agents-benchmark configuration under ``root/agents_bench/results`` (what
+    ``jobs/agents_bench.py run`` writes): its per-task metrics and the precision-recall plot."""
+    import pyarrow.parquet as pq
+
+    results = root / "agents_bench" / "results"
+    out = []
+    if not results.isdir():
+        return out
+    for name in sorted(results.ls("*")):
+        conf = results / name
+        if not conf.isfile("metrics.parquet"):
+            continue
+        with conf.open("metrics.parquet") as fh:
+            metrics = pq.read_table(fh).to_pylist()
+        src = None
+        if conf.isfile("pr.png"):
+            src = data_uri(conf.read_bytes("pr.png"))
+        rows = [{"task": m["task"], "agent": m["agent"], "n": m["n"], "threshold": _fmt_score(m["threshold"]),
+                 "precision": _fmt_score(m["precision"]), "recall": _fmt_score(m["recall"]),
+                 "f1": _fmt_score(m["f1"]), "auroc": _fmt_score(m["auroc"]),
+                 "unanswered": m.get("unanswered", 0)} for m in metrics]
+        out.append({"config": conf.name, "metrics": rows, "plot": src})
+    return out
+
+
+# ---- metadata -----------------------------------------------------------------------------------
+
+ANSWER_KEYS = ("stages", "strategy", "factuality_threshold", "compliance_threshold", "verdict_models",
+               "judge_model", "context_window", "max_tokens", "max_claims", "correct", "generators",
+               "generation", "validity_engine", "validity_strict", "validity_vocab", "scores")
+
+
+def settings_hash(record: dict[str, Any]) -> str:
+    """sha256 of the evaluation settings that change answers (models, stages, strategy, thresholds,
+    context, validity and scores settings; not where the service ran or how many workers)."""
+    merged = {**record.get("config", {}), **record.get("evaluation", {})}
+    keep = {k: merged.get(k) for k in ANSWER_KEYS}
+    return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _origin(record: dict[str, Any], flag: str) -> str:
+    argv = record.get("argv", [])
+    if any(a == flag or a.startswith(flag + "=") for a in argv):
+        return "command line"
+    cfg = record.get("config", {})
+    conf = cfg.get("config") or cfg.get("conf") or "conf/pipeline.toml"
+    name = str(conf).rsplit("/", 2)
+    return f"{'/'.join(name[-2:])} [evaluate]"
+
+
+def _model_file(model_ids: list[str]) -> str:
+    """The model file behind the served model ids, from conf/serving.toml's [embedded] section."""
+    try:
+        emb = tomllib.loads((CONF_DIR / "serving.toml").read_text()).get("embedded", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return "unknown (conf/serving.toml not readable)"
+    model = str(emb.get("model", ""))
+    if emb.get("model_id") in model_ids or not model_ids:
+        return model if model.endswith(".gguf") else f"{model}.gguf (embedded llama.cpp, conf/serving.toml)"
+    return f"not the embedded model ({', '.join(model_ids)}): see the service's configuration"
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def run_metadata(record: dict[str, Any] | None, model_ids: list[str]) -> dict[str, Any]:
+    """Date, models, strategy, thresholds and where they came from, the settings hash, versions."""
+    rec = record or {}
+    ev = {**rec.get("config", {}), **rec.get("evaluation", {})}
+    rows = [("evaluated", f"{rec.get('started_at', 'unknown')} to {rec.get('finished_at', 'unknown')}"
+             if rec else "unknown: scores/_run.json not found"),
+            ("report built", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")),
+            ("models (generation and verdicts)", ", ".join(model_ids) or "none recorded"),
+            ("model file", _model_file(model_ids)),
+            ("stages", ", ".join(ev.get("stages") or []) or "unknown"),
+            ("strategy", f"{ev.get('strategy', 'unknown')} ({_origin(rec, '--strategy')})"),
+            ("factuality threshold", f"{ev.get('factuality_threshold', 'unknown')} ({_origin(rec, '--factuality-threshold')})"),
+            ("compliance threshold", f"{ev.get('compliance_threshold', 'unknown')} ({_origin(rec, '--compliance-threshold')})"),
+            ("pages limit", f"{ev.get('limit', 'unknown')} ({_origin(rec, '--limit')}), order {ev.get('order', 'unknown')}"),
+            ("settings hash", settings_hash(rec) if rec else "unknown"),
+            ("versions", ", ".join(f"{d} {_version(d)}" for d in ("pyspark", "ray", "duckdb"))
+             + f", python {platform.python_version()} (report) / {rec.get('python', 'unknown')} (evaluation)")]
+    thresholds = {"factuality": _num(ev.get("factuality_threshold")), "compliance": _num(ev.get("compliance_threshold"))}
+    return {"rows": rows, "thresholds": {k: v for k, v in thresholds.items() if v is not None}}
+
+
+# ---- the report ----------------------------------------------------------------------------------
+
+def build(scores: list[str], root: Folder, pages: Folder | None = None) -> Report:
+    """Everything the page shows, from the ``scores`` table and what ``root`` holds."""
+    import duckdb
+
+    src = Sources(scores=scores, root=root, pages=pages)
+    con = duckdb.connect()
+    ds = parquet_dataset(scores)
+    con.register("scores", ds)
+    strata, strata_note = _strata(src)
+    con.register("strata", strata)
+    frames = tables(con)
+    score_rows = ds.to_table(columns=["page_key", "source", "status"]).to_pydict()
+    tri_ds = src.dataset("triples")
+    # the columns the rejections and score plots read (a few per triple: the report runs on one
+    # machine over the pages of a study, thousands of triples, not over a corpus)
+    want = ("source", "property", "value", "claim", "entity_type", "valid", "valid_reason", "validity_rule",
+            "factual", "factual_score", "factual_error", "compliant", "compliant_score", "compliant_error",
+            "compliant_note", "model")
+    triples = (tri_ds.to_table(columns=[c for c in want if c in tri_ds.schema.names]).to_pylist()
+               if tri_ds is not None else [])
+    record = src.run_record("scores")
+    model_ids = sorted({s for s in score_rows["source"] if s != HUMAN}
+                       | {m for r in triples if (m := r.get("model"))})
+    meta = run_metadata(record, model_ids)
+    t7, t8 = frames["table7"], frames["table8"]
+    # strata overlap among the evaluated pages: a page in two strata is a row in both
+    evaluated = set(score_rows["page_key"])
+    in_strata = strata[strata["page_key"].isin(evaluated)]
+    per_key = in_strata.groupby("page_key").size()
+    overlap = int((per_key > 1).sum()) if len(in_strata) else None
+    bench = benchmark(root)
+    rejected, left = rejections(triples)
+    stage_png = stage_plot(t7)
+    ctx = {
+        "title": "LLM4Schema.org evaluation report",
+        "meta": meta["rows"],
+        "funnel": funnel(src, score_rows),
+        "stage_titles": STAGE_TITLES,
+        "paper_citation": paper.CITATION,
+        "table7_header": TABLE7_HEADER,
+        "table7": table7_rows(t7),
+        "table8_header": TABLE8_HEADER,
+        "table8": table8_rows(t8),
+        "footnotes7": footnotes(table7_rows(t7)),
+        "footnotes8": footnotes(table8_rows(t8)),
+        "table8_note": strata_note,
+        "overlap": overlap,
+        "strata_pages": int(in_strata["page_key"].nunique()),
+        "strata_rows": len(in_strata),
+        "stage_plot": data_uri(stage_png),
+        "histograms": histogram_figures(src.run_record("samples")),
+        "rejections": rejected,
+        "rejections_left": left,
+        "triples_note": None if tri_ds is not None else "triples/ not found under the output root",
+        "score_plot": score_distribution(triples, meta["thresholds"]),
+        "benchmarks": bench,
+        "bench_root": str(root / "agents_bench"),
+        "failures": frames["failures"].to_dict("records"),
+    }
+    return Report(context=ctx, frames=frames, table7_text=table7_text(t7), stage_png=stage_png)
+
+
+def render(report: Report) -> str:
+    """The page: the Jinja2 template over the report's context, autoescaped."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("udfs.report", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("report.html.j2").render(**report.context)
+
+
+def write(report: Report, out: Folder) -> Folder:
+    """``out`` gets index.html (self-contained), one CSV per table and the Table 7 plot
+    (``triples_per_stage.png``); returns the page's location."""
+    for name, df in report.frames.items():
+        out.write_text(f"{name}.csv", df.to_csv(index=False))
+    out.write_bytes("triples_per_stage.png", report.stage_png)
+    out.write_text("index.html", render(report))
+    return out / "index.html"

@@ -1,0 +1,54 @@
+"""What every command line of the project shares: one error style, one help formatter, one
+``--config`` option.
+
+* :func:`fail`: a usage or input error (a bad file, a service that does not answer, a missing
+  table) is one line ``<prog>: error: <message>`` on stderr and a non-zero exit status, the way
+  argparse reports its own errors; never a traceback.
+* :class:`HelpFormatter`: module docstrings keep their usage examples as written (raw
+  description) and every flag's help ends with its default.
+* :func:`check_config_value`: ``--config`` names the TOML file of a command's defaults. Spark users
+  know ``--conf KEY=VALUE`` as a Spark setting, so a ``--config`` value with ``=`` in it is taken
+  for one and answered with a hint to use ``--spark-conf``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import typing
+
+USAGE_ERROR = 2  # argparse's exit status for a usage error
+
+
+def fail(prog: str, message: str, code: int = USAGE_ERROR) -> typing.NoReturn:
+    """Print ``<prog>: error: <message>`` (first line of the message only) on stderr and exit with
+    ``code``."""
+    first = str(message).strip().splitlines()[0] if str(message).strip() else "failed"
+    print(f"{prog}: error: {first}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The description as written (usage examples keep their lines) and each flag's default
+    after its help; a flag without a default (a required one, or one whose absence means "not
+    given") shows none rather than "(default: None)"."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.required:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def config_hint(value: str) -> str | None:
+    """Why ``value`` cannot be a ``--config`` file (it looks like a Spark ``KEY=VALUE`` setting),
+    or None."""
+    if "=" in value:
+        return (f"--config {value!r} looks like a Spark setting; --config takes the pipeline's TOML "
+                f"file, a Spark setting goes to --spark-conf KEY=VALUE")
+    return None
+
+
+def check_config_value(prog: str, value: str) -> None:
+    """Stop with the one-line hint of :func:`config_hint` when ``value`` is a Spark setting."""
+    hint = config_hint(value)
+    if hint:
+        fail(prog, hint)
