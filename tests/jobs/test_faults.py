@@ -45,8 +45,9 @@ def report(fault: str, injected: str, survived: str, expected: int, got: int, un
 def test_executor_killed_mid_job_the_csets_job_finishes_with_the_same_table(spark, spark_standalone, tmp_path):
     local = csets_single_process(spark)
     out = tmp_path / "killed"
+    # DEBUG: the step lines ("write csets ...") this test waits for are debug output.
     proc = spark_standalone.submit(CSETS_JOB, "--input", *CSETS_INPUTS, "--output", str(out),
-                                   "--spark-conf", "spark.sql.shuffle.partitions=4")
+                                   "--spark-conf", "spark.sql.shuffle.partitions=4", "--log-level", "DEBUG")
     log = proc.log_path
     # The first pass is done: both executors hold cached entity rows and shuffle files the rest of
     # the job needs, and the csets write is running.
