@@ -16,10 +16,17 @@ setup: $(VENV)/.installed
 	@command -v chromium >/dev/null || ($(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
+# pip repeats, for every package, a warning about index folders that a machine's own pip
+# configuration names but does not have; that one message is dropped, everything else pip says
+# (and its exit status, through pipefail) comes through.
+SHELL := bash
+.SHELLFLAGS := -o pipefail -c
+PIP_QUIET := 2>&1 | { grep -v "^WARNING: Location '.*' is ignored: it is neither a file nor a directory" || true; }
+
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[model,dev]'
+	$(PY) -m pip install --quiet --upgrade pip $(PIP_QUIET)
+	$(PY) -m pip install --quiet -e '.[model,dev]' $(PIP_QUIET)
 	touch $@
 
 # spark-submit finds its Spark home through the venv's python, so the venv goes first on PATH;
