@@ -67,13 +67,13 @@ def main() -> int:
     reading = "strict" if args.strict else "lenient"
     print(f"corpus: {n} markups, {n_triples} triples ({n_triples / n:.1f} per markup), {reading} reading, 1 core")
 
-    compiled = ValidityAgent("compiled", args.strict, None)
+    compiled = ValidityAgent("compiled", args.strict, None, "schemaorg")
     compiled.validate_many(texts[:10])  # warm the vocabulary and model caches
     with timed() as tc:
         for _ in range(args.repeat):
             c_results = compiled.validate_many(texts)
     with timed() as tl:
-        reference = ValidityAgent("pyshacl", args.strict, None)
+        reference = ValidityAgent("pyshacl", args.strict, None, "schemaorg")
     with timed() as tb:
         p_results = reference.validate_many(texts)
     k = min(args.pyshacl_single, n)

@@ -20,7 +20,6 @@ from pyspark import StorageLevel  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from udfs.corpus import csets as C  # noqa: E402
-from udfs.runtime.inputs import resolve_inputs  # noqa: E402
 from udfs.runtime.job import SparkJob  # noqa: E402
 from udfs.runtime.rejects import REJECTS_SCHEMA  # noqa: E402
 from udfs.schemaorg.vocab import load_vocabulary, resolve_vocab_path  # noqa: E402
@@ -50,16 +49,18 @@ class CsetsJob(SparkJob):
                        help="confine inputs: local files and manifest lines must resolve (symlinks included) "
                             "under one of these folders; empty: not confined")
         p.add_argument("--reject-raw-chars", type=int, help="cut raw lines to this many characters in rejects/")
+        p.add_argument("--max-line-bytes", type=int,
+                       help="a longer line is rejected (its first characters kept in rejects/), never read whole")
         p.add_argument("--top", type=int, help="C-sets shown in the summary printed at the end")
 
     def run(self):
         a = self.args
         cfg = C.CsetConfig(subject_scope=a.subject_scope, clean=a.clean, sample_urls=a.sample_urls,
-                           reject_raw_chars=a.reject_raw_chars)
-        files = resolve_inputs(a.input, root=a.input_root or None)
+                           reject_raw_chars=a.reject_raw_chars, max_line_bytes=a.max_line_bytes)
+        files = self.resolve_inputs(a.input, root=a.input_root or None)
         vocab = load_vocabulary(a.vocab)
-        self.record["inputs"] = {"files": len(files), "first": files[:5],
-                                 "bytes": sum(os.path.getsize(f) for f in files if os.path.exists(f))}
+        self.record["inputs"].update({"files": len(files), "first": files[:5],
+                                      "bytes": sum(os.path.getsize(f) for f in files if os.path.exists(f))})
         self.record["vocabulary"] = {"release": vocab.release, "path": str(resolve_vocab_path(a.vocab)),
                                      "types": len(vocab.classes), "properties": len(vocab.properties)}
         spark = self.spark

@@ -127,6 +127,7 @@ class EvaluateJob(Job):
                           compliance_threshold=a.compliance_threshold, verdict_models=list(a.verdict_models),
                           context_window=a.context_window, max_tokens=a.max_tokens, max_claims=a.max_claims,
                           validity_engine=v.engine, validity_strict=v.strict, validity_vocab=v.vocab,
+                          validity_mode=v.mode,
                           scores=self.config.scores, models=list(models), sources=[HUMAN, *models],
                           judge_model=a.judge_model, correction=a.correct)
 
@@ -134,6 +135,7 @@ class EvaluateJob(Job):
         import dataclasses
 
         from udfs.evaluation.evaluator import page_key
+        from udfs.runtime.inputs import InputReport
         from udfs.runtime.io import local_state_dir, parquet_dataset
         from udfs.llm.client import LLMError, first_model
         from udfs.llm.serving import base_url, load_serving_conf
@@ -151,7 +153,9 @@ class EvaluateJob(Job):
         self.record["evaluation"] = {"base_url": url, **dataclasses.asdict(cfg)}
 
         cols = ["page_url", "status", "text", "human_markup", "root_types"]
-        ds = parquet_dataset(a.input)
+        report = InputReport()
+        ds = parquet_dataset(a.input, report=report)
+        self.keep_inputs(report)
         names = set(ds.schema.names)
         extra = [c for c in ("selected", "feature", "stratum", "sample_rank") if c in names]
         rows = ds.to_table(columns=[c for c in cols if c in names] + extra).to_pylist()

@@ -18,7 +18,6 @@ if __package__ in (None, ""):  # run as a script: make the project importable wi
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from udfs.corpus.quads import COUNTERS, extract_file  # noqa: E402
-from udfs.runtime.inputs import resolve_inputs  # noqa: E402
 from udfs.runtime.job import SparkJob  # noqa: E402
 from udfs.corpus.warc import WARC_SUFFIXES  # noqa: E402
 from udfs.runtime.rejects import REJECTS_SCHEMA  # noqa: E402
@@ -38,8 +37,8 @@ class ExtractQuadsJob(SparkJob):
 
     def run(self):
         a = self.args
-        files = resolve_inputs(a.input, suffixes=WARC_SUFFIXES)
-        self.record["inputs"] = {"files": len(files), "first": files[:5]}
+        files = self.resolve_inputs(a.input, suffixes=WARC_SUFFIXES)
+        self.record["inputs"].update({"files": len(files), "first": files[:5]})
         self.clear_outputs()
         # an absolute path or a URL: the executors write the parts there (Folder)
         out_dir = self.table_dir.url

@@ -28,9 +28,10 @@ from udfs.runtime.inputs import resolve_inputs  # noqa: E402
 from udfs.runtime.job import SparkJob  # noqa: E402
 
 
-def read_table(spark, specs):
-    """Parquet tables (folders or files) and CSV files with a header; one DataFrame."""
-    files = resolve_inputs(specs, suffixes=(".parquet", ".csv"))
+def read_table(spark, specs, resolve=resolve_inputs):
+    """Parquet tables (folders or files) and CSV files with a header; one DataFrame. ``resolve``
+    lists the files (``Job.resolve_inputs`` keeps its account for the run record)."""
+    files = resolve(specs, suffixes=(".parquet", ".csv"))
     parquet = [f for f in files if not f.endswith(".csv")]
     csv = [f for f in files if f.endswith(".csv")]
     frames = []
@@ -55,7 +56,9 @@ class PagesJob(SparkJob):
         p.add_argument("--warc-index", nargs="+", help="WARC index table(s): Parquet with url, warc_filename, "
                        "warc_record_offset, warc_record_length (fetch_status, content_mime_type, fetch_time if present)")
         p.add_argument("--warc-base", help="prefix of relative warc_filename values: a folder, s3://commoncrawl/, "
-                       "https://data.commoncrawl.org/")
+                       "https://data.commoncrawl.org/; an index entry is read only if it resolves inside it "
+                       "(symlinks followed; a URL base: same scheme, host and path prefix), else it is a "
+                       "not_found row saying so; empty: the index's names are read as they are")
         p.add_argument("--replacements", type=int, help="replacement candidates tried per input row, in order")
         p.add_argument("--text-extractor", choices=list(P.TEXT_EXTRACTORS), help="page text extractor")
         p.add_argument("--microdata", action=__import__("argparse").BooleanOptionalAction,
@@ -63,7 +66,9 @@ class PagesJob(SparkJob):
         p.add_argument("--max-record-bytes", type=int, help="larger WARC records are not fetched (fetch_error)")
         p.add_argument("--max-html-bytes", type=int, help="larger pages are not parsed (parse_error)")
         p.add_argument("--max-text-chars", type=int, help="page text is cut to this length (text_chars keeps the full length)")
-        p.add_argument("--max-markup-chars", type=int, help="each markup JSON string is cut to this length")
+        p.add_argument("--max-markup-chars", type=int, help="a markup longer than this as JSON is an error (not read); "
+                       "markups are cut to this length")
+        p.add_argument("--max-markup-nodes", type=int, help="a markup with more JSON values is an error (not read)")
         p.add_argument("--time-limit-s", type=float, help="time limit per page and extraction step")
         p.add_argument("--partitions", type=int, help="tasks for fetching (0: default parallelism)")
         p.add_argument("--reject-raw-chars", type=int, help="cut input rows without a page URL to this many characters in rejects/")
@@ -75,11 +80,13 @@ class PagesJob(SparkJob):
         spark = self.spark
         cfg = P.PageConfig(text_extractor=a.text_extractor, max_html_bytes=a.max_html_bytes,
                            max_text_chars=a.max_text_chars, time_limit_s=a.time_limit_s,
-                           max_markup_chars=a.max_markup_chars, microdata=bool(a.microdata))
-        table, files = read_table(spark, a.input)
-        index, index_files = read_table(spark, a.warc_index)
-        self.record["inputs"] = {"table_files": len(files), "first": files[:5], "warc_index_files": len(index_files),
-                                 "warc_base": a.warc_base}
+                           max_markup_chars=a.max_markup_chars, max_markup_nodes=a.max_markup_nodes,
+                           microdata=bool(a.microdata))
+        table, files = read_table(spark, a.input, self.resolve_inputs)
+        index, index_files = read_table(spark, a.warc_index,
+                                        lambda specs, **kw: self.resolve_inputs(specs, flag="--warc-index", **kw))
+        self.record["inputs"].update({"table_files": len(files), "first": files[:5],
+                                      "warc_index_files": len(index_files), "warc_base": a.warc_base})
         self.clear_outputs()
 
         try:

@@ -4,8 +4,11 @@ Writes ``warc_index/``: one row per response or revisit record, with Common Craw
 names (``url``, ``fetch_time``, ``fetch_status``, ``content_mime_type``, ``warc_filename``,
 ``warc_record_offset``, ``warc_record_length``), so ``jobs/pages.py`` reads your own crawl exactly
 as it reads Common Crawl. ``warc_filename`` is relative to ``--warc-base`` when the file is under
-it (give the same base to the pages job). One file = one task; a file that cannot be read to its
-end keeps the rows read before the damage and gets a row in ``rejects/warc_index/``.
+it (give the same base to the pages job: it reads only what lies inside it). One file = one task;
+records are streamed, never held whole: a record larger than ``--max-record-bytes`` decompressed is
+a row in ``rejects/warc_index/`` (its first bytes and the reason) and the scan goes on; a file that
+cannot be read to its end keeps the rows read before the damage and gets a row there too. The run
+record's ``inputs`` lists every file considered or skipped, and what each gave (``read``).
 """
 from __future__ import annotations
 
@@ -17,10 +20,9 @@ if __package__ in (None, ""):  # run as a script: make the project importable wi
 
 from pyspark.sql import types as T  # noqa: E402
 
-from udfs.runtime.inputs import resolve_inputs  # noqa: E402
 from udfs.runtime.job import SparkJob  # noqa: E402
-from udfs.runtime.rejects import REJECTS_SCHEMA  # noqa: E402
-from udfs.corpus.warc import WARC_SUFFIXES, WarcError, index_warc, relative_name  # noqa: E402
+from udfs.runtime.rejects import REJECTS_SCHEMA, reject_row  # noqa: E402
+from udfs.corpus.warc import WARC_SUFFIXES, WarcError, relative_name, scan_warc  # noqa: E402
 
 INDEX_SCHEMA = T.StructType([
     T.StructField("url", T.StringType()),
@@ -32,20 +34,30 @@ INDEX_SCHEMA = T.StructType([
     T.StructField("warc_record_offset", T.LongType()),
     T.StructField("warc_record_length", T.LongType()),
     T.StructField("warc_record_type", T.StringType()),
+    # base32 SHA-1 of the payload as archived (Common Crawl's content_digest), computed as it streams by
+    T.StructField("content_digest", T.StringType()),
 ])
 
 
 def _index_file(item):
-    """(kind, row) pairs for one file: ("row", index row) then possibly ("reject", reject row)."""
-    path, base = item
-    name = relative_name(path, base)
+    """(kind, row) pairs for one file: ("row", index row) and ("reject", reject row) as the scan
+    finds them (a record over the bound, a member that is not one record), a ("reject", ...) for
+    damage that ends the file, and last ("read", what the file gave)."""
+    path, base, max_record_bytes, raw_chars = item
+    counts = {"row": 0, "reject": 0}
+    damaged = None
     try:
-        for row in index_warc(path, name):
-            yield ("row", row)
+        for kind, row in scan_warc(path, relative_name(path, base), max_record_bytes=max_record_bytes,
+                                   raw_chars=raw_chars):
+            counts[kind] += 1
+            yield kind, row
     except WarcError as exc:
-        yield ("reject", {"source": path, "position": None, "reason": exc.reason, "raw": None})
+        damaged = exc.reason
     except OSError as exc:
-        yield ("reject", {"source": path, "position": None, "reason": f"unreadable: {exc}", "raw": None})
+        damaged = f"unreadable: {exc}"
+    if damaged is not None:
+        yield "reject", reject_row(path, None, damaged)
+    yield "read", {"source": path, "records": counts["row"], "records_rejected": counts["reject"], "damaged": damaged}
 
 
 class WarcIndexJob(SparkJob):
@@ -58,15 +70,23 @@ class WarcIndexJob(SparkJob):
     def add_arguments(self, p):
         p.add_argument("--warc-base", help="store warc_filename relative to this folder or URL prefix "
                                            "(pass the same --warc-base to jobs/pages.py); empty: absolute paths")
+        p.add_argument("--max-record-bytes", type=int, help="a record larger than this, decompressed, is a reject "
+                       "row (its first bytes and the reason), not indexed; records are streamed, never held whole")
+        p.add_argument("--reject-raw-chars", type=int, help="cut a rejected record's sample to this many characters "
+                       "in rejects/")
 
     def run(self):
         a = self.args
-        files = resolve_inputs(a.input, suffixes=WARC_SUFFIXES)
+        files = self.resolve_inputs(a.input, suffixes=WARC_SUFFIXES)
         base = a.warc_base or None
-        self.record["inputs"] = {"files": len(files), "first": files[:5], "warc_base": base}
+        # a file outside the base keeps its absolute name, which the pages job refuses under that base
+        outside = [f for f in files if base and relative_name(f, base) == f]
+        self.record["inputs"].update({"files": len(files), "first": files[:5], "warc_base": base,
+                                      "outside_warc_base": outside})
         self.clear_outputs()
         sc = self.spark.sparkContext
-        pairs = sc.parallelize([(f, base) for f in files], max(1, len(files))).flatMap(_index_file).cache()
+        items = [(f, base, a.max_record_bytes, a.reject_raw_chars) for f in files]
+        pairs = sc.parallelize(items, max(1, len(files))).flatMap(_index_file).cache()
         rows = pairs.filter(lambda kv: kv[0] == "row").map(lambda kv: tuple(kv[1][c] for c in INDEX_SCHEMA.names))
         rejects = pairs.filter(lambda kv: kv[0] == "reject").map(lambda kv: tuple(kv[1][c] for c in REJECTS_SCHEMA.names))
         with self.record.time("index"):
@@ -77,15 +97,19 @@ class WarcIndexJob(SparkJob):
         written = self.spark.read.parquet(str(self.table_dir))
         counts = {r["warc_record_type"]: r["count"] for r in written.groupBy("warc_record_type").count().collect()}
         n_rej = self.spark.read.parquet(str(self.rejects_dir)).count()
+        reads = sorted(pairs.filter(lambda kv: kv[0] == "read").map(lambda kv: kv[1]).collect(), key=lambda r: r["source"])
         pairs.unpersist()
+        self.record["inputs"]["read"] = reads
         self.record.count("files", len(files))
         self.record.count("records_indexed", sum(counts.values()))
         for k, v in sorted(counts.items()):
             self.record.count(f"records_{k}", v)
-        self.record.count("files_with_unreadable_tail", n_rej)
+        self.record.count("records_rejected", sum(r["records_rejected"] for r in reads))
+        self.record.count("files_with_unreadable_tail", sum(r["damaged"] is not None for r in reads))
+        self.record.count("files_outside_warc_base", len(outside))
         self.record["outputs"] = {"warc_index": str(self.table_dir), "rejects": str(self.rejects_dir)}
         print(f"WARC index: {self.table_dir}  files {len(files)}  records {sum(counts.values())} {counts}  "
-              f"files with errors {n_rej} ({self.rejects_dir})", flush=True)
+              f"rejects {n_rej} ({self.rejects_dir})", flush=True)
 
 
 def main(argv=None) -> int:

@@ -81,7 +81,7 @@ def main() -> None:
      "P17": {"@type": "WebPage", "url": "https://x.example"}, "P18": {"name": "x"},
     }
     for strict in (False, True):
-        a = ValidityAgent("pyshacl", strict, None)
+        a = ValidityAgent("pyshacl", strict, None, "schemaorg")
         for pname in probes:
             r = a.validate(ours_docs[pname.split()[0]])
             res[pname]["ours " + ("strict" if strict else "lenient")] = "accept" if all(v.valid for v in r.verdicts) else "reject"

@@ -27,8 +27,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         model = build_model(args.vocab)
+    except UnicodeDecodeError as exc:  # before ValueError: name the file, not only the codec
+        fail(PROG, f"schema.org vocabulary {args.vocab!r} is not UTF-8: {exc.reason} at byte {exc.start}")
     except (FileNotFoundError, ValueError) as exc:
         fail(PROG, str(exc))
+    except OSError as exc:  # a folder or file that cannot be read (permissions, a device)
+        fail(PROG, f"schema.org vocabulary {args.vocab!r} cannot be read: {exc.strerror or exc}")
+    if not model.entity_types:
+        fail(PROG, f"schema.org vocabulary {args.vocab!r} defines no type: no shapes written")
     text = to_turtle(model, strict=args.strict)
     path = Path(args.output) if args.output else default_path(model.release, args.strict)
     try:

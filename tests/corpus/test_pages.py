@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import socket
 import time
 from pathlib import Path
@@ -189,10 +190,15 @@ def test_pages_job_statuses_reconcile(spark, tmp_path):
         ("http://t.example/image", "image/png", b"\x89PNG\r\n\x1a\n" + b"0" * 100),
         ("http://t.example/creative", "text/html; charset=utf-8", creative.encode()),
     ], crawl / "t.warc.gz")
+    # the bundled WARC files are copied under the base: the pages job reads nothing outside it
+    bundled = tmp_path / "bundled"
+    bundled.mkdir()
+    for f in [*(DATA / "warc").glob("*.warc.gz"), *(DATA / "demo").glob("*.warc.gz")]:
+        shutil.copy(f, bundled / f.name)
     out = tmp_path / "out"
-    WarcIndexJob(["--input", str(DATA / "warc"), str(DATA / "demo"), str(crawl), "--warc-base", str(tmp_path),
+    WarcIndexJob(["--input", str(bundled), str(crawl), "--warc-base", str(tmp_path),
                   "--output", str(out)]).main()
-    # data/ files are outside the base: they keep absolute names; ours are relative
+    # names relative to the base
     index = pq.read_table(out / "warc_index").to_pylist()
     by_url = {r["url"]: r for r in index if r["warc_record_type"] == "response"}
     assert by_url["http://t.example/creative"]["warc_filename"] == "crawl/t.warc.gz"

@@ -80,7 +80,7 @@ def _rows(url: str, markup_json, source: str) -> tuple[list[dict], dict]:
     human = json.dumps(markup_json)
     key = page_key(url, human)
     markup = parse_markup(markup_json)
-    verdicts = validity.agent("compiled", False, "30.0").validate(markup).verdicts
+    verdicts = validity.agent("compiled", False, "30.0", "schemaorg").validate(markup).verdicts
     rows = [{"page_key": key, "page_url": url, "source": source, "subject": v.subject, "property": v.property,
              "value": t.value.text if isinstance(t.value, Literal) else t.value.id, "claim": claim_text(markup, t),
              "value_kind": v.value_kind, "entity_type": v.entity_type, "valid": v.valid,

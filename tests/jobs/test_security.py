@@ -142,7 +142,7 @@ def test_reading_a_hostile_page_fetches_and_runs_nothing(trap, tmp_path):
     assert len(readable) == 2  # the Book and the schema.org microdata item
     for engine in ("compiled", "pyshacl"):
         for m in readable:
-            assert validate(m, engine, conf.strict, conf.vocab).verdicts
+            assert validate(m, engine, conf.strict, conf.vocab, conf.mode).verdicts
 
     human = parse_markup(results[0]["human_markup"])
     claims = agents.claims_of(human)
@@ -190,15 +190,18 @@ def test_pages_job_on_a_hostile_page_and_an_escaping_index_row(spark, trap, tmp_
               "--warc-base", str(base), "--microdata", "--output", str(out)]).main()
     pages = {r["page_url"]: r for r in pq.read_table(out / "pages").to_pylist()}
     assert pages[url]["status"] == "ok" and json.loads(pages[url]["human_markup"])["name"] == "The Fenced Book"
-    assert pages[real["url"]]["status"] == "fetch_error"
-    assert "climbs out of --warc-base" in pages[real["url"]]["reason"]
+    assert pages[real["url"]]["status"] == "not_found"
+    assert pages[real["url"]]["reason"].startswith("refused:")
+    assert "climbs out of --warc-base" in pages[real["url"]]["reason"] and W.ROOT_RULE in pages[real["url"]]["reason"]
     assert trap.seen == []
     assert not canary.exists()
 
 
 def test_warc_names_cannot_climb_out_of_the_base():
+    """The rule in short (tests/corpus/test_warc_boundary.py has every case, with files, links and a
+    loopback server)."""
     assert W.join_location("/data/cc", "crawl-data/a/b.warc.gz") == "/data/cc/crawl-data/a/b.warc.gz"
-    assert W.join_location("/data/cc", "a/../b.warc.gz") == "/data/cc/a/../b.warc.gz"  # stays inside
+    assert W.join_location("/data/cc", "a/../b.warc.gz") == "/data/cc/b.warc.gz"  # stays inside
     assert W.join_location("s3://commoncrawl/", "crawl-data/x.warc.gz") == "s3://commoncrawl/crawl-data/x.warc.gz"
     for base in ("/data/cc", "s3://commoncrawl/", "https://data.commoncrawl.org"):
         names = ["../etc/passwd", "crawl-data/../../x.warc.gz", "..", "a/b/../../../x", "..\\x"]
@@ -207,8 +210,12 @@ def test_warc_names_cannot_climb_out_of_the_base():
         for name in names:
             with pytest.raises(W.WarcError, match="climbs out"):
                 W.join_location(base, name)
-    # an absolute name is how the index names a file outside the base it was built with
-    assert W.join_location("/data/cc", "/elsewhere/x.warc.gz") == "/elsewhere/x.warc.gz"
+    # an absolute name outside the base, or a URL, is refused too: the index does not choose what is read
+    with pytest.raises(W.WarcError, match="absolute path outside --warc-base"):
+        W.join_location("/data/cc", "/elsewhere/x.warc.gz")
+    with pytest.raises(W.WarcError, match="is a URL, and --warc-base is a local folder"):
+        W.join_location("/data/cc", "http://127.0.0.1/x.warc.gz")
+    assert W.join_location(None, "/elsewhere/x.warc.gz") == "/elsewhere/x.warc.gz"  # no base: read as named
 
 
 # ---- manifests and --input cannot escape their roots -------------------------------------------

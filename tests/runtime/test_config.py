@@ -178,6 +178,8 @@ def test_a_setting_flag_without_a_key_and_a_key_without_a_flag_are_errors():
 
         def add_arguments(self, p):
             p.add_argument("--warc-base")
+            p.add_argument("--max-record-bytes", type=int)
+            p.add_argument("--reject-raw-chars", type=int)
             p.add_argument("--colour", help="a setting nobody put in the file")
 
     class Fewer(Job):
@@ -189,7 +191,8 @@ def test_a_setting_flag_without_a_key_and_a_key_without_a_flag_are_errors():
     conf = load_config()
     with pytest.raises(ConfigError, match=r"\[warc_index\] is missing key colour \(the default of --colour\)"):
         Extra.__new__(Extra).build_parser(conf)
-    with pytest.raises(ConfigError, match=r"\[warc_index\] has key warc_base that no flag of warc_index.py takes"):
+    with pytest.raises(ConfigError, match=r"\[warc_index\] has keys max_record_bytes, reject_raw_chars, warc_base "
+                                          r"that no flag of warc_index.py takes"):
         Fewer.__new__(Fewer).build_parser(conf)
 
 
@@ -222,10 +225,12 @@ def test_help_shows_the_values_of_the_conf_file(tmp_path, capsys):
 
 def test_evaluate_takes_validity_and_scores_from_the_conf(tmp_path):
     path = conf_with(tmp_path, "validity", replace=("strict", "true"))
-    path.write_text(path.read_text().replace('engine = "compiled"', 'engine = "pyshacl"'))
+    path.write_text(path.read_text().replace('engine = "compiled"', 'engine = "pyshacl"')
+                    .replace('mode = "schemaorg"', 'mode = "paper"'))
     job = job_class("evaluate")(["--input", "x", "--output", str(tmp_path / "out"), "--config", str(path)])
     cfg = job.eval_config(["m"])
     assert (cfg.validity_strict, cfg.validity_engine, cfg.validity_vocab) == (True, "pyshacl", "30.0")
+    assert cfg.validity_mode == "paper"
     assert cfg.scores == load_config(path).scores and cfg.sources == ["human", "m"]
     default = job_class("evaluate")(["--input", "x", "--output", str(tmp_path / "out")])
     assert default.eval_config([]).validity_strict is False
@@ -266,15 +271,15 @@ def test_the_code_holds_no_default_of_a_setting():
         _no_default(cls, [f.name for f in dataclasses.fields(cls)])
     _no_default(EvalConfig, ["stages", "strategy", "factuality_threshold", "compliance_threshold", "verdict_models",
                              "context_window", "max_tokens", "max_claims", "validity_engine", "validity_strict",
-                             "validity_vocab", "scores"])
+                             "validity_vocab", "validity_mode", "scores"])
     _no_default(runner.VerdictConfig, ["strategy", "factuality_threshold", "compliance_threshold"])
     _no_default(html.PageConfig, [f.name for f in dataclasses.fields(html.PageConfig)])
-    _no_default(csets.CsetConfig, ["subject_scope", "sample_urls", "reject_raw_chars"])
+    _no_default(csets.CsetConfig, ["subject_scope", "sample_urls", "reject_raw_chars", "max_line_bytes"])
     for fn in (verdicts.judge_factuality, verdicts.judge_compliance, verdicts.verdict_voter, verdicts.correct):
         _required(fn, ["strategy", "threshold"])
     _required(verdicts.factuality_messages, ["strategy"])
-    _required(validity.ValidityAgent, ["engine", "strict", "vocab"])
-    _required(validity.agent, ["engine", "strict", "vocab"])
+    _required(validity.ValidityAgent, ["engine", "strict", "vocab", "mode"])
+    _required(validity.agent, ["engine", "strict", "vocab", "mode"])
     _required(sampling.sample_csets, ["n_strata", "per_stratum", "seed", "replacement_urls", "replacement_csets",
                                       "reject_raw_chars"])
     _required(keys.key_scores, ["ignore_keys", "max_order"])

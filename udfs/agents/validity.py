@@ -18,8 +18,26 @@ evaluates the same shape model (:func:`udfs.schemaorg.shapes.build_model`) from 
 the pipeline. Both report *findings*; one shared function turns findings into verdicts and the
 cleaned markup (a property value is kept when it is valid for at least one of its subject's types).
 
-Command line: ``python -m udfs.agents.validity [--engine compiled|pyshacl] [--strict] FILE...`` prints
-one JSON object per line per triple (``-`` reads standard input).
+Two modes (``[validity] mode``, ``--validity-mode``):
+
+* ``schemaorg`` (default), schema.org's rules as above: an entity of several types has the union
+  of their properties; only the offending triple goes (a node value takes its subtree with it); a
+  property whose range includes ``URL`` takes any IRI, also one the markup describes as a typed
+  node;
+* ``paper``, the paper's filter exactly (:func:`paper_removals`): each type of a multi-typed
+  entity closes it, an entity of an undefined type goes whole, a non-string literal no datatype of
+  the range accepts is flagged, and a flagged value removes every equal leaf of the markup (a
+  flagged blank node: its property, from every node). :func:`paper_triples` counts the paper's way.
+
+Retired terms (schema.org's "attic": ``hasProductReturnPolicy``, ``ProductReturnPolicy``, ...) are
+named by the release's context but absent from its vocabulary, so they have no domain or range to
+check: both modes reject them like undefined terms, with their own cause (``retired term``) and a
+reason that says so (:func:`retired_terms`).
+
+Command line: ``python -m udfs.agents.validity [--engine compiled|pyshacl] [--strict]
+[--validity-mode schemaorg|paper] [--compare-modes] FILE...`` prints one JSON object per line per
+triple (``-`` reads standard input); ``--compare-modes`` prints the triples the modes disagree on
+and a summary line with both shares.
 """
 from __future__ import annotations
 
@@ -34,7 +52,7 @@ from urllib.parse import quote
 
 from udfs.schemaorg.namespace import SCHEMA_NS
 from udfs.schemaorg.shapes import LITERAL_FAMILIES, SHP, RangeSpec, ShapeModel, build_model, default_path, to_turtle
-from udfs.schemaorg.markup import Literal, Markup, MarkupError, Value, parse_markup, to_jsonld
+from udfs.schemaorg.markup import Literal, Markup, MarkupError, Ref, Value, parse_markup, to_jsonld
 from udfs.schemaorg.vocab import schema_local_name
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -54,12 +72,13 @@ class Verdict:
     valid: bool
     rule: int | None  # 1 type, 2 property, 3 value; None when valid
     reason: str
+    cause: str | None = None  # why it goes (UNDEFINED_TYPE, MULTI_TYPE, ...: below); None when valid
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "subject": self.subject, "property": self.property, "value": self.value,
             "value_kind": self.value_kind, "entity_type": self.entity_type, "valid": self.valid,
-            "rule": self.rule, "reason": self.reason,
+            "rule": self.rule, "reason": self.reason, "cause": self.cause,
         }
 
 
@@ -166,11 +185,13 @@ class CompiledChecker:
                 if dt in dts and (fam not in _PATTERNS or _PATTERNS[fam].search(v.text)):
                     return True
             return False
+        is_iri = not v.id.startswith("_:")
+        if spec.link and is_iri:
+            return True  # URL in the range: an IRI is a URL, also one the markup types as a node
         target = ents.get(v.id)
         types = target.types if target is not None else ()
         if any(t in spec.classes for t in types):
             return True
-        is_iri = not v.id.startswith("_:")
         if not types and is_iri and (spec.link or not self.strict):
             return True
         if self.strict and is_iri and _schema_member(v.id) in self._members[p]:
@@ -320,10 +341,13 @@ def _term_iri(rdflib, name: str):
 
 # ---- verdicts --------------------------------------------------------------------------------
 def verdicts(markup: Markup, findings: Findings, model: ShapeModel, strict: bool = False) -> list[Verdict]:
-    """One verdict per triple of ``markup.triples()``, in that order."""
+    """One verdict per triple of ``markup.triples()``, in that order (the schemaorg reading). A
+    property one type of a multi-typed entity lacks is valid when another of its types defines it
+    (schema.org's union of the types' properties)."""
     out = []
     append = out.append
     superseded = model.superseded_by
+    retired = retired_terms(model.release)
     ents = markup.entities
     for s, ent in ents.items():
         types = ent.types or [None]
@@ -336,23 +360,40 @@ def verdicts(markup: Markup, findings: Findings, model: ShapeModel, strict: bool
                 bad_value = (s, p, v.key()) in findings.bad_values
                 for t in types:
                     rule: int | None = None
+                    cause: str | None = None
                     if t is None:
                         if s in findings.untyped:
-                            rule, reason = 1, "entity has no @type"
+                            rule, reason, cause = 1, "entity has no @type", UNTYPED
                         else:
                             reason = ""
                     elif (s, t) in findings.unknown_types:
-                        rule, reason = 1, f"{t} is not a schema.org type"
-                    elif (s, p, t) in findings.not_allowed:
-                        rule, reason = 2, f"{p} is not a property of {t}"
+                        if t in retired:
+                            rule, reason, cause = 1, f"{t} is retired from schema.org (the attic)", RETIRED
+                        else:
+                            rule, reason, cause = 1, f"{t} is not a schema.org type", UNDEFINED_TYPE
+                    elif (s, p, t) in findings.not_allowed and not _definers(findings, ent, p):
+                        if p in retired:
+                            rule, reason, cause = 2, f"{p} is retired from schema.org (the attic), not a property of {t}", RETIRED
+                        else:
+                            rule, reason, cause = 2, f"{p} is not a property of {t}", UNDEFINED_PROPERTY
                     elif bad_value:
                         rule, reason = 3, _value_reason(markup, p, v, vk, model, strict)
-                    elif t in superseded or p in superseded:
-                        reason = "; ".join(f"{x} is superseded by {superseded[x]}" for x in (t, p) if x in superseded)
+                        cause = DATATYPE if vk == "literal" else VALUE_TYPE
                     else:
                         reason = ""
-                    append(Verdict(s, p, shown, vk, t, rule is None, rule, reason))
+                        if (s, p, t) in findings.not_allowed:
+                            reason = (f"{p} is not a property of {t} but of {_definers(findings, ent, p)[0]}: an "
+                                      "entity of several types has the union of their properties")
+                        if t in superseded or p in superseded:
+                            sup = "; ".join(f"{x} is superseded by {superseded[x]}" for x in (t, p) if x in superseded)
+                            reason = f"{reason}; {sup}" if reason else sup
+                    append(Verdict(s, p, shown, vk, t, rule is None, rule, reason, cause))
     return out
+
+
+def _definers(f: Findings, ent, p: str) -> list[str]:
+    """The defined types of ``ent`` that define ``p`` (the union rule's evidence)."""
+    return [u for u in ent.types if (ent.id, u) not in f.unknown_types and (ent.id, p, u) not in f.not_allowed]
 
 
 def _value_reason(markup: Markup, p: str, v: Value, vk: str, model: ShapeModel, strict: bool) -> str:
@@ -370,18 +411,333 @@ def _value_reason(markup: Markup, p: str, v: Value, vk: str, model: ShapeModel, 
     return f"{p} expects {expects}; got {got}"
 
 
+# ---- the two modes ---------------------------------------------------------------------------
+# schemaorg: schema.org's rules (the default); paper: the paper's filter, to reproduce its Table 7.
+MODES = ("schemaorg", "paper")
+# Why a triple goes, named once: verdicts (``Verdict.cause``), the paper's counting and
+# ``--compare-modes`` speak these.
+UNDEFINED_TYPE = "undefined type"
+UNTYPED = "untyped entity"
+UNDEFINED_PROPERTY = "undefined property"
+RETIRED = "retired term"
+MULTI_TYPE = "multi-type rule"
+VALUE_TYPE = "value type"
+DATATYPE = "datatype"
+VALUE_STRING = "value-string removal"
+BLANK_PROPERTY = "blank-node property removal"
+_STRING_TYPES = (XSD + "string", RDF_LANGSTRING)
+_Removal = tuple  # (rule, cause, reason) of one removed (subject, property, value key)
+
+
+@functools.lru_cache(maxsize=4)
+def retired_terms(release: str) -> frozenset[str]:
+    """Terms schema.org has retired (its "attic": ``hasProductReturnPolicy``, ``ProductReturnPolicy``,
+    ...): named by the release's JSON-LD context, so old markup still expands, but absent from the
+    release's vocabulary (``schemaorg-current-https.nt``), so they have no domain, range or place
+    in the hierarchy to check against. Empty when the release bundles no context."""
+    from udfs.schemaorg.namespace import context_document
+    from udfs.schemaorg.vocab import load_vocabulary
+
+    try:
+        ctx = context_document(release)
+    except OSError:
+        return frozenset()
+    v = load_vocabulary(release)
+    return frozenset(k for k, d in ctx.items() if isinstance(d, dict) and d.get("@id") == f"schema:{k}"
+                     and k not in v.classes and k not in v.properties and k not in v.instance_of)
+
+
+def _leaf(markup: Markup, v: Value) -> bool:
+    """A leaf as the paper counts: a literal or an outside IRI (a JSON string in the markup), not a
+    link to a node the markup describes."""
+    return isinstance(v, Literal) or v.id not in markup.entities
+
+
+def _text(v: Value) -> str:
+    return v.text if isinstance(v, Literal) else v.id
+
+
+def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, _Removal], set[str]]:
+    """Every (subject, property, value key) of ``markup`` that the paper's filter removes, with the
+    rule, the cause and a reason. Flags (pySHACL over closed shapes with inherited properties, the
+    inference adding nothing a shape looks at):
+
+    * an entity with an undefined type (any of its types) is removed whole;
+    * a property that one of a typed entity's defined types does not define is flagged on every
+      value (several types: each type's closed shape applies, no union);
+    * a literal that is not a string is flagged where no datatype of the property's range accepts
+      it (every range accepts ``xsd:string``: strings always pass); an entity value of no range type
+      (subtypes accepted) and an untyped blank node are flagged; an untyped IRI is a link;
+    * untyped entities are targeted by no shape: their own values are never flagged.
+
+    Removal, for each flagged (property, value): a blank-node value removes the property from every
+    node, with all its values; any other value removes every leaf (literal or outside IRI) of the
+    markup whose value string equals it, under any property, in any node. Then every node no longer
+    reachable from a top-level entity goes with its values (a removed subtree). Returns the
+    removals and the entities removed whole."""
+    ents = markup.entities
+    retired = retired_terms(model.release)
+    flags: dict[tuple, _Removal] = {}
+    strings: dict[str, _Removal] = {}
+    blank_props: dict[str, _Removal] = {}
+    dead: dict[str, _Removal] = {}  # entities removed whole
+    for ent in ents.values():
+        if not ent.types:
+            continue
+        known = [t for t in ent.types if t in model.entity_types]
+        bad = [t for t in ent.types if t not in model.entity_types]
+        if bad:
+            why = "retired from schema.org (the attic)" if bad[0] in retired else "not a schema.org type"
+            dead[ent.id] = (1, RETIRED if bad[0] in retired else UNDEFINED_TYPE,
+                            f"{bad[0]} is {why}: the paper's filter removes the entity whole")
+        for p, values in ent.properties.items():
+            missing = [t for t in known if p not in model.allowed[t]]
+            spec = model.ranges.get(p)
+            for v in values:
+                if missing:
+                    if len(missing) < len(known):
+                        other = next(t for t in known if t not in missing)
+                        f = (2, MULTI_TYPE, f"{p} is not a property of {missing[0]} (it is one of {other}: "
+                                            "the paper's closed shapes apply each type, no union)")
+                    elif p in retired:
+                        f = (2, RETIRED, f"{p} is retired from schema.org (the attic), not a property of {missing[0]}")
+                    else:
+                        f = (2, UNDEFINED_PROPERTY, f"{p} is not a property of {missing[0]}")
+                elif known and spec is not None and spec.constrained:
+                    cause = _paper_value_fault(spec, v, ents)
+                    if cause is None:
+                        continue
+                    f = (3, cause, f"{p} expects {', '.join(spec.ranges)}; got "
+                                   + (f"a JSON {type(v.value).__name__}" if isinstance(v, Literal) else _node_desc(markup, v)))
+                else:
+                    continue
+                flags[(ent.id, p, v.key())] = f
+                if isinstance(v, Ref) and v.id.startswith("_:"):
+                    blank_props.setdefault(p, f)
+                elif _leaf(markup, v):
+                    strings.setdefault(_text(v), (f[0], f[1], f"{_text(v)[:60]!r} is the flagged value of {p} ({f[2]})"))
+    removed: dict[tuple, _Removal] = {}
+    for ent in ents.values():
+        for p, values in ent.properties.items():
+            for v in values:
+                k = (ent.id, p, v.key())
+                if ent.id in dead:
+                    r = dead[ent.id]
+                elif p in blank_props:
+                    own = flags.get(k)
+                    r = own if own else (blank_props[p][0], BLANK_PROPERTY,
+                                         f"{p} had a flagged blank-node value ({blank_props[p][2]}): removed from every node")
+                elif isinstance(v, Ref) and v.id in dead:
+                    r = dead[v.id]
+                elif _leaf(markup, v) and _text(v) in strings:
+                    own = flags.get(k)
+                    r = own if own else (strings[_text(v)][0], VALUE_STRING, strings[_text(v)][2])
+                else:
+                    continue
+                removed[k] = r
+    return _with_subtrees(markup, removed, dead), set(dead)
+
+
+def _paper_value_fault(spec: RangeSpec, v: Value, ents) -> str | None:
+    if isinstance(v, Literal):
+        dt, _ = literal_datatype(v)
+        if dt in _STRING_TYPES:
+            return None
+        return None if any(dt in LITERAL_FAMILIES[f][0] for f in spec.literal_families) else DATATYPE
+    target = ents.get(v.id)
+    types = target.types if target is not None else ()
+    if any(t in spec.classes for t in types) or (not types and not v.id.startswith("_:")):
+        return None
+    return VALUE_TYPE
+
+
+def _node_desc(markup: Markup, v: Ref) -> str:
+    ent = markup.entities.get(v.id)
+    if ent is not None and ent.types:
+        return "an entity of type " + ", ".join(ent.types)
+    return "an entity without @type" if v.id.startswith("_:") else f"IRI {v.id[:80]!r}"
+
+
+def _with_subtrees(markup: Markup, removed: dict[tuple, _Removal], dead: dict[str, _Removal]) -> dict[tuple, _Removal]:
+    """``removed`` plus every value of the nodes that the removal cut off from the top-level
+    entities (what :func:`udfs.schemaorg.markup.to_jsonld` leaves out), each with the removal of the
+    link that cut it off. Nodes that no top-level entity reached before (``@reverse`` sources)
+    count as top-level."""
+    ents = markup.entities
+
+    def reach(cut: bool) -> set[str]:
+        seen: set[str] = set()
+        todo = [r for r in markup.roots if not (cut and r in dead)]
+        if cut:
+            todo += [e for e in ents if e not in before]
+        while todo:
+            e = todo.pop()
+            if e in seen or e not in ents or (cut and e in dead):
+                continue
+            seen.add(e)
+            for p, vs in ents[e].properties.items():
+                for v in vs:
+                    if isinstance(v, Ref) and v.id in ents and not (cut and (e, p, v.key()) in removed):
+                        todo.append(v.id)
+        return seen
+
+    before = reach(False)  # read by reach(True): nodes never reached count as top-level
+    after = reach(True)
+    lost = [e for e in ents if e not in after]
+    if not lost:
+        return removed
+    incoming: dict[str, list[tuple]] = {}
+    for s, ent in ents.items():
+        for p, vs in ent.properties.items():
+            for v in vs:
+                if isinstance(v, Ref) and v.id in ents:
+                    incoming.setdefault(v.id, []).append((s, p, v.key()))
+    why: dict[str, _Removal] = dict(dead)
+    for _ in range(len(lost)):  # causes along chains of cut-off nodes, one hop per pass
+        for e in lost:
+            if e in why:
+                continue
+            for link in incoming.get(e, ()):
+                if link in removed or link[0] in why:
+                    why[e] = removed.get(link) or why[link[0]]
+                    break
+    out = dict(removed)
+    for e in lost:
+        r = why.get(e, (2, UNDEFINED_PROPERTY, "cut off from the top-level entities"))
+        for p, vs in ents[e].properties.items():
+            for v in vs:
+                out.setdefault((e, p, v.key()), (r[0], r[1], f"removed with its parent node: {r[2]}"))
+    return out
+
+
+def schemaorg_removals(markup: Markup, f: Findings, model: ShapeModel) -> dict[tuple, _Removal]:
+    """What the default (schemaorg) reading removes from ``markup``: each value no type of its
+    subject accepts (the union of a multi-typed entity's properties), and the subtrees this cuts
+    off, as :func:`to_jsonld` writes the cleaned markup."""
+    ents = markup.entities
+    retired = retired_terms(model.release)
+    removed: dict[tuple, _Removal] = {}
+    for s, ent in ents.items():
+        for p, values in ent.properties.items():
+            for v in values:
+                k = (s, p, v.key())
+                if not ent.types:
+                    if s in f.untyped:
+                        removed[k] = (1, UNTYPED, "entity has no @type")
+                elif k in f.bad_values:
+                    removed[k] = (3, DATATYPE if isinstance(v, Literal) else VALUE_TYPE,
+                                  f"{p}: value of an unexpected type")
+                elif not any((s, t) not in f.unknown_types and (s, p, t) not in f.not_allowed for t in ent.types):
+                    known = [t for t in ent.types if (s, t) not in f.unknown_types]
+                    if not known:
+                        t = ent.types[0]
+                        removed[k] = (1, RETIRED if t in retired else UNDEFINED_TYPE, f"{t} is not a schema.org type")
+                    else:
+                        removed[k] = (2, RETIRED if p in retired else UNDEFINED_PROPERTY,
+                                      f"{p} is not a property of {'/'.join(known)}")
+    return _with_subtrees(markup, removed, {})
+
+
+def removal_verdicts(markup: Markup, removed: dict[tuple, _Removal], model: ShapeModel) -> list[Verdict]:
+    """One verdict per triple of ``markup.triples()``: invalid exactly when ``removed`` holds it."""
+    out = []
+    superseded = model.superseded_by
+    ents = markup.entities
+    for s, ent in ents.items():
+        types = ent.types or [None]
+        for p, values in ent.properties.items():
+            for v in values:
+                if isinstance(v, Literal):
+                    vk, shown = "literal", v.value
+                else:
+                    vk, shown = ("entity" if v.id in ents else "iri"), v.id
+                r = removed.get((s, p, v.key()))
+                for t in types:
+                    if r is not None:
+                        out.append(Verdict(s, p, shown, vk, t, False, r[0], r[2], r[1]))
+                    else:
+                        note = "; ".join(f"{x} is superseded by {superseded[x]}" for x in (t, p) if x in superseded)
+                        out.append(Verdict(s, p, shown, vk, t, True, None, note))
+    return out
+
+
+def paper_triples(markup: Markup, verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
+    """The triples as the paper counts them, one dict each: a leaf (property, value string) with
+    its entity type (links between nodes, ``@type`` and ``@id`` not counted), identical
+    (property, value, type) strings once; ``valid`` when at least one occurrence is valid (the
+    filtered markup still holds that string), otherwise the rule, cause and reason of the first."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for t, v in zip(markup.triples(), verdicts):
+        if not _leaf(markup, t.value):
+            continue
+        key = (t.property, _text(t.value), t.entity_type or "")
+        row = out.get(key)
+        if row is None:
+            out[key] = {"property": t.property, "value": _text(t.value), "entity_type": t.entity_type,
+                        "valid": v.valid, "rule": v.rule, "cause": v.cause, "reason": v.reason}
+        elif v.valid and not row["valid"]:
+            row.update(valid=True, rule=None, cause=None, reason=v.reason)
+    return list(out.values())
+
+
+@dataclass
+class ModeComparison:
+    """Both readings of a set of markups, counted the paper's way (summed over markups)."""
+
+    markups: int = 0
+    triples: int = 0
+    kept: dict[str, int] = field(default_factory=lambda: {m: 0 for m in MODES})
+    # (mode that removes the triple, cause) -> triples on which the modes disagree
+    disagreements: dict[tuple[str, str], int] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # each disagreeing triple
+
+    def share(self, mode: str) -> float | None:
+        return self.kept[mode] / self.triples if self.triples else None
+
+    def add(self, markup: Markup, findings: Findings, model: ShapeModel, name: str = "") -> None:
+        """Count one markup; ``findings`` are the schemaorg reading's (any engine, any strictness)."""
+        paper_removed, _dead = paper_removals(markup, model)
+        rows = {m: {(r["property"], r["value"], r["entity_type"] or ""): r
+                    for r in paper_triples(markup, removal_verdicts(markup, rem, model))}
+                for m, rem in (("paper", paper_removed), ("schemaorg", schemaorg_removals(markup, findings, model)))}
+        self.markups += 1
+        self.triples += len(rows["paper"])
+        for mode in MODES:
+            self.kept[mode] += sum(r["valid"] for r in rows[mode].values())
+        for key, p in rows["paper"].items():
+            s = rows["schemaorg"][key]
+            if p["valid"] == s["valid"]:
+                continue
+            loser = "paper" if not p["valid"] else "schemaorg"
+            cause = rows[loser][key]["cause"]
+            self.disagreements[(loser, cause)] = self.disagreements.get((loser, cause), 0) + 1
+            self.rows.append({"file": name, "property": key[0], "value": key[1], "entity_type": p["entity_type"],
+                              "removed_by": loser, "cause": cause, "reason": rows[loser][key]["reason"]})
+
+    def summary(self) -> dict[str, Any]:
+        return {"markups": self.markups, "triples": self.triples,
+                **{f"kept_{m}": self.kept[m] for m in MODES},
+                **{f"share_{m}": round(self.share(m), 4) if self.triples else None for m in MODES},
+                "disagreements": {f"removed by {m}: {c}": n for (m, c), n in sorted(self.disagreements.items())}}
+
+
 # ---- entry points ----------------------------------------------------------------------------
 class ValidityAgent:
-    """Validate markups with one engine, strict or lenient, against the shapes of one schema.org
-    release (``vocab``). Their values are conf/pipeline.toml's ``[validity]``
-    (``udfs.runtime.config.load_config().validity``); this module holds no default of its own."""
+    """Validate markups in one mode (``schemaorg`` or ``paper``) with one engine, strict or lenient,
+    against the shapes of one schema.org release (``vocab``). Their values are conf/pipeline.toml's
+    ``[validity]`` (``udfs.runtime.config.load_config().validity``); this module holds no default of
+    its own. The paper mode is the paper's filter (:func:`paper_removals`) computed from the shape
+    model: ``engine`` and ``strict`` only shape the schemaorg reading."""
 
-    def __init__(self, engine: str, strict: bool, vocab: str | None):
+    def __init__(self, engine: str, strict: bool, vocab: str | None, mode: str):
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}: one of {', '.join(ENGINES)}")
+        if mode not in MODES:
+            raise ValueError(f"unknown validity mode {mode!r}: one of {', '.join(MODES)}")
         self.model = build_model(vocab)
         self.strict = strict
         self.engine = engine
+        self.mode = mode
         self.checker = CompiledChecker(self.model, strict) if engine == "compiled" else PyShaclChecker(self.model, strict)
 
     def findings_many(self, markups: Sequence[Markup]) -> list[Findings]:
@@ -396,6 +752,13 @@ class ValidityAgent:
         """Raises MarkupError for the first markup that cannot be read."""
         parsed = [m if isinstance(m, Markup) else parse_markup(m) for m in markups]
         out = []
+        if self.mode == "paper":
+            for m in parsed:
+                removed, dead = paper_removals(m, self.model)
+                out.append(ValidityResult(m, removal_verdicts(m, removed, self.model), to_jsonld(
+                    m, keep=lambda s, p, v, removed=removed: (s, p, v.key()) not in removed,
+                    keep_type=lambda s, t, dead=dead: s not in dead)))
+            return out
         for m, f in zip(parsed, self.findings_many(parsed)):
             vs = verdicts(m, f, self.model, self.strict)
             out.append(ValidityResult(m, vs, _cleaned(m, f)))
@@ -419,18 +782,18 @@ def _cleaned(markup: Markup, f: Findings) -> dict | None:
 
 
 @functools.lru_cache(maxsize=8)
-def agent(engine: str, strict: bool, vocab: str | None) -> ValidityAgent:
-    return ValidityAgent(engine, strict, vocab)
+def agent(engine: str, strict: bool, vocab: str | None, mode: str) -> ValidityAgent:
+    return ValidityAgent(engine, strict, vocab, mode)
 
 
 def validate(markup: str | bytes | dict | list | Markup, engine: str, strict: bool,
-             vocab: str | None) -> ValidityResult:
+             vocab: str | None, mode: str) -> ValidityResult:
     """Verdicts and cleaned markup of one JSON-LD markup (text or parsed JSON). Fetches nothing."""
-    return agent(engine, strict, vocab).validate(markup)
+    return agent(engine, strict, vocab, mode).validate(markup)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from udfs.runtime.cli import HelpFormatter, check_config_value
+    from udfs.runtime.cli import HelpFormatter, check_config_value, fail
     from udfs.runtime.config import ConfigError, exit_on_config_error, load_config
     from udfs.runtime.paths import DEFAULT_CONF
 
@@ -457,25 +820,54 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=conf.strict,
                     help="strict reading of literal values (false: lenient, the paper's)")
     ap.add_argument("--vocab", default=conf.vocab, help="schema.org release")
+    ap.add_argument("--validity-mode", choices=MODES, default=conf.mode,
+                    help="schemaorg: schema.org's rules, one line per (subject, property, value, entity "
+                    "type); paper: the paper's filter, one line per triple as the paper counts them "
+                    "(the share of valid lines is its Table 7 share)")
+    ap.add_argument("--compare-modes", action=argparse.BooleanOptionalAction, default=False,
+                    help="read the files in both modes, counted the paper's way: one line per triple the "
+                    "modes disagree on (which mode removes it, and why), then one summary line with "
+                    "both shares and the disagreements by cause")
     ap.add_argument("--cleaned", action=argparse.BooleanOptionalAction, default=False,
                     help="print one line per file with the markup without its invalid property values instead")
     args = ap.parse_args(argv)
-    va = ValidityAgent(args.engine, args.strict, args.vocab)
+    if args.compare_modes and args.cleaned:
+        fail(prog, "--compare-modes and --cleaned exclude each other")
+    va = ValidityAgent(args.engine, args.strict, args.vocab, args.validity_mode)
+    comparison = ModeComparison() if args.compare_modes else None
+    from udfs.runtime.cli import error, json_lines_out
+
+    json_lines_out()  # a lone surrogate escaped in a file is written back, not a traceback
     status = 0
     for name in args.files:
         try:
             text = sys.stdin.read() if name == "-" else open(name, encoding="utf-8").read()
+            if comparison is not None:
+                m = parse_markup(text)
+                seen = len(comparison.rows)
+                comparison.add(m, va.findings_many([m])[0], va.model, name)
+                for row in comparison.rows[seen:]:
+                    print(json.dumps(row, ensure_ascii=False))
+                continue
             res = va.validate(text)
-        except (OSError, UnicodeDecodeError, MarkupError) as e:
+        except (OSError, ValueError, RecursionError) as e:  # MarkupError and UnicodeDecodeError included
+            # one bad file is a line on each stream (the JSON row keeps stdout one record per
+            # file) and the others are still read; the exit status says one failed
             reason = e.reason if isinstance(e, MarkupError) else f"{type(e).__name__}: {e}"
+            error(prog, f"{name}: {reason}")
             print(json.dumps({"file": name, "error": reason}, ensure_ascii=False))
             status = 1
             continue
         if args.cleaned:
             print(json.dumps({"file": name, "markup": res.cleaned}, ensure_ascii=False))
-            continue
-        for v in res.verdicts:
-            print(json.dumps({"file": name, **v.as_dict()}, ensure_ascii=False))
+        elif va.mode == "paper":
+            for row in paper_triples(res.markup, res.verdicts):
+                print(json.dumps({"file": name, **row}, ensure_ascii=False))
+        else:
+            for v in res.verdicts:
+                print(json.dumps({"file": name, **v.as_dict()}, ensure_ascii=False))
+    if comparison is not None:
+        print(json.dumps({"summary": comparison.summary()}, ensure_ascii=False))
     return status
 
 

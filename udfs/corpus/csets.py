@@ -64,19 +64,22 @@ class CsetConfig:
     subject_scope: str  # "iri" | "page"
     sample_urls: int
     reject_raw_chars: int
+    max_line_bytes: int  # a longer line is a reject holding its first characters, never buffered whole
     clean: bool = True
 
     @classmethod
     def of(cls, conf: CsetsConf, clean: bool = True) -> "CsetConfig":
         """The config of a ``[csets]`` section."""
         return cls(subject_scope=conf.subject_scope, sample_urls=conf.sample_urls,
-                   reject_raw_chars=conf.reject_raw_chars, clean=clean)
+                   reject_raw_chars=conf.reject_raw_chars, max_line_bytes=conf.max_line_bytes, clean=clean)
 
     def __post_init__(self):
         if self.subject_scope not in ("iri", "page"):
             raise ValueError(f"subject_scope must be 'iri' or 'page', not {self.subject_scope!r}")
         if self.sample_urls < 0:
             raise ValueError("sample_urls must be >= 0")
+        if self.max_line_bytes < 1:
+            raise ValueError("max_line_bytes must be >= 1")
 
 
 def entity_pages(spark: SparkSession, files: list[str], vocab: Vocabulary, cfg: CsetConfig,
@@ -85,20 +88,24 @@ def entity_pages(spark: SparkSession, files: list[str], vocab: Vocabulary, cfg: 
     per file, which it reads itself (a gzip file cannot be split anyway; a plain file is kept whole
     so its lines are numbered and its pages end where they end). Rows of kind ``quad`` (an entity
     on a page: n_lines quads, kept tokens and dropped ``reason\ttoken`` strings, each sorted and
-    joined by a newline), ``reject`` (one malformed line), ``skip`` (blank and comment lines, one
-    row per file), ``file`` (lines read, one row per file) and, with ``ignore_corrupt``, ``damage``
-    (a file that broke off part-way: its lines before the damage are kept, ``raw`` says why).
+    joined by a newline), ``reject`` (one malformed line; ``reject:<reason>`` when the scan gives
+    the reason: a line that is not UTF-8, or one over ``cfg.max_line_bytes``, whose ``raw`` is its
+    first characters), ``skip`` (blank and comment lines, one row per file), ``file`` (lines read,
+    one row per file) and, with ``ignore_corrupt``, ``damage`` (a file that broke off part-way, a
+    damaged later gzip member included: its lines before the damage are kept, ``raw`` says why).
 
     The token of a quad is ``isa:<local name>`` of an rdf:type object and the local name of any
     other predicate; schema.org namespace variants (http/https, ``www.``) are one namespace.
     """
     scan = jvm.attach(spark, "llm4schema.EntityPageScan")
-    reasons = "\n".join([TYPE_NOT_SCHEMA, TYPE_UNKNOWN, PROPERTY_NOT_SCHEMA, PROPERTY_UNKNOWN])
+    reasons = "\n".join([TYPE_NOT_SCHEMA, TYPE_UNKNOWN, PROPERTY_NOT_SCHEMA, PROPERTY_UNKNOWN,
+                         N.REASON_UNDECODABLE, N.REASON_TOO_LONG])
     paths = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.java.lang.String, len(files))
     for i, f in enumerate(files):
         paths[i] = f
     jdf = scan.scan(spark._jsparkSession, paths, "\n".join(sorted(vocab.classes)), "\n".join(sorted(vocab.properties)),
-                    cfg.clean, cfg.subject_scope == "page", reasons, ignore_corrupt)
+                    cfg.clean, cfg.subject_scope == "page", reasons, ignore_corrupt,
+                    cfg.max_line_bytes, 4 * cfg.reject_raw_chars)  # a character is at most 4 UTF-8 bytes
     return DataFrame(jdf, spark)
 
 
@@ -138,10 +145,12 @@ def tallies(ep: DataFrame, cfg: CsetConfig, partitions: int | None = None) -> Da
 
 
 def _reject_rows(t: DataFrame) -> DataFrame:
-    return t.filter(F.col("kind") == "reject").select(
+    kind = F.col("kind")
+    return t.filter(kind.startswith("reject")).select(
         F.regexp_replace("k1", "^file:(//)?", "").alias("source"),
         F.col("line_no").cast("long").alias("position"),
-        N.reject_reason(F.col("raw")).alias("reason"),
+        # "reject:<reason>": the scan gave the reason (it saw the bytes); "reject": from the line.
+        F.when(kind == "reject", N.reject_reason(F.col("raw"))).otherwise(F.substring(kind, 8, 1 << 20)).alias("reason"),
         F.col("raw"),
     )
 

@@ -15,6 +15,7 @@ import json
 import re
 import signal
 import threading
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -189,13 +190,27 @@ class Selection:
     types_seen: list[list[str]] = field(default_factory=list)
 
 
-def check_block(block: JsonLdBlock) -> None:
+def check_block(block: JsonLdBlock, max_nodes: int | None = None, max_chars: int | None = None,
+                serialized: str | None = None) -> None:
     """Set ``block.error`` when the block cannot be read as markup (udfs/schemaorg/markup.py's reading:
-    the one every later stage uses), e.g. a remote ``@context`` that is never fetched."""
-    from udfs.schemaorg.markup import MarkupError, parse_markup
+    the one every later stage uses), e.g. a remote ``@context`` that is never fetched, or when it
+    is over ``max_nodes`` JSON values or ``max_chars`` characters as JSON (``serialized``, when
+    the caller has it): such a block is refused before it is read, so its cost is bounded by the
+    limits, and its reason carries the start of it."""
+    from udfs.schemaorg.markup import MarkupError, count_json_values, parse_markup
 
     if block.error is not None or block.data is None:
         return
+    if max_nodes is not None and count_json_values(block.data, max_nodes) > max_nodes:
+        sample = (serialized if serialized is not None else block.raw)[:80]
+        block.error = f"block {block.index}: markup over max_markup_nodes={max_nodes} JSON values (starts {sample!r})"
+        return
+    if max_chars is not None:
+        size = len(serialized if serialized is not None else json.dumps(block.data, ensure_ascii=False))
+        if size > max_chars:
+            sample = (serialized if serialized is not None else block.raw)[:80]
+            block.error = f"block {block.index}: markup of {size} characters over max_markup_chars={max_chars} (starts {sample!r})"
+            return
     try:
         parse_markup(block.data)
     except MarkupError as exc:
@@ -204,15 +219,20 @@ def check_block(block: JsonLdBlock) -> None:
         block.error = f"block {block.index}: nested too deeply"
 
 
-def _entity_types_under(root_markup, block_markup) -> list[list[str]]:
+def _entity_types_under(root_markup, block_markup, seen_iris: set[str] | None = None) -> list[list[str]]:
     """Types of every entity of a root's markup, an entity with an IRI taken as the block describes
     it as a whole (RDF merges nodes with one @id: a C-set counts the merged types), following IRI
-    references into the rest of the block."""
+    references into the rest of the block.
+
+    ``seen_iris``: IRIs whose entities were already followed (and are skipped); the caller passes
+    one set for all the roots of a block, so each IRI entity of the block is followed once, not
+    once per root that reaches it (a chain of roots referring to each other was quadratic)."""
     from udfs.schemaorg.markup import Ref
 
     out: list[list[str]] = []
-    seen_iris: set[str] = set()
-    queue = []
+    if seen_iris is None:
+        seen_iris = set()
+    queue: deque[str] = deque()
     for ent in root_markup.entities.values():
         if not ent.is_blank and block_markup is not None and ent.id in block_markup.entities:
             queue.append(ent.id)
@@ -221,7 +241,7 @@ def _entity_types_under(root_markup, block_markup) -> list[list[str]]:
             for values in ent.properties.values():
                 queue.extend(v.id for v in values if isinstance(v, Ref) and not v.id.startswith("_:"))
     while queue:
-        iri = queue.pop(0)
+        iri = queue.popleft()
         if iri in seen_iris or block_markup is None or iri not in block_markup.entities:
             continue
         seen_iris.add(iri)
@@ -239,11 +259,17 @@ def select_markup(blocks: list[JsonLdBlock], cset_types: list[str] | None) -> Se
     With no C-set types (a plain table of URLs) the first root entity with a schema.org type is
     kept. Blocks with an error are skipped; the first match in document order wins. The root keeps
     its block's ``@context`` so it reads the same on its own.
+
+    The work is linear in the size of the blocks: a block's context is read once for all its
+    roots, each IRI entity is followed once per block (a root that reaches one already followed
+    from an earlier root finds nothing new there: that root did not match), and the types seen are
+    a set beside their list.
     """
     from udfs.schemaorg.markup import MarkupError, parse_markup
 
     want = sorted(set(cset_types)) if cset_types else None
     sel = Selection()
+    seen_types: set[tuple[str, ...]] = set()
     for block in blocks:
         if block.error is not None or block.data is None:
             continue
@@ -251,17 +277,20 @@ def select_markup(blocks: list[JsonLdBlock], cset_types: list[str] | None) -> Se
             whole = parse_markup(block.data)
         except (MarkupError, RecursionError):
             whole = None
+        contexts: dict = {}  # the block's contexts, applied once for all its roots
+        followed: set[str] = set()
         for root, ctx in root_entities(block.data):
             doc = root if ("@context" in root or ctx is None) else {"@context": ctx, **root}
             try:
-                m = parse_markup(doc)
+                m = parse_markup(doc, contexts=contexts)
             except (MarkupError, RecursionError):
                 continue
             if not m.roots:
                 continue
             found = False
-            for types in _entity_types_under(m, whole):
-                if types and types not in sel.types_seen:
+            for types in _entity_types_under(m, whole, followed):
+                if types and tuple(types) not in seen_types:
+                    seen_types.add(tuple(types))
                     sel.types_seen.append(types)
                 if want is not None:
                     found = found or types == want
@@ -325,13 +354,15 @@ class PageConfig:
     max_text_chars: int
     time_limit_s: float
     max_markup_chars: int
+    max_markup_nodes: int
     microdata: bool
 
     @classmethod
     def of(cls, conf: PagesConf, **override: Any) -> "PageConfig":
         """The config of a ``[pages]`` section, ``override`` replacing some of its values."""
         values = {f: getattr(conf, f) for f in ("text_extractor", "max_html_bytes", "max_text_chars",
-                                                 "time_limit_s", "max_markup_chars", "microdata")}
+                                                 "time_limit_s", "max_markup_chars", "max_markup_nodes",
+                                                 "microdata")}
         return cls(**{**values, **override})
 
 
@@ -363,16 +394,13 @@ def process_html(payload: bytes, content_type: str | None, cset_types: list[str]
             out["markup_errors"].append(str(exc))
         except Exception as exc:
             out["markup_errors"].append(f"microdata not extracted: {type(exc).__name__}: {str(exc)[:200]}")
-    for b in blocks:
-        check_block(b)
-        if b.error:
-            out["markup_errors"].append(b.error)
-    out["markups"] = [
-        json.dumps(b.data, ensure_ascii=False, sort_keys=False)[: cfg.max_markup_chars]
-        for b in blocks if b.data is not None
-    ]
-
-    sel = select_markup(blocks, cset_types)
+    try:
+        markups, sel = run_with_time_limit(read_markups, cfg.time_limit_s, "markup reading", blocks, cset_types, cfg)
+    except ExtractionTimeout as exc:
+        out.update(status=PARSE_ERROR, reason=str(exc))
+        return out
+    out["markups"] = markups
+    out["markup_errors"] += [b.error for b in blocks if b.error]
     if sel.human_markup is not None:
         out["human_markup"] = json.dumps(sel.human_markup, ensure_ascii=False)[: cfg.max_markup_chars]
         out["root_types"] = sel.root_types
@@ -408,6 +436,29 @@ def process_html(payload: bytes, content_type: str | None, cset_types: list[str]
             why += "; " + "; ".join(out["markup_errors"])
         out.update(status=NO_MATCHING_MARKUP, reason=why)
     return out
+
+
+def read_markups(blocks: list[JsonLdBlock], cset_types: list[str] | None, cfg: PageConfig) -> tuple[list[str], Selection]:
+    """Every block checked (``check_block`` under ``cfg``'s markup limits) and the human markup
+    selected: the ``markups`` column (each block as JSON; a block over the node limit is its raw
+    text, both cut to ``max_markup_chars``) and the :class:`Selection`. A block over a limit is
+    an error (a reason in ``markup_errors``), never read: the cost is bounded by the limits and
+    linear in the blocks; ``process_html`` runs this under ``time_limit_s`` as well."""
+    from udfs.schemaorg.markup import count_json_values
+
+    markups = []
+    for b in blocks:
+        if b.data is None:
+            continue
+        if count_json_values(b.data, cfg.max_markup_nodes) > cfg.max_markup_nodes:
+            # not serialized either: the check itself stopped at the limit
+            check_block(b, max_nodes=cfg.max_markup_nodes)
+            markups.append(b.raw[: cfg.max_markup_chars])
+            continue
+        text = json.dumps(b.data, ensure_ascii=False, sort_keys=False)
+        check_block(b, max_chars=cfg.max_markup_chars, serialized=text)
+        markups.append(text[: cfg.max_markup_chars])
+    return markups, select_markup(blocks, cset_types)
 
 
 # ---- microdata (optional) ---------------------------------------------------------------------------

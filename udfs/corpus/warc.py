@@ -10,21 +10,38 @@ Every way a read can go wrong ends as a ``WarcError`` with a status (``fetch_err
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
+import os
 import posixpath
+import re
+import typing
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import unquote, urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
 
+from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
+
 FETCH_ERROR = "fetch_error"
 PARSE_ERROR = "parse_error"
+NOT_FOUND = "not_found"
 
 HTML_MIME_TYPES = ("text/html", "application/xhtml+xml")
 # The file names the jobs read as WARC input (resolve_inputs suffixes).
 WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz")
+
+# The trust boundary of a WARC index: its warc_filename values come from a table anyone may have
+# built (or damaged), so a name is read only where --warc-base says files live.
+ROOT_RULE = ("an index entry is read only if it resolves, symlinks followed, inside --warc-base "
+             "(for a URL base: same scheme, host and path prefix)")
+# percent-encoded dots, slashes and backslashes, a query or fragment, control characters: ways a
+# server or fsspec could read a name other than the one checked
+_URL_TRICKS = re.compile(r"%(2e|2f|5c|00)|[?#\x00-\x1f\x7f]", re.I)
 
 
 class WarcError(Exception):
@@ -63,28 +80,84 @@ class WarcRecord:
 
 
 def join_location(base: str | None, filename: str) -> str:
-    """Where a record's file lives: ``filename`` as it is when absolute or a URL, else under ``base``.
+    """Where a record's file lives: ``filename`` under ``base``, or a ``not_found`` WarcError.
 
-    A relative name that climbs out of ``base`` (``../``) is a fetch error: ``relative_name``
-    never writes one, so it comes from a damaged or crafted index, and reading it would read a
-    file the operator did not point the job at.
+    With a ``base`` (``--warc-base``), a name is read only if it resolves inside it
+    (``ROOT_RULE``): a local base admits relative names and absolute paths or ``file://`` URLs whose
+    real path (symlinks followed, ``..`` applied) lies in the base's real path; a URL base
+    (``s3://commoncrawl/``, ``https://data.commoncrawl.org/``) admits relative names that do not
+    climb out of it and URLs on the same scheme and host under the same path prefix. Anything else
+    (``..`` out of the base, an absolute path or URL elsewhere, a symlink leading out) is refused
+    before anything is opened or requested, and the reason names the rule, never the file's bytes.
+    Without a base the index is the operator's own and its names are read as they are.
     """
-    if "://" in filename or not base:
+    if not base:
         return filename
+    if base.startswith("file://"):
+        base = unquote(urlsplit(base).path) or "/"
     if "://" in base:
-        rel = filename.lstrip("/")
-        _inside_base(rel, base)
-        return base.rstrip("/") + "/" + rel
-    if Path(filename).is_absolute():
-        return filename
-    _inside_base(filename, base)
-    return str(Path(base) / filename)
+        return _under_url_base(base, filename)
+    return _under_local_base(base, filename)
 
 
-def _inside_base(rel: str, base: str) -> None:
+def _refuse(filename: str, base: str, why: str) -> typing.NoReturn:
+    raise WarcError(NOT_FOUND, f"refused: warc_filename {filename[:300]!r} {why}; the rule: {ROOT_RULE} "
+                               f"(--warc-base {base!r}); not read")
+
+
+def _climbs(rel: str) -> bool:
     norm = posixpath.normpath(rel.replace("\\", "/"))
-    if norm == ".." or norm.startswith("../"):
-        raise WarcError(FETCH_ERROR, f"warc_filename {rel[:300]!r} climbs out of --warc-base {base!r}; not read")
+    return norm == ".." or norm.startswith("../")
+
+
+def _under_url_base(base: str, filename: str) -> str:
+    b = urlsplit(base)
+    prefix = b.path.rstrip("/") + "/"
+    rel = filename
+    if "://" in filename:
+        u = urlsplit(filename)
+        if (u.scheme.lower(), u.netloc.lower()) != (b.scheme.lower(), b.netloc.lower()):
+            _refuse(filename, base, "is a URL on another scheme or host than --warc-base")
+        if u.query or u.fragment or not u.path.startswith(prefix):
+            _refuse(filename, base, "is a URL outside --warc-base's path prefix")
+        rel = u.path[len(prefix):]
+    if _URL_TRICKS.search(rel):
+        _refuse(filename, base, "holds an encoded separator, a query or a control character")
+    rel = rel.replace("\\", "/").lstrip("/")
+    if _climbs(rel):
+        _refuse(filename, base, "climbs out of --warc-base")
+    norm = posixpath.normpath(rel) if rel else "."
+    if norm == ".":
+        _refuse(filename, base, "names no file under --warc-base")
+    return base.rstrip("/") + "/" + norm
+
+
+def _under_local_base(base: str, filename: str) -> str:
+    name = filename
+    if "://" in name:
+        u = urlsplit(name)
+        if u.scheme.lower() != "file" or u.netloc not in ("", "localhost") or u.query or u.fragment:
+            _refuse(filename, base, "is a URL, and --warc-base is a local folder")
+        name = unquote(u.path)
+    if "\x00" in name:
+        _refuse(filename, base, "holds a NUL character")
+    absolute = os.path.isabs(name)
+    if not absolute and _climbs(name):
+        _refuse(filename, base, "climbs out of --warc-base")
+    root = os.path.realpath(base)
+    real = os.path.realpath(name if absolute else os.path.join(root, name))
+    if real == root or not real.startswith(root.rstrip(os.sep) + os.sep):
+        lexical = os.path.normpath(name if absolute else os.path.join(root, name))
+        if real == root:
+            why = "names --warc-base itself, not a file in it"
+        elif lexical.startswith(root.rstrip(os.sep) + os.sep):
+            why = "leads out of --warc-base through a symlink"
+        elif absolute:
+            why = "is an absolute path outside --warc-base"
+        else:
+            why = "climbs out of --warc-base"
+        _refuse(filename, base, why)
+    return real
 
 
 def read_range(location: str, offset: int, length: int) -> bytes:
@@ -183,59 +256,191 @@ def html_record_check(rec: WarcRecord, expected_url: str | None = None) -> None:
 
 INDEX_COLUMNS = (
     "url", "fetch_time", "fetch_status", "content_mime_type", "content_charset",
-    "warc_filename", "warc_record_offset", "warc_record_length", "warc_record_type",
+    "warc_filename", "warc_record_offset", "warc_record_length", "warc_record_type", "content_digest",
 )
+# Compressed bytes read per call, and decompressed bytes produced per call: what one step of the
+# scan holds besides the record it keeps (at most max_record_bytes).
+_READ_CHUNK = 1 << 16
+_INFLATE_STEP = 1 << 20
 
 
-def index_warc(path: str, warc_filename: str | None = None) -> Iterator[dict]:
-    """One index row per response / revisit record of a local or remote WARC file.
+@dataclass
+class _Member:
+    offset: int  # of the gzip member in the file
+    length: int  # compressed bytes
+    size: int  # decompressed bytes, all counted
+    data: bytes | None  # the decompressed member, None when size > the bound
+    head: bytes  # its first bytes (the reject's sample when data is None)
 
-    Offsets and lengths are those of the gzip members, as Common Crawl's columnar index gives them,
-    so ``read_record`` reads exactly one record back. An unreadable tail (a cut file) ends the
-    iteration with a ``WarcError`` after the good records have been yielded.
+
+def _gzip_members(fh, max_bytes: int, name: str, head_bytes: int) -> Iterator[_Member]:
+    """The gzip members of ``fh``, one at a time, streamed: a member's decompressed bytes are
+    kept only up to ``max_bytes`` (then only counted, never held), so a member that inflates to
+    any size costs at most ``max_bytes`` + one step of memory. A member cut short, bytes that are
+    not a gzip member where one should start, or a corrupt deflate stream end the scan with a
+    ``WarcError`` (the next member's start cannot be trusted after them)."""
+    pos = 0
+    pending = b""
+    while True:
+        while len(pending) < 2:
+            more = fh.read(_READ_CHUNK)
+            if not more:
+                break
+            pending += more
+        if not pending:
+            return
+        if pending[:2] != b"\x1f\x8b":
+            raise WarcError(PARSE_ERROR, f"{name}: unreadable after offset {pos}: not a gzip member there "
+                                         f"({len(pending)} bytes that are not a gzip header)")
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        kept = bytearray()
+        head = b""
+        size = used = 0
+        full = False  # the last step filled its output: the decompressor may hold more
+        while not d.eof:
+            if not pending and not full:
+                pending = fh.read(_READ_CHUNK)
+                if not pending:
+                    raise WarcError(PARSE_ERROR, f"{name}: last record at offset {pos} is cut (truncated gzip "
+                                                 "member: the file ends before the member does); not indexed")
+            fed = pending
+            try:
+                out = d.decompress(fed, _INFLATE_STEP)
+            except zlib.error as exc:
+                raise WarcError(PARSE_ERROR, f"{name}: unreadable after offset {pos}: corrupt gzip member: "
+                                             f"{exc}") from None
+            pending = d.unused_data if d.eof else d.unconsumed_tail
+            used += len(fed) - len(pending)
+            full = len(out) == _INFLATE_STEP
+            if len(head) < head_bytes:
+                head += out[:head_bytes - len(head)]
+            size += len(out)
+            if size <= max_bytes:
+                kept += out
+            elif kept:
+                kept = bytearray()  # over the bound: from here on only counted
+        if size:
+            yield _Member(pos, used, size, bytes(kept) if size <= max_bytes else None, head)
+        pos += used
+
+
+def _payload_digest(stream) -> tuple[int, str]:
+    """(bytes, base32 SHA-1) of a record's payload as archived, read in steps (Common Crawl's
+    ``content_digest`` form)."""
+    h = hashlib.sha1()
+    n = 0
+    while True:
+        chunk = stream.read(_READ_CHUNK)
+        if not chunk:
+            return n, base64.b32encode(h.digest()).decode()
+        n += len(chunk)
+        h.update(chunk)
+
+
+def _row(rec, name: str) -> dict:
+    http = rec.http_headers
+    ctype = http.get_header("Content-Type") if http is not None else None
+    code = http.get_statuscode() if http is not None else None
+    return {
+        "url": rec.rec_headers.get_header("WARC-Target-URI"),
+        "fetch_time": rec.rec_headers.get_header("WARC-Date"),
+        "fetch_status": int(code) if code and code.isdigit() else None,
+        "content_mime_type": ctype.split(";", 1)[0].strip().lower() if ctype else None,
+        "content_charset": WarcRecord("", None, None, ctype, b"").charset,
+        "warc_filename": name,
+        "warc_record_offset": None,
+        "warc_record_length": None,
+        "warc_record_type": rec.rec_type,
+        "content_digest": None,
+    }
+
+
+def scan_warc(path: str, warc_filename: str | None = None, *, max_record_bytes: int,
+              raw_chars: int) -> Iterator[tuple[str, dict]]:
+    """The index of one WARC file as ``("row", index row)`` and ``("reject", reject row)`` pairs.
+
+    One row per response or revisit record, offsets and lengths those of the gzip members (as
+    Common Crawl's columnar index gives them, so ``read_record`` reads one record back),
+    ``content_digest`` the base32 SHA-1 of the payload as archived, computed as it streams by.
+    Records are streamed, never held whole beyond ``max_record_bytes``: a record larger than that
+    (decompressed) is a reject row (position: its offset; raw: its first bytes, cut to
+    ``raw_chars``) and the scan goes on with the next record; a member that is not one WARC record
+    is a reject too. Damage after which the next record cannot be found (a cut or corrupt member,
+    bytes that are not gzip) ends the scan with a ``WarcError`` after the good records.
+    Uncompressed ``.warc`` files are read by warcio, payloads streamed in steps.
     """
     import fsspec
 
     name = warc_filename or path
-    pending = None
     with fsspec.open(path, "rb") as fh:
-        it = ArchiveIterator(fh)
+        magic = fh.read(2)
+        fh.seek(0)
+        if magic == b"\x1f\x8b":
+            yield from _scan_gzip(fh, name, path, max_record_bytes, raw_chars)
+        else:
+            yield from _scan_plain(fh, name, path, max_record_bytes, raw_chars)
+
+
+def _scan_gzip(fh, name, path, max_record_bytes, raw_chars):
+    for m in _gzip_members(fh, max_record_bytes, name, head_bytes=4 * raw_chars):
+        if m.data is None:
+            yield "reject", reject_row(path, m.offset, f"record at offset {m.offset} ({m.length} bytes compressed) "
+                                       f"inflates to {m.size} bytes, over max_record_bytes={max_record_bytes}; "
+                                       "not indexed", m.head, raw_chars=raw_chars)
+            continue
         try:
+            it = ArchiveIterator(io.BytesIO(m.data))
+            recs = 0
             for rec in it:
+                recs += 1
+                if recs > 1:
+                    raise ValueError("the member holds more than one record (one record per gzip member is "
+                                     "what a byte-range read needs)")
                 if rec.rec_type not in ("response", "revisit"):
+                    it.read_to_end(rec)
                     continue
-                http = rec.http_headers
-                ctype = http.get_header("Content-Type") if http is not None else None
-                code = http.get_statuscode() if http is not None else None
-                # the length is known only once the record's content has been read
-                rec.content_stream().read()
-                row = {
-                    "url": rec.rec_headers.get_header("WARC-Target-URI"),
-                    "fetch_time": rec.rec_headers.get_header("WARC-Date"),
-                    "fetch_status": int(code) if code and code.isdigit() else None,
-                    "content_mime_type": ctype.split(";", 1)[0].strip().lower() if ctype else None,
-                    "content_charset": WarcRecord("", None, None, ctype, b"").charset,
-                    "warc_filename": name,
-                    "warc_record_offset": it.get_record_offset(),
-                    "warc_record_length": None,
-                    "warc_record_type": rec.rec_type,
-                }
+                row = _row(rec, name)
+                _, row["content_digest"] = _payload_digest(rec.raw_stream)
                 it.read_to_end(rec)
-                row["warc_record_length"] = it.get_record_length()
-                if pending is not None:
-                    yield pending
-                pending = row
-        except Exception as exc:
-            raise WarcError(PARSE_ERROR, f"{name}: unreadable after offset {it.offset}: {type(exc).__name__}: {exc}") from None
-    if pending is not None:
-        # warcio ends quietly on a file cut inside its last gzip member; reading that member back
-        # tells a complete record from a cut one
-        try:
-            gunzip_member(read_range(path, pending["warc_record_offset"], pending["warc_record_length"]), 1 << 40)
-        except WarcError as exc:
-            raise WarcError(PARSE_ERROR, f"{name}: last record at offset {pending['warc_record_offset']} "
-                                         f"is cut ({exc.reason}); not indexed") from None
-        yield pending
+                row["warc_record_offset"], row["warc_record_length"] = m.offset, m.length
+                yield "row", row
+            if recs == 0:
+                raise ValueError("no WARC record in it")
+        except Exception as exc:  # warcio's errors for a member that is not a WARC record
+            yield "reject", reject_row(path, m.offset, f"gzip member at offset {m.offset} is not one WARC record: "
+                                       f"{type(exc).__name__}: {str(exc)[:300]}", m.head, raw_chars=raw_chars)
+
+
+def _scan_plain(fh, name, path, max_record_bytes, raw_chars):
+    it = ArchiveIterator(fh)
+    try:
+        for rec in it:
+            if rec.rec_type not in ("response", "revisit"):
+                it.read_to_end(rec)
+                continue
+            row = _row(rec, name)
+            size, row["content_digest"] = _payload_digest(rec.raw_stream)
+            it.read_to_end(rec)
+            row["warc_record_offset"], row["warc_record_length"] = it.get_record_offset(), it.get_record_length()
+            if size > max_record_bytes:
+                yield "reject", reject_row(path, row["warc_record_offset"], f"record at offset "
+                                           f"{row['warc_record_offset']} has a {size}-byte payload, over "
+                                           f"max_record_bytes={max_record_bytes}; not indexed", None)
+                continue
+            yield "row", row
+    except Exception as exc:
+        raise WarcError(PARSE_ERROR, f"{name}: unreadable after offset {it.offset}: {type(exc).__name__}: {exc}") from None
+
+
+def index_warc(path: str, warc_filename: str | None = None, *, max_record_bytes: int | None = None) -> Iterator[dict]:
+    """The index rows of ``scan_warc`` (``max_record_bytes`` None: no bound), for callers that
+    want rows only: a reject (a record over the bound, a member that is not a record) is a
+    ``WarcError`` here, after the rows before it, never a silent gap."""
+    bound = (1 << 62) if max_record_bytes is None else max_record_bytes
+    for kind, row in scan_warc(path, warc_filename, max_record_bytes=bound, raw_chars=FIXED_RAW_CHARS):
+        if kind == "reject":
+            raise WarcError(PARSE_ERROR, f"{warc_filename or path}: {row['reason']}")
+        yield row
 
 
 def relative_name(path: str, base: str | None) -> str:
@@ -252,7 +457,7 @@ def relative_name(path: str, base: str | None) -> str:
 
 
 __all__ = [
-    "FETCH_ERROR", "PARSE_ERROR", "WarcError", "WarcRecord", "join_location", "read_range",
-    "gunzip_member", "parse_record", "read_record", "html_record_check", "index_warc",
-    "relative_name", "INDEX_COLUMNS",
+    "FETCH_ERROR", "PARSE_ERROR", "NOT_FOUND", "ROOT_RULE", "WarcError", "WarcRecord", "join_location",
+    "read_range", "gunzip_member", "parse_record", "read_record", "html_record_check", "scan_warc",
+    "index_warc", "relative_name", "INDEX_COLUMNS",
 ]

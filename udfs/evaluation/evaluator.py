@@ -95,6 +95,7 @@ class EvalConfig:
     validity_engine: str
     validity_strict: bool
     validity_vocab: str
+    validity_mode: str  # "schemaorg" or "paper" (udfs.agents.validity.MODES)
     scores: ScoresConf  # the key scores' ignore_keys and bleu_max_order
     models: list[str] = field(default_factory=list)  # generating models (sources besides human)
     sources: list[str] = field(default_factory=lambda: [HUMAN])
@@ -287,7 +288,8 @@ class PageEvaluator:
                       score: dict[str, Any]) -> list[dict[str, Any]]:
         from udfs.agents import validity
 
-        checker = validity.agent(self.cfg.validity_engine, self.cfg.validity_strict, self.cfg.validity_vocab)
+        checker = validity.agent(self.cfg.validity_engine, self.cfg.validity_strict, self.cfg.validity_vocab,
+                                 self.cfg.validity_mode)
         verdicts = checker.validate(markup).verdicts
         claims = agents.claims_of(markup)
         rows = []

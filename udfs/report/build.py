@@ -502,7 +502,7 @@ def benchmark(root: Folder) -> list[dict[str, Any]]:
 
 ANSWER_KEYS = ("stages", "strategy", "factuality_threshold", "compliance_threshold", "verdict_models",
                "judge_model", "context_window", "max_tokens", "max_claims", "correct", "generators",
-               "generation", "validity_engine", "validity_strict", "validity_vocab", "scores")
+               "generation", "validity_engine", "validity_strict", "validity_vocab", "validity_mode", "scores")
 
 
 def settings_hash(record: dict[str, Any]) -> str:
@@ -556,6 +556,9 @@ def run_metadata(record: dict[str, Any] | None, model_ids: list[str]) -> dict[st
             ("factuality threshold", f"{ev.get('factuality_threshold', 'unknown')} ({_origin(rec, '--factuality-threshold')})"),
             ("compliance threshold", f"{ev.get('compliance_threshold', 'unknown')} ({_origin(rec, '--compliance-threshold')})"),
             ("pages limit", f"{ev.get('limit', 'unknown')} ({_origin(rec, '--limit')}), order {ev.get('order', 'unknown')}"),
+            ("validity", f"{ev.get('validity_mode') or 'schemaorg'} mode"
+             + (" (the paper's filter)" if ev.get("validity_mode") == "paper" else
+                f", {ev.get('validity_engine', 'unknown')} engine, {'strict' if ev.get('validity_strict') else 'lenient'} literals")),
             ("settings hash", settings_hash(rec) if rec else "unknown"),
             ("versions", ", ".join(f"{d} {_version(d)}" for d in ("pyspark", "ray", "duckdb"))
              + f", python {platform.python_version()} (report) / {rec.get('python', 'unknown')} (evaluation)")]

@@ -3,7 +3,10 @@
 
 * :func:`fail`: a usage or input error (a bad file, a service that does not answer, a missing
   table) is one line ``<prog>: error: <message>`` on stderr and a non-zero exit status, the way
-  argparse reports its own errors; never a traceback.
+  argparse reports its own errors; never a traceback. :func:`error` is the same line for one
+  bad file among several: the command goes on with the others and exits non-zero at the end.
+* :func:`json_lines_out`: commands that print JSON lines never stop on a string UTF-8 cannot
+  encode.
 * :class:`HelpFormatter`: module docstrings keep their usage examples as written (raw
   description) and every flag's help ends with its default.
 * :func:`check_config_value`: ``--config`` names the TOML file of a command's defaults. Spark users
@@ -19,12 +22,28 @@ import typing
 USAGE_ERROR = 2  # argparse's exit status for a usage error
 
 
+def error(prog: str, message: str) -> None:
+    """Print ``<prog>: error: <message>`` (first line of the message only) on stderr and go on:
+    a command over several files reports a bad one this way (``<prog>: error: FILE: reason``),
+    reads the others, and exits non-zero at the end."""
+    first = str(message).strip().splitlines()[0] if str(message).strip() else "failed"
+    print(f"{prog}: error: {first}", file=sys.stderr)
+
+
 def fail(prog: str, message: str, code: int = USAGE_ERROR) -> typing.NoReturn:
     """Print ``<prog>: error: <message>`` (first line of the message only) on stderr and exit with
     ``code``."""
-    first = str(message).strip().splitlines()[0] if str(message).strip() else "failed"
-    print(f"{prog}: error: {first}", file=sys.stderr)
+    error(prog, message)
     raise SystemExit(code)
+
+
+def json_lines_out() -> None:
+    """Let standard output take every string a JSON line may hold: JSON text can carry a lone
+    surrogate as an escape (``"\\ud800"``), which UTF-8 cannot encode; it is written back as that
+    same escape instead of stopping the command with a traceback."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):

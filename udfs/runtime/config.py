@@ -41,6 +41,7 @@ class CsetsConf:
     vocab: str
     input_root: tuple[str, ...]
     reject_raw_chars: int
+    max_line_bytes: int
     top: int
 
 
@@ -58,6 +59,8 @@ class SampleConf:
 @dataclass(frozen=True)
 class WarcIndexConf:
     warc_base: str
+    max_record_bytes: int
+    reject_raw_chars: int
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class PagesConf:
     max_html_bytes: int
     max_text_chars: int
     max_markup_chars: int
+    max_markup_nodes: int
     time_limit_s: float
     partitions: int
     reject_raw_chars: int
@@ -97,11 +101,13 @@ class ScoresConf:
 
 @dataclass(frozen=True)
 class ValidityConf:
-    """The validity agent (udfs/agents/validity.py): engine, strict or lenient reading, release."""
+    """The validity agent (udfs/agents/validity.py): engine, strict or lenient reading, release,
+    mode (schemaorg or paper)."""
 
     engine: str
     strict: bool
     vocab: str
+    mode: str
 
 
 @dataclass(frozen=True)

@@ -385,11 +385,12 @@ def local_state_dir(root: str | os.PathLike | Folder, name: str) -> Path:
     return base / re.sub(r"[^A-Za-z0-9._-]+", "_", root.url) / name
 
 
-def parquet_dataset(specs: list[str] | str, *, suffixes: tuple[str, ...] = (".parquet",), root=None):
+def parquet_dataset(specs: list[str] | str, *, suffixes: tuple[str, ...] = (".parquet",), root=None, report=None):
     """One pyarrow dataset over Parquet ``--input`` specs. Local specs are expanded by
     :func:`udfs.runtime.inputs.resolve_inputs` (files, folders, globs, manifests; ``root``
     confines them); a URL (``s3://``, ``file://``...) names a file or a folder of parts and is read
-    through its fsspec filesystem. Raises InputError when a URL names nothing."""
+    through its fsspec filesystem. Raises InputError when a URL names nothing. ``report`` (an
+    ``InputReport``), when given, receives every file considered and every path skipped."""
     import pyarrow.dataset as pads
 
     from udfs.runtime.inputs import InputError, is_remote, resolve_inputs
@@ -398,7 +399,7 @@ def parquet_dataset(specs: list[str] | str, *, suffixes: tuple[str, ...] = (".pa
     local = [s for s in specs if not is_remote(s)]
     parts = []
     if local:
-        parts.append(pads.dataset(resolve_inputs(local, suffixes=suffixes, root=root), format="parquet"))
+        parts.append(pads.dataset(resolve_inputs(local, suffixes=suffixes, root=root, report=report), format="parquet"))
     by_fs: dict[int, tuple[Any, list[str]]] = {}
     for spec in specs:
         if not is_remote(spec):
@@ -413,6 +414,8 @@ def parquet_dataset(specs: list[str] | str, *, suffixes: tuple[str, ...] = (".pa
         if not found:
             raise InputError(f"--input {spec!r}: no {'/'.join(suffixes)} files in this folder")
         by_fs.setdefault(id(f.fs), (f.fs, []))[1].extend(found)
+        if report is not None:
+            report.considered.extend(found)
     for fs, paths in by_fs.values():
         parts.append(pads.dataset(sorted(dict.fromkeys(paths)), filesystem=fs, format="parquet"))
     if not parts:

@@ -26,7 +26,7 @@ from typing import Any
 from udfs.runtime.cli import HelpFormatter, check_config_value, fail
 from udfs.runtime.config import Config, ConfigError, as_defaults, exit_on_config_error, load_config
 from udfs.runtime import io as _io
-from udfs.runtime.inputs import InputError
+from udfs.runtime.inputs import InputError, InputReport, resolve_inputs
 from udfs.runtime.io import Folder
 from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF
 
@@ -212,6 +212,22 @@ class Job:
     @property
     def rejects_dir(self) -> Folder:
         return self.output_root / "rejects" / self.name
+
+    def resolve_inputs(self, specs, *, flag: str = "--input", **kwargs) -> list[str]:
+        """``udfs.runtime.inputs.resolve_inputs`` (same arguments) with its account kept for the
+        run record: ``record["inputs"]["considered"]`` gets every file found (as found: a file in a
+        symlinked folder under the link's name) and ``record["inputs"]["skipped"]`` every path
+        passed over with the reason and the ``flag`` it came from, over all of the job's calls."""
+        report = InputReport()
+        files = resolve_inputs(specs, report=report, **kwargs)
+        self.keep_inputs(report, flag)
+        return files
+
+    def keep_inputs(self, report: InputReport, flag: str = "--input") -> None:
+        """Add ``report`` (an ``InputReport`` a resolution filled) to ``record["inputs"]``."""
+        inputs = self.record.data.setdefault("inputs", {})
+        inputs.setdefault("considered", []).extend(report.as_dict()["considered"])
+        inputs.setdefault("skipped", []).extend({**s, "flag": flag} for s in report.skipped)
 
     def clear_outputs(self) -> None:
         """Rerunning replaces this job's outputs and nothing else under the shared root, local

@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, NamedTuple, Union
 
@@ -43,11 +44,17 @@ from udfs.schemaorg.vocab import DEFAULT_RELEASE, schema_local_name
 _ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 # Keywords that carry no triple and may be ignored without losing anything.
 _IGNORED_KEYWORDS = {"@context", "@index", "@language", "@direction", "@version", "@base", "@protected", "@propagate", "@import"}
+# IRI characters that end a prefix's IRI (RFC 3987 gen-delims): only such a term is a prefix.
+_GEN_DELIMS = frozenset(":/?#[]@")
 
 
 # Deeper nesting is refused (real markup nests a handful of levels; Python's recursion does not
 # go much past a few hundred).
 MAX_DEPTH = 100
+# Contexts applied one over another (nested ``@context``s, the entries of a context array): each
+# is a layer looked through for a term, so their number bounds the cost of one lookup. Real markup
+# stacks two or three.
+MAX_CONTEXT_LAYERS = 4 * MAX_DEPTH
 
 
 class MarkupError(ValueError):
@@ -154,23 +161,63 @@ class Markup:
 
 # ---- context ---------------------------------------------------------------------------------
 class _Context:
-    """An active context: the vocabulary IRI and term -> (IRI, value coerced to @id)."""
+    """An active context: the vocabulary IRI and term -> (IRI, value coerced to @id).
 
-    __slots__ = ("vocab", "table", "_names", "aliases")
+    A context applied over another is a layer holding only the terms it defines, over its
+    ``parent``, never a copy of the parent's terms: a markup whose every node carries a small
+    ``@context`` under a large one costs the small one per node, not the large one (copying was
+    quadratic in the markup's size). At most ``MAX_CONTEXT_LAYERS`` layers, so a lookup is bounded.
+    """
 
-    def __init__(self, vocab: str | None, table: dict[str, tuple[str, bool]]):
+    __slots__ = ("vocab", "table", "parent", "_names", "_aliases")
+
+    def __init__(self, vocab: str | None, table: dict[str, tuple[str, bool]], parent: "_Context | None" = None):
         self.vocab = vocab
         self.table = table
-        # Keyword aliases: schema.org's own context says "id": "@id" and "type": "@type".
-        self.aliases = {k: iri for k, (iri, _) in table.items() if iri in ("@id", "@type")}
+        self.parent = parent
+        n, c = 0, parent
+        while c is not None and n <= MAX_CONTEXT_LAYERS:
+            n, c = n + 1, c.parent
+        if n > MAX_CONTEXT_LAYERS:
+            raise MarkupError(f"more than {MAX_CONTEXT_LAYERS} contexts applied one over another")
         # key -> (term name, coerced to @id): the schema.org context is shared by every markup,
         # so its keys are resolved once per process.
         self._names: dict[str, tuple[str, bool]] = {}
+        self._aliases: dict[str, str | None] = {}
+
+    def get(self, key: str) -> tuple[str, bool] | None:
+        """The definition of ``key`` in the nearest layer that defines it (("", False): null)."""
+        c: _Context | None = self
+        while c is not None:
+            hit = c.table.get(key)
+            if hit is not None:
+                return hit
+            c = c.parent
+        return None
+
+    def has_terms(self) -> bool:
+        c: _Context | None = self
+        while c is not None:
+            if c.table:
+                return True
+            c = c.parent
+        return False
+
+    def alias(self, key: str) -> str | None:
+        """The keyword ``key`` stands for (schema.org's own context says "id": "@id" and
+        "type": "@type"), None when it is not a keyword alias."""
+        try:
+            return self._aliases[key]
+        except KeyError:
+            d = self.get(key)
+            hit = self._aliases[key] = d[0] if d is not None and d[0] in ("@id", "@type") else None
+            return hit
 
     def term(self, key: str) -> tuple[str, bool]:
         hit = self._names.get(key)
         if hit is None:
-            hit = self._names[key] = (term_name(_expand(self, key, vocab=True)), self.table.get(key, (None, False))[1])
+            d = self.get(key)
+            hit = self._names[key] = (term_name(_expand(self, key, vocab=True)), d[1] if d is not None else False)
         return hit
 
 
@@ -206,21 +253,22 @@ def _apply_context(active: _Context, ctx: Any) -> _Context:
     if isinstance(ctx, str):
         if is_schema_context_url(ctx):
             sc = _schema_context()
-            if active.table and active is not sc:
-                return _Context(sc.vocab, {**active.table, **sc.table})
+            if active is not sc and active.has_terms():
+                return _Context(sc.vocab, sc.table, parent=active)  # schema.org's terms over the active ones
             return sc
         raise MarkupError(f"remote @context not fetched: {ctx[:200]}")
     if not isinstance(ctx, dict):
         raise MarkupError(f"@context must be a string, object or array, got {type(ctx).__name__}")
     if "@import" in ctx:
         raise MarkupError(f"@import of a remote context not fetched: {str(ctx['@import'])[:200]}")
-    table = dict(active.table)
+    table: dict[str, tuple[str, bool]] = {}
     vocab = active.vocab
     if "@vocab" in ctx:
         vocab = ctx["@vocab"] if isinstance(ctx["@vocab"], str) else None
         if vocab and is_schema_context_url(vocab):
             vocab = SCHEMA_NS
-    tmp = _Context(vocab, table)
+    # the new layer, filled as its terms are read: a definition may use the terms before it
+    tmp = _Context(vocab, table, parent=active)
     for term, d in ctx.items():
         if term.startswith("@"):
             continue
@@ -239,14 +287,14 @@ def _apply_context(active: _Context, ctx: Any) -> _Context:
             table[term] = (_expand(tmp, iri, vocab=True), d.get("@type") == "@id")
         else:
             raise MarkupError(f"term definition of {term!r} is a {type(d).__name__}")
-    return _Context(vocab, table)
+    return tmp
 
 
-def _unalias(obj: dict, aliases: dict[str, str]) -> dict:
+def _unalias(obj: dict, ctx: _Context) -> dict:
     """``{"type": "Book", "id": ...}`` -> ``{"@type": "Book", "@id": ...}`` (types merged)."""
     out: dict = {}
     for k, v in obj.items():
-        kw = aliases.get(k, k)
+        kw = ctx.alias(k) or k
         if kw == "@type" and "@type" in out:
             have = out["@type"] if isinstance(out["@type"], list) else [out["@type"]]
             out["@type"] = have + (v if isinstance(v, list) else [v])
@@ -257,14 +305,21 @@ def _unalias(obj: dict, aliases: dict[str, str]) -> dict:
 
 def _expand(ctx: _Context, s: str, vocab: bool) -> str:
     """Expand a term, compact IRI or IRI. ``vocab`` = relative to @vocab (properties, types)."""
-    if vocab and s in ctx.table:
-        return ctx.table[s][0]
+    if vocab:
+        hit = ctx.get(s)
+        if hit is not None:
+            return hit[0]
     if ":" in s:
         pre, _, local = s.partition(":")
         if pre == "_":
             return s
-        if not local.startswith("//") and ctx.table.get(pre, ("",))[0]:
-            return ctx.table[pre][0] + local
+        if not local.startswith("//"):
+            hit = ctx.get(pre)
+            # JSON-LD 1.1: a term is a prefix only when its IRI ends in a gen-delim character, so
+            # "data:image/png;base64,..." stays a data: URI although schema.org's context defines
+            # the term "data" (http://schema.org/data), and "schema:name" still expands.
+            if hit is not None and hit[0] and hit[0][-1] in _GEN_DELIMS:
+                return hit[0] + local
         return s
     if vocab and ctx.vocab:
         return ctx.vocab + s
@@ -278,13 +333,19 @@ def term_name(iri: str) -> str:
 
 
 # ---- parsing ---------------------------------------------------------------------------------
-def parse_markup(markup: str | bytes | dict | list, *, allow_empty: bool = False) -> Markup:
+def parse_markup(markup: str | bytes | dict | list, *, allow_empty: bool = False,
+                 contexts: dict | None = None) -> Markup:
     """Read one JSON-LD markup (JSON text or already-parsed JSON) into a :class:`Markup`.
 
     Raises :class:`MarkupError` with a reason for text that is not JSON, for a top level that is
     not an object or array, for a remote non-schema.org ``@context``, and for malformed nodes.
     A markup that describes no entity (``[]``, ``{"@graph": []}``) is refused too ("no entity in
     markup"), unless ``allow_empty``: a score that compares markups (MeMR) reads it as zero triples.
+
+    ``contexts`` is a cache of applied ``@context`` objects that callers reading parts of one
+    document share (a dict they keep, empty at first): the pages path reads each root entity of
+    a block with the block's context, and a large inline context is then read once, not once per
+    root. The work is linear in the size of the markup.
     """
     if isinstance(markup, (bytes, bytearray)):
         try:
@@ -300,16 +361,34 @@ def parse_markup(markup: str | bytes | dict | list, *, allow_empty: bool = False
             raise MarkupError(f"nesting deeper than {MAX_DEPTH} levels") from None
     if not isinstance(markup, (dict, list)):
         raise MarkupError(f"top level must be a JSON object or array, got {type(markup).__name__}")
-    return _Reader().read(markup, allow_empty)
+    return _Reader(contexts).read(markup, allow_empty)
 
 
 class _Reader:
-    def __init__(self) -> None:
+    def __init__(self, contexts: dict | None = None) -> None:
         self.entities: dict[str, Entity] = {}
         self.roots: list[str] = []
         self.notes: list[str] = []
         self._blank = 0
         self._depth_limit = MAX_DEPTH
+        # sets beside the lists, so that membership is not a scan (a list scan per root or per
+        # type made the reading quadratic in the number of roots or types)
+        self._root_ids: set[str] = set()
+        self._typed: set[tuple[str, str]] = set()
+        self._contexts = contexts if contexts is not None else {}
+
+    def _apply(self, active: _Context, ctx: Any) -> _Context:
+        """``_apply_context`` once per (active context, context object): the object and the active
+        context are kept with the result, so their ids stay theirs while the cache lives."""
+        if not isinstance(ctx, (dict, list)):
+            return _apply_context(active, ctx)
+        key = (id(active), id(ctx))
+        hit = self._contexts.get(key)
+        if hit is not None and hit[0] is ctx and hit[1] is active:
+            return hit[2]
+        out = _apply_context(active, ctx)
+        self._contexts[key] = (ctx, active, out)
+        return out
 
     def read(self, doc: dict | list, allow_empty: bool = False) -> Markup:
         base = _schema_context()
@@ -321,7 +400,7 @@ class _Reader:
                 raise MarkupError(f"top-level array item must be an object, got {type(item).__name__}")
             # JSON-LD starts an inline context from nothing (no schema.org term coercions); terms
             # it leaves undefined are still read in schema.org, as a markup without @context is.
-            ctx = _apply_context(base if item.get("@context") is None else _BARE, item.get("@context"))
+            ctx = self._apply(base if item.get("@context") is None else _BARE, item.get("@context"))
             graph = item.get("@graph")
             if graph is not None:
                 graph_items = graph if isinstance(graph, list) else [graph]
@@ -344,7 +423,8 @@ class _Reader:
         return Markup(self.entities, self.roots, self.notes)
 
     def _root(self, node_id: str) -> None:
-        if node_id in self.entities and node_id not in self.roots:
+        if node_id in self.entities and node_id not in self._root_ids:
+            self._root_ids.add(node_id)
             self.roots.append(node_id)
 
     def _new_blank(self) -> str:
@@ -355,9 +435,9 @@ class _Reader:
         if depth > self._depth_limit:
             raise MarkupError(f"nesting deeper than {self._depth_limit} levels")
         if "@context" in obj:
-            ctx = _apply_context(ctx, obj["@context"])
-        if ctx.aliases and any(k in ctx.aliases for k in obj):
-            obj = _unalias(obj, ctx.aliases)
+            ctx = self._apply(ctx, obj["@context"])
+        if any(ctx.alias(k) for k in obj):
+            obj = _unalias(obj, ctx)
         raw_id = obj.get("@id")
         if raw_id is not None and not isinstance(raw_id, str):
             raise MarkupError(f"@id must be a string, got {type(raw_id).__name__}")
@@ -383,7 +463,8 @@ class _Reader:
                     if not name:
                         self.notes.append(f"type {t!r} dropped: null in the context")
                         continue
-                    if name not in ent.types:
+                    if (node_id, name) not in self._typed:
+                        self._typed.add((node_id, name))
                         ent.types.append(name)
                 continue
             if key == "@reverse":
@@ -457,6 +538,28 @@ class _Reader:
             raise MarkupError(f"unsupported JSON value {type(val).__name__}")
 
 
+def count_json_values(data: Any, limit: int) -> int:
+    """How many JSON values (objects, arrays, strings, numbers, booleans, nulls; not keys) ``data``
+    holds, counting no further than ``limit + 1``: checking a markup against a node limit costs at
+    most the limit, however large the markup."""
+    n = 0
+    stack = [iter((data,))]
+    while stack:
+        for v in stack[-1]:
+            n += 1
+            if n > limit:
+                return n
+            if isinstance(v, dict):
+                stack.append(iter(v.values()))
+                break
+            if isinstance(v, list):
+                stack.append(iter(v))
+                break
+        else:
+            stack.pop()
+    return n
+
+
 # ---- writing back ----------------------------------------------------------------------------
 def to_jsonld(markup: Markup, keep: Callable[[str, str, Value], bool] | None = None,
               keep_type: Callable[[str, str], bool] | None = None) -> dict | list | None:
@@ -483,13 +586,14 @@ def to_jsonld(markup: Markup, keep: Callable[[str, str, Value], bool] | None = N
                 if isinstance(v, Ref) and v.id in ents:
                     refcount[v.id] = refcount.get(v.id, 0) + 1
     written: set[str] = set()
-    deferred: list[str] = []  # nodes past MAX_DEPTH (long reference chains): written at the top
+    deferred: deque[str] = deque()  # nodes past MAX_DEPTH (long reference chains): written at the top
+    root_ids = set(markup.roots)
 
     def node(eid: str, depth: int = 0, force_id: bool = False) -> dict:
         written.add(eid)
         ent = ents[eid]
         out: dict[str, Any] = {}
-        if force_id or not ent.is_blank or refcount.get(eid, 0) > 1 or eid in markup.roots and refcount.get(eid, 0):
+        if force_id or not ent.is_blank or refcount.get(eid, 0) > 1 or eid in root_ids and refcount.get(eid, 0):
             out["@id"] = eid
         types = [t for t in ent.types if keep_type is None or keep_type(eid, t)]
         if types:
@@ -509,7 +613,7 @@ def to_jsonld(markup: Markup, keep: Callable[[str, str, Value], bool] | None = N
             if v.language:
                 d["@language"] = v.language
             return d
-        if v.id in ents and v.id not in written and v.id not in markup.roots:
+        if v.id in ents and v.id not in written and v.id not in root_ids:
             if depth >= MAX_DEPTH:
                 written.add(v.id)
                 deferred.append(v.id)
@@ -525,7 +629,7 @@ def to_jsonld(markup: Markup, keep: Callable[[str, str, Value], bool] | None = N
         if len(n) > (1 if "@id" in n else 0):
             roots.append(n)
     while deferred:
-        roots.append(node(deferred.pop(0), force_id=True))
+        roots.append(node(deferred.popleft(), force_id=True))
     if not roots:
         return None
     if len(roots) == 1:

@@ -16,8 +16,9 @@ comparison with schema.org's and pySHACL's own shapes):
    value may be: an instance (by ``rdf:type``) of a range type or of any of its subtypes
    (``shp:isa-CreativeWork``), and, in the default *lenient* reading, any literal or untyped IRI;
    in the *strict* reading only literals of a datatype of the range (lexical patterns for URL,
-   Date, DateTime, Time), untyped IRIs where URL is in the range, and enumeration members (as
-   IRIs) of the range's enumerations.
+   Date, DateTime, Time), IRIs where URL is in the range, and enumeration members (as IRIs) of
+   the range's enumerations. In both, where URL is in the range any IRI is accepted, also one the
+   markup describes as a typed node (``shp:iri``: the IRI is the URL).
 
 Data graphs are expected with schema.org terms in ``http://schema.org/`` (the official context's
 namespace); :mod:`udfs.agents.validity` builds them that way from :mod:`udfs.schemaorg.markup`.
@@ -65,7 +66,7 @@ class RangeSpec:
     isa: tuple[str, ...]  # range entity types, sorted (their subtypes are accepted too)
     classes: frozenset[str]  # every entity type accepted for an entity value
     literal_families: tuple[str, ...]  # strict: keys of LITERAL_FAMILIES accepted
-    link: bool  # strict: an untyped IRI is accepted (URL in the range)
+    link: bool  # URL in the range: any IRI is accepted, typed node or not (strict: the only IRIs)
     members: tuple[str, ...]  # strict: enumeration members accepted as IRIs, sorted
     constrained: bool  # False when the property declares no range at all
 
@@ -188,12 +189,12 @@ def to_turtle(model: ShapeModel, strict: bool = False) -> str:
         if strict:
             alts += [f"shp:lit-{f}" for f in spec.literal_families]
             if spec.link:
-                alts.append("shp:link")
+                alts.append("shp:iri")
             if spec.members:
                 alts += [f"shp:member-{c}" for c in spec.isa if c in with_members]
                 used_members.update(c for c in spec.isa if c in with_members)
         else:
-            alts += ["shp:literal", "shp:link"]
+            alts += ["shp:literal", "shp:iri" if spec.link else "shp:link"]
         alts += [f"shp:isa-{c}" for c in spec.isa]
         used_isa.update(spec.isa)
         w(f"    sh:property [\n        sh:path schema:{p} ;\n        sh:or " + _list(alts, "        ") + " ;\n    ] .\n\n")
@@ -202,6 +203,9 @@ def to_turtle(model: ShapeModel, strict: bool = False) -> str:
     w("shp:literal a sh:NodeShape ;\n    sh:nodeKind sh:Literal .\n\n")
     w("shp:link a sh:NodeShape ;\n    sh:nodeKind sh:IRI ;\n")
     w("    sh:property [\n        sh:path rdf:type ;\n        sh:maxCount 0 ;\n    ] .\n\n")
+    w("# Where URL is in the range any IRI is a URL, also one the markup describes as a typed node\n")
+    w("# (\"url\": X beside \"mainEntityOfPage\": {\"@type\": \"WebPage\", \"@id\": X}).\n")
+    w("shp:iri a sh:NodeShape ;\n    sh:nodeKind sh:IRI .\n\n")
     if strict:
         for fam, (dts, pattern) in LITERAL_FAMILIES.items():
             w(f"shp:lit-{fam} a sh:NodeShape ;\n    sh:nodeKind sh:Literal ;\n")

@@ -184,7 +184,7 @@ PROG = "python -m udfs.scores.memr"
 
 
 def main(argv: list[str] | None = None) -> int:
-    from udfs.runtime.cli import HelpFormatter
+    from udfs.runtime.cli import HelpFormatter, json_lines_out
 
     parser = argparse.ArgumentParser(
         prog=PROG, formatter_class=HelpFormatter, allow_abbrev=False,
@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("only one markup can come from stdin")
     if not args.counts and len(args.files) != 2:
         parser.error("give two markups, HUMAN and MODEL (or --counts FILE...)")
+    json_lines_out()  # a predicate or value with a lone surrogate is written back escaped, not a traceback
     markups, ok = _read_all(args.files)
     if args.counts:
         for path, markup in zip(args.files, markups):

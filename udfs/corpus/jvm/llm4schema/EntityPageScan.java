@@ -36,9 +36,12 @@ import org.apache.spark.sql.types.StructType;
  * P an IRI, O an IRI, blank node or literal ({@code "..."} with escapes, then {@code @lang} or
  * {@code ^^<datatype>}); terms separated by spaces or tabs; a fifth term is accepted and ignored.
  * IRIs allow any character but controls, space, {@code <>"\} (real WDC IRIs carry
- * {@code {search_term_string}}), plus backslash-u escapes. A line with a U+FFFD replacement
- * character (what invalid UTF-8 becomes) is damaged. The reason a line is rejected is computed in
- * Spark SQL on the (few) rejected lines: see udfs/nquads.py.
+ * {@code {search_term_string}}), plus backslash-u escapes. A comment ({@code #} to the end of the
+ * line) may follow the final {@code .}; a line of spaces, tabs and a comment is skipped. A line
+ * that is not well-formed UTF-8 is damaged (a U+FFFD written as such is a character like any
+ * other), and so is a line over {@code max_line_bytes}: the scan gives their reasons
+ * (kind {@code reject:<reason>}); the reason of any other rejected line is computed in Spark SQL
+ * on the (few) rejected lines: see udfs/corpus/nquads.py.
  *
  * <p>Input: file paths, one per partition, read in order. Output rows: {@link #SCHEMA}.
  */
@@ -50,7 +53,7 @@ public final class EntityPageScan implements Serializable {
     static final String SEP = "\n";
 
     public static final StructType SCHEMA = new StructType()
-            .add("kind", DataTypes.StringType, false)       // quad | page | reject | skip | file | damage
+            .add("kind", DataTypes.StringType, false)       // quad | page | reject[:reason] | skip | file | damage
             .add("k1", DataTypes.StringType, false)         // quad: entity; page: its URL; others: file
             .add("k2", DataTypes.StringType, false)         // quad: page URL; reject: line number
             .add("n_lines", DataTypes.LongType, false)      // lines this row stands for
@@ -64,15 +67,20 @@ public final class EntityPageScan implements Serializable {
     private final Set<String> properties;
     private final boolean clean;
     private final boolean pageScope;
-    private final String[] reasons;  // type not schema, type unknown, property not schema, property unknown
+    // type not schema, type unknown, property not schema, property unknown; undecodable line, line too long
+    private final String[] reasons;
+    private final long maxLineBytes;
+    private final int sampleBytes;
 
     public EntityPageScan(Set<String> classes, Set<String> properties, boolean clean, boolean pageScope,
-                          String[] reasons) {
+                          String[] reasons, long maxLineBytes, int sampleBytes) {
         this.classes = classes;
         this.properties = properties;
         this.clean = clean;
         this.pageScope = pageScope;
         this.reasons = reasons;
+        this.maxLineBytes = maxLineBytes;
+        this.sampleBytes = sampleBytes;
     }
 
     /**
@@ -81,12 +89,15 @@ public final class EntityPageScan implements Serializable {
      * configuration travels with the tasks, so what opens a file on the driver (local, HDFS, S3A)
      * opens it on an executor. With {@code ignoreCorrupt} a file that cannot be read to its end
      * keeps the lines read before the damage and gets a {@code damage} row with the reason;
-     * without it the task fails with the file and the reason in the message.
+     * without it the task fails with the file and the reason in the message. A line over
+     * {@code maxLineBytes} is a reject holding its first {@code sampleBytes}.
      */
     public static Dataset<Row> scan(SparkSession spark, String[] files, String classes, String properties,
-                                    boolean clean, boolean pageScope, String reasons, boolean ignoreCorrupt) {
+                                    boolean clean, boolean pageScope, String reasons, boolean ignoreCorrupt,
+                                    long maxLineBytes, int sampleBytes) {
         EntityPageScan fn = new EntityPageScan(new HashSet<>(Arrays.asList(classes.split("\n"))),
-                new HashSet<>(Arrays.asList(properties.split("\n"))), clean, pageScope, reasons.split("\n"));
+                new HashSet<>(Arrays.asList(properties.split("\n"))), clean, pageScope, reasons.split("\n"),
+                maxLineBytes, sampleBytes);
         HashMap<String, String> conf = new HashMap<>();
         for (Map.Entry<String, String> e : spark.sparkContext().hadoopConfiguration()) conf.put(e.getKey(), e.getValue());
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
@@ -145,7 +156,7 @@ public final class EntityPageScan implements Serializable {
                             break;
                         }
                         file = files.next();
-                        reader = new LineReader(file, hadoopConf);
+                        reader = new LineReader(file, hadoopConf, maxLineBytes, sampleBytes);
                     }
                     if (reader.next()) {
                         line();
@@ -192,17 +203,24 @@ public final class EntityPageScan implements Serializable {
 
         private void line() {
             lineNo++;
+            if (reader.tooLong()) {
+                reject(reasons[5] + " (" + String.format("%,d", maxLineBytes) + " bytes)", reader.sampleText());
+                return;
+            }
             byte[] b = reader.buf();
             int from = reader.start(), to = reader.end();
             if (blank(b, from, to)) {
                 skipped++;
                 return;
             }
-            // Invalid UTF-8 decodes to U+FFFD: only a line with a byte outside ASCII can have it.
-            String text = reader.nonAscii() ? reader.text() : null;
-            if ((text != null && text.indexOf('\uFFFD') >= 0) || !q.parse(b, from, to)) {
-                if (text == null) text = reader.text();
-                out.add(RowFactory.create("reject", file, Long.toString(lineNo), 1L, "", "", lineNo, text, group(file)));
+            // Only a line with a byte outside ASCII can be invalid UTF-8: checked on the bytes, since
+            // decoding turns invalid bytes into U+FFFD, which a valid line may hold too.
+            if (reader.nonAscii() && !validUtf8(b, from, to)) {
+                reject(reasons[4], reader.text());
+                return;
+            }
+            if (!q.parse(b, from, to)) {
+                reject(null, reader.text());
                 return;
             }
             if (!q.same(q.g0, q.g1, graph, graphLen)) {
@@ -235,6 +253,12 @@ public final class EntityPageScan implements Serializable {
             current.lines++;
             if (tr[1] == null) current.kept.add(tr[0]);
             else current.dropped.add(tr[1]);
+        }
+
+        /** A rejected line: its reason given here, or (null) computed in Spark SQL from the line. */
+        private void reject(String reason, String text) {
+            out.add(RowFactory.create(reason == null ? "reject" : "reject:" + reason, file, Long.toString(lineNo), 1L,
+                    "", "", lineNo, text, group(file)));
         }
 
         /** Token and dropped "reason\ttoken" (null: kept) of a type ("isa:" + object) or a predicate. */
@@ -339,11 +363,34 @@ public final class EntityPageScan implements Serializable {
         return String.join(SEP, a);
     }
 
-    /** Spark SQL's trim() strips spaces only: a line is blank when nothing else is left, a comment when it starts with '#'. */
+    /** A line of N-Quads white space (spaces, tabs; a CR, an end of line) and at most a comment. */
     static boolean blank(byte[] b, int from, int to) {
         int i = from;
-        while (i < to && b[i] == ' ') i++;
+        while (i < to && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r')) i++;
         return i == to || b[i] == '#';
+    }
+
+    /** Whether {@code b[from, to)} is well-formed UTF-8 (no overlong form, no surrogate, nothing above
+     * U+10FFFF): what a strict decoder, Python's among them, accepts. */
+    static boolean validUtf8(byte[] b, int from, int to) {
+        int i = from;
+        while (i < to) {
+            int c = b[i] & 0xff;
+            if (c < 0x80) {
+                i++;
+                continue;
+            }
+            int n = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+            if (n < 0 || i + n >= to) return false;  // a sequence cut by the end of the line
+            int lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80, hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+            int c1 = b[i + 1] & 0xff;
+            if (c1 < lo || c1 > hi) return false;
+            for (int k = 2; k <= n; k++) {
+                if ((b[i + k] & 0xc0) != 0x80) return false;
+            }
+            i += n + 1;
+        }
+        return true;
     }
 
     /** {@code b[from, to)} copied into {@code into}, or into a larger array when it does not fit. */
@@ -362,10 +409,12 @@ public final class EntityPageScan implements Serializable {
         private byte[][] keys = new byte[256][];
         private String[][] values = new String[256][];
         private int size;
+        long probes;  // slots looked at, for the test of its growth
 
         String[] get(byte[] b, int from, int to) {
             int mask = keys.length - 1;
             for (int i = hash(b, from, to) & mask; ; i = (i + 1) & mask) {
+                probes++;
                 byte[] k = keys[i];
                 if (k == null) return null;
                 if (Arrays.equals(k, 0, k.length, b, from, to)) return values[i];
@@ -391,17 +440,30 @@ public final class EntityPageScan implements Serializable {
 
         private void insert(byte[] key, String[] value) {
             int mask = keys.length - 1, i = hash(key, 0, key.length) & mask;
-            while (keys[i] != null) i = (i + 1) & mask;
+            probes++;
+            while (keys[i] != null) {
+                i = (i + 1) & mask;
+                probes++;
+            }
             keys[i] = key;
             values[i] = value;
         }
 
-        /** The length and the last 16 bytes: schema.org terms share their first 19. */
+        /** All the bytes, eight at a time: a hash of the length and the last 16 bytes made every
+         * predicate of one length and ending collide, and the probes quadratic (30k such
+         * predicates: 42.6 s in this table alone). */
         private static int hash(byte[] b, int from, int to) {
-            int h = to - from;
-            for (int i = Math.max(from, to - 16); i < to; i++) h = 31 * h + b[i];
-            return h ^ (h >>> 16);
+            long h = (to - from) * 0x9e3779b97f4a7c15L;
+            int i = from;
+            for (; i + 8 <= to; i += 8) h = (h ^ (long) WORDS.get(b, i)) * 0xbf58476d1ce4e5b9L;
+            for (; i < to; i++) h = (h ^ b[i]) * 0x100000001b3L;
+            h ^= h >>> 31;
+            h *= 0x94d049bb133111ebL;
+            return (int) (h ^ (h >>> 32));
         }
+
+        private static final java.lang.invoke.VarHandle WORDS =
+                java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
     }
 
     /** {@code <http://x/>} -> {@code http://x/}; blank nodes unchanged. */
@@ -478,7 +540,7 @@ public final class EntityPageScan implements Serializable {
             if (i >= n || b[i] != '.') return false;
             i++;
             while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r')) i++;
-            return i == n;
+            return i == n || b[i] == '#';  // a comment runs to the end of the line
         }
 
         private int spaces(int i) {
@@ -622,6 +684,27 @@ public final class EntityPageScan implements Serializable {
         }
     }
 
+    /** For tests: the slots a term table looks at to put, then get, each of the newline-separated terms. */
+    public static long termTableProbes(String terms) {
+        TermTokens t = new TermTokens();
+        String[] value = {"x", null};
+        byte[][] keys = Arrays.stream(terms.split("\n")).map(s -> s.getBytes(StandardCharsets.UTF_8)).toArray(byte[][]::new);
+        for (byte[] k : keys) t.put(k, 0, k.length, value);
+        for (byte[] k : keys) {
+            if (t.get(k, 0, k.length) != value) throw new IllegalStateException("term lost");
+        }
+        return t.probes;
+    }
+
+    /** For tests: the size of the line buffer after reading the file with this bound. */
+    public static long readerBufferBytes(String file, long maxLineBytes) throws IOException {
+        long most = 0;
+        try (LineReader r = new LineReader(file, new HashMap<>(), maxLineBytes, 64)) {
+            while (r.next()) most = Math.max(most, r.bufferBytes());
+        }
+        return most;
+    }
+
     /**
      * For tests, in one call: newline-separated lines in, one line out per line in: its terms
      * s, p, o, g joined by U+0001, or an empty line when it is not a quad.
@@ -631,7 +714,7 @@ public final class EntityPageScan implements Serializable {
         Quad q = new Quad();
         for (String line : lines.split("\n", -1)) {
             byte[] bytes = line.getBytes(StandardCharsets.UTF_8);
-            if (line.indexOf('\uFFFD') < 0 && q.parse(bytes, 0, bytes.length)) {
+            if (q.parse(bytes, 0, bytes.length)) {
                 out.append(q.s()).append('\u0001').append(q.p()).append('\u0001').append(q.o()).append('\u0001').append(q.g());
             }
             out.append('\n');

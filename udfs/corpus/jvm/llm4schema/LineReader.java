@@ -9,7 +9,6 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Map;
-import java.util.zip.GZIPInputStream;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
@@ -26,9 +25,14 @@ import org.apache.hadoop.io.compress.CompressionCodecFactory;
  * name), four times {@code zcat}. Why bytes, not Strings: decoding every line to UTF-16 and
  * comparing the page and subject terms of each quad as Strings was a third of the scan's CPU; the
  * scan parses the bytes (every N-Quads delimiter is ASCII, and no byte of a multi-byte UTF-8
- * character is ASCII) and decodes only the terms it keeps. A {@code .gz} file goes through the
- * JDK's {@link GZIPInputStream} (zlib, every member of a multi-member file), other codecs through
- * Hadoop's factory by extension. A line ends at LF; a CR before it is dropped.
+ * character is ASCII) and decodes only the terms it keeps. A {@code .gz} file goes through
+ * {@link GzipMembers} (zlib, every member of a multi-member file checked: the JDK's GZIPInputStream
+ * takes a damaged later member for the end of the file), other codecs through Hadoop's factory by
+ * extension. A line ends at LF; a CR before it is dropped.
+ *
+ * <p>A line longer than {@code maxLineBytes} (without its terminator) is not buffered: the reader
+ * keeps its first {@code sampleBytes} and skips to the next LF, so one line cannot exhaust a
+ * task's memory (the buffer stays under twice the bound); {@link #tooLong} then says so.
  */
 final class LineReader implements Closeable {
     private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
@@ -38,8 +42,15 @@ final class LineReader implements Closeable {
     private int pos, end;
     private int lineStart, lineEnd;
     private boolean eof, nonAscii;
+    private final long maxLine;
+    private final int sampleBytes;
+    private boolean tooLong;
+    private long longBytes;
+    private byte[] sample = new byte[0];
 
-    LineReader(String file, Map<String, String> hadoopConf) throws IOException {
+    LineReader(String file, Map<String, String> hadoopConf, long maxLineBytes, int sampleBytes) throws IOException {
+        this.maxLine = maxLineBytes;
+        this.sampleBytes = sampleBytes;
         Configuration conf = new Configuration(false);
         for (Map.Entry<String, String> e : hadoopConf.entrySet()) conf.set(e.getKey(), e.getValue());
         Path path = new Path(file);
@@ -47,7 +58,7 @@ final class LineReader implements Closeable {
         InputStream raw = fs.open(path);
         try {
             if (file.endsWith(".gz")) {
-                in = new GZIPInputStream(raw, 1 << 16);
+                in = new GzipMembers(raw);
             } else {
                 CompressionCodec codec = new CompressionCodecFactory(conf).getCodec(path);
                 in = codec == null ? raw : codec.createInputStream(raw);
@@ -66,6 +77,21 @@ final class LineReader implements Closeable {
     /** Whether the current line has a byte outside ASCII (then it may not be valid UTF-8). */
     boolean nonAscii() { return nonAscii; }
 
+    /** Whether the current line is longer than the bound: its bytes are not kept, only a sample. */
+    boolean tooLong() { return tooLong; }
+
+    /** The length in bytes of the current line when {@link #tooLong}. */
+    long longBytes() { return longBytes; }
+
+    /** The first bytes of a line that is {@link #tooLong}, decoded (a character cut at the end dropped). */
+    String sampleText() {
+        String s = new String(sample, StandardCharsets.UTF_8);
+        return sample.length < longBytes && s.endsWith("\uFFFD") ? s.substring(0, s.length() - 1) : s;
+    }
+
+    /** The size of the line buffer now (a test hook: it must stay near the bound, not the longest line). */
+    int bufferBytes() { return buf.length; }
+
     /** The current line decoded; invalid UTF-8 becomes U+FFFD. */
     String text() {
         return new String(buf, lineStart, lineEnd - lineStart, StandardCharsets.UTF_8);
@@ -73,6 +99,7 @@ final class LineReader implements Closeable {
 
     /** Advances to the next line (without its terminator); false at the end of the file. */
     boolean next() throws IOException {
+        tooLong = false;
         int scanned = pos;
         long high = 0;  // the line's bytes or'ed: bit 7 of a byte set when one is outside ASCII
         while (true) {
@@ -99,6 +126,10 @@ final class LineReader implements Closeable {
                 pos = end;
                 return true;
             }
+            if (end - pos > maxLine + 1) {  // no LF within the bound (+ 1: a CR before the LF is not the line's)
+                skipLongLine();
+                return true;
+            }
             int done = end - pos;
             fill();
             scanned = pos + done;
@@ -107,9 +138,50 @@ final class LineReader implements Closeable {
 
     private void setLine(int from, int to, long high) {
         if (to > from && buf[to - 1] == '\r') to--;
+        if (to - from > maxLine) {
+            keepSample(from, to);
+            markLong(to - from);
+            return;
+        }
         lineStart = from;
         lineEnd = to;
         nonAscii = (high & HIGHS) != 0;
+    }
+
+    /** The rest of a line over the bound, from {@code pos}: its first bytes kept, the others skipped. */
+    private void skipLongLine() throws IOException {
+        keepSample(pos, end);
+        long n = end - pos;
+        byte last = buf[end - 1];
+        pos = end;
+        while (true) {
+            if (pos == end) {
+                if (eof) break;
+                fill();  // nothing unread is kept: the buffer does not grow
+                continue;
+            }
+            int i = pos;
+            while (i < end && buf[i] != '\n') i++;
+            n += i - pos;
+            if (i > pos) last = buf[i - 1];
+            if (i < end) {
+                pos = i + 1;
+                break;
+            }
+            pos = end;
+        }
+        markLong(last == '\r' ? n - 1 : n);
+    }
+
+    private void keepSample(int from, int to) {
+        sample = Arrays.copyOfRange(buf, from, from + (int) Math.min(sampleBytes, to - from));
+    }
+
+    private void markLong(long bytes) {
+        tooLong = true;
+        longBytes = bytes;
+        lineStart = lineEnd = 0;
+        nonAscii = false;
     }
 
     /** Moves the unread bytes to the front (growing the buffer for a long line) and reads more. */
