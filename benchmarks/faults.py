@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "faults.json"
-        cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests" / "test_faults.py"), "-q", "-p", "no:cacheprovider"]
+        cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests" / "jobs" / "test_faults.py"), "-q", "-p", "no:cacheprovider"]
         if a.k:
             cmd += ["-k", a.k]
         rc = subprocess.run(cmd, cwd=str(ROOT), env={**os.environ, "FAULTS_REPORT": str(path)}).returncode

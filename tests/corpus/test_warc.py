@@ -127,7 +127,6 @@ def _zeros_member(n: int) -> bytes:
 def _record_member(url: str, payload_bytes: int) -> bytes:
     """A well-formed gzip-per-record WARC response whose payload is ``payload_bytes`` zero bytes."""
     import io
-    import zlib
 
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
