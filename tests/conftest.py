@@ -5,6 +5,7 @@ import os
 import shutil
 import sys
 import tempfile
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,43 @@ def demo_pages_table():
                      "selected": True, "status": out["status"], "text": out["text"],
                      "human_markup": out["human_markup"], "root_types": out["root_types"]})
     return pa.Table.from_pylist(rows)
+
+
+@contextlib.contextmanager
+def trap_server(body: bytes, content_type: str):
+    """An HTTP server on 127.0.0.1 answering every GET, POST and HEAD with ``body``; ``.seen`` lists
+    every request it received and ``.url`` is its address. A control request first shows that it
+    does answer, so an empty ``seen`` later means nobody asked."""
+    import http.server
+    import threading
+
+    import httpx
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def _record(self):
+            self.server.seen.append(f"{self.command} {self.path}")
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_POST = do_HEAD = _record
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    server.seen = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert httpx.get(f"{server.url}/control", timeout=5).status_code == 200
+        assert server.seen == ["GET /control"]
+        server.seen.clear()
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()

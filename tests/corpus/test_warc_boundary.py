@@ -6,15 +6,14 @@ requested (a loopback server counts requests), and no byte of either reaches any
 """
 from __future__ import annotations
 
-import http.server
 import os
 import shutil
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import trap_server
 from udfs.corpus import fetch
 from udfs.corpus import html as P
 from udfs.corpus import warc as W
@@ -37,33 +36,11 @@ def _audit(event, args):
 sys.addaudithook(_audit)
 
 
-class _Recorder(http.server.BaseHTTPRequestHandler):
-    def _record(self):
-        self.server.seen.append(f"{self.command} {self.path}")
-        self.send_response(200)
-        self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(SECRET)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(SECRET)
-
-    do_GET = do_HEAD = _record
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture()
 def trap():
     """An HTTP server on 127.0.0.1 serving SECRET; ``trap.seen`` lists every request it received."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    server.seen = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    server.url = f"http://127.0.0.1:{server.server_address[1]}"
-    yield server
-    server.shutdown()
-    server.server_close()
+    with trap_server(SECRET, "application/octet-stream") as server:
+        yield server
 
 
 @pytest.fixture()

@@ -8,17 +8,16 @@ HTTP server on loopback started here; the server must see no request at all.
 """
 from __future__ import annotations
 
-import http.server
 import io
 import json
 import re
 import shutil
 import socket
-import threading
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import trap_server
 from udfs.agents import generation, prompts
 from udfs.agents import verdicts as agents
 from udfs.corpus import html as P
@@ -35,37 +34,12 @@ ONE_PAGE_WARC = DATA / "warc" / "cc-main-2024-22-one-page.warc.gz"
 
 # ---- a loopback server that counts what it is asked --------------------------------------------
 
-class _Recorder(http.server.BaseHTTPRequestHandler):
-    def _record(self):
-        self.server.seen.append(f"{self.command} {self.path}")
-        self.send_response(200)
-        self.send_header("Content-Type", "application/ld+json")
-        self.end_headers()
-        self.wfile.write(b'{"@context": {"name": "http://evil.example/name"}}')
-
-    do_GET = do_POST = do_HEAD = _record
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture()
 def trap():
-    """An HTTP server on 127.0.0.1; ``trap.seen`` lists every request it received."""
-    import httpx
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    server.seen = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    server.url = f"http://127.0.0.1:{server.server_address[1]}"
-    # the control: the server does answer, so "no request" below means nobody asked
-    assert httpx.get(f"{server.url}/control", timeout=5).status_code == 200
-    assert server.seen == ["GET /control"]
-    server.seen.clear()
-    yield server
-    server.shutdown()
-    server.server_close()
+    """An HTTP server on 127.0.0.1 answering with a hostile JSON-LD context; ``trap.seen`` lists
+    every request it received."""
+    with trap_server(b'{"@context": {"name": "http://evil.example/name"}}', "application/ld+json") as server:
+        yield server
 
 
 HOSTILE = """<!DOCTYPE html SYSTEM "TRAP/doctype.dtd">
