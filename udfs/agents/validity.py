@@ -340,6 +340,24 @@ def _term_iri(rdflib, name: str):
 
 
 # ---- verdicts --------------------------------------------------------------------------------
+def _values(markup: Markup):
+    """Every (subject, entity, its types or [None], property, value, value kind, value as shown) in
+    the order of ``markup.triples()``, which both modes' verdicts follow."""
+    ents = markup.entities
+    for s, ent in ents.items():
+        types = ent.types or [None]
+        for p, values in ent.properties.items():
+            for v in values:
+                if isinstance(v, Literal):
+                    yield s, ent, types, p, v, "literal", v.value
+                else:
+                    yield s, ent, types, p, v, ("entity" if v.id in ents else "iri"), v.id
+
+
+def _superseded_note(superseded: dict[str, str], t: str | None, p: str) -> str:
+    return "; ".join(f"{x} is superseded by {superseded[x]}" for x in (t, p) if x in superseded)
+
+
 def verdicts(markup: Markup, findings: Findings, model: ShapeModel, strict: bool = False) -> list[Verdict]:
     """One verdict per triple of ``markup.triples()``, in that order (the schemaorg reading). A
     property one type of a multi-typed entity lacks is valid when another of its types defines it
@@ -348,46 +366,38 @@ def verdicts(markup: Markup, findings: Findings, model: ShapeModel, strict: bool
     append = out.append
     superseded = model.superseded_by
     retired = retired_terms(model.release)
-    ents = markup.entities
-    for s, ent in ents.items():
-        types = ent.types or [None]
-        for p, values in ent.properties.items():
-            for v in values:
-                if isinstance(v, Literal):
-                    vk, shown = "literal", v.value
+    for s, ent, types, p, v, vk, shown in _values(markup):
+        bad_value = (s, p, v.key()) in findings.bad_values
+        for t in types:
+            rule: int | None = None
+            cause: str | None = None
+            if t is None:
+                if s in findings.untyped:
+                    rule, reason, cause = 1, "entity has no @type", UNTYPED
                 else:
-                    vk, shown = ("entity" if v.id in ents else "iri"), v.id
-                bad_value = (s, p, v.key()) in findings.bad_values
-                for t in types:
-                    rule: int | None = None
-                    cause: str | None = None
-                    if t is None:
-                        if s in findings.untyped:
-                            rule, reason, cause = 1, "entity has no @type", UNTYPED
-                        else:
-                            reason = ""
-                    elif (s, t) in findings.unknown_types:
-                        if t in retired:
-                            rule, reason, cause = 1, f"{t} is retired from schema.org (the attic)", RETIRED
-                        else:
-                            rule, reason, cause = 1, f"{t} is not a schema.org type", UNDEFINED_TYPE
-                    elif (s, p, t) in findings.not_allowed and not _definers(findings, ent, p):
-                        if p in retired:
-                            rule, reason, cause = 2, f"{p} is retired from schema.org (the attic), not a property of {t}", RETIRED
-                        else:
-                            rule, reason, cause = 2, f"{p} is not a property of {t}", UNDEFINED_PROPERTY
-                    elif bad_value:
-                        rule, reason = 3, _value_reason(markup, p, v, vk, model, strict)
-                        cause = DATATYPE if vk == "literal" else VALUE_TYPE
-                    else:
-                        reason = ""
-                        if (s, p, t) in findings.not_allowed:
-                            reason = (f"{p} is not a property of {t} but of {_definers(findings, ent, p)[0]}: an "
-                                      "entity of several types has the union of their properties")
-                        if t in superseded or p in superseded:
-                            sup = "; ".join(f"{x} is superseded by {superseded[x]}" for x in (t, p) if x in superseded)
-                            reason = f"{reason}; {sup}" if reason else sup
-                    append(Verdict(s, p, shown, vk, t, rule is None, rule, reason, cause))
+                    reason = ""
+            elif (s, t) in findings.unknown_types:
+                if t in retired:
+                    rule, reason, cause = 1, f"{t} is retired from schema.org (the attic)", RETIRED
+                else:
+                    rule, reason, cause = 1, f"{t} is not a schema.org type", UNDEFINED_TYPE
+            elif (s, p, t) in findings.not_allowed and not _definers(findings, ent, p):
+                if p in retired:
+                    rule, reason, cause = 2, f"{p} is retired from schema.org (the attic), not a property of {t}", RETIRED
+                else:
+                    rule, reason, cause = 2, f"{p} is not a property of {t}", UNDEFINED_PROPERTY
+            elif bad_value:
+                rule, reason = 3, _value_reason(markup, p, v, vk, model, strict)
+                cause = DATATYPE if vk == "literal" else VALUE_TYPE
+            else:
+                reason = ""
+                if (s, p, t) in findings.not_allowed:
+                    reason = (f"{p} is not a property of {t} but of {_definers(findings, ent, p)[0]}: an "
+                              "entity of several types has the union of their properties")
+                sup = _superseded_note(superseded, t, p)
+                if sup:
+                    reason = f"{reason}; {sup}" if reason else sup
+            append(Verdict(s, p, shown, vk, t, rule is None, rule, reason, cause))
     return out
 
 
@@ -642,22 +652,13 @@ def removal_verdicts(markup: Markup, removed: dict[tuple, _Removal], model: Shap
     """One verdict per triple of ``markup.triples()``: invalid exactly when ``removed`` holds it."""
     out = []
     superseded = model.superseded_by
-    ents = markup.entities
-    for s, ent in ents.items():
-        types = ent.types or [None]
-        for p, values in ent.properties.items():
-            for v in values:
-                if isinstance(v, Literal):
-                    vk, shown = "literal", v.value
-                else:
-                    vk, shown = ("entity" if v.id in ents else "iri"), v.id
-                r = removed.get((s, p, v.key()))
-                for t in types:
-                    if r is not None:
-                        out.append(Verdict(s, p, shown, vk, t, False, r[0], r[2], r[1]))
-                    else:
-                        note = "; ".join(f"{x} is superseded by {superseded[x]}" for x in (t, p) if x in superseded)
-                        out.append(Verdict(s, p, shown, vk, t, True, None, note))
+    for s, ent, types, p, v, vk, shown in _values(markup):
+        r = removed.get((s, p, v.key()))
+        for t in types:
+            if r is not None:
+                out.append(Verdict(s, p, shown, vk, t, False, r[0], r[2], r[1]))
+            else:
+                out.append(Verdict(s, p, shown, vk, t, True, None, _superseded_note(superseded, t, p)))
     return out
 
 
