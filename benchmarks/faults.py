@@ -1,6 +1,8 @@
 """The fault-injection table: runs tests/jobs/test_faults.py (local Spark standalone cluster, two Ray
-nodes with the Serve app, loopback only) and prints, for each injected fault, what was injected,
-what survived and how many rows were lost (must be 0).
+nodes with the Serve app, loopback only; and hostile inputs, a row per class of issue 22) and
+prints, for each injected fault, what was injected, what survived and how many rows were lost
+(must be 0). ``-k "not executor_killed and not serve_replica and not evaluation_killed"`` runs
+the faults that need neither cluster nor model.
 
     python benchmarks/faults.py [--json out.json] [-k EXPR]
 """

@@ -4,7 +4,8 @@ Streams N-Quads (plain or gzip; files, directories, globs, manifests; one file =
 the ``csets/`` table: one row per characteristic set with its instances, pages, domains and a
 deterministic sample of page URLs. Malformed lines go to ``rejects/csets/`` with file, line and
 reason; ``csets/_run.json`` holds counters that reconcile (lines read = quads parsed + lines
-rejected + blank/comment lines skipped). Same file on a cluster: add ``--master`` or use
+rejected + blank/comment lines skipped) and lists every input file with the lines it gave
+(``inputs.read``, adding up to the lines read). Same file on a cluster: add ``--master`` or use
 spark-submit's flags.
 """
 from __future__ import annotations
@@ -99,8 +100,15 @@ class CsetsJob(SparkJob):
             counters = C.counters(tallies, n_csets, cfg.clean)
         counters = {"lines_read": lines_read, **counters,
                     "files_without_lines": len(silent), "files_damaged": len(damaged), "rejects_written": spark.read.parquet(str(self.rejects_dir)).count()}
+        # every input with the lines it gave (0: none, and why in rejects/), adding up to lines_read
+        strip = lambda f: f.removeprefix("file://").removeprefix("file:")  # noqa: E731
+        why = {strip(f): w for f, w in damaged.items()}
+        reads = {f: {"lines": n, **({"damaged": why[f]} if f in why else {})} for f, n in norm.items()}
+        for f in why.keys() - reads.keys():
+            reads[f] = {"lines": 0, "damaged": why[f]}
+        per_file_adds_up = self.keep_reads(files, reads, "lines", lines_read)
         counters["reconciles"] = (lines_read == counters["quads_parsed"] + counters["lines_rejected"]
-                                  + counters["lines_skipped_blank_or_comment"])
+                                  + counters["lines_skipped_blank_or_comment"]) and per_file_adds_up
         for k, v in counters.items():
             self.record.count(k, v)
         self.record["outputs"] = {"csets": str(self.table_dir), "rejects": str(self.rejects_dir)}

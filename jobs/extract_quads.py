@@ -5,8 +5,13 @@ N-Quads the way WebDataCommons publishes them (``<s> <p> o <page-url>   .``: the
 graph term, page-scoped blank nodes, ``http://schema.org/`` IRIs), one ``quads/part-NNNNN.nq.gz``
 per input file, ready for ``jobs/csets.py``. JSON-LD is converted by rdflib with the bundled
 schema.org context; no context is ever fetched: a block naming another remote context, invalid
-JSON or an unconvertible block is a row in ``rejects/extract_quads/`` with its reason.
-Counters reconcile: blocks found = blocks converted + blocks rejected + empty blocks.
+JSON or an unconvertible block is a row in ``rejects/extract_quads/`` with its reason. Work per
+record is bounded as in the pages job (``--max-record-bytes``, ``--max-html-bytes``,
+``--max-markup-chars``, ``--max-markup-nodes``, ``--time-limit-s``: a record or block over a bound
+is a reject row), and a file that breaks off (a cut or damaged gzip member) is a reject row naming
+the file and the offset. Counters reconcile: blocks found = blocks converted + blocks rejected +
+empty blocks, records = pages + records skipped or rejected, and the run record's ``inputs.read``
+lists every input file with the records it gave, adding up to ``records``.
 The logic is udfs/corpus/quads.py; this file is flags and wiring.
 """
 from __future__ import annotations
@@ -17,7 +22,7 @@ import sys
 if __package__ in (None, ""):  # run as a script: make the project importable without installing
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from udfs.corpus.quads import COUNTERS, extract_file  # noqa: E402
+from udfs.corpus.quads import COUNTERS, extract_file, reconciles  # noqa: E402
 from udfs.runtime.job import SparkJob  # noqa: E402
 from udfs.corpus.warc import WARC_SUFFIXES  # noqa: E402
 from udfs.runtime.rejects import REJECTS_SCHEMA  # noqa: E402
@@ -31,7 +36,13 @@ class ExtractQuadsJob(SparkJob):
     input_help = "WARC files (.warc.gz, .warc), directories, globs or manifests listing them"
 
     def add_arguments(self, p):
+        p.add_argument("--max-record-bytes", type=int, help="a WARC record larger than this decompressed is a reject "
+                       "row (its first bytes), never held whole")
         p.add_argument("--max-html-bytes", type=int, help="pages larger than this are rejected, not parsed")
+        p.add_argument("--max-markup-chars", type=int, help="a JSON-LD block longer than this as JSON is rejected, "
+                       "not converted")
+        p.add_argument("--max-markup-nodes", type=int, help="a JSON-LD block with more JSON values is rejected, "
+                       "not converted")
         p.add_argument("--time-limit-s", type=float, help="per page and step (HTML, JSON-LD, RDF) time limit")
         p.add_argument("--reject-raw-chars", type=int, help="cut JSON-LD blocks to this many characters in rejects/")
 
@@ -43,11 +54,12 @@ class ExtractQuadsJob(SparkJob):
         # an absolute path or a URL: the executors write the parts there (Folder)
         out_dir = self.table_dir.url
         items = list(enumerate(files))
-        limits = {"max_html_bytes": a.max_html_bytes, "reject_raw_chars": a.reject_raw_chars,
-                  "time_limit_s": a.time_limit_s}
+        limits = {"max_html_bytes": a.max_html_bytes, "max_record_bytes": a.max_record_bytes,
+                  "max_markup_chars": a.max_markup_chars, "max_markup_nodes": a.max_markup_nodes,
+                  "reject_raw_chars": a.reject_raw_chars, "time_limit_s": a.time_limit_s}
         sc = self.spark.sparkContext
         results = sc.parallelize(items, max(1, len(items))) \
-            .flatMap(lambda item: extract_file(item[0], item[1], out_dir, **limits)).cache()
+            .flatMap(lambda item: _tagged(item, out_dir, limits)).cache()
         with self.record.time("extract"):
             rejects = results.filter(lambda kv: kv[0] == "reject").map(lambda kv: tuple(kv[1][c] for c in REJECTS_SCHEMA.names))
             self.spark.createDataFrame(rejects, REJECTS_SCHEMA).coalesce(1).write.mode("overwrite").parquet(str(self.rejects_dir))
@@ -56,14 +68,22 @@ class ExtractQuadsJob(SparkJob):
         totals = {k: sum(c[k] for c in per_file) for k in COUNTERS}
         totals["files"] = len(files)
         totals["rejects_written"] = self.spark.read.parquet(str(self.rejects_dir)).count()
-        totals["reconciles"] = (totals["blocks"] == totals["blocks_converted"] + totals["blocks_rejected"] + totals["blocks_empty"]
-                                and totals["records"] == totals["html_responses"] + totals["skipped_not_html_response"] + totals["skipped_oversized"])
+        # every input with the records it gave (and its quads, rejects, damage), adding up to records
+        reads = {c["source"]: {k: c[k] for k in ("records", "quads", "file_errors")} for c in per_file}
+        totals["reconciles"] = reconciles(totals) and self.keep_reads(files, reads, "records", totals["records"])
         for k, v in totals.items():
             self.record.count(k, v)
         self.record["outputs"] = {"quads": out_dir, "rejects": str(self.rejects_dir)}
         print(f"N-Quads: {out_dir}  " + "  ".join(f"{k} {v}" for k, v in totals.items()), flush=True)
         if not totals["reconciles"]:
             raise RuntimeError(f"counters do not reconcile: {totals}")
+
+
+def _tagged(item, out_dir, limits):
+    """``extract_file``'s items for one (index, path), its counters naming the file."""
+    index, path = item
+    for kind, value in extract_file(index, path, out_dir, **limits):
+        yield (kind, {**value, "source": path} if kind == "counters" else value)
 
 
 def main(argv=None) -> int:

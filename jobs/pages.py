@@ -8,7 +8,9 @@ extracts the text and its language, and writes ``pages/``. When a page cannot be
 sample's replacement candidates are tried in order (``--replacements`` at most), so a stratum
 keeps its size where the data allows. Every attempt is a row with its status and reason;
 ``selected`` marks the one row per input row that stands for it (the usable page, or the last
-failed attempt). Counters reconcile: input rows = selected rows + rejected input rows.
+failed attempt). Counters reconcile: input rows = selected rows + rejected input rows; the run
+record's ``inputs.read`` gives the rows of each input file (adding up to the input rows) and
+``inputs.warc_read`` the records read from each WARC file (adding up to the attempts that read one).
 The logic is udfs/corpus/fetch.py (candidates, capture choice, fetching); rules: udfs/corpus/html.py
 (HTML), udfs/corpus/warc.py (records).
 """
@@ -45,6 +47,18 @@ def read_table(spark, specs, resolve=resolve_inputs):
     return df, files
 
 
+def rows_per_file(df) -> dict[str, dict[str, int]]:
+    """{file: {"rows": n}} for the files behind ``df`` (a table as ``read_table`` reads it), named
+    as ``resolve_inputs`` names them: a local file by its path, any other by its URL."""
+    from urllib.parse import unquote, urlsplit
+
+    out: dict[str, dict[str, int]] = {}
+    for r in df.groupBy(F.input_file_name().alias("f")).count().collect():
+        f = unquote(urlsplit(r["f"]).path) if r["f"].startswith("file:") else r["f"]
+        out.setdefault(f, {"rows": 0})["rows"] += r["count"]
+    return out
+
+
 class PagesJob(SparkJob):
     name = "pages"
     table = "pages"
@@ -60,7 +74,10 @@ class PagesJob(SparkJob):
                        "(symlinks followed; a URL base: same scheme, host and path prefix), else it is a "
                        "not_found row saying so; empty: the index's names are read as they are")
         p.add_argument("--replacements", type=int, help="replacement candidates tried per input row, in order")
-        p.add_argument("--text-extractor", choices=list(P.TEXT_EXTRACTORS), help="page text extractor")
+        p.add_argument("--text-extractor", choices=list(P.TEXT_EXTRACTORS), help="extractor of the text "
+                       "generation reads (text)")
+        p.add_argument("--judge-text-extractor", choices=list(P.TEXT_EXTRACTORS), help="extractor of the text "
+                       "factuality judges against (judge_text)")
         p.add_argument("--microdata", action=__import__("argparse").BooleanOptionalAction,
                        help="also read microdata as markup blocks")
         p.add_argument("--max-record-bytes", type=int, help="larger WARC records are not fetched (fetch_error)")
@@ -78,7 +95,8 @@ class PagesJob(SparkJob):
         if not a.warc_index:
             self.fail("--warc-index is required (or [pages] warc_index in the conf)")
         spark = self.spark
-        cfg = P.PageConfig(text_extractor=a.text_extractor, max_html_bytes=a.max_html_bytes,
+        cfg = P.PageConfig(text_extractor=a.text_extractor, judge_text_extractor=a.judge_text_extractor,
+                           max_html_bytes=a.max_html_bytes,
                            max_text_chars=a.max_text_chars, time_limit_s=a.time_limit_s,
                            max_markup_chars=a.max_markup_chars, max_markup_nodes=a.max_markup_nodes,
                            microdata=bool(a.microdata))
@@ -118,8 +136,16 @@ class PagesJob(SparkJob):
                     "distinct_slots": slots_filled, "attempts": sum(attempts.values()), "ok_by_replacement": replaced,
                     **{f"selected_{s}": selected.get(s, 0) for s in P.STATUSES},
                     **{f"attempts_{s}": attempts.get(s, 0) for s in P.STATUSES}}
+        # every input file with the rows it gave, and every WARC file with the records read from it
+        rows_add_up = self.keep_reads(files, rows_per_file(table), "rows", n_input)
+        read = (P.OK, P.PARSE_ERROR, P.NO_MATCHING_MARKUP)  # statuses of an attempt that read its record
+        per_warc = {r["warc_filename"]: {"records_read": r["read"], "attempts": r["n"]} for r in pages.where(
+            F.col("warc_filename").isNotNull()).groupBy("warc_filename").agg(
+            F.count(F.lit(1)).alias("n"), F.sum(F.col("status").isin(*read).cast("long")).alias("read")).collect()}
+        records_add_up = self.keep_reads([], per_warc, "records_read", sum(attempts.get(s, 0) for s in read),
+                                         key="warc_read")
         counters["reconciles"] = (n_input == counters["selected_rows"] + n_rejected == slots_filled + n_rejected
-                                  and set(selected) <= set(P.STATUSES))
+                                  and set(selected) <= set(P.STATUSES) and rows_add_up and records_add_up)
         for k, v in counters.items():
             self.record.count(k, v)
         self.record["outputs"] = {"pages": str(self.table_dir), "rejects": str(self.rejects_dir)}

@@ -29,6 +29,7 @@ class ReportJob(Job):
         from udfs.report import build
         from udfs.runtime.io import Folder
 
+        self.count_scores_rows()
         pages = Folder.of(self.args.pages) if self.args.pages else None
         report = build.build(self.args.input, self.output_root, pages)
         page = build.write(report, self.table_dir)
@@ -37,6 +38,20 @@ class ReportJob(Job):
         self.record["report"] = str(page)
         print(report.table7_text)
         print(f"report: {page.local_path.resolve().as_uri() if page.is_local else page.url}")
+
+    def count_scores_rows(self) -> None:
+        """The run record's inputs: every scores file considered or skipped, and the rows of each
+        (from its footer), adding up to the rows of the scores table (``scores_rows``)."""
+        from udfs.runtime.inputs import InputReport
+        from udfs.runtime.io import parquet_dataset
+
+        found = InputReport()
+        ds = parquet_dataset(self.args.input, report=found)
+        self.keep_inputs(found)
+        reads = {f.path: {"rows": f.metadata.num_rows} for f in ds.get_fragments()}
+        self.record["inputs"]["files"] = len(reads)
+        self.record.count("scores_rows", ds.count_rows())
+        self.record.count("reconciles", self.keep_reads([], reads, "rows", self.record["counters"]["scores_rows"]))
 
 
 if __name__ == "__main__":

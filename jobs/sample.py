@@ -2,7 +2,8 @@
 
 Reads the ``csets/`` table, writes ``samples/`` (one row per drawn C-set and feature, with its
 page URL and ranked replacements), ``rejects/sample/``, ``samples/_run.json`` (bounds, stratum
-sizes, Spearman's rho) and ``report/sample/`` (log-scale histograms). Rules: udfs/corpus/sampling.py.
+sizes, Spearman's rho; every input file with its rows, adding up to the C-sets read) and
+``report/sample/`` (log-scale histograms). Rules: udfs/corpus/sampling.py.
 """
 from __future__ import annotations
 
@@ -15,10 +16,24 @@ if __package__ in (None, ""):  # spark-submit / python jobs/sample.py: make udfs
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from udfs.corpus import sampling
-from udfs.runtime.io import Folder
+from udfs.runtime.inputs import local_name
+from udfs.runtime.io import Folder, fsspec_url
 from udfs.runtime.job import SparkJob
 
 log = logging.getLogger("llm4schema.sample")
+
+
+def parquet_rows(files: list[str]) -> dict[str, dict[str, int]]:
+    """``{file: {"rows": n}}`` for Parquet files (paths or URLs, ``s3a://`` included), from their
+    footers only: one small read per file. Files are named by ``local_name``."""
+    import fsspec
+    import pyarrow.parquet as pq
+
+    out = {}
+    for f in files:
+        with fsspec.open(fsspec_url(f), "rb") as fh:
+            out[local_name(f)] = {"rows": pq.ParquetFile(fh).metadata.num_rows}
+    return out
 
 
 class SampleJob(SparkJob):
@@ -73,6 +88,11 @@ class SampleJob(SparkJob):
         stats = result.stats
         for key, value in stats.pop("counters").items():
             self.record.count(key, value)
+        # every Parquet file of the table with its rows (from its footer), adding up to csets_in
+        files = [local_name(f) for f in df.inputFiles()]
+        self.record["inputs"] = {"files": len(files), "considered": files}
+        self.record.count("reconciles", self.keep_reads(files, parquet_rows(files), "rows",
+                                                        self.record["counters"]["csets_in"]))
         self.record.count("rows_out", self.spark.read.parquet(str(self.table_dir)).count())
         for key, value in stats.items():
             self.record[key] = value

@@ -99,7 +99,8 @@ class WarcIndexJob(SparkJob):
         n_rej = self.spark.read.parquet(str(self.rejects_dir)).count()
         reads = sorted(pairs.filter(lambda kv: kv[0] == "read").map(lambda kv: kv[1]).collect(), key=lambda r: r["source"])
         pairs.unpersist()
-        self.record["inputs"]["read"] = reads
+        # every input with the records it gave, its rejects and damage, adding up to the table's rows
+        per_file_adds_up = self.keep_reads(files, {r.pop("source"): r for r in reads}, "records", sum(counts.values()))
         self.record.count("files", len(files))
         self.record.count("records_indexed", sum(counts.values()))
         for k, v in sorted(counts.items()):
@@ -107,6 +108,8 @@ class WarcIndexJob(SparkJob):
         self.record.count("records_rejected", sum(r["records_rejected"] for r in reads))
         self.record.count("files_with_unreadable_tail", sum(r["damaged"] is not None for r in reads))
         self.record.count("files_outside_warc_base", len(outside))
+        self.record.count("reconciles", per_file_adds_up and n_rej == sum(
+            r["records_rejected"] + (r["damaged"] is not None) for r in self.record["inputs"]["read"]))
         self.record["outputs"] = {"warc_index": str(self.table_dir), "rejects": str(self.rejects_dir)}
         print(f"WARC index: {self.table_dir}  files {len(files)}  records {sum(counts.values())} {counts}  "
               f"rejects {n_rej} ({self.rejects_dir})", flush=True)

@@ -457,6 +457,10 @@ def test_damage_after_the_first_gzip_member_is_a_reject_not_the_end_of_the_file(
     assert rejects["junk.nq.gz"]["reason"].startswith("corrupt gzip (ZipException: bytes after gzip member 2")
     assert rejects["junk.nq.gz"]["reason"].endswith("after 1,000 lines")
     assert "good.nq.gz" not in rejects
+    # The run record lists every input with the lines it gave and its damage; they add up.
+    read = {Path(r["source"]).name: r for r in json.loads((out / "csets" / "_run.json").read_text())["inputs"]["read"]}
+    assert {n: r["lines"] for n, r in read.items()} == {"member2.nq.gz": 600, "junk.nq.gz": 1000, "good.nq.gz": 100}
+    assert read["member2.nq.gz"]["damaged"] == rejects["member2.nq.gz"]["reason"] and "damaged" not in read["good.nq.gz"]
     # Without the flag: the task fails, naming the file and the lines read before the damage.
     with pytest.raises(Exception, match=r"(?s)cannot read \S*member2\.nq\.gz: corrupt gzip .*after 600 lines"):
         C.lines_per_file(C.tallies(C.entity_pages(spark, [str(d / "member2.nq.gz")], load_vocabulary(), CFG), CFG))

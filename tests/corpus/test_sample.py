@@ -288,6 +288,10 @@ def test_job_on_the_bundled_wdc_quads(spark, bundled_csets):
     total = csets.count()
     c = run["counters"]
     assert c["csets_in"] == total > 100
+    # every part of the table with its rows (from the footers), adding up to csets_in
+    parts = sorted(str(p) for p in (out / "csets").glob("*.parquet"))
+    assert len(parts) > 1 and sorted(r["source"] for r in run["inputs"]["read"]) == parts
+    assert sum(r["rows"] for r in run["inputs"]["read"]) == total and c["reconciles"] is True
     assert c["csets_in"] == c["csets_drawable"] + c["csets_rejected"]
     samples = [r.asDict(recursive=True) for r in spark.read.parquet(str(out / "samples")).collect()]
     assert c["rows_out"] == len(samples) == sum(s["drawn"] for s in run["strata_sizes"])

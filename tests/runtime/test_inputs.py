@@ -128,3 +128,26 @@ def test_the_python_side_tables_report_their_inputs_too(tmp_path):
     assert sorted(ds.to_table().column("page_url").to_pylist()) == ["a", "b"]
     assert sorted(report.considered) == [str(table / "more" / "part-1.parquet"), str(table / "part-0.parquet")]
     assert report.skipped == [{"path": str(table / "_SUCCESS"), "reason": "hidden or bookkeeping name (starts with . or _)"}]
+
+
+def test_the_report_job_counts_the_rows_of_each_scores_file(tmp_path):
+    """Its input accounting alone (the report itself is tests/jobs/test_report_html.py's): every
+    part with the rows its footer gives, adding up to the table's rows; the bookkeeping file skipped."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jobs.report import ReportJob
+
+    scores = tmp_path / "scores"
+    scores.mkdir()
+    pq.write_table(pa.table({"page_key": ["a", "b", "c"]}), scores / "part-0.parquet")
+    pq.write_table(pa.table({"page_key": ["d"]}), scores / "part-1.parquet")
+    pq.write_table(pa.table({"page_key": pa.array([], pa.string())}), scores / "part-2.parquet")
+    (scores / "_SUCCESS").write_text("")
+    job = ReportJob(["--input", str(scores), "--output", str(tmp_path)])
+    job.count_scores_rows()
+    inputs, counters = job.record["inputs"], job.record["counters"]
+    assert [(Path(r["source"]).name, r["rows"]) for r in inputs["read"]] == [
+        ("part-0.parquet", 3), ("part-1.parquet", 1), ("part-2.parquet", 0)]
+    assert counters["scores_rows"] == 4 and counters["reconciles"] is True
+    assert [Path(s["path"]).name for s in inputs["skipped"]] == ["_SUCCESS"]

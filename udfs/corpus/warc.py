@@ -265,7 +265,7 @@ _INFLATE_STEP = 1 << 20
 
 
 @dataclass
-class _Member:
+class GzipMember:
     offset: int  # of the gzip member in the file
     length: int  # compressed bytes
     size: int  # decompressed bytes, all counted
@@ -273,7 +273,7 @@ class _Member:
     head: bytes  # its first bytes (the reject's sample when data is None)
 
 
-def _gzip_members(fh, max_bytes: int, name: str, head_bytes: int) -> Iterator[_Member]:
+def gzip_members(fh, max_bytes: int, name: str, head_bytes: int) -> Iterator[GzipMember]:
     """The gzip members of ``fh``, one at a time, streamed: a member's decompressed bytes are
     kept only up to ``max_bytes`` (then only counted, never held), so a member that inflates to
     any size costs at most ``max_bytes`` + one step of memory. A member cut short, bytes that are
@@ -302,7 +302,7 @@ def _gzip_members(fh, max_bytes: int, name: str, head_bytes: int) -> Iterator[_M
                 pending = fh.read(_READ_CHUNK)
                 if not pending:
                     raise WarcError(PARSE_ERROR, f"{name}: last record at offset {pos} is cut (truncated gzip "
-                                                 "member: the file ends before the member does); not indexed")
+                                                 "member: the file ends before the member does)")
             fed = pending
             try:
                 out = d.decompress(fed, _INFLATE_STEP)
@@ -320,7 +320,7 @@ def _gzip_members(fh, max_bytes: int, name: str, head_bytes: int) -> Iterator[_M
             elif kept:
                 kept = bytearray()  # over the bound: from here on only counted
         if size:
-            yield _Member(pos, used, size, bytes(kept) if size <= max_bytes else None, head)
+            yield GzipMember(pos, used, size, bytes(kept) if size <= max_bytes else None, head)
         pos += used
 
 
@@ -382,7 +382,7 @@ def scan_warc(path: str, warc_filename: str | None = None, *, max_record_bytes: 
 
 
 def _scan_gzip(fh, name, path, max_record_bytes, raw_chars):
-    for m in _gzip_members(fh, max_record_bytes, name, head_bytes=4 * raw_chars):
+    for m in gzip_members(fh, max_record_bytes, name, head_bytes=4 * raw_chars):
         if m.data is None:
             yield "reject", reject_row(path, m.offset, f"record at offset {m.offset} ({m.length} bytes compressed) "
                                        f"inflates to {m.size} bytes, over max_record_bytes={max_record_bytes}; "
@@ -459,5 +459,5 @@ def relative_name(path: str, base: str | None) -> str:
 __all__ = [
     "FETCH_ERROR", "PARSE_ERROR", "NOT_FOUND", "ROOT_RULE", "WarcError", "WarcRecord", "join_location",
     "read_range", "gunzip_member", "parse_record", "read_record", "html_record_check", "scan_warc",
-    "index_warc", "relative_name", "INDEX_COLUMNS",
+    "index_warc", "relative_name", "INDEX_COLUMNS", "GzipMember", "gzip_members",
 ]

@@ -200,6 +200,13 @@ def resolve_inputs(
     return sorted(seen)
 
 
+def local_name(uri: str) -> str:
+    """A ``file:`` URI as the path ``resolve_inputs`` gives for it; any other location as it is."""
+    from urllib.parse import unquote
+
+    return unquote(urlsplit(uri).path) if uri.startswith("file:") else uri
+
+
 def _walk(top: Path, suffixes: tuple[str, ...], report: InputReport) -> list[Path]:
     """The files under ``top`` ending in one of ``suffixes``, symlinks to files and folders
     followed. A folder is walked once: one reached again (a symlink loop, or a second link to a

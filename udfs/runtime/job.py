@@ -48,6 +48,28 @@ FROM_CONF = _FromConf()
 output_location = _io.output_location
 
 
+# Flags whose values are secrets (a hosted endpoint's key): a run record keeps that they were
+# given, never what they were.
+SECRET_FLAGS = ("--api-key",)
+REDACTED = "<redacted>"
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """``argv`` with the value of every flag of SECRET_FLAGS (``--flag v`` or ``--flag=v``) replaced."""
+    out, hide = [], False
+    for a in argv:
+        flag, eq, _ = a.partition("=")
+        if hide:
+            out.append(REDACTED)
+            hide = False
+        elif flag in SECRET_FLAGS and eq:
+            out.append(f"{flag}={REDACTED}")
+        else:
+            out.append(a)
+            hide = a in SECRET_FLAGS
+    return out
+
+
 class RunRecord:
     """Counters and facts about one run, written as ``_run.json`` next to the table it describes.
 
@@ -124,7 +146,7 @@ class Job:
     def __init__(self, argv: list[str] | None = None):
         self.argv = list(sys.argv[1:] if argv is None else argv)
         self.args = self.parse_args(self.argv)
-        self.record = RunRecord(self.name, self.argv)
+        self.record = RunRecord(self.name, redact_argv(self.argv))
 
     # ---- command line ------------------------------------------------------------------------
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:  # pragma: no cover - hook
@@ -229,6 +251,22 @@ class Job:
         inputs.setdefault("considered", []).extend(report.as_dict()["considered"])
         inputs.setdefault("skipped", []).extend({**s, "flag": flag} for s in report.skipped)
 
+    def keep_reads(self, files, counts: dict[str, dict[str, Any]], unit: str, total: int,
+                   key: str = "read") -> bool:
+        """What each input gave, for the run record: ``record["inputs"][key]`` is one entry per
+        file, ``{"source": file, unit: n, ...}`` (the other items of ``counts[file]`` after it),
+        for every file of ``files`` (the files the job was to read: one that gave nothing is
+        there with 0) and every other file ``counts`` names; ``record["inputs"][key + "_unit"]``
+        says what ``unit`` counts. Returns whether the per-file ``unit`` counts add up to
+        ``total`` (the job's own count of them), for the job's ``reconciles`` counter."""
+        entries: dict[str, dict[str, Any]] = {}
+        for f in [*files, *counts]:
+            entries.setdefault(f, {"source": f, unit: 0, **counts.get(f, {})})
+        inputs = self.record.data.setdefault("inputs", {})
+        inputs[key] = list(entries.values())
+        inputs[f"{key}_unit"] = unit
+        return sum(int(e[unit] or 0) for e in entries.values()) == total
+
     def clear_outputs(self) -> None:
         """Rerunning replaces this job's outputs and nothing else under the shared root, local
         or remote."""
@@ -255,7 +293,8 @@ class Job:
         if self.args.log_level != "DEBUG":
             for noisy in ("py4j", "httpx"):
                 logging.getLogger(noisy).setLevel(logging.WARNING)
-        self.record["config"] = dict(vars(self.args))
+        secret = {f.lstrip("-").replace("-", "_") for f in SECRET_FLAGS}
+        self.record["config"] = {k: (REDACTED if k in secret and v else v) for k, v in vars(self.args).items()}
         try:
             self.run()
         except (InputError, ConfigError) as exc:  # bad input: one line, no traceback
