@@ -1,6 +1,7 @@
 """The validity agent's two modes on the bundled markups: both shares, and why they differ.
 
     .venv/bin/python benchmarks/validity_modes.py [--strict] [--examples 5]
+    .venv/bin/python benchmarks/validity_modes.py --paper-data data/llm4schemaorg
 
 Markups: every readable JSON-LD markup of the schema.org examples and the extruct samples
 (``udfs.bench.markup_corpus.real_markups``, the demo's pages among them). Each is read by both
@@ -9,6 +10,12 @@ entity type, identical strings once, summed over markups); the triples on which 
 are grouped by the mode that removes them and the cause. The same comparison over files:
 ``python -m udfs.agents.validity --compare-modes FILE...``. Prints a Markdown table (the one in
 README.md) and, per cause, a few example triples.
+
+``--paper-data FOLDER``: the paper's own markups instead (``FOLDER/manifest.tsv``, the files
+fetched under ``FOLDER/cache`` by ``FOLDER/fetch.py``): per document, the triples our paper mode
+keeps beside those the paper's filtered output (``*_shacl_*_filtered.jsonld``) holds, both counted
+the paper's way, and whether they are the same set; then per source the kept shares (the paper's
+own filter, our paper mode, our schemaorg mode) beside Table 7's.
 """
 from __future__ import annotations
 
@@ -18,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from udfs.agents.validity import ModeComparison, ValidityAgent  # noqa: E402
+from udfs.agents.validity import ModeComparison, ValidityAgent, counted_keys, paper_triples  # noqa: E402
 from udfs.bench.markup_corpus import real_markups  # noqa: E402
 from udfs.runtime.config import load_config  # noqa: E402
 from udfs.schemaorg.markup import MarkupError, parse_markup  # noqa: E402
@@ -29,9 +36,13 @@ def main() -> int:
     ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=False,
                     help="strict reading of literals in the schemaorg mode")
     ap.add_argument("--examples", type=int, default=3, help="example triples shown per cause")
+    ap.add_argument("--paper-data", type=Path, default=None, metavar="FOLDER",
+                    help="compare with the paper's own filtered markups listed in FOLDER/manifest.tsv")
     args = ap.parse_args()
     conf = load_config().validity
     agent = ValidityAgent("compiled", args.strict, conf.vocab, "schemaorg")
+    if args.paper_data is not None:
+        return paper_data(args.paper_data, agent, ValidityAgent("compiled", args.strict, conf.vocab, "paper"))
     groups = {"schema.org examples": ModeComparison(), "extruct samples": ModeComparison()}
     refused = 0
     for c in real_markups():
@@ -65,6 +76,47 @@ def main() -> int:
         print(f"\nremoved by {m} only, {c}:")
         for r in [r for r in total.rows if (r["removed_by"], r["cause"]) == (m, c)][: args.examples]:
             print(f"  {r['file']}: {r['entity_type']} / {r['property']}: {r['value'][:60]!r} ({r['reason'][:120]})")
+    return 0
+
+
+def paper_data(folder: Path, schemaorg: ValidityAgent, paper: ValidityAgent) -> int:
+    """The ``--paper-data`` comparison; 1 when a file of the manifest is not in the cache."""
+    import csv
+
+    from udfs.report.paper import TABLE7
+
+    with open(folder / "manifest.tsv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    missing = [r[c] for r in rows for c in ("markup", "filtered") if not (folder / "cache" / r[c]).exists()]
+    if missing:
+        print(f"validity_modes.py: error: {len(missing)} files not in {folder / 'cache'}: run {folder / 'fetch.py'}",
+              file=sys.stderr)
+        return 1
+    by_source: dict[str, dict] = {}
+    print("| source | document | triples | kept, the paper's filter | kept, our paper mode | same triples | expected |")
+    print("|---|---|---:|---:|---:|---|---|")
+    for r in rows:
+        m = parse_markup((folder / "cache" / r["markup"]).read_text(encoding="utf-8"))
+        res = paper.validate(m)
+        counted = paper_triples(m, res.verdicts)
+        ours = {(x["property"], x["value"], x["entity_type"] or "") for x in counted if x["valid"]}
+        theirs = counted_keys(parse_markup((folder / "cache" / r["filtered"]).read_text(encoding="utf-8")))
+        s = by_source.setdefault(r["source"], {"docs": 0, "agree": 0, "theirs": 0, "cmp": ModeComparison()})
+        s["docs"] += 1
+        s["agree"] += ours == theirs
+        s["theirs"] += len(theirs)
+        s["cmp"].add(m, schemaorg.findings_many([m])[0], schemaorg.model, r["document"])
+        print(f"| {r['source']} | {r['document'][:40]} | {len(counted)} | {len(theirs)} | {len(ours)} | "
+              f"{'yes' if ours == theirs else 'no'} | {r['expect']} |")
+    print("\n| source | documents | triples | kept, the paper's filter | kept, our paper mode | kept, our schemaorg mode "
+          "| Table 7 (180 pages) | same triples as the paper's filter |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for src, s in by_source.items():
+        c = s["cmp"]
+        t7 = TABLE7.get(src)
+        print(f"| {src} | {s['docs']} | {c.triples} | {s['theirs']} ({s['theirs'] / c.triples:.1%}) | "
+              f"{c.kept['paper']} ({c.share('paper'):.1%}) | {c.kept['schemaorg']} ({c.share('schemaorg'):.1%}) | "
+              + (f"{t7[1]:,} of {t7[0]:,} ({t7[1] / t7[0]:.1%})" if t7 else "-") + f" | {s['agree']} of {s['docs']} |")
     return 0
 
 

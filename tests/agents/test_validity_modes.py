@@ -13,7 +13,7 @@ import pytest
 
 from udfs.agents.validity import (
     BLANK_PROPERTY, DATATYPE, MULTI_TYPE, RETIRED, UNDEFINED_PROPERTY, UNDEFINED_TYPE, VALUE_STRING,
-    VALUE_TYPE, ModeComparison, ValidityAgent, paper_triples,
+    VALUE_TYPE, ModeComparison, ValidityAgent, counted_keys, paper_triples,
 )
 from udfs.runtime.config import load_config
 from udfs.schemaorg.markup import Ref, parse_markup
@@ -158,6 +158,36 @@ def test_command_line_paper_mode_lines_are_the_papers_count(tmp_path):
     assert s["disagreements"] == {f"removed by paper: {MULTI_TYPE}": 4} and len(rows) == 4
 
 
+# ---- the paper's own outputs ------------------------------------------------------------------
+PAPER_DATA = ROOT / "data" / "llm4schemaorg"
+
+
+def test_paper_mode_keeps_what_the_papers_filter_kept(paper):
+    """On the paper's markups (data/llm4schemaorg/manifest.tsv: human, GPT-3.5 and GPT-4 markups of
+    its corpus with the filtered outputs its pipeline wrote), our paper mode keeps exactly the
+    triples the paper's filtered markup holds, counted the paper's way. The one exception the
+    manifest marks ``unfiltered``: at that commit the paper's filter left the markup whole although
+    its validation log flags triples (the log's keys are joined with "|", the filter splits them on
+    another delimiter, so no key matched)."""
+    import csv
+
+    with open(PAPER_DATA / "manifest.tsv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    if not all((PAPER_DATA / "cache" / r[c]).exists() for r in rows for c in ("markup", "filtered")):
+        pytest.skip("the paper's markups are not fetched (its repository has no licence, so they are not "
+                    "bundled): run data/llm4schemaorg/fetch.py")
+    assert {r["source"] for r in rows} == {"human", "GPT-3.5", "GPT-4"}
+    for r in rows:
+        m = parse_markup((PAPER_DATA / "cache" / r["markup"]).read_text(encoding="utf-8"))
+        res = paper.validate(m)
+        ours = {(x["property"], x["value"], x["entity_type"] or "") for x in paper_triples(m, res.verdicts) if x["valid"]}
+        theirs = counted_keys(parse_markup((PAPER_DATA / "cache" / r["filtered"]).read_text(encoding="utf-8")))
+        if r["expect"] == "agree":
+            assert ours == theirs, (r["document"], sorted(ours ^ theirs)[:5])
+        else:
+            assert r["expect"] == "unfiltered" and theirs == counted_keys(m) and ours < theirs, r["document"]
+
+
 # ---- the schemaorg reading's fixes -------------------------------------------------------------
 def test_url_range_takes_any_iri_also_a_typed_nodes_id(schemaorg):
     doc = {"@context": "https://schema.org", "@type": "Article", "headline": "H", "url": "https://ex.org/a",
@@ -202,7 +232,8 @@ def test_the_evaluation_validity_stage_follows_the_mode():
     from udfs.evaluation.evaluator import EvalConfig, PageEvaluator
 
     conf = load_config()
-    doc = {"@context": "https://schema.org", "@type": ["Recipe", "Product"], "name": "Pie", "sku": "S1"}
+    doc = {"@context": "https://schema.org", "@type": ["Recipe", "Product"], "name": "Pie", "sku": "S1",
+           "author": {"@type": "Person", "name": "Ann"}}
     page = {"page_key": "k", "page_url": "http://ex.org/pie", "text": "Pie", "human_markup": json.dumps(doc)}
     kept = {}
     for mode in ("schemaorg", "paper"):
@@ -213,8 +244,55 @@ def test_the_evaluation_validity_stage_follows_the_mode():
         # validity only, human markup only: no model is asked (the address is never reached)
         out = PageEvaluator("http://127.0.0.1:9/v1", cfg, use_served_tokenizer=False).evaluate(page)
         (score,) = out["scores"]
-        kept[mode] = (score["n_valid"], score["n_triples"],
+        kept[mode] = (score["n_valid"], score["n_triples"], score.get("n_valid_paper"), score.get("n_triples_paper"),
+                      score.get("n_compliant_paper"),
                       json.loads(next(m["markup"] for m in out["markups"] if m["stage"] == "validity")))
-    # 2 leaves x 2 types = 4 rows; the paper's Recipe shape flags sku on both rows, the union keeps it
-    assert kept["schemaorg"][:2] == (4, 4) and kept["paper"][:2] == (2, 4)
-    assert "sku" not in kept["paper"][2] and kept["schemaorg"][2]["sku"] == "S1"
+    # Rows: name, sku, author x 2 types (Recipe, Product) + the Person's name = 7. Counted the paper's
+    # way: the author links are not leaves: (name, Pie) and (sku, S1) under both types + (name, Ann,
+    # Person) = 5. The union keeps all 7 rows (no paper counting in the schemaorg mode).
+    assert kept["schemaorg"][:5] == (7, 7, None, None, None)
+    # The paper's Recipe shape flags sku (the "S1" leaves go under both types) and its Product shape
+    # flags author, a blank node: the property goes with the Person under it. Rows: the two name
+    # rows are left, 2 of 7; counted the paper's way: (name, Pie) under both types, 2 of 5; no later
+    # stage ran, so 2 are left after compliance too.
+    assert kept["paper"][:5] == (2, 7, 2, 5, 2)
+    assert "sku" not in kept["paper"][5] and kept["schemaorg"][5]["sku"] == "S1"
+
+
+def test_report_table7_says_which_counting_it_shows(tmp_path):
+    """The report's Table 7 over scores of the paper mode counts the paper's way (the n_*_paper
+    columns), over the schemaorg mode's the rows, and says which, on a real page's markup."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from udfs.evaluation.evaluator import SCORES_SCHEMA, EvalConfig, PageEvaluator, to_table
+    from udfs.report.build import COUNTINGS, table7_text, tables, triple_counting
+
+    conf = load_config()
+    markup = (ROOT / "data" / "html" / "extruct-samples" / "songkick"
+              / "Elysian Fields Brooklyn Tickets, The Owl Music Parlor, 31 Oct 2015.jsonld").read_text()
+    page = {"page_key": "k", "page_url": "http://ex.org/owl", "text": "", "human_markup": markup}
+    for mode in ("paper", "schemaorg"):
+        cfg = EvalConfig(stages=["validity"], strategy=conf.evaluate.strategy, factuality_threshold=0.5,
+                         compliance_threshold=0.5, verdict_models=[], context_window=conf.evaluate.context_window,
+                         max_tokens=conf.evaluate.max_tokens, max_claims=0, validity_engine="compiled",
+                         validity_strict=False, validity_vocab=CONF.vocab, validity_mode=mode, scores=conf.scores)
+        (score,) = PageEvaluator("http://127.0.0.1:9/v1", cfg, use_served_tokenizer=False).evaluate(page)["scores"]
+        pq.write_table(to_table([score], SCORES_SCHEMA), tmp_path / f"{mode}.parquet")
+        con = duckdb.connect()
+        con.register("scores", pq.read_table(tmp_path / f"{mode}.parquet"))
+        con.register("strata", pa.table({"page_key": ["k"], "feature": ["f"], "stratum": ["low"]}))
+        counting = triple_counting(con)
+        (row,) = tables(con, counting)["table7"].to_dict("records")
+        if mode == "paper":
+            # the validity module's own paper count of the same markup: an independent path
+            agent = ValidityAgent("compiled", False, CONF.vocab, "paper")
+            res = agent.validate(json.loads(markup)[0] if markup.lstrip().startswith("[") else json.loads(markup))
+            rows = paper_triples(res.markup, res.verdicts)
+            assert counting == "paper" and score["n_triples_paper"] < score["n_triples"]
+            assert (row["triples_in"], row["after_validity"]) == (len(rows), sum(r["valid"] for r in rows))
+        else:
+            assert counting == "rows" and score.get("n_triples_paper") is None
+            assert (row["triples_in"], row["after_validity"]) == (score["n_triples"], score["n_valid"])
+        assert table7_text(tables(con, counting)["table7"], counting).endswith(COUNTINGS[counting])

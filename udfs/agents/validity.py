@@ -467,6 +467,13 @@ def _text(v: Value) -> str:
     return v.text if isinstance(v, Literal) else v.id
 
 
+def counted_keys(markup: Markup) -> set[tuple[str, str, str]]:
+    """The triples of ``markup`` taken as it is, as the paper counts them: one (property, value
+    string, entity type or "") per leaf, links between nodes not counted. Over a markup the paper's
+    filter wrote, the triples it kept; the keys of :func:`paper_triples`' rows."""
+    return {(t.property, _text(t.value), t.entity_type or "") for t in markup.triples() if _leaf(markup, t.value)}
+
+
 def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, _Removal], set[str]]:
     """Every (subject, property, value key) of ``markup`` that the paper's filter removes, with the
     rule, the cause and a reason. Flags (pySHACL over closed shapes with inherited properties, the
@@ -603,14 +610,17 @@ def _with_subtrees(markup: Markup, removed: dict[tuple, _Removal], dead: dict[st
                 if isinstance(v, Ref) and v.id in ents:
                     incoming.setdefault(v.id, []).append((s, p, v.key()))
     why: dict[str, _Removal] = dict(dead)
-    for _ in range(len(lost)):  # causes along chains of cut-off nodes, one hop per pass
-        for e in lost:
-            if e in why:
-                continue
+    pending = [e for e in lost if e not in why]
+    while pending:  # causes along chains of cut-off nodes, one hop per pass
+        for e in pending:
             for link in incoming.get(e, ()):
                 if link in removed or link[0] in why:
                     why[e] = removed.get(link) or why[link[0]]
                     break
+        still = [e for e in pending if e not in why]
+        if len(still) == len(pending):  # a pass that found no cause: the rest have none
+            break
+        pending = still
     out = dict(removed)
     for e in lost:
         r = why.get(e, (2, UNDEFINED_PROPERTY, "cut off from the top-level entities"))
