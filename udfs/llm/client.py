@@ -7,12 +7,18 @@
   ``error`` set;
 * a persistent request cache (SQLite) keyed by (model, messages, parameters): a rerun or a
   resumed run never pays twice for the same request;
+* a model the endpoint does not list is a clear error before any chat request is sent (some
+  OpenAI-compatible servers, llama.cpp's own, answer whatever model is named);
 * token and latency accounting on every ``Completion`` and summed in ``LLMClient.stats``;
 * structured output: ``json_schema=`` sends a JSON-schema ``response_format`` and the answer is
   parsed strictly (``MalformedOutput`` says what is wrong); ``choices=`` sends vLLM's
   ``structured_outputs.choice`` (the embedded service understands it too);
 * yes/no verdict scores from the first answer token's top logprobs:
   P(yes) / (P(yes) + P(no)), each summed over the spellings of the word ("Yes", " yes", ...).
+
+A hosted endpoint's key (``api_key``, default ``$OPENAI_API_KEY``) goes out as an
+``Authorization: Bearer`` header and nowhere else: not in the cache key, a ``Completion``, the
+stats, an error message or a log line.
 
 Plain Python: ``LLMClient(...).chat_sync(messages)``; async: ``await client.chat(messages)``.
 Ray Data stages hold one client per actor (``jobs/evaluate.py``'s ``EvaluatePages``).
@@ -23,6 +29,7 @@ import asyncio
 import hashlib
 import json
 import math
+import os
 import random
 import sqlite3
 import threading
@@ -189,6 +196,11 @@ class RequestCache:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
+        # Each put commits while the event loop waits: with WAL's default FULL sync that is an
+        # fsync per answer, which caps a worker's request rate at the disk's fsync rate. NORMAL
+        # still keeps every commit across a killed process (only a power loss can drop the last
+        # ones, which a rerun asks again).
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, request TEXT,"
             " response TEXT, created REAL)"
@@ -243,7 +255,7 @@ class LLMClient:
     ):
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.api_key = api_key
+        self._headers = auth_headers(api_key)
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries
         self.timeout_s = timeout_s
@@ -256,20 +268,23 @@ class LLMClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._http: httpx.AsyncClient | None = None
         self._sem: asyncio.Semaphore | None = None
+        self._listing: asyncio.Lock | None = None
+        # model id -> why it cannot be asked here (None: listed, or the listing unreadable)
+        self._model_checks: dict[str | None, str | None] = {}
 
     # The httpx client and semaphore belong to one event loop; a new loop (asyncio.run per Ray
     # Data batch, say) gets new ones.
     def _session(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
-            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
             self._http = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
-                headers=headers,
+                headers=self._headers,
                 transport=self.transport,
                 limits=httpx.Limits(max_connections=self.max_concurrency * 2),
             )
             self._sem = asyncio.Semaphore(self.max_concurrency)
+            self._listing = asyncio.Lock()
             self._loop = loop
         return self._http, self._sem
 
@@ -284,12 +299,18 @@ class LLMClient:
         if self.model:
             return self.model
         http, _ = self._session()
-        resp = await http.get(f"{self.base_url}/models")
-        resp.raise_for_status()
-        data = resp.json().get("data") or []
-        if not data:
-            raise LLMError(f"{self.base_url}/models lists no model")
-        self.model = data[0]["id"]
+        # The first requests of a burst all arrive here before any listing has answered: one
+        # listing each swamped the connection pool (its scheduling is quadratic in the requests
+        # waiting) before a single chat went out, so they wait for one.
+        async with self._listing:
+            if self.model:
+                return self.model
+            resp = await http.get(f"{self.base_url}/models")
+            resp.raise_for_status()
+            data = resp.json().get("data") or []
+            if not data:
+                raise LLMError(f"{self.base_url}/models lists no model")
+            self.model = data[0]["id"]
         return self.model
 
     def build_request(
@@ -386,6 +407,11 @@ class LLMClient:
                 c.from_cache = True
                 return c
         http, sem = self._session()
+        model = req.get("model")
+        if model not in self._model_checks:
+            self._model_checks[model] = await self._unlisted_model(http, model)
+        if self._model_checks[model]:
+            return Completion(error=self._model_checks[model], model=model)
         reason = "not sent"
         t0 = time.monotonic()
         attempt = 0
@@ -422,6 +448,21 @@ class LLMClient:
                 await asyncio.sleep(self._backoff(attempt - 1, retry_after))
         return Completion(error=f"gave up after {attempt} attempts: {reason}", attempts=attempt,
                           latency_s=time.monotonic() - t0, model=req.get("model"))
+
+    async def _unlisted_model(self, http: httpx.AsyncClient, model: str | None) -> str | None:
+        """Why ``model`` cannot be asked at this endpoint: it is not among the ids ``/models`` lists.
+        None when it is listed, or when the listing cannot be read (the chat request then says
+        what is wrong)."""
+        if not model:
+            return None
+        try:
+            resp = await http.get(f"{self.base_url}/models")
+            ids = [m["id"] for m in resp.json().get("data") or []] if resp.status_code == 200 else []
+        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        if ids and model not in ids:
+            return f"model {model!r} is not served at {self.base_url}: /models lists {sorted(ids)}"
+        return None
 
     @staticmethod
     def _completion(body: dict[str, Any]) -> Completion:
@@ -461,15 +502,25 @@ class LLMClient:
             self.cache.close()
 
 
-def first_model(base_url: str, *, timeout_s: float) -> str:
+def auth_headers(api_key: str | None = None) -> dict[str, str]:
+    """The bearer header for ``api_key``, else (None or empty) for ``$OPENAI_API_KEY``; none when neither is set."""
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def first_model(base_url: str, *, timeout_s: float, api_key: str | None = None) -> str:
     """The id of the first model ``<base_url>/models`` lists (the service's default model).
-    A service that cannot be reached or lists no model is an ``LLMError`` that says to start it."""
+    A service that cannot be reached or lists no model is an ``LLMError`` that says to start it;
+    one that refuses the key (401/403) says so. ``api_key`` as for ``LLMClient``."""
     hint = "start the service (python -m udfs.llm.serving start)"
     try:
-        resp = httpx.get(f"{base_url}/models", timeout=timeout_s)
+        resp = httpx.get(f"{base_url}/models", timeout=timeout_s, headers=auth_headers(api_key))
         resp.raise_for_status()
         data = resp.json().get("data") or []
     except httpx.HTTPStatusError as exc:
+        if exc.response.status_code in (401, 403):
+            raise LLMError(f"{base_url}/models refused the request (HTTP {exc.response.status_code}): "
+                           "give the endpoint's key with --api-key or OPENAI_API_KEY") from None
         raise LLMError(f"{base_url}/models cannot be read (HTTP {exc.response.status_code}: "
                        f"{_error_message(exc.response)}): {hint}") from None
     except (httpx.HTTPError, ValueError) as exc:

@@ -48,19 +48,29 @@ def base_url(conf: dict[str, Any]) -> str:
     return f"http://{conf['serving']['host']}:{conf['serving']['port']}/v1"
 
 
+def client_base_url(given: str = "", conf: dict[str, Any] | None = None) -> str:
+    """Where a client sends its requests: ``given`` (a job's --base-url), else ``$OPENAI_BASE_URL``
+    (a hosted endpoint, as OpenAI's own clients read it), else the service of ``conf`` (default
+    conf/serving.toml)."""
+    if given:
+        return given
+    if os.environ.get("OPENAI_BASE_URL"):
+        return os.environ["OPENAI_BASE_URL"]
+    return base_url(conf if conf is not None else load_serving_conf())
+
+
 def _autoscaling(section: dict[str, Any]) -> dict[str, Any]:
     lo, hi = int(section.get("min_replicas", 1)), int(section.get("max_replicas", 1))
     if lo > hi or hi < 1:
         raise ValueError(f"replicas: need 1 <= max_replicas and min_replicas <= max_replicas, got {lo}..{hi}")
     if lo == hi:
         return {"num_replicas": lo}
-    return {
-        "autoscaling_config": {
-            "min_replicas": lo,
-            "max_replicas": hi,
-            "target_ongoing_requests": section.get("target_ongoing_requests", 2),
-        }
-    }
+    auto = {"min_replicas": lo, "max_replicas": hi,
+            "target_ongoing_requests": section.get("target_ongoing_requests", 2)}
+    for key in ("upscale_delay_s", "downscale_delay_s"):
+        if key in section:
+            auto[key] = float(section[key])
+    return {"autoscaling_config": auto}
 
 
 # --------------------------------------------------------------------------------------------
@@ -322,13 +332,22 @@ def vllm_llm_config_kwargs(conf: dict[str, Any]) -> dict[str, Any]:
         # Without disable_any_whitespace a JSON schema lets the model pad whitespace up to max_tokens.
         "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
         "tensor_parallel_size": int(v.get("tensor_parallel_size", 1)),
+        "pipeline_parallel_size": int(v.get("pipeline_parallel_size", 1)),
+        # Sequences one replica's engine batches at once.
+        "max_num_seqs": int(v.get("max_num_seqs", 256)),
+        # usage.prompt_tokens_details.cached_tokens in every answer: the prefix cache's hits,
+        # which the client sums (the embedded engine reports them too).
+        "enable_prompt_tokens_details": True,
     }
     kwargs: dict[str, Any] = {
         "model_loading_config": {"model_id": v["model_id"], "model_source": source},
         "engine_kwargs": engine_kwargs,
-        "deployment_config": {"max_ongoing_requests": int(v.get("max_ongoing_requests", 64)), **_autoscaling(v)},
+        "deployment_config": {"max_ongoing_requests": int(v.get("max_ongoing_requests", 64)),
+                              "max_queued_requests": int(v.get("max_queued_requests", -1)), **_autoscaling(v)},
         "runtime_env": {"env_vars": {**{k: str(x) for k, x in v.get("env", {}).items()},
                                      "PYTHONPATH": str(PROJECT_ROOT)}},
+        # /tokenize with Ray 2.60 and vLLM 0.32 (udfs/llm/vllm_compat.py)
+        "callback_config": {"callback_class": "udfs.llm.vllm_compat.VllmCompat"},
         "log_engine_metrics": False,
     }
     if v.get("device", "gpu") == "cpu":
