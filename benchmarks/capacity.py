@@ -38,6 +38,15 @@ PAGES_MEASURED_HTML_KB = 36.3
 # each; benchmarks/validity_throughput.py).
 VALIDITY_MARKUPS_PER_CPU_S = 4_016
 
+# Evaluation harness (jobs/evaluate.py's driver and workers: client, agents, validity, scores,
+# tables, Ray; no model): benchmarks/evaluate_throughput.py against its stub engine, CPU seconds of
+# the job's whole process tree per verdict at the margin between its two largest runs (start-up
+# excluded), the demo pages replicated. Every model request (verdict or generation) is counted at
+# this cost.
+HARNESS_CPU_MS_PER_REQUEST = 2.60
+HARNESS_MEASURED = ("the page-at-a-time job (4 requests in flight per worker), --executor ray, 2 workers, "
+                    "1,000 pages, 29,124 verdicts, load 2.5-6")
+
 # Evaluation (jobs/evaluate.py --limit 2 --order shortest, embedded model, README "agents and the
 # evaluation"): per page and source, from out/demo/scores (verdict_requests, verdict_prompt_tokens,
 # verdict_cached_prompt_tokens, generation_prompt_tokens, generation_completion_tokens), and the
@@ -186,15 +195,20 @@ def tables() -> str:
 
     pages_core_h = EVAL_PAGES / PAGES_PER_CPU_S / 3600
     validity_core_s = 2 * EVAL_PAGES / VALIDITY_MARKUPS_PER_CPU_S
+    parts = prompt_parts()
+    requests_per_page = parts["human_verdicts"] + parts["model_verdicts"] + 1
+    harness_core_h = EVAL_PAGES * requests_per_page * HARNESS_CPU_MS_PER_REQUEST / 1000 / 3600
     w("### CPU work around the model, for 1 million pages\n")
     w("| step | rate (measured) | core-hours | on 64 cores |")
     w("|---|---|---|---|")
     w(f"| pages job: read record + extract | {PAGES_PER_CPU_S} pages/CPU-s | {pages_core_h:.1f} | {pages_core_h / 64 * 60:.0f} min |")
     w(f"| validity, human + one model markup per page | {fmt(VALIDITY_MARKUPS_PER_CPU_S)} markups/CPU-s | "
       f"{validity_core_s / 3600:.2f} | {validity_core_s / 64:.0f} s |")
+    w(f"| evaluation harness, {requests_per_page:.0f} model requests per page | {HARNESS_CPU_MS_PER_REQUEST} CPU-ms/request | "
+      f"{harness_core_h:.1f} | {harness_core_h / 64 * 60:.0f} min |")
     w("")
+    w(f"The harness figure: {HARNESS_MEASURED} (benchmarks/evaluate_throughput.py); validity is part of it.\n")
 
-    parts = prompt_parts()
     w("### Evaluation: tokens per page\n")
     w(f"From the measured runs: a verdict request is {parts['prefix']:.0f} tokens of instructions and fences, the page "
       f"text, and a {parts['question']:.0f}-token question; a generation request is {parts['gen_fixed']:.0f} tokens "

@@ -2,16 +2,19 @@
 
     python jobs/evaluate.py --input OUT/pages --output OUT [--limit N] [--generators qwen2.5-coder-1.5b]
 
-Each page (a ``page_key``: page URL + human markup) is evaluated by ``udfs.evaluation.evaluator`` and
-written as its own Parquet part in each table, scores last; a page whose scores part exists is
-skipped, so a killed run resumes where it stopped, and model answers come from the request cache
-(``<output>/cache/llm.sqlite``). ``--executor local`` runs the same code in this process without
-Ray (debugging, tiny runs).
+The driver plans the run from the input's small columns without holding the pages
+(``udfs.evaluation.plan``: dedup of pages sampled in several strata, ``--order``, ``--limit``,
+pages already done), then hands units of ``--part-pages`` pages to workers (Ray Data actors, or
+this process with ``--executor local``) that read their own rows, evaluate many pages at once
+with up to ``--max-in-flight`` model requests outstanding, and write each table in parts with a
+completion marker (``udfs.evaluation.runner``, ``udfs.evaluation.parts``). A killed run resumes:
+committed parts are kept, the parts in flight are redone with answers from the request cache
+(``<output>/cache/llm.sqlite``). The run is keyed by a hash of every setting that changes an
+answer; an output holding other settings' results is refused unless ``--overwrite``.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
@@ -19,61 +22,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from udfs.agents.prompts import STRATEGIES  # noqa: E402
-from udfs.runtime.io import Folder  # noqa: E402
 from udfs.runtime.job import Job  # noqa: E402
-from udfs.runtime.progress import Progress, quiet_ray_data  # noqa: E402
-from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row  # noqa: E402
+from udfs.runtime.progress import Progress  # noqa: E402
+from udfs.runtime.rejects import reject_row  # noqa: E402
 
 log = logging.getLogger("llm4schema.evaluate")
 TABLES = ("markups", "triples", "scores")
-
-
-class EvaluatePages:
-    """Ray Data ``map_batches`` callable: evaluates each page of the batch, writes its parts, and
-    returns one summary row per page (key, status, seconds) for progress and the run record."""
-
-    def __init__(self, output: str, base_url: str, cfg, cache_path: str, client_kwargs: dict):
-        from udfs.evaluation.evaluator import PageEvaluator
-
-        self.output = Folder(output)
-        self.evaluator = PageEvaluator(base_url, cfg, cache_path=cache_path, client_kwargs=client_kwargs)
-
-    def __call__(self, batch: dict) -> dict:
-        import time
-
-        keys = list(batch["page_key"])
-        statuses, reasons, seconds, triples = [], [], [], []
-        for i in range(len(keys)):
-            page = {k: _plain(batch[k][i]) for k in batch}
-            t0 = time.monotonic()
-            try:
-                result = self.evaluator.evaluate(page)
-                write_page(self.output, page["page_key"], result)
-                statuses.append("ok")
-                triples.append(len(result["triples"]))
-                reasons.append(";".join(f"{s['source']}:{s['status']}" for s in result["scores"]))
-            except Exception as exc:  # one page's failure is that page's record, not the run's end
-                log.exception("page %s failed", page["page_url"])
-                statuses.append("error")
-                triples.append(0)
-                reasons.append(f"{type(exc).__name__}: {str(exc)[:500]}")
-            seconds.append(time.monotonic() - t0)
-        return {"page_key": keys, "page_url": list(batch["page_url"]), "status": statuses,
-                "reason": reasons, "seconds": seconds, "triples": triples}
-
-
-def _plain(v):
-    return v.tolist() if hasattr(v, "tolist") else v
-
-
-def write_page(output: Folder, key: str, result: dict) -> None:
-    """One part per page per table under the output root (local or remote), each written atomically
-    (Folder.write_parquet); scores last, so a scores part means the page is complete (the resume
-    test)."""
-    from udfs.evaluation.evaluator import MARKUPS_SCHEMA, SCORES_SCHEMA, TRIPLES_SCHEMA, to_table
-
-    for table, schema in (("markups", MARKUPS_SCHEMA), ("triples", TRIPLES_SCHEMA), ("scores", SCORES_SCHEMA)):
-        (Folder.of(output) / table).write_parquet(f"part-{key}.parquet", to_table(result[table], schema))
+# Progress shows these per second beside their totals.
+RATES = ("verdicts", "prompt_tokens")
 
 
 class EvaluateJob(Job):
@@ -105,16 +61,29 @@ class EvaluateJob(Job):
         p.add_argument("--max-tokens", type=int, help="most tokens of one generated markup")
         p.add_argument("--max-claims", type=int,
                        help="distinct claims judged per markup and agent (0: all); the rest are recorded as not judged")
+        p.add_argument("--calibration", help="calibration file (jobs/agents_bench.py calibrate): its thresholds and "
+                       "probability maps where an entry matches the verdict models and strategy; \"\": none")
         p.add_argument("--correct", action=argparse.BooleanOptionalAction, default=False, help="GraphCorrect: correct non-factual claims "
                        "from the text and re-verify (corrected triples are marked)")
-        p.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: conf/serving.toml's")
+        p.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: $OPENAI_BASE_URL, "
+                       "else conf/serving.toml's")
+        p.add_argument("--api-key", default="", help="bearer token for a hosted endpoint; default $OPENAI_API_KEY; "
+                       "never written to the run record or logs")
+        p.add_argument("--max-in-flight", type=int,
+                       help="model requests outstanding per worker and model (a quarter as many pages at once); "
+                       "conf/serving-gpu.toml says what GPU replicas want")
+        p.add_argument("--part-pages", type=int,
+                       help="pages a worker takes at a time; their rows are committed together when they are done, "
+                       "so a kill redoes at most these pages per worker (answers from the request cache)")
+        p.add_argument("--part-rows", type=int,
+                       help="a table's part is written once it holds this many rows (a page's rows stay in one part)")
         p.add_argument("--cache", default="", help="request cache (SQLite); default <output>/cache/llm.sqlite, or for a remote --output "
                        "(s3://...) a local folder: $LLM4SCHEMA_STATE_DIR or ~/.cache/llm4schema, one per root")
         p.add_argument("--executor", choices=["ray", "local"], help="ray: Ray Data actors; local: this process")
         p.add_argument("--workers", type=int, help="concurrent page evaluators (Ray actors)")
         p.add_argument("--ray-address", default="", help="existing Ray cluster; default: a local one")
         p.add_argument("--overwrite", action=argparse.BooleanOptionalAction, default=False,
-                       help="drop earlier results instead of resuming")
+                       help="drop earlier results instead of resuming (needed when they were made with other settings)")
         p.add_argument("--timeout-s", type=float, help="per model request")
 
     def eval_config(self, models: list[str]):
@@ -129,128 +98,105 @@ class EvaluateJob(Job):
                           validity_engine=v.engine, validity_strict=v.strict, validity_vocab=v.vocab,
                           validity_mode=v.mode,
                           scores=self.config.scores, models=list(models), sources=[HUMAN, *models],
-                          judge_model=a.judge_model, correction=a.correct)
+                          judge_model=a.judge_model, correction=a.correct, calibration=a.calibration,
+                          # the verdict model is the service's first when none is named: the default generator
+                          served_model=models[0] if models and a.generation and not a.generators else None)
 
     def run(self) -> None:
         import dataclasses
+        import os
 
-        from udfs.evaluation.evaluator import page_key
+        from udfs.evaluation.parts import SettingsMismatch, committed, remove_leftovers, settings_hash, write_rejects
+        from udfs.evaluation.plan import plan_pages
+        from udfs.evaluation.runner import run_local
+        from udfs.llm.client import LLMError, first_model
+        from udfs.llm.serving import client_base_url
         from udfs.runtime.inputs import InputReport
         from udfs.runtime.io import local_state_dir, parquet_dataset
-        from udfs.llm.client import LLMError, first_model
-        from udfs.llm.serving import base_url, load_serving_conf
+        from udfs.runtime.rejects import FIXED_RAW_CHARS
 
         a = self.args
-        if a.overwrite:
-            for t in TABLES:
-                (self.output_root / t).rm()
-        url = a.base_url or base_url(load_serving_conf())
+        api_key = a.api_key or os.environ.get("OPENAI_API_KEY") or ""
+        url = client_base_url(a.base_url)  # --base-url, else $OPENAI_BASE_URL, else conf/serving.toml's
         try:
-            models = [] if not a.generation else (a.generators or [first_model(url, timeout_s=30)])
+            models = [] if not a.generation else (a.generators or [first_model(url, timeout_s=30,
+                                                                                api_key=api_key or None)])
         except LLMError as exc:
             self.fail(str(exc), code=1)
         cfg = self.eval_config(models)
-        self.record["evaluation"] = {"base_url": url, **dataclasses.asdict(cfg)}
+        digest, hashed = settings_hash(cfg)
+        self.record["evaluation"] = {"base_url": url, **dataclasses.asdict(cfg), "settings_hash": digest,
+                                     "hashed_files": hashed["files"], "hashed_prompts": hashed["prompts"],
+                                     "tokenizer": self._tokenizer_kind(url, api_key)}
+        if a.overwrite:
+            for d in [*(self.output_root / t for t in TABLES), self.rejects_dir]:
+                d.rm()
+        try:
+            found = committed(self.output_root, digest)
+        except SettingsMismatch as exc:
+            self.fail(str(exc))
+        remove_leftovers(self.output_root, found)
 
-        cols = ["page_url", "status", "text", "human_markup", "root_types"]
         report = InputReport()
         ds = parquet_dataset(a.input, report=report)
         self.keep_inputs(report)
-        names = set(ds.schema.names)
-        extra = [c for c in ("selected", "feature", "stratum", "sample_rank") if c in names]
-        rows = ds.to_table(columns=[c for c in cols if c in names] + extra).to_pylist()
-        c = {"input_rows": len(rows)}
-        usable = [r for r in rows if r.get("status", "ok") == "ok" and r.get("selected", True) is not False]
-        c["not_ok_or_not_selected"] = len(rows) - len(usable)
+        with self.record.time("plan"):
+            plan = plan_pages(ds, limit=a.limit, order=a.order, done=found.pages)
+        self.record["inputs"]["rows_per_file"] = {f.url: f.rows for f in plan.files}
+        c = dict(plan.counters)
         # Nothing to generate from or check against: a reject with its reason, not a page of "no"s.
-        no_text = [r for r in usable if not (r.get("text") or "").strip()]
-        c["no_text"] = len(no_text)
-        if no_text:
-            self.rejects_dir.write_text("no_text.jsonl", "".join(
-                json.dumps(reject_row(r["page_url"], None, "page has no text")) + "\n" for r in no_text))
-        usable = [r for r in usable if (r.get("text") or "").strip()]
-        usable.sort(key=lambda r: (r.get("sample_rank") or 0, r.get("feature") or "", r.get("stratum") or "",
-                                   r["page_url"]))
-        if a.order == "shortest":
-            usable.sort(key=lambda r: len(r.get("text") or ""))
-        units: dict[str, dict] = {}
-        for r in usable:
-            k = page_key(r["page_url"], r.get("human_markup"))
-            units.setdefault(k, {"page_key": k, "page_url": r["page_url"], "text": r.get("text") or "",
-                                 "human_markup": r.get("human_markup"),
-                                 "root_types": list(r.get("root_types") or [])})
-        c["duplicate_rows"] = len(usable) - len(units)
-        todo = list(units.values())
-        if a.limit:
-            c["over_limit"] = max(0, len(todo) - a.limit)
-            todo = todo[: a.limit]
-        done = {n[len("part-"):-len(".parquet")] for n in (self.output_root / "scores").ls("part-*.parquet")}
-        c["already_scored"] = sum(u["page_key"] in done for u in todo)
-        todo = [u for u in todo if u["page_key"] not in done]
-        log.info("%d pages to evaluate (%d already scored) against %s, sources %s",
-                 len(todo), c["already_scored"], url, cfg.sources)
+        write_rejects(self.rejects_dir, "no_text.parquet",
+                      [reject_row(u, None, "page has no text") for u, _ in plan.no_text])
+        n = plan.todo.num_rows
+        log.info("%d pages to evaluate (%d already scored) against %s, sources %s, settings %s",
+                 n, c["already_scored"], url, cfg.sources, digest[:12])
         # SQLite needs a real disk: under a remote root the cache is a local folder (local_state_dir)
         cache = a.cache or str(local_state_dir(self.output_root, "cache") / "llm.sqlite")
-        ctor = dict(output=self.output_root.url, base_url=url, cfg=cfg, cache_path=cache,
-                    client_kwargs={"timeout_s": a.timeout_s, "max_concurrency": 4})
+        client_kwargs = {"timeout_s": a.timeout_s, **({"api_key": api_key} if api_key else {})}
+        ctor = dict(output=self.output_root.url, files=[f.url for f in plan.files], digest=digest, base_url=url,
+                    cfg=cfg, cache_path=cache, client_kwargs=client_kwargs, max_in_flight=a.max_in_flight,
+                    part_rows=a.part_rows)
+        units = list(plan.units(a.part_pages))
         summary = []
-        if todo:
-            with self.record.time("evaluate"):
-                summary = self._local(todo, ctor) if a.executor == "local" else self._ray(todo, ctor)
-        failed = [s for s in summary if s["status"] != "ok"]
-        c["evaluated"] = len(summary) - len(failed)
+        if units:
+            with self.record.time("evaluate"), Progress("evaluate", n, "pages", rates=RATES) as progress:
+                summary = run_local(units, ctor, progress) if a.executor == "local" else self._ray(units, ctor, progress)
+        failed = [f for s in summary for f in s["failed"]]
+        c["evaluated"] = sum(s["evaluated"] for s in summary)
         c["failed"] = len(failed)
-        if failed:
-            self.rejects_dir.append_text("failed_pages.jsonl", "".join(
-                json.dumps(reject_row(s["page_url"], None, s["reason"], s["page_key"], raw_chars=FIXED_RAW_CHARS)) + "\n"
-                for s in failed))
+        c["parts_written"] = sum(len(s["parts"]) for s in summary)
+        # this run's failures (a later run tries those pages again and writes its own)
+        write_rejects(self.rejects_dir, "failed.parquet",
+                      [reject_row(u, None, reason, k, raw_chars=FIXED_RAW_CHARS) for k, u, reason in failed])
         for k, v in c.items():
             self.record.count(k, v)
         log.info("counters: %s", c)
 
-    def _local(self, todo: list[dict], ctor: dict) -> list[dict]:
-        fn = EvaluatePages(**ctor)
-        out = []
-        with Progress("evaluate", len(todo), "pages") as progress:
-            for i, u in enumerate(todo, 1):
-                res = fn({k: [u[k]] for k in u})
-                row = {k: v[0] for k, v in res.items()}
-                self._page_done(progress, i, len(todo), row)
-                out.append(row)
-        fn.evaluator.close()
-        return out
-
     @staticmethod
-    def _page_done(progress: Progress, i: int, n: int, row: dict) -> None:
-        """One page's line as it finishes, and the progress display."""
-        log.info("[%d/%d] %s %s (%.1f s, %d triples)", i, n, row["status"], row["page_url"], row["seconds"],
-                 row["triples"])
-        progress.update(1, triples=int(row["triples"]), failed=int(row["status"] != "ok"))
+    def _tokenizer_kind(url: str, api_key: str) -> str:
+        """Which tokenizer chunks the pages: the endpoint's /tokenize (llama.cpp's or vLLM's shape), or
+        a local one where the endpoint has none (the workers detect the same way)."""
+        from udfs.llm.chunking import ServedTokenizer
 
-    def _ray(self, todo: list[dict], ctor: dict) -> list[dict]:
+        tok = ServedTokenizer(url, api_key=api_key or None)
+        try:
+            return tok.kind
+        except Exception as exc:  # the record says so; the workers' own chunking then fails the page
+            return f"unknown: {type(exc).__name__}: {str(exc)[:200]}"
+        finally:
+            tok.close()
+
+    def _ray(self, units: list[dict], ctor: dict, progress: Progress) -> list[dict]:
         import ray
+
+        from udfs.evaluation.runner import run_ray
 
         if not ray.is_initialized():
             # Ray's INFO start-up lines say nothing a researcher acts on; warnings still show.
             ray.init(address=self.args.ray_address or None, include_dashboard=False, log_to_driver=False,
                      logging_level=logging.WARNING,
                      runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
-        quiet_ray_data()
-        ds = ray.data.from_items(todo).map_batches(
-            EvaluatePages, fn_constructor_kwargs=ctor, batch_size=1, num_cpus=0,
-            compute=ray.data.ActorPoolStrategy(size=self.args.workers))
-        out = []
-        # Summary rows only (key, status, seconds): the pages' data stay in their Parquet parts.
-        # Each output block (one page: batch_size=1) as it streams out: iter_rows' prefetching
-        # held a page's line back until the next page had finished too.
-        with Progress("evaluate", len(todo), "pages") as progress:
-            for batch in ds.iter_batches(batch_size=None, prefetch_batches=0, batch_format="numpy"):
-                for j in range(len(batch["page_key"])):
-                    row = {k: _plain(v[j]) for k, v in batch.items()}
-                    out.append(row)
-                    self._page_done(progress, len(out), len(todo), row)
-        return out
-
+        return run_ray(units, ctor, progress, workers=self.args.workers)
 
 if __name__ == "__main__":
     sys.exit(EvaluateJob().main())

@@ -73,14 +73,14 @@ def test_evaluate_and_report_read_and_write_an_s3_root(s3_server, s3_root, s3_ke
     assert EvaluateJob(argv).main() == 0
     keys = s3_keys(prefix)
     for table in ("markups", "triples", "scores"):
-        assert len([k for k in keys if k.startswith(f"{prefix}/{table}/part-")]) == 2, keys
-    assert f"{prefix}/scores/_run.json" in keys and f"{prefix}/rejects/evaluate/no_text.jsonl" in keys
+        assert len([k for k in keys if k.startswith(f"{prefix}/{table}/part-")]) == 1, keys  # both pages, one part
+    assert f"{prefix}/scores/_run.json" in keys and f"{prefix}/rejects/evaluate/no_text.parquet" in keys
     assert not any("/cache/" in k or k.endswith(".tmp") for k in keys)  # SQLite stays on a local disk
     con = duckdb_on_s3()
     scores = con.execute(f"SELECT page_key, n_triples, n_valid FROM read_parquet('{s3_root}/scores/part-*.parquet')"
                          " ORDER BY page_key").fetchall()
     assert len(scores) == 2 and all(n > 0 and 0 < v <= n for _, n, v in scores)
-    rej = con.execute(f"SELECT source FROM read_json_auto('{s3_root}/rejects/evaluate/no_text.jsonl')").fetchall()
+    rej = con.execute(f"SELECT source FROM read_parquet('{s3_root}/rejects/evaluate/no_text.parquet')").fetchall()
     assert rej == [("http://extruct-samples.example/misc/null_ld_mock.html",)]
 
     # A rerun resumes from the parts it finds on S3.

@@ -12,8 +12,11 @@ passes a stage only on a verdict).
 from __future__ import annotations
 
 import hashlib
+import asyncio
 import json
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +25,7 @@ import pyarrow as pa
 from udfs.agents import generation, prompts
 from udfs.agents import verdicts as agents
 from udfs.schemaorg.markup import Entity, Literal, Markup, MarkupError, claim_text, parse_markup, to_jsonld
+from udfs.scores import calibration
 from udfs.scores.memr import memr
 from udfs.runtime.config import ScoresConf
 from udfs.scores import matching
@@ -39,22 +43,33 @@ TRIPLES_SCHEMA = pa.schema([
     ("value_kind", pa.string()), ("entity_type", pa.string()),
     ("valid", pa.bool_()), ("valid_reason", pa.string()), ("validity_rule", pa.int32()),
     ("factual_score", pa.float64()), ("factual", pa.bool_()), ("factual_error", pa.string()),
+    # the score as a probability of the claim being true, by the calibration's map (null: no map)
+    ("factual_p", pa.float64()),
     # votes: each voter's score (model id, or model/strategy) when several models judge; a
     # "judge:<model>" key is present exactly when a tie went to the judge.
     ("factual_votes", VOTES), ("corrected_value", pa.string()), ("corrected", pa.bool_()),
-    ("compliant_score", pa.float64()), ("compliant", pa.bool_()), ("compliant_note", pa.string()),
+    ("compliant_score", pa.float64()), ("compliant_p", pa.float64()), ("compliant", pa.bool_()),
+    ("compliant_note", pa.string()),
     ("compliant_error", pa.string()), ("compliant_votes", VOTES),
     ("kept", pa.bool_()), ("model", pa.string()), ("latency_s", pa.float64()),
     ("prompt_tokens", pa.int64()), ("cached_prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
+    # the run's settings (udfs.evaluation.parts.settings_hash): rows of two settings never mix
+    ("settings_hash", pa.string()),
 ])
 MARKUPS_SCHEMA = pa.schema([
     ("page_key", pa.string()), ("page_url", pa.string()), ("source", pa.string()), ("stage", pa.string()),
-    ("markup", pa.string()), ("n_triples", pa.int64()),
+    ("markup", pa.string()), ("n_triples", pa.int64()), ("settings_hash", pa.string()),
 ])
 SCORES_SCHEMA = pa.schema([
     ("page_key", pa.string()), ("page_url", pa.string()), ("source", pa.string()),
     ("status", pa.string()), ("reason", pa.string()), ("root_types", pa.list_(pa.string())),
     ("n_triples", pa.int64()), ("n_valid", pa.int64()), ("n_factual", pa.int64()), ("n_compliant", pa.int64()),
+    # The same four counted the paper's way (udfs.agents.validity.paper_triples): distinct leaf
+    # (property, value, entity type) strings, links between nodes not counted, one alive after a
+    # stage when any of its rows is. Filled in the paper validity mode, null otherwise; n_* above
+    # always count the rows of triples/.
+    ("n_triples_paper", pa.int64()), ("n_valid_paper", pa.int64()), ("n_factual_paper", pa.int64()),
+    ("n_compliant_paper", pa.int64()),
     ("n_corrected", pa.int64()), ("n_factual_errors", pa.int64()), ("n_compliance_errors", pa.int64()), ("n_undefined_properties", pa.int64()),
     ("rejection_validity", pa.float64()), ("rejection_factuality", pa.float64()),
     ("rejection_compliance", pa.float64()), ("rejection_rate", pa.float64()),
@@ -66,7 +81,7 @@ SCORES_SCHEMA = pa.schema([
     ("generation_completion_tokens", pa.int64()), ("generation_latency_s", pa.float64()),
     ("verdict_requests", pa.int64()), ("verdict_prompt_tokens", pa.int64()),
     ("verdict_cached_prompt_tokens", pa.int64()), ("verdict_latency_s", pa.float64()),
-    ("factuality_chunks", pa.int64()), ("wall_s", pa.float64()),
+    ("factuality_chunks", pa.int64()), ("wall_s", pa.float64()), ("settings_hash", pa.string()),
 ])
 
 
@@ -101,6 +116,14 @@ class EvalConfig:
     sources: list[str] = field(default_factory=lambda: [HUMAN])
     judge_model: str | None = None
     correction: bool = False  # GraphCorrect: correct non-factual claims from the text, re-verify
+    # A calibration file (udfs.scores.calibration; "": none). Where an entry matches the verdict
+    # models, strategy and layout, its threshold replaces the configured one and its map gives the
+    # *_p columns; calibration_applied says what was taken (the run record keeps it, with the
+    # configured thresholds). served_model: the service's first model, the verdict model when
+    # verdict_models names none (None: not known, so nothing matches).
+    calibration: str = ""
+    served_model: str | None = None
+    calibration_applied: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         bad = set(self.stages) - set(STAGES)
@@ -108,9 +131,51 @@ class EvalConfig:
             raise ValueError(f"unknown stages {sorted(bad)}: any of {', '.join(STAGES)}")
         if self.strategy not in prompts.STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}")
+        if not self.calibration_applied:  # once: a copy of a resolved config keeps what it took
+            fingerprints = ({a: agents.prompt_fingerprint(a, self.strategy) for a in calibration.AGENTS}
+                            if self.calibration else None)
+            applied = calibration.resolve(self.calibration, self.verdict_models or [self.served_model],
+                                          self.strategy, getattr(self, "layout", None) or calibration.SHARED_PREFIX,
+                                          judge=self.judge_model, prompts=fingerprints)
+            self.calibration_applied = {
+                **applied.record(), "maps": applied.maps,
+                "configured_thresholds": {"factuality": self.factuality_threshold,
+                                          "compliance": self.compliance_threshold}}
+            self.factuality_threshold = applied.thresholds.get("factuality", self.factuality_threshold)
+            self.compliance_threshold = applied.thresholds.get("compliance", self.compliance_threshold)
 
 
 NOT_JUDGED = "not judged: over"
+
+
+class _Memo:
+    """A tokenizer whose recent answers are kept (the last ``size`` texts): many pages in flight
+    ask it for the same prompt overheads, and a page's text is tokenized once in a thread for
+    both factuality chunks and generation. Thread-safe."""
+
+    def __init__(self, tokenizer, size: int = 128):
+        self._tok, self._size = tokenizer, size
+        self.name = getattr(tokenizer, "name", "memo")
+        self._seen: OrderedDict[str, list[bytes]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def token_bytes(self, text: str) -> list[bytes]:
+        with self._lock:
+            if text in self._seen:
+                self._seen.move_to_end(text)
+                return self._seen[text]
+        out = self._tok.token_bytes(text)
+        with self._lock:
+            self._seen[text] = out
+            while len(self._seen) > self._size:
+                self._seen.popitem(last=False)
+        return out
+
+    def count(self, text: str) -> int:
+        return len(self.token_bytes(text))
+
+    def close(self) -> None:
+        self._tok.close()
 
 
 def _failed(error: str | None) -> bool:
@@ -137,7 +202,7 @@ class PageEvaluator:
         if use_served_tokenizer:
             from udfs.llm.chunking import ServedTokenizer
 
-            self.tokenizer = ServedTokenizer(base_url)
+            self.tokenizer = _Memo(ServedTokenizer(base_url, api_key=kw.get("api_key")))
 
     def client(self, model: str | None):
         if model not in self._clients:
@@ -178,7 +243,12 @@ class PageEvaluator:
         text = page.get("text") or ""
         types = [t for t in (page.get("root_types") or []) if t]
         out: dict[str, list[dict[str, Any]]] = {"markups": [], "triples": [], "scores": []}
-        fact_chunks = self._factuality_chunks(text) if "factuality" in self.cfg.stages else []
+        # pages/ keeps the judge's text apart (judge_text); a table without it is judged on text
+        fact_text = page.get("judge_text") or text
+        # The served tokenizer is a blocking HTTP call: in a thread, so the other pages of the
+        # worker's event loop go on meanwhile; generation's own calls find the page text memoized.
+        fact_chunks = (await asyncio.to_thread(self._factuality_chunks, fact_text)
+                       if "factuality" in self.cfg.stages else [])
         kept_rows: dict[str, list[dict]] = {}
         raw_markups: dict[str, Markup] = {}
         final_markup: dict[str, Any] = {}
@@ -194,6 +264,8 @@ class PageEvaluator:
                 if doc is None and not score["reason"]:
                     score["reason"] = "page has no human markup"
             else:
+                if self.tokenizer is not None:  # memoized now, so generate's own call does not block
+                    await asyncio.to_thread(self.tokenizer.token_bytes, text)
                 gen = await generation.generate(self.client(source), types, text, tokenizer=self.tokenizer,
                                                 context_window=self.cfg.context_window,
                                                 max_tokens=self.cfg.max_tokens)
@@ -264,7 +336,8 @@ class PageEvaluator:
         re-verified) passes factuality with ``corrected`` set and goes on to compliance with its
         new value; ``value`` keeps what the source wrote, the curated markups (factuality on) carry
         the corrected literal."""
-        flagged = [r for r in rows if r.get("factual") is False]
+        # a node's row is not a claim: it follows the claims inside the node (follow_nodes)
+        flagged = [r for r in rows if r.get("factual") is False and r["_claim"] is not None]
         distinct = list(dict.fromkeys(r["_claim"] for r in flagged))
         if not distinct:
             return
@@ -292,6 +365,7 @@ class PageEvaluator:
                                  self.cfg.validity_mode)
         verdicts = checker.validate(markup).verdicts
         claims = agents.claims_of(markup)
+        inside = agents.nested_claims(markup, claims)
         rows = []
         for v, t, c in zip(verdicts, markup.triples(), claims):
             rows.append({
@@ -310,7 +384,7 @@ class PageEvaluator:
             if stage not in self.cfg.stages:
                 continue
             todo = [r for r in rows if _alive(r, _previous(stage, self.cfg.stages))]
-            distinct = list(dict.fromkeys(r["_claim"] for r in todo))
+            distinct = list(dict.fromkeys(r["_claim"] for r in todo if r["_claim"] is not None))
             over = distinct[self.cfg.max_claims:] if self.cfg.max_claims else []
             asked = distinct[: self.cfg.max_claims] if self.cfg.max_claims else distinct
             judged = dict(zip(asked, await (self._judge(stage, asked, fact_chunks) if stage == "factuality"
@@ -323,11 +397,14 @@ class PageEvaluator:
             seen: set = set()
             for r in todo:
                 c = r["_claim"]
+                if c is None:
+                    continue
                 if c in over:
                     r[col], r[f"{col}_error"] = None, f"{NOT_JUDGED} max_claims={self.cfg.max_claims}"
                     continue
                 j = judged[c]
                 r[f"{col}_score"], r[col] = j.score, j.passed
+                r[f"{col}_p"] = calibration.apply_map(self.cfg.calibration_applied.get("maps", {}).get(stage), j.score)
                 r[f"{col}_error"] = j.error
                 r[f"{col}_votes"] = dict(j.votes) or None
                 if stage == "compliance":
@@ -343,6 +420,7 @@ class PageEvaluator:
                     r["completion_tokens"] += j.completion_tokens
             if stage == "factuality" and self.cfg.correction:
                 await self._correct(rows, fact_chunks, acc)
+            follow_nodes(rows, inside, stage, _previous(stage, self.cfg.stages))
         last = [s for s in STAGES if s in self.cfg.stages]
         for r in rows:
             r.pop("_claim")
@@ -360,8 +438,40 @@ class PageEvaluator:
             rejection_validity=_ratio(n - n_valid, n), rejection_factuality=_ratio(n_valid - n_fact, n_valid),
             rejection_compliance=_ratio(n_fact - n_comp, n_fact), rejection_rate=_ratio(n - n_comp, n),
             factuality_chunks=len(fact_chunks), **acc,
+            **(_paper_counts(rows, self.cfg.stages) if self.cfg.validity_mode == "paper" else {}),
         )
         return rows
+
+
+def _paper_counts(rows: list[dict[str, Any]], stages: list[str]) -> dict[str, int]:
+    """The n_*_paper columns: the rows grouped as the paper counts triples (leaf values only, one
+    group per (property, value, entity type)); a group is alive after a stage when one of its rows
+    is, as :func:`udfs.agents.validity.paper_triples` keeps a string the filtered markup still holds.
+    A stage not run keeps what the stage before it kept."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["value_kind"] != "entity":
+            groups.setdefault((r["property"], r["value"], r["entity_type"] or ""), []).append(r)
+    out = {"n_triples_paper": len(groups)}
+    for stage, col in zip(STAGES, ("n_valid_paper", "n_factual_paper", "n_compliant_paper")):
+        ran = [s for s in STAGES[: STAGES.index(stage) + 1] if s in stages]
+        out[col] = sum(any(_alive(r, ran[-1] if ran else None) for r in g) for g in groups.values())
+    return out
+
+
+def follow_nodes(rows: list[dict[str, Any]], inside: dict[int, list[int]], stage: str,
+                 previous: str | None) -> None:
+    """Decide ``stage`` for the rows whose value is an unnamed node (``inside``: row index -> the
+    rows of the claims inside that node, ``udfs.agents.verdicts.nested_claims``): such a row
+    passes while any claim inside passes the stage, and fails when none does. A row that did not
+    reach the stage (``previous``), or a node with no claim inside, is left as it is (not judged,
+    so it stays)."""
+    col = _COL[stage]
+    for i, deps in inside.items():
+        r = rows[i]
+        if not deps or not _alive(r, previous):
+            continue
+        r[col] = any(_alive(rows[j], stage) for j in deps)
 
 
 def _previous(stage: str, stages: list[str]) -> str | None:

@@ -1,7 +1,8 @@
 """Progress of a long step, shown the way its console wants it.
 
 ``Progress(label, total, unit)`` is told of each finished unit (``update``, with running counts
-such as verdicts). Where it writes to a terminal it draws a tqdm bar; anywhere else (a log file,
+such as verdicts; the counts named in ``rates`` are also shown per second, e.g. verdicts/s).
+Where it writes to a terminal it draws a tqdm bar; anywhere else (a log file,
 ``make demo | tee``, a cluster's driver log) it writes one line every ``interval_s`` seconds and one
 at the end, e.g. ``evaluate: 3/10 pages, 42 verdicts, 1.2 pages/min, ETA 5 min``, so a piped log
 stays short and still says whether the step moves. The periodic line is also written between
@@ -42,8 +43,10 @@ class Progress:
 
     def __init__(self, label: str, total: int | None, unit: str = "items", *, stream: TextIO | None = None,
                  interval_s: float = INTERVAL_S, tty: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic, background: bool = True):
+                 clock: Callable[[], float] = time.monotonic, background: bool = True,
+                 rates: tuple[str, ...] = ()):
         self.label, self.total, self.unit = label, total or None, unit
+        self.rates = tuple(rates)
         self.stream = stream if stream is not None else sys.stderr
         self.interval_s = interval_s
         self.clock = clock
@@ -73,6 +76,9 @@ class Progress:
                 self.counts[k] = self.counts.get(k, 0) + v
             if self._bar is not None:
                 shown = {k: _num(v) for k, v in self.counts.items() if v}
+                elapsed = max(self.clock() - self.t0, 1e-9)
+                shown.update({f"{k}/s": _num(float(self.counts[k]) / elapsed)
+                              for k in self.rates if self.counts.get(k)})
                 if shown:
                     self._bar.set_postfix(shown, refresh=False)
                 self._bar.update(n)
@@ -97,6 +103,7 @@ class Progress:
         elapsed = max(now - self.t0, 1e-9)
         parts = [f"{self.done}/{self.total} {self.unit}" if self.total else f"{self.done} {self.unit}"]
         parts += [f"{_num(v)} {k}" for k, v in self.counts.items() if v]  # a zero count says nothing
+        parts += [f"{_num(float(self.counts[k]) / elapsed)} {k}/s" for k in self.rates if self.counts.get(k)]
         if self.done:
             parts.append(_rate(self.done, elapsed, self.unit))
             if self.total and self.done < self.total:

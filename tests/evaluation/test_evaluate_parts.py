@@ -1,0 +1,410 @@
+"""jobs/evaluate.py at scale: streaming input, parts with completion markers, resume keyed by the
+settings, an s3:// output root, the Ray executor with several workers.
+
+These tests exercise the harness (planning, concurrency, parts, markers, resume), not a model's
+answers: the model is a small OpenAI-compatible stub written here, a real HTTP server on
+127.0.0.1 that answers ``/v1/models``, ``/tokenize`` (llama.cpp's shape) and
+``/v1/chat/completions`` with "yes" or "no" and first-token logprobs, deterministically from the
+request's text. The pages are the bundled demo pages (real HTML through the pages job's
+extraction) replicated under new URLs. Answers from a real model are tested in test_evaluate.py.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import ROOT, demo_pages_table
+
+
+class _Stub(http.server.BaseHTTPRequestHandler):
+    delay_s = 0.0
+    seen: list[str] = []
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _send(self, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._send({"object": "list", "data": [{"id": "stub-model", "object": "model"}]})
+
+    def do_POST(self) -> None:
+        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        if self.path.endswith("/tokenize"):
+            text = req.get("content", "")
+            self._send({"tokens": [{"id": i, "piece": text[i:i + 4]} for i in range(0, len(text), 4)]})
+            return
+        type(self).seen.append(self.headers.get("Authorization") or "")
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        last = req["messages"][-1]["content"]
+        yes = hashlib.sha256(last.encode()).digest()[0] % 3 != 0  # two in three claims pass
+        word, other = ("yes", "no") if yes else ("no", "yes")
+        prompt = sum(len(m["content"]) for m in req["messages"]) // 4
+        self._send({"model": req.get("model") or "stub-model", "choices": [{
+            "index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": word},
+            "logprobs": {"content": [{"token": word, "logprob": -0.05,
+                                      "top_logprobs": [{"token": word, "logprob": -0.05},
+                                                       {"token": other, "logprob": -3.0}]}]}}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": 1,
+                      "prompt_tokens_details": {"cached_tokens": 0}}})
+
+
+@contextlib.contextmanager
+def stub_server(delay_s: float = 0.0):
+    handler = type("Stub", (_Stub,), {"delay_s": delay_s, "seen": []})
+    # a listen backlog for hundreds of requests in flight (the default 5 drops connections)
+    server_class = type("StubServer", (http.server.ThreadingHTTPServer,), {"request_queue_size": 1024})
+    server = server_class(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        server.handler = handler
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with stub_server() as s:
+        yield s
+
+
+def replicated_pages(folder: Path, copies: int) -> dict:
+    """Two Parquet files of demo pages replicated under ``copies`` URL prefixes; the first
+    prefix's pages are in both files (sampled in two strata: duplicates across files), one copy
+    of a page appears twice in one file, one row is a failed fetch. Returns what a run must
+    count."""
+    base = demo_pages_table().to_pylist()
+    rows = []
+    for c in range(copies):
+        for r in base:
+            rows.append({**r, "page_url": r["page_url"].replace("extruct-samples.example", f"copy{c}.example"),
+                         "sample_rank": c})
+    dup_across = [{**r, "stratum": "other"} for r in rows[: len(base)]]
+    dup_within = [{**rows[-1], "stratum": "again"}]
+    failed = [{**rows[0], "page_url": "http://failed.example/", "status": "fetch_failed", "text": None}]
+    half = len(rows) // 2
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows[:half] + dup_across), folder / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[half:] + dup_within + failed), folder / "part-1.parquet")
+    with_text = sum(bool((r["text"] or "").strip()) for r in base)
+    return {"input_rows": len(rows) + len(dup_across) + len(dup_within) + 1, "pages": copies * with_text,
+            "no_text": copies * (len(base) - with_text) + sum(not (r["text"] or "").strip() for r in dup_across)
+            + sum(not (r["text"] or "").strip() for r in dup_within)}
+
+
+def argv(pages: Path, out, url: str, *extra: str) -> list[str]:
+    return ["--input", str(pages), "--output", str(out), "--base-url", url, "--no-generation",
+            "--stages", "validity", "factuality", "compliance", "--max-claims", "3", "--context-window", "2048",
+            "--executor", "local", "--limit", "0", "--timeout-s", "30", *extra]
+
+
+def table(folder: Path) -> list[dict]:
+    files = sorted(folder.glob("part-*.parquet"))
+    return pq.read_table(files).to_pylist() if files else []
+
+
+def markers(out: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted((out / "scores" / "_committed").glob("*.json"))}
+
+
+def record(out: Path) -> dict:
+    return json.loads((out / "scores" / "_run.json").read_text())
+
+
+RECONCILE = ("not_ok_or_not_selected", "no_text", "duplicate_rows", "over_limit", "already_scored", "evaluated",
+             "failed")
+
+
+def reconciles(c: dict) -> bool:
+    return c["input_rows"] == sum(c[k] for k in RECONCILE)
+
+
+def test_counters_reconcile_over_files_with_duplicates_and_a_limit(stub, tmp_path):
+    """Two input files, a page in both (two strata), a page twice in one file, a failed fetch,
+    pages without text, a --limit: each page once, in parts of --part-pages pages, every row
+    carrying the run's settings hash, the counters adding up, rejects in the Parquet layout."""
+    from jobs.evaluate import EvaluateJob
+    from udfs.runtime.rejects import COLUMNS
+
+    pages = tmp_path / "pages"
+    want = replicated_pages(pages, copies=4)
+    out = tmp_path / "out"
+    limit = want["pages"] - 1
+    assert EvaluateJob(argv(pages, out, stub.url, "--limit", str(limit), "--part-pages", "3")).main() == 0
+    rec = record(out)
+    c = rec["counters"]
+    assert reconciles(c), c
+    assert c["input_rows"] == want["input_rows"] and c["no_text"] == want["no_text"]
+    assert c["not_ok_or_not_selected"] == 1 and c["over_limit"] == 1 and c["failed"] == 0
+    assert c["evaluated"] == limit and c["duplicate_rows"] == want["input_rows"] - 1 - want["no_text"] - want["pages"]
+    assert sorted(rec["inputs"]["rows_per_file"].values()) == sorted(
+        pq.read_metadata(p).num_rows for p in pages.glob("*.parquet"))
+    scores, triples = table(out / "scores"), table(out / "triples")
+    keys = [s["page_key"] for s in scores]
+    assert len(keys) == len(set(keys)) == limit
+    # one part per table per unit of 3 pages, the same names in the three tables, each with its marker
+    names = {t: sorted(p.stem for p in (out / t).glob("part-*.parquet")) for t in ("markups", "triples", "scores")}
+    assert names["markups"] == names["triples"] == names["scores"] == sorted(markers(out))
+    assert len(names["scores"]) == -(-limit // 3) == c["parts_written"]
+    assert sorted(k for m in markers(out).values() for k in m["pages"]) == sorted(keys)
+    digest = rec["evaluation"]["settings_hash"]
+    assert {r["settings_hash"] for r in scores + triples + table(out / "markups")} == {digest}
+    assert all(m["settings_hash"] == digest for m in markers(out).values())
+    for s in scores:
+        rows = [t for t in triples if t["page_key"] == s["page_key"]]
+        assert s["status"] == "ok" and len(rows) == s["n_triples"] > 0
+        assert 0 < s["verdict_requests"] and s["n_factual"] <= s["n_valid"]
+    rejects = pq.read_table(out / "rejects" / "evaluate").to_pylist()
+    assert len(rejects) == want["no_text"] and tuple(rejects[0]) == COLUMNS
+    assert {r["reason"] for r in rejects} == {"page has no text"}
+    # a request per model call went to the stub, none with a bearer token
+    assert stub.handler.seen and set(stub.handler.seen) == {""}
+
+    # The same run again: everything is already scored, nothing is written.
+    assert EvaluateJob(argv(pages, out, stub.url, "--limit", str(limit), "--part-pages", "3")).main() == 0
+    c2 = record(out)["counters"]
+    assert reconciles(c2) and c2["already_scored"] == limit and c2["evaluated"] == 0
+    assert sorted(markers(out)) == names["scores"]
+
+
+def test_plan_holds_no_page_text_and_orders_like_the_sample(tmp_path):
+    """The driver's plan is page keys and row positions only; shortest-first and sample order."""
+    import pyarrow.dataset as pads
+
+    from udfs.evaluation.plan import plan_pages
+
+    pages = tmp_path / "pages"
+    want = replicated_pages(pages, copies=3)
+    ds = pads.dataset(str(pages), format="parquet")
+    plan = plan_pages(ds, limit=0, order="sample", batch_rows=2)
+    assert plan.todo.column_names == ["page_key", "page_url", "file", "row"]
+    assert plan.todo.num_rows == want["pages"] and plan.counters["input_rows"] == want["input_rows"]
+    ranks = [int(u.split("copy")[1].split(".")[0]) for u in plan.todo["page_url"].to_pylist()]
+    assert ranks == sorted(ranks)
+    short = plan_pages(ds, limit=2, order="shortest")
+    lengths = {r["page_url"]: len(r["text"] or "") for r in ds.to_table().to_pylist()}
+    got = [lengths[u] for u in short.todo["page_url"].to_pylist()]
+    assert got == sorted(got) and got[-1] <= sorted(v for v in lengths.values() if v)[1]
+    done = set(plan.todo["page_key"].to_pylist()[:2])
+    rest = plan_pages(ds, limit=0, order="sample", done=done)
+    assert rest.counters["already_scored"] == 2
+    assert rest.todo["page_key"].to_pylist() == plan.todo["page_key"].to_pylist()[2:]
+    units = list(rest.units(4))
+    assert [len(u["pages"]) for u in units] == [4] * (len(units) - 1) + [rest.todo.num_rows - 4 * (len(units) - 1)]
+
+
+def test_a_killed_run_resumes_at_part_granularity(tmp_path):
+    """SIGKILL once some parts are committed: the rerun keeps them untouched, removes what was in
+    flight, evaluates the rest; every page is in exactly one committed part."""
+    pages = tmp_path / "pages"
+    want = replicated_pages(pages, copies=4)
+    out = tmp_path / "out"
+    with stub_server(delay_s=0.05) as slow:
+        cmd = [sys.executable, str(ROOT / "jobs" / "evaluate.py"),
+               *argv(pages, out, slow.url, "--part-pages", "2", "--max-in-flight", "2")]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None and len(markers(out)) < 2:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        before = markers(out)
+        assert 2 <= len(before) < -(-want["pages"] // 2), proc.stderr.read().decode()[-2000:]
+        kept = {p.name: p.stat().st_mtime_ns for t in ("markups", "triples", "scores")
+                for p in (out / t).glob("part-*.parquet") if p.stem in before}
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    c = record(out)["counters"]
+    assert reconciles(c) and c["failed"] == 0
+    assert c["already_scored"] == sum(len(m["pages"]) for m in before.values())
+    assert c["already_scored"] + c["evaluated"] == want["pages"]
+    after = {p.name: p.stat().st_mtime_ns for t in ("markups", "triples", "scores")
+             for p in (out / t).glob("part-*.parquet") if p.stem in before}
+    assert after == kept  # committed parts untouched
+    names = {t: sorted(p.stem for p in (out / t).glob("part-*.parquet")) for t in ("markups", "triples", "scores")}
+    assert names["markups"] == names["triples"] == names["scores"] == sorted(markers(out))  # no leftover
+    scores, triples = table(out / "scores"), table(out / "triples")
+    assert len(scores) == len({s["page_key"] for s in scores}) == want["pages"]
+    tk = [(t["page_key"], t["source"], t["subject"], t["property"], t["value"], t["entity_type"]) for t in triples]
+    assert len(tk) == len(set(tk)) == sum(s["n_triples"] for s in scores)
+
+
+def test_a_rerun_with_other_settings_refuses_and_overwrite_replaces(stub, tmp_path, capsys):
+    """A changed threshold never reuses or mixes rows: the rerun stops with a clear error and
+    leaves the output as it was; with --overwrite every row is of the new settings."""
+    from jobs.evaluate import EvaluateJob
+
+    pages = tmp_path / "pages"
+    want = replicated_pages(pages, copies=2)
+    out = tmp_path / "out"
+    assert EvaluateJob(argv(pages, out, stub.url)).main() == 0
+    first = record(out)["evaluation"]["settings_hash"]
+    before = sorted(p.name for p in (out / "scores").glob("part-*.parquet"))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        EvaluateJob(argv(pages, out, stub.url, "--factuality-threshold", "0.9")).main()
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("evaluate.py: error: ") and "other settings" in err[-1] and "--overwrite" in err[-1]
+    assert sorted(p.name for p in (out / "scores").glob("part-*.parquet")) == before
+    assert record(out)["evaluation"]["settings_hash"] == first
+
+    assert EvaluateJob(argv(pages, out, stub.url, "--factuality-threshold", "0.9", "--overwrite")).main() == 0
+    second = record(out)["evaluation"]["settings_hash"]
+    assert second != first and record(out)["counters"]["evaluated"] == want["pages"]
+    rows = table(out / "scores") + table(out / "triples") + table(out / "markups")
+    assert {r["settings_hash"] for r in rows} == {second}
+    assert all(m["settings_hash"] == second for m in markers(out).values())
+
+
+def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
+    """The hash changes with a prompt file's text and with the content of a file a setting names
+    (a calibration or vocabulary file), not with where that file lives."""
+    import dataclasses
+    import shutil
+
+    from udfs.evaluation.evaluator import EvalConfig
+    from udfs.evaluation.parts import settings_hash
+    from udfs.runtime.config import load_config
+    from udfs.runtime.paths import PROMPTS_DIR
+
+    cfg = EvalConfig(stages=["validity", "factuality"], strategy="direct", factuality_threshold=0.5,
+                     compliance_threshold=0.5, verdict_models=[], context_window=2048, max_tokens=64, max_claims=0,
+                     validity_engine="compiled", validity_strict=False, validity_vocab="30.0", validity_mode="schemaorg",
+                     scores=load_config().scores)
+    prompts = tmp_path / "prompts"
+    shutil.copytree(PROMPTS_DIR, prompts)
+    h0, _ = settings_hash(cfg, prompts_dir=prompts)
+    assert settings_hash(cfg, prompts_dir=PROMPTS_DIR)[0] == h0
+    q = prompts / "factuality_question.txt"
+    q.write_text(q.read_text() + " ")
+    assert settings_hash(cfg, prompts_dir=prompts)[0] != h0
+    assert settings_hash(dataclasses.replace(cfg, factuality_threshold=0.6), prompts_dir=PROMPTS_DIR)[0] != h0
+    a, b = tmp_path / "a.json", tmp_path / "b" / "a.json"
+    b.parent.mkdir()
+    a.write_text("{}")
+    b.write_text("{}")
+    with_a, _ = settings_hash(dataclasses.replace(cfg, validity_vocab=str(a)), prompts_dir=PROMPTS_DIR)
+    assert settings_hash(dataclasses.replace(cfg, validity_vocab=str(a)), prompts_dir=PROMPTS_DIR)[0] == with_a
+    b.write_text('{"x": 1}')
+    assert settings_hash(dataclasses.replace(cfg, validity_vocab=str(b)), prompts_dir=PROMPTS_DIR)[0] != with_a
+
+
+def test_an_s3_output_root_holds_parts_and_markers_read_back_with_duckdb(stub, s3_server, s3_keys, tmp_path,
+                                                                          monkeypatch):
+    """pages/ and the output on a local S3-compatible server: the workers read their rows from
+    S3, the parts, markers and rejects are objects there, DuckDB reads them back, a rerun resumes
+    from the markers it finds on S3, and the API key is sent as a bearer token but never written
+    to the run record."""
+    import boto3
+    import duckdb
+    import s3fs
+
+    from jobs.evaluate import EvaluateJob
+
+    local = tmp_path / "pages"
+    want = replicated_pages(local, copies=2)
+    root = f"s3://{s3_server}/eval-{os.getpid()}"
+    for f in sorted(local.glob("*.parquet")):
+        boto3.client("s3").put_object(Bucket=s3_server, Key=f"{root.split('/', 3)[3]}/pages/{f.name}",
+                                      Body=f.read_bytes())
+    pages = f"{root}/pages"
+    monkeypatch.setenv("LLM4SCHEMA_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+    stub.handler.seen.clear()
+    assert EvaluateJob(argv(pages, root, stub.url, "--part-pages", "2")).main() == 0
+    assert set(stub.handler.seen) == {"Bearer sk-test-secret"}
+    keys = s3_keys(root.split("/", 3)[3])
+    parts = {t: [k for k in keys if f"/{t}/part-" in k] for t in ("markups", "triples", "scores")}
+    assert len(parts["scores"]) == len(parts["triples"]) == -(-want["pages"] // 2)
+    assert len([k for k in keys if "/scores/_committed/" in k]) == len(parts["scores"])
+    assert not any(k.endswith(".tmp") or "/cache/" in k for k in keys)
+    con = duckdb.connect()
+    con.register_filesystem(s3fs.S3FileSystem())
+    n, distinct, hashes = con.execute(
+        f"SELECT count(*), count(DISTINCT page_key), count(DISTINCT settings_hash) "
+        f"FROM read_parquet('{root}/scores/part-*.parquet')").fetchone()
+    assert n == distinct == want["pages"] and hashes == 1
+    assert con.execute(f"SELECT count(*) FROM read_parquet('{root}/rejects/evaluate/*.parquet')").fetchone()[0] \
+        == want["no_text"]
+    rec = json.loads(con.execute(f"SELECT content FROM read_text('{root}/scores/_run.json')").fetchone()[0])
+    assert "sk-test-secret" not in json.dumps(rec)
+    assert EvaluateJob(argv(pages, root, stub.url, "--part-pages", "2")).main() == 0
+    rec = json.loads(con.execute(f"SELECT content FROM read_text('{root}/scores/_run.json')").fetchone()[0])
+    assert rec["counters"]["already_scored"] == want["pages"] and rec["counters"]["evaluated"] == 0
+
+
+def test_the_ray_executor_with_two_workers_writes_the_rows_of_the_local_one(stub, tmp_path):
+    """Ray Data actors (two workers, units of 2 pages) against the stub: the same rows as the
+    local executor, no page twice, parts from both workers, Ray's own progress display off."""
+    from jobs.evaluate import EvaluateJob
+
+    pages = tmp_path / "pages"
+    want = replicated_pages(pages, copies=3)
+    local, dist = tmp_path / "local", tmp_path / "dist"
+    assert EvaluateJob(argv(pages, local, stub.url, "--part-pages", "2")).main() == 0
+    ray_argv = argv(pages, dist, stub.url, "--part-pages", "2", "--workers", "2")
+    ray_argv[ray_argv.index("--executor") + 1] = "ray"
+    import ray
+
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+        assert EvaluateJob(ray_argv).main() == 0
+    finally:
+        ray.shutdown()
+    assert record(dist)["counters"]["evaluated"] == want["pages"]
+    drop = {"latency_s", "verdict_latency_s", "wall_s", "generation_latency_s"}
+
+    def rows(out: Path, t: str) -> list:
+        return sorted(json.dumps({k: v for k, v in r.items() if k not in drop}, sort_keys=True, default=str)
+                      for r in table(out / t))
+
+    for t in ("markups", "triples", "scores"):
+        assert rows(local, t) == rows(dist, t)
+    writers = {p.stem.split("-")[2] for p in (dist / "scores").glob("part-*.parquet")}
+    assert len(writers) == 2
+
+
+def test_progress_line_gives_rates_of_the_named_counts():
+    """The evaluation's one-line summary: pages done/total, verdicts and prompt tokens with their
+    rates, cache hits, ETA."""
+    import io
+
+    from udfs.runtime.progress import Progress
+
+    now = [0.0]
+    out = io.StringIO()
+    p = Progress("evaluate", 10, "pages", stream=out, tty=False, clock=lambda: now[0], background=False,
+                 interval_s=5, rates=("verdicts", "prompt_tokens"))
+    now[0] = 10.0
+    p.update(2, verdicts=40, prompt_tokens=5000, cache_hits=3)
+    line = out.getvalue().strip()
+    assert line.startswith("evaluate: 2/10 pages, 40 verdicts, 5,000 prompt_tokens, 3 cache_hits")
+    assert "4.0 verdicts/s" in line and "500.0 prompt_tokens/s" in line and "ETA 40 s" in line

@@ -1,0 +1,187 @@
+"""Which pages an evaluation run takes, decided without holding the pages table.
+
+``plan_pages`` reads the input's small columns file by file, batch by batch (page URL, status,
+selected, sample rank, feature, stratum, the human markup only to key the page, the text only
+for its length), and keeps one small row per usable input row: its page key, URL, order and
+where it lies (file, row number in the file). DuckDB then orders those rows, keeps the first row
+of each page key (a page sampled in several strata is one page), applies ``limit`` and drops the
+pages already done. The text and the markup are read again by the workers, for the rows of
+their own unit only (``udfs.evaluation.runner``): the driver never holds them.
+
+Row numbers are the identity of a page's row: Ray Data's Parquet reader gives no row identity,
+so with its blocks spread over workers two rows of one page (in one file or in two) could both
+be evaluated; a unit names the exact rows to read instead.
+
+The counters reconcile: ``input_rows`` = ``not_ok_or_not_selected`` + ``no_text`` +
+``duplicate_rows`` + ``over_limit`` + ``already_scored`` + the pages planned (which the run
+then splits into evaluated and failed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+import pyarrow as pa
+
+from udfs.evaluation.evaluator import page_key
+
+# What the order and the dedup read in the planning pass (each when the input has it).
+PLAN_COLUMNS = ("page_url", "status", "selected", "sample_rank", "feature", "stratum", "human_markup", "text")
+BATCH_ROWS = 8192
+
+
+@dataclass
+class InputFile:
+    """One Parquet file of the input: its URL (a local absolute path, or ``s3://...``) and the
+    row count its footer states."""
+
+    url: str
+    rows: int
+
+
+@dataclass
+class Plan:
+    """The pages to evaluate, in order: ``todo`` is an Arrow table (page_key, page_url, file,
+    row), ``file`` indexing ``files``; ``no_text`` the (page_url, page_key) of usable rows with
+    no text, for the rejects; ``counters`` as the module docstring says."""
+
+    files: list[InputFile]
+    todo: pa.Table
+    no_text: list[tuple[str, str]] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def units(self, pages_per_unit: int) -> Iterator[dict[str, Any]]:
+        """The todo pages in consecutive units of at most ``pages_per_unit``, each a plain dict
+        ``{"unit": n, "pages": [[file, row, page_key], ...]}`` (what a worker is handed)."""
+        n = max(1, int(pages_per_unit))
+        cols = self.todo.select(["file", "row", "page_key"]).to_pydict()
+        for u, start in enumerate(range(0, self.todo.num_rows, n)):
+            yield {"unit": u, "pages": [[cols["file"][i], cols["row"][i], cols["page_key"][i]]
+                                        for i in range(start, min(start + n, self.todo.num_rows))]}
+
+
+def input_files(dataset) -> list[InputFile]:
+    """The files of a pyarrow dataset (``udfs.runtime.io.parquet_dataset``; a union of local and
+    remote parts too) as URLs a worker on another node can open, with their footers' row counts."""
+    out: list[InputFile] = []
+    for ds in _file_datasets(dataset):
+        for frag in ds.get_fragments():
+            out.append(InputFile(_url(ds.filesystem, frag.path), frag.count_rows()))
+    return out
+
+
+def _file_datasets(dataset) -> Iterable:
+    import pyarrow.dataset as pads
+
+    if isinstance(dataset, pads.UnionDataset):
+        for child in dataset.children:
+            yield from _file_datasets(child)
+    else:
+        yield dataset
+
+
+def _url(filesystem, path: str) -> str:
+    import pyarrow.fs as pafs
+
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        return path
+    if isinstance(filesystem, pafs.PyFileSystem) and hasattr(filesystem.handler, "fs"):
+        return filesystem.handler.fs.unstrip_protocol(path)
+    return f"{filesystem.type_name}://{path}"
+
+
+def plan_pages(dataset, *, limit: int, order: str, done: set[str] | None = None,
+               batch_rows: int = BATCH_ROWS) -> Plan:
+    """The plan of a run over ``dataset`` (module docstring): ``order`` "sample" (sample rank,
+    feature, stratum, URL) or "shortest" (text length first, then the sample order); ``limit``
+    pages at most (0: all) before ``done`` (page keys already evaluated under this run's
+    settings) are taken out."""
+    import duckdb
+    import pyarrow.compute as pc
+
+    files = input_files(dataset)
+    c = {"input_rows": 0, "not_ok_or_not_selected": 0, "no_text": 0}
+    batches: list[pa.RecordBatch] = []
+    no_text: list[tuple[str, str]] = []
+    index = 0
+    for ds in _file_datasets(dataset):
+        for frag in ds.get_fragments():
+            row0 = 0
+            cols = [n for n in PLAN_COLUMNS if n in frag.physical_schema.names]
+            # one file at a time, in batches: the driver holds one batch of text, never the table
+            for b in frag.to_batches(columns=cols, batch_size=batch_rows):
+                kept = _usable(b, index, row0, c, no_text)
+                if kept is not None:
+                    batches.append(kept)
+                row0 += b.num_rows
+            index += 1
+    schema = pa.schema([("page_key", pa.string()), ("page_url", pa.string()), ("file", pa.int32()),
+                        ("row", pa.int64()), ("sample_rank", pa.int64()), ("feature", pa.string()),
+                        ("stratum", pa.string()), ("text_len", pa.int64())])
+    rows = pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+    del batches
+    first = "text_len, " if order == "shortest" else ""
+    by = f"{first}sample_rank, feature, stratum, page_url, file, row"
+    con = duckdb.connect()
+    con.register("rows", rows)
+    pages = con.sql(f"""
+        SELECT page_key, page_url, file, row FROM rows
+        QUALIFY row_number() OVER (PARTITION BY page_key ORDER BY {by}) = 1
+        ORDER BY {by}""").to_arrow_table()
+    c["duplicate_rows"] = rows.num_rows - pages.num_rows
+    c["over_limit"] = max(0, pages.num_rows - limit) if limit else 0
+    if limit:
+        pages = pages.slice(0, limit)
+    con.close()
+    if done:
+        todo = pages.filter(pc.invert(pc.is_in(pages["page_key"], value_set=pa.array(sorted(done), pa.string()))))
+    else:
+        todo = pages
+    c["already_scored"] = pages.num_rows - todo.num_rows
+    return Plan(files=files, todo=todo.select(["page_key", "page_url", "file", "row"]), no_text=no_text, counters=c)
+
+
+def _usable(b: pa.RecordBatch, file: int, row0: int, c: dict[str, int],
+            no_text: list[tuple[str, str]]) -> pa.RecordBatch | None:
+    import pyarrow.compute as pc
+
+    n = b.num_rows
+    c["input_rows"] += n
+    d = {name: b.column(name) for name in b.schema.names}
+    ok = pc.fill_null(pc.equal(d["status"], "ok"), False) if "status" in d else pa.array([True] * n)
+    if "selected" in d:
+        ok = pc.and_(ok, pc.invert(pc.fill_null(pc.equal(d["selected"], False), False)))
+    urls = d["page_url"].to_pylist()
+    markups = d["human_markup"].to_pylist() if "human_markup" in d else [None] * n
+    text = d["text"] if "text" in d else pa.nulls(n, pa.string())
+    has_text = pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(text)), 0), False)
+    text_len = pc.fill_null(pc.utf8_length(text), 0)
+    ok_l, has_l = ok.to_pylist(), has_text.to_pylist()
+    keep = []
+    for i in range(n):
+        if not ok_l[i]:
+            c["not_ok_or_not_selected"] += 1
+        elif not has_l[i]:
+            c["no_text"] += 1
+            no_text.append((urls[i], page_key(urls[i], markups[i])))
+        else:
+            keep.append(i)
+    if not keep:
+        return None
+    idx = pa.array(keep, pa.int64())
+
+    def col(name: str, typ) -> pa.Array:
+        if name not in d:
+            return pa.nulls(len(keep), typ)
+        return pc.take(d[name], idx).cast(typ)
+
+    return pa.record_batch([
+        pa.array([page_key(urls[i], markups[i]) for i in keep], pa.string()),
+        pa.array([urls[i] for i in keep], pa.string()),
+        pa.array([file] * len(keep), pa.int32()),
+        pa.array([row0 + i for i in keep], pa.int64()),
+        pc.fill_null(col("sample_rank", pa.int64()), 0),
+        pc.fill_null(col("feature", pa.string()), ""),
+        pc.fill_null(col("stratum", pa.string()), ""),
+        pc.take(text_len, idx).cast(pa.int64()),
+    ], names=["page_key", "page_url", "file", "row", "sample_rank", "feature", "stratum", "text_len"])
