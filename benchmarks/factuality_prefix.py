@@ -37,7 +37,7 @@ def main() -> int:
 
     rows = [r for r in pq.read_table(a.pages).to_pylist() if r.get("status") == "ok" and (r.get("text") or "").strip()]
     page = next(r for r in rows if r["page_url"] == a.page_url) if a.page_url else min(rows, key=lambda r: len(r["text"]))
-    claims = list(dict.fromkeys(agents.claims_of(parse_markup(page["human_markup"]))))[: a.claims]
+    claims = list(dict.fromkeys(c for c in agents.claims_of(parse_markup(page["human_markup"])) if c))[: a.claims]
     client = LLMClient(a.url, timeout_s=900)
     conf = load_config().evaluate
     print(f"page {page['page_url']}: {len(page['text'])} chars of text, {len(claims)} claims")

@@ -6,6 +6,8 @@ kappa of MeMR against human votes (Table 9).
     python jobs/agents_bench.py run   --input OUT/agents_bench/ground_truth --output OUT [--limit 40]
            [--verdict-models m1 [m2 m3 --judge-model j]] [--strategy direct|guided|fewshot]
            [--factuality-threshold 0.5] [--compliance-threshold 0.5]
+    python jobs/agents_bench.py calibrate --input OUT/agents_bench/ground_truth --output OUT [run's flags]
+           [--fit-fraction 0.5] [--calibration-file conf/calibration.json]
     python jobs/agents_bench.py kappa --input votes.csv --output OUT
 
 build: OUT/agents_bench/ground_truth/{factuality,compliance}.parquet (udfs/bench/groundtruth.py).
@@ -13,6 +15,11 @@ run: OUT/agents_bench/results/<config>/ verdicts/ (one part per batch: a killed 
 its parts, and answers come from the request cache OUT/cache/llm.sqlite), metrics.parquet,
 sweep.parquet, alignment.parquet, summary.md, summary.html, pr.png. --limit N takes N items per
 task, half positives and half negatives, the same seeded picks every time.
+calibrate: a run (resumed: nothing asked twice), then per agent the threshold (max F1) and an
+isotonic score-to-probability map fitted on a seeded fit split of the example texts, P/R/F1/AUROC
+on the test split; the entries go to --calibration-file (jobs/evaluate.py's --calibration) and
+results/<config>/calibration.{json,md}. run and calibrate take the folder build writes or any
+Parquet file with text, property, value, entity_type, label (bool), kind and optionally definition.
 kappa: a votes table (CSV or Parquet) with human_vote (human | llm | tie) and either memr_choice
 (human | llm | tie) or memr_h and memr_l, optionally group (e.g. the model) and page; a tie counts
 for both sides. Writes OUT/agents_bench/kappa/kappa.parquet.
@@ -32,7 +39,7 @@ from udfs.runtime.io import Folder, local_state_dir  # noqa: E402
 from udfs.runtime.job import Job  # noqa: E402
 
 log = logging.getLogger("llm4schema.agents_bench")
-COMMANDS = ("build", "run", "kappa")
+COMMANDS = ("build", "run", "calibrate", "kappa")
 USAGE = __doc__  # the module's: inside the class body __doc__ is the class's own
 
 
@@ -42,12 +49,13 @@ class AgentsBenchJob(Job):
     name = "agents_bench"
     table = "agents_bench"
     description = USAGE
-    input_help = ("build: the schema.org examples file; run: the ground_truth folder written by build; "
-                  "kappa: a votes table (CSV or Parquet)")
+    input_help = ("build: the schema.org examples file; run, calibrate: the ground_truth folder written by "
+                  "build, or any Parquet ground truth; kappa: a votes table (CSV or Parquet)")
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("command", choices=COMMANDS, help="build the ground truth, run a verdict configuration "
-                       "on it, or compute MeMR's kappa against human votes")
+                       "on it, calibrate its thresholds on a fit split (figures on the test split), or compute "
+                       "MeMR's kappa against human votes")
         g = p.add_argument_group("build")
         g.add_argument("--seed", type=int, help="seed of every choice (negatives, subsets)")
         g.add_argument("--distant-max", type=float,
@@ -66,7 +74,10 @@ class AgentsBenchJob(Job):
         g.add_argument("--factuality-threshold", type=float, help="a claim is factual at this score or above")
         g.add_argument("--compliance-threshold", type=float, help="a claim is compliant at this score or above")
         g.add_argument("--batch-size", type=int, help="items judged per results part")
-        g.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: conf/serving.toml's")
+        g.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: $OPENAI_BASE_URL, "
+                       "else conf/serving.toml's service")
+        g.add_argument("--api-key", default=None, help="the endpoint's key, sent as a bearer token and never "
+                       "written (run record, logs, cache); default: $OPENAI_API_KEY")
         g.add_argument("--cache", default="", help="request cache (SQLite); default <output>/cache/llm.sqlite, or for a remote --output "
                        "(s3://...) a local folder: $LLM4SCHEMA_STATE_DIR or ~/.cache/llm4schema, one per root")
         g.add_argument("--timeout-s", type=float, help="per model request")
@@ -76,6 +87,11 @@ class AgentsBenchJob(Job):
                        "batching engine (vLLM on a GPU)")
         g.add_argument("--overwrite", action=argparse.BooleanOptionalAction, default=False,
                        help="drop this configuration's earlier verdicts")
+        g = p.add_argument_group("calibrate (and every run flag)")
+        g.add_argument("--fit-fraction", type=float, help="share of the example texts the threshold and "
+                       "probability map are fitted on; the rest is the test split")
+        g.add_argument("--calibration-file", help="calibration file the entries are written to (other "
+                       "entries kept; relative: from the project root); [evaluate] calibration reads it")
 
     @property
     def table_dir(self) -> Folder:
@@ -122,23 +138,37 @@ class AgentsBenchJob(Job):
 
     def _run(self):
         from udfs.bench import commands
+
+        kw = self._run_arguments()
+        return commands.run(kw.pop("ground_truth"), kw.pop("out"), kw.pop("cfg"), **kw)
+
+    def _run_arguments(self) -> dict:
+        """The arguments of ``udfs.bench.commands.run`` from the flags (asking the service for its
+        model when no --verdict-models names one)."""
         from udfs.llm.client import LLMError, first_model
-        from udfs.llm.serving import base_url, load_serving_conf
+        from udfs.llm.serving import client_base_url
 
         a = self.args
-        url = a.base_url or base_url(load_serving_conf())
+        url = client_base_url(a.base_url)
         try:
-            self._verdicts = self.verdict_config(a.verdict_models or [first_model(url, timeout_s=30)])
+            self._verdicts = self.verdict_config(a.verdict_models or [first_model(url, timeout_s=30, api_key=a.api_key)])
         except LLMError as exc:
             self.fail(str(exc), code=1)
         if len(self._verdicts.models) > 1 and not a.judge_model:
             log.warning("several models and no --judge-model: ties stay undecided (no verdict)")
         # SQLite needs a real disk: under a remote root the cache is a local folder (local_state_dir)
         cache = a.cache or str(local_state_dir(self.output_root, "cache") / "llm.sqlite")
-        return commands.run(Folder(a.input[0]), self.table_dir, self._verdicts, base_url=url, cache_path=cache,
-                            tasks=a.tasks, limit=a.limit, seed=a.seed, batch_size=a.batch_size,
-                            timeout_s=a.timeout_s, concurrency=a.concurrency, overwrite=a.overwrite,
-                            timer=self.record.time)
+        return dict(ground_truth=Folder(a.input[0]), out=self.table_dir, cfg=self._verdicts, base_url=url,
+                    cache_path=cache, tasks=a.tasks, limit=a.limit, seed=a.seed, batch_size=a.batch_size,
+                    timeout_s=a.timeout_s, concurrency=a.concurrency, overwrite=a.overwrite,
+                    timer=self.record.time, api_key=a.api_key)
+
+    def _calibrate(self):
+        from udfs.bench import commands
+
+        kw = self._run_arguments()
+        return commands.calibrate(kw.pop("ground_truth"), kw.pop("out"), kw.pop("cfg"),
+                                  calibration_file=self.args.calibration_file, fit_fraction=self.args.fit_fraction, **kw)
 
     def _kappa(self):
         from udfs.bench import commands

@@ -177,7 +177,7 @@ def demo_pages_table():
     for rel, feature, stratum in DEMO_PAGES:
         out = process_html((DATA / "html" / "extruct-samples" / rel).read_bytes(), "text/html", None, cfg)
         rows.append({"page_url": f"http://extruct-samples.example/{rel}", "feature": feature, "stratum": stratum,
-                     "selected": True, "status": out["status"], "text": out["text"],
+                     "selected": True, "status": out["status"], "text": out["text"], "judge_text": out["judge_text"],
                      "human_markup": out["human_markup"], "root_types": out["root_types"]})
     return pa.Table.from_pylist(rows)
 

@@ -198,6 +198,11 @@ def test_pages_job_statuses_reconcile(spark, tmp_path):
     out = tmp_path / "out"
     WarcIndexJob(["--input", str(bundled), str(crawl), "--warc-base", str(tmp_path),
                   "--output", str(out)]).main()
+    # every WARC file with the records it gave, adding up to the index's rows
+    indexed = json.loads((out / "warc_index" / "_run.json").read_text())
+    assert indexed["counters"]["reconciles"] is True and len(indexed["inputs"]["read"]) == 5
+    assert sum(r["records"] for r in indexed["inputs"]["read"]) == indexed["counters"]["records_indexed"] \
+        == sum(pq.read_metadata(f).num_rows for f in (out / "warc_index").glob("*.parquet"))
     # names relative to the base
     index = pq.read_table(out / "warc_index").to_pylist()
     by_url = {r["url"]: r for r in index if r["warc_record_type"] == "response"}
@@ -233,9 +238,12 @@ def test_pages_job_statuses_reconcile(spark, tmp_path):
     schema = pa.schema([("page_url", pa.string()), ("feature", pa.string()), ("stratum", pa.string()),
                         ("types", pa.list_(pa.string())), ("cset_id", pa.string()), ("sample_rank", pa.int32()),
                         ("replacements", pa.list_(rep))])
-    pq.write_table(pa.Table.from_pylist(rows, schema), tmp_path / "samples.parquet")
+    # two input files: the run record gives the rows of each
+    (tmp_path / "samples").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows[:4], schema), tmp_path / "samples" / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[4:], schema), tmp_path / "samples" / "part-1.parquet")
 
-    PagesJob(["--input", str(tmp_path / "samples.parquet"), "--warc-index", str(tmp_path / "index.parquet"),
+    PagesJob(["--input", str(tmp_path / "samples"), "--warc-index", str(tmp_path / "index.parquet"),
               "--warc-base", str(tmp_path), "--max-html-bytes", "100000", "--replacements", "3",
               "--output", str(out)]).main()
     pages = pq.read_table(out / "pages").to_pylist()
@@ -257,10 +265,21 @@ def test_pages_job_statuses_reconcile(spark, tmp_path):
     c = sel["http://t.example/creative"]
     assert c["status"] == "ok" and c["root_types"] == ["WebPage"] and json.loads(c["human_markup"])["mainEntity"]["@type"] == "Book"
     assert len(c["html_sha256"]) == 64 and c["text_extractor"] == "trafilatura"
+    assert c["judge_text_extractor"] == "main+rest" and c["judge_text"].startswith(c["text"])
     assert sel[big]["status"] == "parse_error" and "oversized" in sel[big]["reason"]
     assert sel["http://example.com/"]["status"] == "no_matching_markup"  # the response, not the revisit
-    run = json.loads((out / "pages" / "_run.json").read_text())["counters"]
+    record = json.loads((out / "pages" / "_run.json").read_text())
+    run = record["counters"]
     assert run["input_rows"] == 10 and run["rejected_rows"] == 1 and run["selected_rows"] == 9 and run["reconciles"]
+    assert [(Path(r["source"]).name, r["rows"]) for r in record["inputs"]["read"]] == [("part-0.parquet", 4),
+                                                                                    ("part-1.parquet", 6)]
+    # the records read from each WARC file: every attempt that got past the index and the byte range
+    warc_read = {r["source"]: r for r in record["inputs"]["warc_read"]}
+    read_statuses = ("ok", "parse_error", "no_matching_markup")
+    assert {f: r["records_read"] for f, r in warc_read.items()} == {
+        f: sum(p["status"] in read_statuses for p in pages if p["warc_filename"] == f) for f in warc_read}
+    assert sum(r["attempts"] for r in warc_read.values()) == sum(p["warc_filename"] is not None for p in pages)
+    assert warc_read["crawl/t.warc.gz"]["records_read"] == 4  # remote, invalid, image, creative
     assert run["ok_by_replacement"] == 1 and run["attempts"] == len(pages) == 11
     assert sum(run[f"selected_{s}"] for s in P.STATUSES) == 9
     assert pq.read_table(out / "rejects" / "pages").num_rows == 1

@@ -162,6 +162,39 @@ def system_prompt(agent: str, strategy: str, prompts_dir: str | None) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+# ---- factuality questions -------------------------------------------------------------------
+# The factuality question's variants (prompt files): the plain question, and one that also gives
+# the property's schema.org definition (a swapped value is easier to catch when the model knows
+# what the property means). benchmarks/judge_configs.py measures them.
+FACTUALITY_QUESTIONS = {"plain": "factuality_question", "defined": "factuality_question_defined"}
+_DOC_LINK = re.compile(r"\[\[([^\]]+)\]\]|\[([^\]]+)\]\([^)]*\)|<[^>]+>")
+
+
+def plain_definition(prop: str, vocab=None, max_chars: int = 300) -> str:
+    """A property's ``rdfs:comment`` as plain text (documentation links reduced to their words,
+    spacing collapsed), cut at the first sentence end after ``max_chars`` / 2 or at ``max_chars``;
+    "" when schema.org does not define the property."""
+    vocab = vocab or load_vocabulary()
+    text = _DOC_LINK.sub(lambda m: m.group(1) or m.group(2) or " ", vocab.comments.get(prop, "") or "")
+    text = " ".join(text.split())
+    if len(text) <= max_chars:
+        return text
+    cut = text.find(". ", max_chars // 2, max_chars)
+    return text[: cut + 1] if cut >= 0 else text[:max_chars].rstrip() + "..."
+
+
+def factuality_question(entity_type: str | None, prop: str, value: str, variant: str = "plain",
+                        prompts_dir: str | None = None, vocab=None) -> str:
+    """The factuality question of a variant of ``FACTUALITY_QUESTIONS`` about one claim (the
+    value without fence markers); an unknown variant is a ValueError naming the known ones."""
+    if variant not in FACTUALITY_QUESTIONS:
+        raise ValueError(f"unknown factuality question {variant!r}: one of {', '.join(FACTUALITY_QUESTIONS)}")
+    fields = {"entity_type": entity_type or "entity", "property": prop, "value": unfence(value)}
+    if variant == "defined":
+        fields["definition"] = plain_definition(prop, vocab) or "(no schema.org definition)"
+    return load_prompt(FACTUALITY_QUESTIONS[variant], prompts_dir).format(**fields)
+
+
 # ---- page text to prompt size ---------------------------------------------------------------
 def count_tokens(tokenizer, text: str) -> int:
     return tokenizer.count(text) if hasattr(tokenizer, "count") else len(tokenizer.token_bytes(text))

@@ -6,7 +6,9 @@ FactCheck strategies, a multi-model majority vote and correction. (Generation is
 Every model call goes through ``udfs.llm.client.LLMClient``; a verdict is the first token's yes/no
 logprobs, never free text. Claim values are untrusted and fenced in the prompts.
 
-* Claims: one per triple of a markup, its value as the prompt shows it (``claims_of``).
+* Claims: one per triple of a markup, its value as a page would state it (``claims_of``): a literal,
+  a node by its name, an IRI or enumeration member in words; a triple whose value is an unnamed
+  node is not asked and follows the claims inside that node (``nested_claims``).
 * Factuality: one yes/no per (property, value, entity type) against the text; a triple passes if
   any chunk says yes (OR). The messages put the fixed instructions and the page text first and the
   question last, so every question about one page shares a prompt prefix the engine's prefix cache
@@ -24,12 +26,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from udfs.agents.prompts import STRATEGIES, fence, load_prompt, system_prompt, unfence
-from udfs.schemaorg.markup import Literal, Markup
-from udfs.schemaorg.vocab import load_vocabulary
+from udfs.schemaorg.markup import Literal, Markup, Ref
+from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
 
 # No default strategy or threshold here: they are settings of conf/pipeline.toml ([evaluate],
 # [agents_bench]), passed in by whoever asks for verdicts.
@@ -58,8 +61,80 @@ def describe_value(markup: Markup, v) -> str:
     return f"a {kind} named {label!r}" if label else (f"a {kind} ({ent.id})" if not ent.is_blank else f"a {kind}")
 
 
-def claims_of(markup: Markup) -> list[Claim]:
-    return [Claim(t.property, describe_value(markup, t.value), t.entity_type) for t in markup.triples()]
+NAME_PROPERTIES = ("name", "headline", "alternateName", "title")  # what names a node, in this order
+_CAMEL_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_TERM = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+def readable_iri(iri: str) -> str:
+    """An IRI as a page would say it: a schema.org term (an enumeration member such as
+    ``https://schema.org/InStock``) in lower-case words ("in stock"), any other IRI as it is."""
+    local = schema_local_name(iri.strip())
+    if not local or not _TERM.match(local):
+        return iri
+    return _CAMEL_WORDS.sub(" ", local).replace("_", " ").lower()
+
+
+def node_name(markup: Markup, entity_id: str) -> str | None:
+    """The first non-empty name-like literal of a node of the markup (``NAME_PROPERTIES``), or None."""
+    ent = markup.entities.get(entity_id)
+    if ent is None:
+        return None
+    for p in NAME_PROPERTIES:
+        for x in ent.properties.get(p, ()):
+            if isinstance(x, Literal) and x.text.strip():
+                return x.text
+    return None
+
+
+def claim_value(markup: Markup, v) -> str | None:
+    """What a claim says a property's value is: a literal's text (a schema.org term written as a
+    string, ``"https://schema.org/InStock"``, in words); a node of the markup by its name; an
+    outside IRI readably (:func:`readable_iri`). None for a node without a name: a blank-node
+    label or a node's IRI is not something a page states, so such a triple is not asked (its
+    fate follows the claims inside the node, :func:`claims_of`)."""
+    if isinstance(v, Literal):
+        return readable_iri(v.text) if isinstance(v.value, str) else v.text
+    if v.id in markup.entities:
+        return node_name(markup, v.id)
+    return readable_iri(v.id)
+
+
+def claims_of(markup: Markup) -> list[Claim | None]:
+    """One claim per triple of ``markup.triples()`` (same order): the property, :func:`claim_value`
+    and the subject's type. A triple whose value is an unnamed node has None: it is not judged,
+    and passes a stage while any claim inside that node does (:func:`nested_claims`)."""
+    out: list[Claim | None] = []
+    for t in markup.triples():
+        value = claim_value(markup, t.value)
+        out.append(None if value is None else Claim(t.property, value, t.entity_type))
+    return out
+
+
+def nested_claims(markup: Markup, claims: Sequence[Claim | None] | None = None) -> dict[int, list[int]]:
+    """For each triple without a claim (an unnamed node as value; index into ``markup.triples()``),
+    the indices of the triples with a claim whose subject is that node or a node inside it
+    (followed through any depth, each node once). Empty list: nothing inside is judged."""
+    triples = list(markup.triples())
+    claims = claims_of(markup) if claims is None else claims
+    by_subject: dict[str, list[int]] = {}
+    for i, t in enumerate(triples):
+        by_subject.setdefault(t.subject, []).append(i)
+    out: dict[int, list[int]] = {}
+    for i, (t, c) in enumerate(zip(triples, claims)):
+        if c is not None or not isinstance(t.value, Ref):
+            continue
+        seen, stack, inside = {t.value.id}, [t.value.id], []
+        while stack:
+            for j in by_subject.get(stack.pop(), ()):
+                v = triples[j].value
+                if claims[j] is not None:
+                    inside.append(j)
+                elif isinstance(v, Ref) and v.id in markup.entities and v.id not in seen:
+                    seen.add(v.id)
+                    stack.append(v.id)
+        out[i] = sorted(inside)
+    return out
 
 
 @dataclass
@@ -101,6 +176,16 @@ def paper_factuality_messages(chunk: str, claim: Claim, strategy: str,
     question = _factuality_question(claim, prompts_dir)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
             {"role": "user", "content": f"{question}\n\n{fence(chunk)}"}]
+
+
+def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None) -> str:
+    """A short sha256 of the messages an agent sends for a fixed probe claim with ``strategy``:
+    it changes whenever the instructions, the question or their layout change, so a threshold
+    calibrated on other prompts is not taken for these (``udfs.scores.calibration.resolve``)."""
+    claim = Claim("property", "value", "Thing")
+    msgs = (factuality_messages("text", claim, strategy, prompts_dir) if agent == "factuality"
+            else compliance_messages(claim, "definition", strategy, prompts_dir))
+    return hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def compliance_messages(claim: Claim, definition: str, strategy: str,
@@ -192,13 +277,14 @@ def voter_model_and_strategy(name: str | None, default: str) -> tuple[str | None
 
 
 def verdict_voter(agent: str, client, *, chunks: Sequence[str] = (), strategy: str,
-                  threshold: float, prompts_dir: str | None = None) -> Voter:
+                  threshold: float, prompts_dir: str | None = None, vocab=None) -> Voter:
     """The verdict function of one voter: ``judge_factuality`` (against ``chunks``) or
-    ``judge_compliance`` with its client, strategy and threshold bound."""
+    ``judge_compliance`` with its client, strategy and threshold bound (``vocab``: where compliance
+    reads the definitions, default schema.org's)."""
     if agent == "factuality":
         return lambda claims: judge_factuality(client, list(chunks), claims, strategy=strategy,
                                                threshold=threshold, prompts_dir=prompts_dir)
-    return lambda claims: judge_compliance(client, claims, strategy=strategy, threshold=threshold,
+    return lambda claims: judge_compliance(client, claims, vocab=vocab, strategy=strategy, threshold=threshold,
                                            prompts_dir=prompts_dir)
 
 

@@ -1,11 +1,17 @@
-"""The agents benchmark's three commands as library steps; ``jobs/agents_bench.py`` parses the flags
+"""The agents benchmark's commands as library steps; ``jobs/agents_bench.py`` parses the flags
 and calls one of them:
 
 * :func:`build`: the ground truth from schema.org examples files (``udfs.bench.groundtruth``);
 * :func:`run`: one verdict configuration on it (``udfs.bench.runner``): seeded, stratified items per
   task, verdicts written one part per batch (a killed run resumes from its parts), then metrics,
   threshold sweep, consensus alignment, summary and plot;
+* :func:`calibrate`: a run, then per agent the threshold and score-to-probability map fitted on a
+  fit split of the ground truth and measured on the rest (``udfs.scores.calibration``), written to
+  the calibration file the evaluation reads;
 * :func:`kappa`: Cohen's kappa of MeMR against human votes (``udfs.bench.metrics``).
+
+A ground truth is the folder ``build`` writes or any Parquet file with the same columns
+(:func:`load_ground_truth`).
 
 Each step reads its inputs, replaces what it writes in the folders it is given
 (``udfs.runtime.io.Folder``) and returns a :class:`Report`: counters and facts for the run record,
@@ -27,6 +33,7 @@ from typing import Any, Callable, ContextManager, Sequence
 from udfs.bench import runner as ab
 from udfs.runtime.config import ScoresConf
 from udfs.runtime.io import Folder
+from udfs.runtime.paths import PROJECT_ROOT
 from udfs.runtime.progress import Progress
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
 
@@ -101,33 +108,133 @@ def build(inputs: Sequence[str | Path], out: Folder, rejects: Folder, *, seed: i
     return report
 
 
+# ---- a ground truth, built here or brought --------------------------------------------------------
+REQUIRED = ("text", "property", "value", "entity_type", "label", "kind")
+
+
+@dataclass
+class GroundTruth:
+    """The rows per agent, where they were read from and the sha256 of the files read (in order)."""
+
+    tables: dict[str, list[dict[str, Any]]]
+    source: str
+    sha256: str
+
+
+def _rows(table, where: str, agent: str | None) -> list[dict[str, Any]]:
+    """Rows of a brought table, checked and completed: the required columns (``text`` may be left
+    out for compliance), ``label`` a boolean and ``kind`` one of its agent's; an ``item_id`` made from
+    the claim where there is none, and the split's ``group``: the example whose text an item shows
+    (``text_example_id``, else ``example_id``), else a hash of the text (compliance without a text:
+    of the property and value)."""
+    from udfs.bench.groundtruth import COMPLIANCE_KINDS, FACTUALITY_KINDS, item_id
+
+    names = set(table.schema.names)
+    need = [c for c in REQUIRED if c not in names and not (c == "text" and agent == "compliance")]
+    if need:
+        raise BenchInputError(f"--input {where}: missing column{'s' if len(need) > 1 else ''} {', '.join(need)} "
+                              f"(a ground truth has {', '.join(REQUIRED)}, and optionally definition)")
+    out = []
+    for i, r in enumerate(table.to_pylist()):
+        a = agent or r.get("agent") or ("factuality" if r.get("text") is not None else "compliance")
+        kinds = FACTUALITY_KINDS if a == "factuality" else COMPLIANCE_KINDS
+        if a not in ("factuality", "compliance"):
+            raise BenchInputError(f"--input {where}: row {i}: agent {a!r} is neither factuality nor compliance")
+        if not isinstance(r.get("label"), bool):
+            raise BenchInputError(f"--input {where}: row {i}: label {r.get('label')!r} is not true or false")
+        if r.get("kind") not in kinds:
+            raise BenchInputError(f"--input {where}: row {i}: kind {r.get('kind')!r} is not a {a} kind "
+                                  f"({', '.join(kinds)})")
+        if a == "factuality" and not r.get("text"):
+            raise BenchInputError(f"--input {where}: row {i}: a factuality item needs its text")
+        r = {**r, "agent": a, "text": r.get("text") if a == "factuality" else None}
+        r["item_id"] = r.get("item_id") or item_id(a, r["kind"], r["text"], r["property"], r["value"],
+                                                   r["entity_type"])
+        anchor_id = r.get("text_example_id") or r.get("example_id")
+        r["group"] = (str(anchor_id) if anchor_id else
+                      item_id("text", r["text"]) if r["text"] else item_id("claim", r["property"], r["value"]))
+        out.append(r)
+    return out
+
+
+def load_ground_truth(where: Folder) -> GroundTruth:
+    """A ground truth: the folder ``build`` writes (factuality.parquet and / or compliance.parquet)
+    or one Parquet file holding both agents' rows (an ``agent`` column, or: rows with a text are
+    factuality items, rows without compliance ones). Columns ``text``, ``property``, ``value``,
+    ``entity_type``, ``label`` (bool) and ``kind`` (factuality: positive / intrinsic / extrinsic;
+    compliance: positive / swapped), optionally ``definition`` (compliance: judged against it
+    instead of the schema.org definition), ``item_id``, ``example_id``, ``text_example_id``; others
+    are kept and not read. Anything else is a :class:`BenchInputError` that says what is wrong."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    digest = hashlib.sha256()
+    tables: dict[str, list[dict[str, Any]]] = {"factuality": [], "compliance": []}
+    if where.isdir():
+        found = [a for a in tables if where.isfile(f"{a}.parquet")]
+        if not found:
+            raise BenchInputError(f"--input {where}: not a ground truth (no factuality.parquet or compliance.parquet); "
+                                  "run build first, or give a Parquet file")
+        for a in found:
+            data = where.read_bytes(f"{a}.parquet")
+            digest.update(data)
+            tables[a] = _rows(pq.read_table(pa_buffer(data)), str(where / f"{a}.parquet"), a)
+    else:
+        parent, name = where.parent, where.name
+        if not parent.isfile(name):
+            raise BenchInputError(f"--input {where}: no such ground truth (a folder written by build or a Parquet file)")
+        data = parent.read_bytes(name)
+        digest.update(data)
+        try:
+            table = pq.read_table(pa_buffer(data))
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's input error
+            raise BenchInputError(f"--input {where}: not a Parquet file ({exc})") from exc
+        for r in _rows(table, str(where), None):
+            tables[r["agent"]].append(r)
+    return GroundTruth(tables, str(where), digest.hexdigest())
+
+
+def pa_buffer(data: bytes):
+    import pyarrow as pa
+
+    return pa.BufferReader(data)
+
+
+def select_items(gt: GroundTruth, tasks: Sequence[str], limit: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+    """The items of each task: a seeded, stratified subset (``udfs.bench.groundtruth.stratified_subset``);
+    a task without items in the ground truth is left out."""
+    from udfs.bench.groundtruth import POSITIVE, TASKS, stratified_subset
+
+    out = {}
+    for task in tasks:
+        agent, neg = TASKS[task]
+        items = stratified_subset(gt.tables[agent], (POSITIVE, neg), limit, seed)
+        if items:
+            out[task] = items
+        else:
+            log.warning("task %s: no items in the ground truth, left out", task)
+    return out
+
+
 # ---- run -----------------------------------------------------------------------------------------
 def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: str, cache_path: str,
         tasks: Sequence[str], limit: int, seed: int, batch_size: int, timeout_s: float, concurrency: int,
-        overwrite: bool, timer: Timer = _untimed) -> Report:
+        overwrite: bool, timer: Timer = _untimed, api_key: str | None = None) -> Report:
     """Judge ``limit`` items per task (half positive; 0: all; the same seeded picks every time) of
-    the ground truth with ``cfg`` on the service at ``base_url``, resuming from the verdict parts
+    the ground truth (:func:`load_ground_truth`: build's folder or any Parquet file) with ``cfg`` on the service at ``base_url``, resuming from the verdict parts
     already in ``out/verdicts`` (``overwrite``: drop them first), and write the metrics, sweep,
     alignment, summary and plot to ``out``. ``concurrency``: requests in flight per model (1: one
-    claim at a time, so a verdict's latency is its own)."""
+    claim at a time, so a verdict's latency is its own). ``api_key``: the endpoint's, as for ``LLMClient``."""
     from udfs.agents.verdicts import voter_model_and_strategy
     from udfs.bench import metrics as bm
-    from udfs.bench.groundtruth import TASKS, stratified_subset
+    from udfs.bench.groundtruth import TASKS
     from udfs.llm.client import LLMClient
 
     t0 = time.monotonic()
     models = list(cfg.models)
-    missing = [str(ground_truth / f"{t}.parquet") for t in ("factuality", "compliance")
-               if not ground_truth.isfile(f"{t}.parquet")]
-    if missing:
-        raise BenchInputError(f"--input {ground_truth}: not a ground_truth folder (no {', '.join(missing)}); "
-                              "run build first")
-    tables = {agent: ground_truth.read(f"{agent}.parquet").to_pylist() for agent in ("factuality", "compliance")}
-    # The items of each task (a seeded, stratified subset), then each agent's distinct items.
-    task_items: dict[str, list[dict]] = {}
-    for task in tasks:
-        agent, neg = TASKS[task]
-        task_items[task] = stratified_subset(tables[agent], ("positive", neg), limit, seed)
+    gt = load_ground_truth(ground_truth)
+    task_items = select_items(gt, tasks, limit, seed)
     todo: dict[str, dict[str, dict]] = {"factuality": {}, "compliance": {}}
     for task, items in task_items.items():
         for it in items:
@@ -143,7 +250,8 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
     c = {"items": sum(len(v) for v in todo.values()), "already_judged": 0}
     pending = {agent: [it for iid, it in d.items() if (agent, iid) not in done] for agent, d in todo.items()}
     c["already_judged"] = c["items"] - sum(len(v) for v in pending.values())
-    clients = {m: LLMClient(base_url, m, cache_path=cache_path, timeout_s=timeout_s, max_concurrency=concurrency)
+    clients = {m: LLMClient(base_url, m, cache_path=cache_path, timeout_s=timeout_s, max_concurrency=concurrency,
+                            api_key=api_key)
                for m in dict.fromkeys(voter_model_and_strategy(v, cfg.strategy)[0]
                                       for v in [*models, *([cfg.judge] if cfg.judge else [])])}
     cfg.clients = clients
@@ -151,7 +259,8 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
     report = Report()
     report.facts["benchmark"] = {"base_url": base_url, "config": cfg.name, "models": models, "judge": cfg.judge,
                                  "strategy": cfg.strategy, "limit_per_task": limit, "seed": seed,
-                                 "tasks": {t: len(v) for t, v in task_items.items()}}
+                                 "tasks": {t: len(v) for t, v in task_items.items()},
+                                 "ground_truth": gt.source, "ground_truth_sha256": gt.sha256}
     log.info("%d items (%d judged before) for %s", c["items"], c["already_judged"], cfg.name)
     n_part = len(parts.ls("part-*.parquet"))
     judged = 0
@@ -201,6 +310,80 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
     report.facts["metrics"] = metrics
     report.text = md
     return report
+
+
+# ---- calibrate -----------------------------------------------------------------------------------
+def calibrate(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, calibration_file: str,
+              fit_fraction: float, tasks: Sequence[str], limit: int, seed: int, **run_kw: Any) -> Report:
+    """Fit each agent's threshold and score-to-probability map on the fit split of the ground
+    truth and measure them on the test split (``udfs.scores.calibration``), from the verdict scores
+    of a ``run`` of ``cfg`` (run first, here: it resumes from the parts already written and asks the
+    request cache before the model, so no item is asked twice). The entries (per model, agent,
+    strategy and layout; the seed, fit fraction and the ground truth's sha256 with them) go to
+    ``calibration_file`` (other keys there kept) and to ``out/calibration.json``; ``out/calibration.md``
+    is the test-split table. ``run_kw``: :func:`run`'s other arguments."""
+    from udfs.agents.verdicts import prompt_fingerprint
+    from udfs.bench.groundtruth import TASKS
+    from udfs.scores import calibration as cal
+
+    if not 0 < fit_fraction < 1:
+        raise BenchInputError(f"--fit-fraction {fit_fraction}: must be between 0 and 1 (exclusive)")
+    report = run(ground_truth, out, cfg, tasks=tasks, limit=limit, seed=seed, **run_kw)
+    gt = load_ground_truth(ground_truth)
+    task_items = select_items(gt, tasks, limit, seed)
+    scores: dict[tuple[str, str], float | None] = {}
+    for r in (out / "verdicts").read().to_pylist():  # a later answer replaces an earlier failure
+        if r["score"] is not None or (r["agent"], r["item_id"]) not in scores:
+            scores[(r["agent"], r["item_id"])] = r["score"]
+    model = cal.model_key(list(cfg.models), cfg.judge)
+    layout = getattr(cfg, "layout", None) or cal.SHARED_PREFIX
+    entries = []
+    for agent in dict.fromkeys(TASKS[t][0] for t in task_items):
+        items: dict[str, cal.Item] = {}
+        agent_tasks = [t for t in task_items if TASKS[t][0] == agent]
+        for t in agent_tasks:
+            for it in task_items[t]:
+                prev = items.get(it["item_id"])
+                items[it["item_id"]] = cal.Item(it["group"], bool(it["label"]), scores.get((agent, it["item_id"])),
+                                                (*(prev.tasks if prev else ()), t))
+        entries.append(cal.fit_entry(list(items.values()), model=model, agent=agent, strategy=cfg.strategy,
+                                     layout=layout, seed=seed, fit_fraction=fit_fraction,
+                                     ground_truth_sha256=gt.sha256, tasks=agent_tasks,
+                                     prompts_sha256=prompt_fingerprint(agent, cfg.strategy, cfg.prompts_dir)))
+    path = calibration_file if "://" in calibration_file or calibration_file.startswith("/") \
+        else str(PROJECT_ROOT / calibration_file)
+    cal.write(path, entries)
+    out.write_text("calibration.json", json.dumps({"version": cal.VERSION, "entries": entries}, indent=1) + "\n")
+    md = calibration_markdown(entries, path)
+    out.write_text("calibration.md", md)
+    report.facts["calibration"] = {"file": path, "sha256": cal.sha256(path), "seed": seed, "fit_fraction": fit_fraction,
+                                   "ground_truth_sha256": gt.sha256,
+                                   "entries": [{k: e[k] for k in ("model", "agent", "strategy", "layout", "threshold")}
+                                               for e in entries]}
+    for e in entries:
+        report.counters[f"{e['agent']}_fit_items"] = e["fit"]["n"]
+        report.counters[f"{e['agent']}_test_items"] = e["test"]["n"]
+    report.text = report.text + "\n" + md
+    return report
+
+
+def calibration_markdown(entries: Sequence[dict[str, Any]], path: str) -> str:
+    """The test-split figures of calibration entries (the fitted threshold's P / R / F1, AUROC)."""
+    def f(x):
+        return "–" if x is None else f"{x:.3f}"
+
+    lines = [f"Calibration written to {path}: thresholds fitted on the fit split (max F1), figures on the "
+             "test split only.", "",
+             "| model | agent | task | strategy | layout | threshold | fit items | test items | P | R | F1 | AUROC |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for e in entries:
+        for task, m in [("all", e["test"]), *e["test"]["tasks"].items()]:
+            lines.append(f"| {e['model']} | {e['agent']} | {task} | {e['strategy']} | {e['layout']} | "
+                         f"{e['threshold']:.3f} | {e['fit']['n']} | {m['n']} | {f(m['precision'])} | "
+                         f"{f(m['recall'])} | {f(m['f1'])} | {f(m['auroc'])} |")
+    lines += ["", f"seed {entries[0]['seed'] if entries else '–'}, fit fraction "
+              f"{entries[0]['fit_fraction'] if entries else '–'}, split by example text"]
+    return "\n".join(lines) + "\n"
 
 
 # ---- kappa ---------------------------------------------------------------------------------------

@@ -98,21 +98,33 @@ class VerdictConfig:
         return "_".join(parts).replace("/", "-")
 
 
-def _voter(cfg: VerdictConfig, agent: str, name: str, text: str | None):
+@dataclass(frozen=True)
+class _Definitions:
+    """A vocabulary stand-in for compliance: every property of a group of items has the group's
+    definition (the ground truth's ``definition`` column)."""
+
+    comments: dict[str, str]
+
+
+def _voter(cfg: VerdictConfig, agent: str, name: str, text: str | None, vocab=None):
     model, strategy = agents.voter_model_and_strategy(name, cfg.strategy)
     return agents.verdict_voter(agent, cfg.clients[model], chunks=[text], strategy=strategy,
-                                threshold=cfg.threshold(agent), prompts_dir=cfg.prompts_dir)
+                                threshold=cfg.threshold(agent), prompts_dir=cfg.prompts_dir, vocab=vocab)
 
 
-async def _judge_group(cfg: VerdictConfig, agent: str, text: str | None, claims: list[agents.Claim]):
-    return await agents.vote(lambda name: _voter(cfg, agent, name, text), cfg.models, claims, judge=cfg.judge)
+async def _judge_group(cfg: VerdictConfig, agent: str, key: str | None, claims: list[agents.Claim]):
+    # factuality groups by text, compliance by the items' own definition (None: schema.org's)
+    text, vocab = (key, None) if agent == "factuality" else (None, _Definitions({c.property: key for c in claims})
+                                                              if key else None)
+    return await agents.vote(lambda name: _voter(cfg, agent, name, text, vocab), cfg.models, claims, judge=cfg.judge)
 
 
 async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One verdict row per ground-truth item (same order); the items of one text are asked together."""
+    """One verdict row per ground-truth item (same order); the items of one text are asked together.
+    A compliance item with a ``definition`` is judged against it, one without against schema.org's."""
     groups: dict[str | None, list[int]] = {}
     for i, it in enumerate(items):
-        groups.setdefault(it["text"] if agent == "factuality" else None, []).append(i)
+        groups.setdefault(it["text"] if agent == "factuality" else (it.get("definition") or None), []).append(i)
     claims = [agents.Claim(it["property"], it["value"], it["entity_type"]) for it in items]
     keys = list(groups)
     if cfg.one_at_a_time:

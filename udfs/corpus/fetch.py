@@ -60,6 +60,8 @@ PAGES_SCHEMA = T.StructType([
     T.StructField("text", T.StringType()),
     T.StructField("text_chars", T.LongType()),
     T.StructField("text_extractor", T.StringType()),
+    T.StructField("judge_text", T.StringType()),
+    T.StructField("judge_text_extractor", T.StringType()),
     T.StructField("language", T.StringType()),
     T.StructField("markups", T.ArrayType(T.StringType())),
     T.StructField("markup_errors", T.ArrayType(T.StringType())),
@@ -151,8 +153,9 @@ def fetch_page(row: dict, warc_base: str | None, cfg: P.PageConfig, max_record_b
 
     out = dict(row)
     out.update({k: None for k in ("status", "reason", "html_sha256", "html_bytes", "text", "text_chars",
-                                  "language", "human_markup", "root_types", "matched_block")})
-    out.update(markups=[], markup_errors=[], text_extractor=cfg.text_extractor)
+                                  "judge_text", "language", "human_markup", "root_types", "matched_block")})
+    out.update(markups=[], markup_errors=[], text_extractor=cfg.text_extractor,
+               judge_text_extractor=cfg.judge_text_extractor)
     if row["warc_filename"] is None:
         out.update(status=P.NOT_FOUND, reason="page URL not in the WARC index")
         return out

@@ -1,6 +1,6 @@
 """From one page's HTML to what the evaluation needs: its JSON-LD blocks, the human markup that
-carries the sampled C-set (kept with its root entity, as the paper does), the page text and its
-language.
+carries the sampled C-set (kept with its root entity, as the paper does), the page texts (the one
+generation reads and the one the factuality judge reads, ``extract_texts``) and the language.
 
 Everything here is plain Python over bytes and dicts; ``jobs/pages.py`` runs it in Spark tasks.
 Nothing from a page is fetched or executed: JSON-LD is parsed as JSON, an ``@context`` naming
@@ -18,7 +18,7 @@ import threading
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from udfs.runtime.config import PagesConf
 from udfs.schemaorg.namespace import SCHEMA_NS, SCHEMA_NS_RE, context_document, is_schema_context_url
@@ -306,7 +306,7 @@ def select_markup(blocks: list[JsonLdBlock], cset_types: list[str] | None) -> Se
 
 # ---- text -----------------------------------------------------------------------------------------
 
-TEXT_EXTRACTORS = ("trafilatura", "html2text")
+TEXT_EXTRACTORS = ("trafilatura", "html2text", "main+rest")
 
 
 def _trafilatura_text(html: str) -> str:
@@ -325,12 +325,79 @@ def _html2text_text(html: str) -> str:
     return h.handle(html).strip()
 
 
+_MD_MARKS = re.compile(r"^[\s#>*+\-|]+|[*_`|]+|\s+$")
+_SPACES = re.compile(r"\s+")
+# trafilatura keeps typographic quotes where html2text writes straight ones
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+REST_SEPARATOR = "\n\n"
+
+
+def _line_key(line: str) -> str:
+    """A line as it is compared with the main text: html2text's Markdown marks, case and
+    spacing do not count (trafilatura writes "Author:" and "Stendhal" on two lines where
+    html2text writes "Author: Stendhal")."""
+    return _SPACES.sub(" ", _MD_MARKS.sub(" ", line)).strip().casefold().translate(_QUOTES)
+
+
+def _holds(text: str, part: str) -> bool:
+    """Whether ``part`` occurs in ``text`` as whole words ("4" is not held by "2024")."""
+    start = text.find(part)
+    while start >= 0:
+        end = start + len(part)
+        if (start == 0 or not (text[start - 1].isalnum() and part[0].isalnum())) and \
+                (end == len(text) or not (text[end].isalnum() and part[-1].isalnum())):
+            return True
+        start = text.find(part, start + 1)
+    return False
+
+
+def main_and_rest(main: str, whole: str) -> str:
+    """The main text, then every line of the whole-page text that the main text does not already
+    hold, in page order: what the main-content heuristic dropped (sidebars, lists of events,
+    footers) still reaches the reader, after the content it judged central, so a cut at the
+    context budget drops the periphery first. A line counts as held when its words (without
+    Markdown marks, case and spacing) occur in the main text."""
+    held = _SPACES.sub(" ", main).casefold().translate(_QUOTES)
+    rest, seen = [], set()
+    for line in whole.splitlines():
+        key = _line_key(line)
+        if not key or key in seen or _holds(held, key):
+            continue
+        seen.add(key)
+        rest.append(line.strip())
+    if not rest:
+        return main
+    return (main + REST_SEPARATOR if main else "") + "\n".join(rest)
+
+
 def extract_text(html: str, extractor: str) -> str:
+    """The page text by one of ``TEXT_EXTRACTORS``: ``trafilatura`` (the main content),
+    ``html2text`` (the whole page as Markdown, the paper's) or ``main+rest`` (``main_and_rest`` of
+    the two); an unknown name is a ValueError naming the known ones."""
     if extractor == "trafilatura":
         return _trafilatura_text(html)
     if extractor == "html2text":
         return _html2text_text(html)
+    if extractor == "main+rest":
+        return main_and_rest(_trafilatura_text(html), _html2text_text(html))
     raise ValueError(f"unknown text extractor {extractor!r}; choose from {TEXT_EXTRACTORS}")
+
+
+def extract_texts(html: str, extractors: Sequence[str]) -> dict[str, str]:
+    """The page text by each of ``extractors`` (``extract_text``), each underlying extraction run
+    once: ``main+rest`` beside ``trafilatura`` reuses its main text."""
+    for x in extractors:
+        if x not in TEXT_EXTRACTORS:
+            raise ValueError(f"unknown text extractor {x!r}; choose from {TEXT_EXTRACTORS}")
+    parts: dict[str, str] = {}
+
+    def part(name: str) -> str:
+        if name not in parts:
+            parts[name] = _trafilatura_text(html) if name == "trafilatura" else _html2text_text(html)
+        return parts[name]
+
+    return {x: (main_and_rest(part("trafilatura"), part("html2text")) if x == "main+rest" else part(x))
+            for x in dict.fromkeys(extractors)}
 
 
 def detect_language(text: str, max_chars: int = 20000) -> str | None:
@@ -350,6 +417,7 @@ class PageConfig:
     jobs/pages.py's flags, or :meth:`of`): no default here."""
 
     text_extractor: str
+    judge_text_extractor: str
     max_html_bytes: int
     max_text_chars: int
     time_limit_s: float
@@ -360,9 +428,9 @@ class PageConfig:
     @classmethod
     def of(cls, conf: PagesConf, **override: Any) -> "PageConfig":
         """The config of a ``[pages]`` section, ``override`` replacing some of its values."""
-        values = {f: getattr(conf, f) for f in ("text_extractor", "max_html_bytes", "max_text_chars",
-                                                 "time_limit_s", "max_markup_chars", "max_markup_nodes",
-                                                 "microdata")}
+        values = {f: getattr(conf, f) for f in ("text_extractor", "judge_text_extractor", "max_html_bytes",
+                                                 "max_text_chars", "time_limit_s", "max_markup_chars",
+                                                 "max_markup_nodes", "microdata")}
         return cls(**{**values, **override})
 
 
@@ -371,8 +439,8 @@ def process_html(payload: bytes, content_type: str | None, cset_types: list[str]
     """The ``pages/`` columns that come from the HTML, with ``status`` and ``reason``."""
     out: dict[str, Any] = {
         "status": None, "reason": None, "html_sha256": html_sha256(payload), "html_bytes": len(payload),
-        "text": None, "text_chars": None, "language": None, "markups": [], "markup_errors": [],
-        "human_markup": None, "root_types": None, "matched_block": None,
+        "text": None, "text_chars": None, "judge_text": None, "language": None, "markups": [],
+        "markup_errors": [], "human_markup": None, "root_types": None, "matched_block": None,
     }
     if len(payload) > cfg.max_html_bytes:
         out.update(status=PARSE_ERROR, reason=f"oversized page: {len(payload)} bytes > max_html_bytes={cfg.max_html_bytes}")
@@ -407,8 +475,10 @@ def process_html(payload: bytes, content_type: str | None, cset_types: list[str]
         out["matched_block"] = sel.block_index
 
     try:
-        text = run_with_time_limit(extract_text, cfg.time_limit_s, f"text extraction ({cfg.text_extractor})",
-                                   html, cfg.text_extractor)
+        wanted = (cfg.text_extractor, cfg.judge_text_extractor)
+        texts = run_with_time_limit(extract_texts, cfg.time_limit_s,
+                                    f"text extraction ({', '.join(dict.fromkeys(wanted))})", html, wanted)
+        text, judge_text = texts[cfg.text_extractor], texts[cfg.judge_text_extractor]
     except ExtractionTimeout as exc:
         text, text_error = None, str(exc)
     except Exception as exc:
@@ -419,6 +489,7 @@ def process_html(payload: bytes, content_type: str | None, cset_types: list[str]
         out["text_chars"] = len(text)
         out["text"] = text[: cfg.max_text_chars]
         out["language"] = detect_language(out["text"])
+        out["judge_text"] = judge_text[: cfg.max_text_chars]
 
     usable = [b for b in blocks if b.error is None and b.data is not None]
     if text_error:

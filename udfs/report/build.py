@@ -35,10 +35,11 @@ STRATUM_ORDER = {"low": 0, "medium": 1, "high": 2}
 NO_STRATA = "no strata: pages/ not found (Table 8 needs feature and stratum per page)"
 EXAMPLES_PER_PROPERTY = 2
 MAX_PROPERTIES = 15
+# {c}: "" for the rows of triples/, "_paper" for the paper's counting (triple_counting)
 COUNTS_SQL = """
-    sum(n_triples)::BIGINT AS triples_in, sum(n_valid)::BIGINT AS after_validity,
-    sum(n_factual)::BIGINT AS after_factuality, sum(n_compliant)::BIGINT AS after_compliance,
-    round(1 - sum(n_compliant) / nullif(sum(n_triples), 0), 3) AS rejection_rate,
+    sum(n_triples{c})::BIGINT AS triples_in, sum(n_valid{c})::BIGINT AS after_validity,
+    sum(n_factual{c})::BIGINT AS after_factuality, sum(n_compliant{c})::BIGINT AS after_compliance,
+    round(1 - sum(n_compliant{c}) / nullif(sum(n_triples{c}), 0), 3) AS rejection_rate,
     avg(memr_h) AS memr_h, avg(memr_l) AS memr_l, avg(key_f1) AS key_f1,
     count(*) AS pages, count(memr_h) AS memr_pages
 """
@@ -252,14 +253,37 @@ def footnotes(*tables: list[list[dict[str, Any]]]) -> list[str]:
     return out
 
 
-def tables(con) -> dict[str, Any]:
+COUNTINGS = {
+    "rows": "Triples counted as the rows of triples/: one per (subject, property, value, entity type), "
+            "links between nodes and repeated strings included (the scores' n_* columns). The paper counts "
+            "distinct leaf (property, value, entity type) strings: a run in validity mode paper reports "
+            "that counting, and these tables then use it.",
+    "paper": "Triples counted the paper's way (validity mode paper; the scores' n_*_paper columns): a leaf "
+             "(property, value) with its entity type, identical strings once, links between nodes, @type "
+             "and @id not counted; a triple is kept after a stage while one of its occurrences is.",
+}
+
+
+def triple_counting(con) -> str:
+    """``paper`` when every scored page (status ok) of the DuckDB view ``scores`` carries the paper's
+    counting (a run in validity mode paper), else ``rows``: the key of :data:`COUNTINGS`."""
+    if "n_triples_paper" not in {r[0] for r in con.execute("DESCRIBE scores").fetchall()}:
+        return "rows"
+    missing, ok = con.execute("SELECT count(*) FILTER (WHERE n_triples_paper IS NULL), count(*) "
+                              "FROM scores WHERE status = 'ok'").fetchone()
+    return "paper" if ok and not missing else "rows"
+
+
+def tables(con, counting: str = "rows") -> dict[str, Any]:
     """Table 7, Table 8 and the pages without a score, as DataFrames from the DuckDB views
-    ``scores`` and ``strata`` (page_key, feature, stratum)."""
+    ``scores`` and ``strata`` (page_key, feature, stratum); triples counted as ``counting`` says
+    (:data:`COUNTINGS`)."""
+    counts = COUNTS_SQL.format(c="_paper" if counting == "paper" else "")
     t7 = con.execute(f"""
-        SELECT source, {COUNTS_SQL} FROM scores WHERE status = 'ok'
+        SELECT source, {counts} FROM scores WHERE status = 'ok'
         GROUP BY source ORDER BY source = '{HUMAN}' DESC, source""").df()
     t8 = con.execute(f"""
-        SELECT st.feature, st.stratum, s.source, {COUNTS_SQL}
+        SELECT st.feature, st.stratum, s.source, {counts}
         FROM scores s JOIN strata st USING (page_key) WHERE s.status = 'ok'
         GROUP BY st.feature, st.stratum, s.source
         ORDER BY st.feature, CASE st.stratum WHEN 'low' THEN 0 WHEN 'medium' THEN 1 WHEN 'high' THEN 2 ELSE 3 END,
@@ -270,9 +294,9 @@ def tables(con) -> dict[str, Any]:
     return {"table7": t7, "table8": t8, "failures": failures}
 
 
-def table7_text(t7) -> str:
+def table7_text(t7, counting: str = "rows") -> str:
     """Table 7 for the console: counts, rejection rate, MeMR where defined ("-" and a footnote
-    otherwise), no NaN."""
+    otherwise), no NaN, and which counting of triples it shows."""
     lines = [f"{'source':<24}{'pages':>6}{'in':>8}{'valid':>8}{'factual':>9}{'compliant':>10}{'rejected':>10}"
              f"{'MeMR h':>8}{'MeMR l':>8}"]
     for row in t7.to_dict("records"):
@@ -284,6 +308,7 @@ def table7_text(t7) -> str:
                      + (f"{1 - kept / n0:>10.1%}" if n0 else f"{'-':>10}")
                      + (f"{h:>8.3f}" if h is not None else f"{'-':>8}") + (f"{lo:>8.3f}" if lo is not None else f"{'-':>8}"))
     lines.append("MeMR -: the human row (MeMR compares a model with the human markup) or no page where it is defined")
+    lines.append(COUNTINGS[counting])
     return "\n".join(lines)
 
 
@@ -498,6 +523,70 @@ def benchmark(root: Folder) -> list[dict[str, Any]]:
     return out
 
 
+# ---- rejection rates corrected for the judge -----------------------------------------------------
+
+# per agent: the claims it judged on a page and the ones it rejected (scores' counts)
+_JUDGED = {"factuality": ("n_valid", "n_factual"), "compliance": ("n_factual", "n_compliant")}
+
+
+def calibration_note(record: dict[str, Any] | None) -> str:
+    """Which calibration the evaluation applied (file, hash, what matched), from its run record."""
+    ev = (record or {}).get("evaluation") or {}
+    applied = ev.get("calibration_applied")
+    if not applied:
+        return "not recorded (the run predates calibration files): the configured thresholds"
+    if not applied.get("file"):
+        return applied.get("note") or "none: the configured thresholds"
+    sha = (applied.get("sha256") or "")[:12]
+    return f"{applied['file']} (sha256 {sha or 'unknown'}…): {applied.get('note', '')}"
+
+
+def corrected_rates(con, record: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per source and verdict agent: the observed rejection rate over the scored pages and the rate
+    corrected for the judge's errors with its bootstrap interval (``udfs.scores.correction``),
+    using the sensitivity and specificity the applied calibration measured on its test split. A
+    rate that cannot be corrected says why (no calibration matched this agent, or the flags of
+    the estimator)."""
+    from udfs.scores.correction import CI_LEVEL, JudgeAccuracy, corrected_rate
+
+    ev = (record or {}).get("evaluation") or {}
+    stages = ev.get("stages") or ["validity", "factuality", "compliance"]
+    agents = ((ev.get("calibration_applied") or {}).get("agents")) or {}
+    rows = con.execute("SELECT source, n_valid, n_factual, n_compliant FROM scores WHERE status = 'ok' "
+                       "ORDER BY source, page_key").fetchall()
+    by_source: dict[str, list[tuple]] = {}
+    for source, *counts in rows:
+        by_source.setdefault(source, []).append(tuple(int(x or 0) for x in counts))
+    out = []
+    order = sorted(by_source, key=lambda src: (src != HUMAN, src))
+    for source in order:
+        for agent, (before, after) in _JUDGED.items():
+            if agent not in stages:
+                continue
+            i, j = ("n_valid", "n_factual", "n_compliant").index(before), ("n_valid", "n_factual", "n_compliant").index(after)
+            judged = [c[i] for c in by_source[source]]
+            rejected = [max(0, c[i] - c[j]) for c in by_source[source]]
+            n = sum(judged)
+            observed = sum(rejected) / n if n else None
+            row = {"source": source, "agent": agent, "pages": len(judged), "claims": n,
+                   "observed": f"{observed:.1%}" if observed is not None else "no claim judged",
+                   "corrected": None, "interval": None, "why": None}
+            acc = agents.get(agent) or {}
+            test = acc.get("test") or {}
+            if not acc.get("matched"):
+                row["why"] = "no calibration matched this agent: the judge's errors are not measured"
+            elif n:
+                c = corrected_rate(judged, rejected, JudgeAccuracy(int(test.get("tp") or 0), int(test.get("fn") or 0),
+                                                                   int(test.get("tn") or 0), int(test.get("fp") or 0)))
+                if c.corrected is not None:
+                    row["corrected"] = f"{c.corrected:.1%}"
+                if c.low is not None:
+                    row["interval"] = f"{c.low:.1%} – {c.high:.1%} ({CI_LEVEL:.0%})"
+                row["why"] = "; ".join(c.flags) or None
+            out.append(row)
+    return out
+
+
 # ---- metadata -----------------------------------------------------------------------------------
 
 ANSWER_KEYS = ("stages", "strategy", "factuality_threshold", "compliance_threshold", "verdict_models",
@@ -507,7 +596,11 @@ ANSWER_KEYS = ("stages", "strategy", "factuality_threshold", "compliance_thresho
 
 def settings_hash(record: dict[str, Any]) -> str:
     """sha256 of the evaluation settings that change answers (models, stages, strategy, thresholds,
-    context, validity and scores settings; not where the service ran or how many workers)."""
+    context, validity and scores settings; not where the service ran or how many workers): the
+    one the evaluation recorded (``evaluation.settings_hash``, also in every row), else computed
+    from an older record's settings."""
+    if record.get("evaluation", {}).get("settings_hash"):
+        return record["evaluation"]["settings_hash"]
     merged = {**record.get("config", {}), **record.get("evaluation", {})}
     keep = {k: merged.get(k) for k in ANSWER_KEYS}
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()
@@ -559,6 +652,7 @@ def run_metadata(record: dict[str, Any] | None, model_ids: list[str]) -> dict[st
             ("validity", f"{ev.get('validity_mode') or 'schemaorg'} mode"
              + (" (the paper's filter)" if ev.get("validity_mode") == "paper" else
                 f", {ev.get('validity_engine', 'unknown')} engine, {'strict' if ev.get('validity_strict') else 'lenient'} literals")),
+            ("calibration", calibration_note(rec)),
             ("settings hash", settings_hash(rec) if rec else "unknown"),
             ("versions", ", ".join(f"{d} {_version(d)}" for d in ("pyspark", "ray", "duckdb"))
              + f", python {platform.python_version()} (report) / {rec.get('python', 'unknown')} (evaluation)")]
@@ -578,7 +672,8 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None) -> Repor
     con.register("scores", ds)
     strata, strata_note = _strata(src)
     con.register("strata", strata)
-    frames = tables(con)
+    counting = triple_counting(con)
+    frames = tables(con, counting)
     score_rows = ds.to_table(columns=["page_key", "source", "status"]).to_pydict()
     tri_ds = src.dataset("triples")
     # the columns the rejections and score plots read (a few per triple: the report runs on one
@@ -608,6 +703,7 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None) -> Repor
         "stage_titles": STAGE_TITLES,
         "paper_citation": paper.CITATION,
         "table7_header": TABLE7_HEADER,
+        "table7_counting": COUNTINGS[counting],
         "table7": table7_rows(t7),
         "table8_header": TABLE8_HEADER,
         "table8": table8_rows(t8),
@@ -624,10 +720,11 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None) -> Repor
         "triples_note": None if tri_ds is not None else "triples/ not found under the output root",
         "score_plot": score_distribution(triples, meta["thresholds"]),
         "benchmarks": bench,
+        "corrected_rates": corrected_rates(con, record),
         "bench_root": str(root / "agents_bench"),
         "failures": frames["failures"].to_dict("records"),
     }
-    return Report(context=ctx, frames=frames, table7_text=table7_text(t7), stage_png=stage_png)
+    return Report(context=ctx, frames=frames, table7_text=table7_text(t7, counting), stage_png=stage_png)
 
 
 def render(report: Report) -> str:

@@ -65,7 +65,10 @@ class WarcIndexConf:
 
 @dataclass(frozen=True)
 class ExtractQuadsConf:
+    max_record_bytes: int
     max_html_bytes: int
+    max_markup_chars: int
+    max_markup_nodes: int
     time_limit_s: float
     reject_raw_chars: int
 
@@ -76,6 +79,7 @@ class PagesConf:
     warc_base: str
     replacements: int
     text_extractor: str
+    judge_text_extractor: str
     microdata: bool
     max_record_bytes: int
     max_html_bytes: int
@@ -123,9 +127,13 @@ class EvaluateConf:
     context_window: int
     max_tokens: int
     max_claims: int
+    calibration: str
     executor: str
     workers: int
     timeout_s: float
+    max_in_flight: int
+    part_pages: int
+    part_rows: int
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,8 @@ class AgentsBenchConf:
     batch_size: int
     timeout_s: float
     concurrency: int
+    fit_fraction: float
+    calibration_file: str
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,275 @@
+"""Verdict configurations compared on the same ground-truth items, with every threshold and
+combination fitted on one split and reported on the other.
+
+    .venv/bin/python benchmarks/judge_configs.py --ground-truth OUT/agents_bench/ground_truth \\
+        [--limit 40] [--configs direct defined paper] [--work OUT/judge_configs] [--base-url URL]
+
+Items: ``--limit`` per task (intrinsic, extrinsic, compliance; half positive), the same seeded
+picks as ``jobs/agents_bench.py run`` (``udfs.bench.groundtruth.stratified_subset``). Split: by
+the example whose text the judge reads (``text_example_id``; compliance items by their example),
+a seeded hash sends each example to the fit or the test split (``--fit-fraction``), so no text is
+in both.
+
+Model configurations (each asks the model; answers are appended to ``--work/<config>.jsonl`` as
+they come, so a killed run resumes where it stopped and the latencies measured on the first pass
+are kept; the request cache answers repeats):
+
+* ``direct``: today's default, the shared-prefix layout (instructions, page text, then the
+  question; ``udfs.agents.verdicts.factuality_messages``) and the compliance question;
+* ``paper``: the paper's layout (the question before the text), factuality only;
+* ``defined``: the shared-prefix layout with the property's schema.org definition in the
+  question (``udfs.agents.prompts.factuality_question(..., "defined")``), factuality only;
+* ``guided``: the shared-prefix layout with the ``guided`` strategy's verification steps in the
+  system prompt (FactCheck's GIV-Z), factuality only.
+
+Combinations (no model call: the base configuration's scores and ``udfs.agents.evidence``):
+
+* ``<base>+stated``: a value the text states (normalised, whole words) scores at least 0.5;
+* ``<base>+logistic``: a logistic model over the score's logit and the evidence features, fitted
+  on the fit split;
+* ``evidence only``: the same logistic model without the score.
+
+Reported per configuration and task on the test split: P/R/F1 at 0.5 and at the threshold fitted
+on the fit split (best F1 over the agent's fit items of all its tasks together: one factuality
+threshold for intrinsic and extrinsic, as the evaluation applies one), AUROC, seconds per verdict (mean after dropping IQR outliers,
+fresh answers only) and prompt tokens per verdict. Positives of this ground truth are values
+their text states verbatim (build's default) and extrinsic negatives values it does not state, so
+"stated" separates the extrinsic task by construction; intrinsic negatives are stated too (a
+value moved from another property of the same markup), which is where evidence has to look at
+where a value is (``near``).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from udfs.agents import evidence as E  # noqa: E402
+from udfs.agents import prompts as PR  # noqa: E402
+from udfs.agents import verdicts as V  # noqa: E402
+from udfs.bench import metrics as bm  # noqa: E402
+from udfs.bench.groundtruth import TASKS, rank_key, stratified_subset  # noqa: E402
+
+MODEL_CONFIGS = ("direct", "paper", "defined", "guided")
+
+
+def load_items(folder: Path, limit: int, seed: int, tasks) -> dict[str, list[dict]]:
+    import pyarrow.parquet as pq
+
+    tables = {a: pq.read_table(folder / f"{a}.parquet").to_pylist() for a in ("factuality", "compliance")}
+    return {t: stratified_subset(tables[TASKS[t][0]], ("positive", TASKS[t][1]), limit, seed) for t in tasks}
+
+
+SWAP = {"on": False}  # --swap: the two halves trade places (two-fold cross-validation at 0.5)
+
+
+def split_of(item: dict, seed: int, fit_fraction: float) -> str:
+    group = item.get("text_example_id") or item.get("example_id") or item["item_id"]
+    first = int(rank_key(seed, "split", group)[:8], 16) / 16 ** 8 < fit_fraction
+    return "fit" if first != SWAP["on"] else "test"
+
+
+def messages(config: str, agent: str, it: dict) -> list[dict]:
+    strategy = "guided" if config == "guided" else "direct"
+    claim = V.Claim(it["property"], it["value"], it["entity_type"])
+    if agent == "compliance":
+        definition = it.get("definition") or PR.load_vocabulary().comments.get(it["property"], "")
+        return V.compliance_messages(claim, definition, strategy)
+    if config == "paper":
+        return V.paper_factuality_messages(it["text"], claim, strategy)
+    variant = "defined" if config == "defined" else "plain"
+    question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant)
+    return [{"role": "system", "content": PR.system_prompt("factuality", strategy, None)},
+            {"role": "user", "content": f"{PR.fence(it['text'])}\n\n{question}"}]
+
+
+async def ask(client, config: str, todo: list[tuple[str, dict]], log: Path, deadline: float) -> int:
+    """Ask each (agent, item) not yet in ``log``, one at a time; append each answer to ``log``."""
+    done = set()
+    if log.exists():
+        done = {(r["agent"], r["item_id"]) for r in map(json.loads, log.read_text().splitlines())}
+    asked = 0
+    with log.open("a") as fh:
+        for agent, it in todo:
+            if (agent, it["item_id"]) in done:
+                continue
+            if time.monotonic() > deadline:
+                break
+            v = await client.verdict(messages(config, agent, it))
+            c = v.completion
+            fh.write(json.dumps({"agent": agent, "item_id": it["item_id"], "score": v.score, "error": v.error,
+                                 "latency_s": c.latency_s, "from_cache": c.from_cache,
+                                 "prompt_tokens": c.prompt_tokens}) + "\n")
+            fh.flush()
+            done.add((agent, it["item_id"]))
+            asked += 1
+    return asked
+
+
+def fitted_threshold(labels, scores) -> float:
+    sweep = bm.threshold_sweep(labels, scores, [round(i / 100, 2) for i in range(1, 100)])
+    return max(sweep, key=lambda s: (s["f1"], -abs(s["threshold"] - 0.5)))["threshold"]
+
+
+def agent_pool(task_items, agent: str, score_of, seed: int, fit_fraction: float) -> tuple[list, list]:
+    """(labels, scores) of an agent's fit-split items over all its tasks, each item once: one
+    threshold per agent, as the evaluation applies it."""
+    seen = {}
+    for t, items in task_items.items():
+        if TASKS[t][0] == agent:
+            for it in items:
+                if split_of(it, seed, fit_fraction) == "fit" and score_of(it) is not None:
+                    seen[it["item_id"]] = (bool(it["label"]), score_of(it))
+    return [y for y, _ in seen.values()], [s for _, s in seen.values()]
+
+
+def report_rows(name: str, task: str, items, scores, answers, seed: int, fit_fraction: float,
+                pool: tuple[list, list] | None = None) -> dict:
+    """A configuration's figures on one task's test split; the threshold is fitted on ``pool``
+    (the agent's fit items over its tasks), else on this task's fit items."""
+    split = [split_of(it, seed, fit_fraction) for it in items]
+    labels = [bool(it["label"]) for it in items]
+    fit = [i for i, s in enumerate(split) if s == "fit" and scores[i] is not None]
+    test = [i for i, s in enumerate(split) if s == "test"]
+    if pool is None:
+        pool = ([labels[i] for i in fit], [scores[i] for i in fit])
+    thr = fitted_threshold(*pool) if pool[0] else 0.5
+    ly, sy = [labels[i] for i in test], [scores[i] for i in test]
+    at05 = bm.at_threshold(ly, sy, 0.5)
+    atf = bm.at_threshold(ly, sy, thr)
+    fresh = [a for a in answers if a and not a["from_cache"] and a["latency_s"]]
+    return {"config": name, "task": task, "fit": len(fit), "test": len(test),
+            "p": at05.precision, "r": at05.recall, "f1": at05.f1, "thr": thr,
+            "p_fit": atf.precision, "r_fit": atf.recall, "f1_fit": atf.f1, "auroc": bm.auroc(ly, sy),
+            "s_per_verdict": bm.iqr_mean(a["latency_s"] for a in fresh).mean if fresh else None,
+            "prompt_tokens": (sum(a["prompt_tokens"] for a in answers if a) / max(1, sum(1 for a in answers if a)))
+            if any(answers) else None}
+
+
+def combined(task_items, answers_of, seed: int, fit_fraction: float, base: str) -> list[dict]:
+    """The evidence combinations of a base configuration's factuality scores; the logistic models
+    are fitted on the fit split of both factuality tasks' items together."""
+    out = []
+    fact = {it["item_id"]: it for t in ("intrinsic", "extrinsic") for it in task_items.get(t, [])}
+    ev = {i: E.evidence(it["text"], it["value"], it["property"]) for i, it in fact.items()}
+    score = {i: (answers_of.get(("factuality", i)) or {}).get("score") for i in fact}
+    fit_ids = [i for i, it in fact.items() if split_of(it, seed, fit_fraction) == "fit" and score[i] is not None]
+    y = [bool(fact[i]["label"]) for i in fit_ids]
+    with_score = E.fit_logistic([E.features(score[i], ev[i]) for i in fit_ids], y)
+    only_ev = E.fit_logistic([E.features(0.5, ev[i])[1:] for i in fit_ids], y, names=E.FEATURES[1:])
+    combos = {
+        f"{base}+stated": lambda i: None if score[i] is None else E.floor(score[i], ev[i], 0.5),
+        f"{base}+logistic": lambda i: None if score[i] is None else with_score.predict(E.features(score[i], ev[i])),
+        "evidence only": lambda i: only_ev.predict(E.features(0.5, ev[i])[1:]),
+    }
+    for t in ("intrinsic", "extrinsic"):
+        items = task_items.get(t, [])
+        answers = [answers_of.get(("factuality", it["item_id"])) for it in items]
+        for name, fn in combos.items():
+            pool = agent_pool(task_items, "factuality", lambda it: fn(it["item_id"]), seed, fit_fraction)
+            out.append(report_rows(name, t, items, [fn(it["item_id"]) for it in items],
+                                   answers if name != "evidence only" else [None] * len(items),
+                                   seed, fit_fraction, pool))
+    out.append({"weights": {f"{base}+logistic": dict(zip(with_score.names, with_score.weights)),
+                            "evidence only": dict(zip(only_ev.names, only_ev.weights))}})
+    return out
+
+
+def _f(v) -> str:
+    return "–" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+
+def main(argv=None) -> int:
+    from udfs.llm.client import LLMClient, first_model
+    from udfs.llm.serving import base_url, load_serving_conf
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ground-truth", required=True, help="the folder jobs/agents_bench.py build writes")
+    ap.add_argument("--limit", type=int, default=40, help="items per task, half positive")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--fit-fraction", type=float, default=0.5)
+    ap.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+    ap.add_argument("--configs", nargs="*", default=["direct", "defined"], choices=list(MODEL_CONFIGS))
+    ap.add_argument("--work", default="out/judge_configs", help="answers per configuration (JSONL) and the request cache")
+    ap.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: conf/serving.toml's")
+    ap.add_argument("--swap", action="store_true", help="fit on the test split and report on the fit split "
+                    "(the second fold of a two-fold cross-validation)")
+    ap.add_argument("--max-seconds", type=float, default=0, help="stop asking after this long (0: no limit); "
+                    "a rerun resumes")
+    args = ap.parse_args(argv)
+
+    SWAP["on"] = args.swap
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    task_items = load_items(Path(args.ground_truth), args.limit, args.seed, args.tasks)
+    deadline = time.monotonic() + args.max_seconds if args.max_seconds else float("inf")
+    answers: dict[str, dict] = {}
+    complete = True
+    url = None
+    for config in args.configs:
+        todo: dict[tuple[str, str], tuple[str, dict]] = {}
+        for t, items in task_items.items():
+            agent = TASKS[t][0]
+            if agent == "compliance" and config != "direct":
+                continue
+            for it in items:
+                todo.setdefault((agent, it["item_id"]), (agent, it))
+        log = work / f"{config}.jsonl"
+        have = {(r["agent"], r["item_id"]) for r in map(json.loads, log.read_text().splitlines())} if log.exists() else set()
+        if set(todo) - have:
+            url = url or args.base_url or base_url(load_serving_conf())
+            client = LLMClient(url, first_model(url, timeout_s=30), cache_path=str(work / "llm.sqlite"),
+                               timeout_s=600, max_concurrency=1)
+            try:
+                n = client.run(ask(client, config, list(todo.values()), log, deadline))
+            finally:
+                client.close()
+            print(f"{config}: asked {n}", file=sys.stderr)
+        rows = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+        answers[config] = {(r["agent"], r["item_id"]): r for r in rows}
+        complete = complete and set(todo) <= set(answers[config])
+    if not complete:
+        print("not every item is answered yet: rerun to resume", file=sys.stderr)
+        return 3
+
+    table = []
+    weights = {}
+    for config in args.configs:
+        for t, items in task_items.items():
+            agent = TASKS[t][0]
+            if agent == "compliance" and config != "direct":
+                continue
+            a = [answers[config].get((agent, it["item_id"])) for it in items]
+            score_of = (lambda it, agent=agent, config=config:
+                        (answers[config].get((agent, it["item_id"])) or {}).get("score"))
+            pool = agent_pool(task_items, agent, score_of, args.seed, args.fit_fraction)
+            table.append(report_rows(config, t, items, [x["score"] if x else None for x in a], a,
+                                     args.seed, args.fit_fraction, pool))
+        if any(TASKS[t][0] == "factuality" for t in task_items):
+            for row in combined(task_items, answers[config], args.seed, args.fit_fraction, config):
+                if "weights" in row:
+                    weights.update(row["weights"])
+                elif not (row["config"] == "evidence only" and config != args.configs[0]):
+                    table.append(row)
+    print(f"{args.limit} items per task, seed {args.seed}; test split = examples not in the fit split "
+          f"(fit fraction {args.fit_fraction}{', halves swapped' if args.swap else ''}); P/R/F1 on the test split\n")
+    print("| configuration | task | fit / test | P | R | F1 at 0.5 | fitted thr. | P | R | F1 at fitted | AUROC "
+          "| s/verdict | prompt tok |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in table:
+        print(f"| {r['config']} | {r['task']} | {r['fit']} / {r['test']} | {_f(r['p'])} | {_f(r['r'])} | {_f(r['f1'])} "
+              f"| {r['thr']:.2f} | {_f(r['p_fit'])} | {_f(r['r_fit'])} | {_f(r['f1_fit'])} | {_f(r['auroc'])} "
+              f"| {_f(r['s_per_verdict'])} | {_f(r['prompt_tokens'])} |")
+    print("\nlogistic weights (fit split): " + json.dumps(
+        {k: {n: round(w, 3) for n, w in v.items()} for k, v in weights.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""udfs/agents/evidence.py on constructed texts and labels with known answers: whether a text
+states a value, near which words, the floor rule, and the logistic fit."""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from udfs.agents import evidence as E
+
+TEXT = "Rouge et le noir\nAuthor: Stendhal\nTranslator: Robert Martin Adams\nPrice: 2024 EUR, 4.5/5 stars"
+
+
+def test_stated_ignores_case_spacing_and_punctuation_but_wants_whole_words():
+    assert E.evidence(TEXT, "robert   MARTIN adams").stated
+    assert E.evidence(TEXT, "4.5").stated and E.evidence(TEXT, "4,5").stated  # punctuation as spaces
+    assert not E.evidence(TEXT, "202").stated and not E.evidence(TEXT, "Rob").stated  # "2024", "Robert"
+    assert E.evidence(TEXT, "4").stated  # "4.5" reads as the words "4" and "5"
+    assert not E.evidence(TEXT, "Martin Robert").stated
+    assert not E.evidence("", "Stendhal").stated and not E.evidence(TEXT, "...").stated
+
+
+def test_overlap_and_fuzzy():
+    ev = E.evidence(TEXT, "Robert M. Adams")
+    assert not ev.stated and ev.overlap == pytest.approx(2 / 3)
+    assert 0.5 < ev.fuzzy < 1.0
+    assert E.evidence(TEXT, "Stendhal").fuzzy == 1.0
+    far = E.evidence(TEXT, "zzzz qqqq")
+    assert far.overlap == 0.0 and far.fuzzy < 0.5
+
+
+def test_near_looks_for_the_property_name_before_the_value():
+    assert E.evidence(TEXT, "Robert Martin Adams", "translator").near
+    assert E.evidence(TEXT, "Stendhal", "author").near
+    # stated, but under another label: the intrinsic error the evidence can see
+    assert not E.evidence(TEXT, "Stendhal", "translator").near
+    assert E.evidence("Translation by Robert Martin Adams", "Robert Martin Adams", "translator").near
+    assert E.property_words("hasMap") == ["map"] and E.property_words("streetAddress") == ["street", "address"]
+
+
+def test_described_entities_are_matched_by_name():
+    assert E.surface("a Person named 'Robert Martin Adams'") == "Robert Martin Adams"
+    assert E.surface('a Person named "O\'Brien"') == "O'Brien"
+    assert E.surface("a PostalAddress") == "a PostalAddress"
+    assert E.evidence(TEXT, "a Person named 'Robert Martin Adams'", "translator").stated
+
+
+def test_floor_raises_only_stated_values():
+    stated, not_stated = E.evidence(TEXT, "Stendhal"), E.evidence(TEXT, "Balzac")
+    assert E.floor(0.2, stated, 0.5) == 0.5 and E.floor(0.8, stated, 0.5) == 0.8
+    assert E.floor(0.2, not_stated, 0.5) == 0.2
+
+
+def test_features_order_and_logit_clipping():
+    f = E.features(0.5, E.evidence(TEXT, "Stendhal", "author"))
+    assert f == [0.0, 1.0, 1.0, 1.0, 1.0] and len(f) == len(E.FEATURES)
+    assert math.isfinite(E.logit(0.0)) and math.isfinite(E.logit(1.0)) and E.logit(0.9) == pytest.approx(math.log(9))
+
+
+def test_logistic_recovers_known_weights():
+    rng = random.Random(7)
+    true_w, true_b = (2.0, -1.5), 0.5
+    x = [[rng.gauss(0, 1), rng.gauss(0, 1)] for _ in range(4000)]
+    y = [rng.random() < 1 / (1 + math.exp(-(true_b + true_w[0] * a + true_w[1] * b))) for a, b in x]
+    m = E.fit_logistic(x, y, l2=0.01, names=("a", "b"))
+    assert m.weights[0] == pytest.approx(2.0, abs=0.2) and m.weights[1] == pytest.approx(-1.5, abs=0.2)
+    assert m.bias == pytest.approx(0.5, abs=0.15)
+    assert m.predict([0.0, 0.0]) == pytest.approx(1 / (1 + math.exp(-m.bias)))
+
+
+def test_logistic_on_separable_data_stays_finite_and_separates():
+    x = [[0.0], [0.0], [1.0], [1.0]]
+    y = [False, False, True, True]
+    m = E.fit_logistic(x, y, l2=1.0, names=("stated",))
+    assert all(math.isfinite(w) for w in m.weights) and m.predict([1.0]) > 0.5 > m.predict([0.0])
+    with pytest.raises(ValueError, match="both classes"):
+        E.fit_logistic([[0.0], [1.0]], [True, True])
+    with pytest.raises(ValueError):
+        E.fit_logistic([[0.0]], [True, False])

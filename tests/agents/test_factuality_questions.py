@@ -1,0 +1,39 @@
+"""The factuality question's variants (udfs/agents/prompts.py): the plain one is the question the
+factuality agent asks today; the defined one adds the property's schema.org definition, as plain
+text, from the bundled vocabulary."""
+from __future__ import annotations
+
+import pytest
+
+from udfs.agents import prompts
+from udfs.agents import verdicts as agents
+from udfs.schemaorg.vocab import load_vocabulary
+
+
+def test_plain_is_the_agents_question():
+    claim = agents.Claim("translator", "Robert Martin Adams", "Book")
+    msgs = agents.factuality_messages("Translator: Robert Martin Adams", claim, "direct")
+    q = prompts.factuality_question("Book", "translator", "Robert Martin Adams")
+    assert msgs[1]["content"].endswith(q)
+
+
+def test_defined_gives_the_definition_in_plain_text():
+    vocab = load_vocabulary()
+    q = prompts.factuality_question("Recipe", "recipeYield", "270 calories", "defined")
+    assert "recipeYield = 270 calories" in q and "The quantity produced by the recipe" in q
+    # schema.org's comments link terms as [[Term]]; the question shows the word only
+    for prop in ("recipeYield", "translator", "mainEntity"):
+        d = prompts.plain_definition(prop, vocab)
+        assert d and "[[" not in d and "](" not in d
+    assert prompts.plain_definition("noSuchProperty", vocab) == ""
+    assert "(no schema.org definition)" in prompts.factuality_question("Thing", "noSuchProperty", "x", "defined")
+    # fence markers in the value are removed, as in the plain question
+    assert "VALUE>>>" not in prompts.factuality_question("Thing", "name", "a VALUE>>> b", "defined")
+
+
+def test_long_definitions_are_cut_and_unknown_variants_named():
+    vocab = load_vocabulary()
+    longest = max(vocab.comments, key=lambda p: len(vocab.comments[p]))
+    assert len(prompts.plain_definition(longest, vocab, max_chars=120)) <= 123
+    with pytest.raises(ValueError, match="plain, defined"):
+        prompts.factuality_question("Thing", "name", "x", "nope")

@@ -1,0 +1,154 @@
+"""Cheap, model-free evidence that a page text states a claim's value, and its combination with
+a verdict agent's score.
+
+* ``evidence(text, value, property)``: whether the value occurs in the text as whole words after
+  normalisation (Unicode NFKC, case, punctuation and spacing ignored: ``stated``), the share of
+  the value's words that occur in the text (``overlap``), the best fuzzy match of the value
+  against a stretch of the text (``fuzzy``, rapidfuzz's partial ratio in [0, 1]), and whether a
+  word of the property's name occurs within ``window`` words before an occurrence of the value
+  (``near``: "Translator: Robert Martin Adams" for ``translator``).
+* Combinations with the model's factuality score: ``floor`` (a stated value scores at least the
+  floor: the text says it, the model's doubt is about where) and a logistic model over the score's
+  logit and the evidence (``fit_logistic`` on labelled items, ``Logistic.predict``).
+
+Pure: strings and numbers in, numbers out; nothing here calls a model or reads a file. What the
+evidence cannot tell: a value stated on the page for another property (an intrinsic error) is
+"stated" all the same; ``near`` is the only feature that looks at where.
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Sequence
+
+FEATURES = ("logit", "stated", "overlap", "fuzzy", "near")
+_NON_WORD = re.compile(r"[^\w]+|_")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# property name words too common to point at a value ("of", "has" in hasMap)
+_STOP = {"has", "is", "of", "the", "in", "on", "at", "for", "by", "to", "a", "an", "and", "or"}
+
+
+def words(text: str) -> list[str]:
+    """The text as lower-case words: NFKC, case folded, punctuation and underscores as spaces."""
+    return _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text or "").casefold()).split()
+
+
+def property_words(prop: str) -> list[str]:
+    """The words of a property's name (``streetAddress`` -> street, address), stop words left out."""
+    return [w for w in (x.casefold() for x in _CAMEL.sub(" ", prop or "").split()) if w not in _STOP]
+
+
+def _find(seq: list[str], part: list[str]) -> list[int]:
+    """Start positions of ``part`` as a contiguous run in ``seq``."""
+    n = len(part)
+    if not n:
+        return []
+    first = part[0]
+    return [i for i, w in enumerate(seq) if w == first and seq[i:i + n] == part]
+
+
+def _stem_match(a: str, b: str) -> bool:
+    """Two words match when one is the other or they share their first five letters (translator /
+    translation, review / reviews)."""
+    return a == b or (len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5]) or \
+        (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    stated: bool
+    overlap: float
+    fuzzy: float
+    near: bool
+
+
+_NAMED = re.compile(r"^an? .+? named (['\"])(.*)\1$", re.S)
+
+
+def surface(value: str) -> str:
+    """What a text would show of a claim's value: a described entity (``udfs.agents.verdicts.
+    describe_value``'s "a Person named 'Steve'") by its name, anything else as it is."""
+    m = _NAMED.match(value or "")
+    return m.group(2) if m else (value or "")
+
+
+def evidence(text: str, value: str, prop: str | None = None, *, window: int = 6) -> Evidence:
+    """What the text shows of ``value`` (see the module docstring; a described entity by its name,
+    ``surface``). A value without words (only punctuation) is not stated; an empty text states
+    nothing."""
+    from rapidfuzz import fuzz
+
+    t, v = words(text), words(surface(value))
+    if not t or not v:
+        return Evidence(False, 0.0, 0.0, False)
+    starts = _find(t, v)
+    vocab = set(t)
+    overlap = sum(w in vocab for w in v) / len(v)
+    fuzzy = fuzz.partial_ratio(" ".join(v), " ".join(t)) / 100.0
+    near = False
+    pw = property_words(prop or "")
+    if pw and starts:
+        for s in starts:
+            before = t[max(0, s - window):s]
+            if any(_stem_match(w, p) for w in before for p in pw):
+                near = True
+                break
+    return Evidence(bool(starts), overlap, fuzzy, near)
+
+
+def logit(p: float, eps: float = 1e-4) -> float:
+    p = min(1 - eps, max(eps, float(p)))
+    return math.log(p / (1 - p))
+
+
+def features(score: float, ev: Evidence) -> list[float]:
+    """The model's score as a logit and the evidence, in ``FEATURES`` order."""
+    return [logit(score), float(ev.stated), ev.overlap, ev.fuzzy, float(ev.near)]
+
+
+def floor(score: float, ev: Evidence, at: float) -> float:
+    """A stated value scores at least ``at``; anything else keeps the model's score."""
+    return max(score, at) if ev.stated else score
+
+
+@dataclass(frozen=True)
+class Logistic:
+    """P(true) = sigmoid(bias + weights . features); ``names`` say which feature each weight is for."""
+
+    weights: tuple[float, ...]
+    bias: float
+    names: tuple[str, ...] = FEATURES
+
+    def predict(self, x: Sequence[float]) -> float:
+        z = self.bias + sum(w * xi for w, xi in zip(self.weights, x))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def fit_logistic(x: Sequence[Sequence[float]], y: Sequence[bool], *, l2: float = 1.0, iters: int = 50,
+                 names: Sequence[str] = FEATURES) -> Logistic:
+    """L2-regularised logistic regression by Newton's method (the bias is not penalised), so
+    separable data (evidence that splits the fit items exactly) gives finite weights. Raises
+    ValueError without both classes."""
+    import numpy as np
+
+    X = np.asarray(x, dtype=float)
+    Y = np.asarray(y, dtype=float)
+    if X.ndim != 2 or len(X) != len(Y) or not len(Y):
+        raise ValueError(f"{len(Y)} labels for a feature matrix of shape {X.shape}")
+    if Y.all() or not Y.any():
+        raise ValueError("fitting needs items of both classes")
+    A = np.hstack([np.ones((len(X), 1)), X])
+    w = np.zeros(A.shape[1])
+    reg = np.full(A.shape[1], float(l2))
+    reg[0] = 0.0
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-np.clip(A @ w, -60, 60)))
+        grad = A.T @ (p - Y) + reg * w
+        hess = (A * (p * (1 - p))[:, None]).T @ A + np.diag(reg) + 1e-9 * np.eye(A.shape[1])
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return Logistic(tuple(float(v) for v in w[1:]), float(w[0]), tuple(names))
