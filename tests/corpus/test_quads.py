@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from tests.conftest import gzip_member_offsets
 from udfs.corpus.quads import COUNTERS, extract_file
 from udfs.runtime.rejects import COLUMNS
 
@@ -84,18 +85,6 @@ def test_a_rejected_block_keeps_its_text_cut_to_the_bound(tmp_path):
 
 
 # ---- robustness (issue 22): damage is a reject naming the file and the offset, work is bounded ----
-def _members(data: bytes) -> list[int]:
-    """The offsets of the gzip members of ``data`` (found with zlib, independently of the code
-    under test)."""
-    import zlib
-
-    starts, pos = [], 0
-    while pos < len(data):
-        starts.append(pos)
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        d.decompress(data[pos:])
-        pos = len(data) - len(d.unused_data)
-    return starts
 
 
 def _quads(part: Path) -> list[str]:
@@ -108,7 +97,7 @@ def test_a_warc_cut_or_damaged_inside_a_gzip_member_is_a_reject_not_a_silent_end
     records, exit 0). Each is now a reject row naming the file and the offset where the readable
     part ends; the 30 records before it are read and their quads written."""
     data = DEMO.read_bytes()
-    starts = _members(data)
+    starts = gzip_member_offsets(data)
     assert len(starts) == 58
     at = starts[30]
     _, whole = run(0, DEMO, tmp_path / "whole")
@@ -145,7 +134,7 @@ def test_a_record_inflating_past_max_record_bytes_is_a_reject_and_the_next_recor
     """A 3 kB member that inflates to 3 MB between real records, under a 1 MB bound: never held
     whole (the member is streamed), a reject row with its first bytes, the records after it read."""
     data = DEMO.read_bytes()
-    starts = _members(data)
+    starts = gzip_member_offsets(data)
     bomb = gzip.compress(b"WARC/1.0\r\n" + bytes(3_000_000))
     assert len(bomb) < 5_000
     f = tmp_path / "bomb.warc.gz"
@@ -176,7 +165,7 @@ def test_the_job_accounts_for_every_input_file_with_its_records(spark, tmp_path)
     from jobs.extract_quads import ExtractQuadsJob
 
     data = DEMO.read_bytes()
-    starts = _members(data)
+    starts = gzip_member_offsets(data)
     d = tmp_path / "in"
     d.mkdir()
     (d / "cut.warc.gz").write_bytes(data[:(starts[30] + starts[31]) // 2])

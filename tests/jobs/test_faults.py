@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from cluster.local.procs import alive, descendants, cmdline, wait_for
-from tests.conftest import DATA
+from tests.conftest import DATA, gzip_member_offsets
 from tests.cluster.rehearsal_support import (CSETS_INPUTS, CSETS_JOB, EVALUATE_JOB, SHORT_PAGES, cache_count, csets_rows,
                                      csets_single_process, evaluate_args, make_pages, parts, rejects_rows,
                                      run_record, triple_key)
@@ -338,18 +338,11 @@ def test_hostile_csets_inputs_lose_nothing_silently(spark, tmp_path):
 
 
 def test_a_warc_cut_inside_a_gzip_member_is_a_reject_row(tmp_path):
-    import zlib
-
     from udfs.corpus.quads import extract_file, reconciles
 
     demo = DATA / "demo" / "extruct-samples.warc.gz"
     data = demo.read_bytes()
-    starts, pos = [], 0
-    while pos < len(data):
-        starts.append(pos)
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        d.decompress(data[pos:])
-        pos = len(data) - len(d.unused_data)
+    starts = gzip_member_offsets(data)
     cut = tmp_path / "cut.warc.gz"
     cut.write_bytes(data[:(starts[30] + starts[31]) // 2])
     limits = {"max_html_bytes": 5_000_000, "max_record_bytes": 10_000_000, "max_markup_chars": 1_000_000,
