@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -147,3 +148,36 @@ def test_generated_markup_is_judged_and_scored_against_the_human_one(service, pa
         assert all(t["factual"] and t["corrected_value"] for t in triples if t["corrected"])
     else:  # a failed generation is a row with its reason, never a lost page
         assert model["status"] == "generation_failed" and model["reason"]
+
+
+def test_prompts_over_the_served_context_window_are_recorded_not_lost(service, pages, tmp_path):
+    """A --context-window larger than the engine's (the service runs n_ctx 2048) makes every
+    factuality prompt of a long page too long for the engine: each claim asked keeps its row with
+    the engine's clear error, the page's scores row counts them as failed verdicts, nothing is
+    kept that was not judged, and the run's counters still reconcile."""
+    page = pq.read_table(pages).slice(0, 1).to_pylist()[0]
+    # about 3,000 tokens of page before the page's own text: over the engine's window, not ours
+    page["text"] = page["judge_text"] = "The anvil rests on the workbench. " * 400 + (page["text"] or "")
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    pq.write_table(pa.Table.from_pylist([page], schema=pq.read_schema(next(pages.glob("*.parquet")))),
+                   folder / "part-0.parquet")
+    out = tmp_path / "out"
+    argv = ["--input", str(folder), "--output", str(out), "--base-url", service, "--limit", "1",
+            "--context-window", "8192", "--timeout-s", "900", "--no-generation", "--max-claims", "2",
+            "--stages", "validity", "factuality", "--executor", "local"]
+    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "evaluate.py"), *argv], capture_output=True,
+                          text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    [score] = read(out / "scores")
+    triples = read(out / "triples")
+    assert len(triples) == score["n_triples"] > 0
+    asked = [t for t in triples if t["factual_error"] and not t["factual_error"].startswith("not judged")]
+    assert asked, triples
+    for t in asked:
+        assert t["factual_error"].startswith("HTTP 400"), t["factual_error"]
+        assert "context" in t["factual_error"] or "length" in t["factual_error"] or "token" in t["factual_error"]
+        assert t["factual"] is None and not t["kept"]
+    assert score["n_factual_errors"] == len(asked)
+    counters = json.loads((out / "scores" / "_run.json").read_text())["counters"]
+    assert counters["evaluated"] == 1 and counters["input_rows"] == 1
