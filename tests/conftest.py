@@ -5,6 +5,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import contextlib
 from pathlib import Path
 
@@ -49,9 +50,10 @@ SERVED_MODEL_ID = "qwen2.5-coder-1.5b"
 
 
 @pytest.fixture(scope="session")
-def service():
+def service(request):
     """Base URL of the Ray Serve app with the embedded model, started once for the whole suite
-    (each start costs ~15 s of model load and Ray start-up)."""
+    (each start costs ~15 s of model load and Ray start-up). The seconds it took to start are
+    ``request.config.service_start_s`` (the engine figures of tests/llm/test_engine_contract.py)."""
     import ray
     from ray import serve
 
@@ -66,8 +68,11 @@ def service():
              runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
     conf = load_serving_conf(overrides={"serving": {"port": free_port()},
                                         "embedded": {"n_ctx": 2048, "model_id": SERVED_MODEL_ID}})
+    t0 = time.monotonic()
     try:
-        yield run_app(conf, wait_s=300)
+        url = run_app(conf, wait_s=300)
+        request.config.service_start_s = round(time.monotonic() - t0, 1)
+        yield url
     finally:
         serve.shutdown()
         ray.shutdown()

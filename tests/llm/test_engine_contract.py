@@ -103,16 +103,17 @@ def figures():
 
 @pytest.fixture(scope="session")
 def embedded_engine(request, figures):
-    def ray_tree() -> list[int]:
-        # the Serve app's Ray processes below this one (not pytest itself, not a Spark JVM)
-        return [p for p in descendants(os.getpid()) if "ray" in cmdline(p)]
+    def replicas() -> list[int]:
+        # the Serve replicas below this process: where the model lives (not the other tests' Ray
+        # workers, not pytest itself)
+        return [p for p in descendants(os.getpid()) if "ServeReplica" in cmdline(p)]
 
-    rss = PeakRss(ray_tree)
-    t0 = time.monotonic()
+    rss = PeakRss(replicas)
     url = request.getfixturevalue("service")
     eng = Engine("embedded", url, SERVED_MODEL_ID, None, "served:llama.cpp", True,
                  figures=figures.setdefault("embedded", {"model": SERVED_MODEL_ID}))
-    eng.figures["start_s"] = round(time.monotonic() - t0, 1)  # ~0 when an earlier test started it
+    # the suite's service started once, for whichever test asked first: its own start time
+    eng.figures["start_s"] = getattr(request.config, "service_start_s", None)
     yield eng
     eng.figures["peak_rss_gb"] = round(rss.stop() / 2**30, 2)
 
