@@ -5,11 +5,12 @@ Failure paths use real failures (a closed port, a timeout shorter than the answe
 by max_tokens) or a transport that fails the first attempts and then forwards to the real server.
 """
 
-import httpx
+import json
+
 import pytest
 
-from udfs.llm.client import (LLMClient, MalformedOutput, parse_json_output,
-                             verdict_from_logprobs)
+from udfs.llm.client import (AiohttpTransport, HTTPAnswer, LLMClient, MalformedOutput, RequestFailed,
+                             parse_json_output, verdict_from_logprobs)
 
 pytestmark = pytest.mark.model
 
@@ -121,29 +122,33 @@ def test_cache_hits_on_rerun(endpoint, tmp_path):
     again.close()
 
 
-class FlakyTransport(httpx.AsyncBaseTransport):
-    """Fails the first chat requests as listed, then forwards to the real server."""
+class FlakyTransport:
+    """Fails the first chat requests as listed (an exception: no answer; a (status, headers): that
+    answer), then forwards to the real server through the default transport."""
 
     def __init__(self, failures):
         self.failures = list(failures)
-        self.real = httpx.AsyncHTTPTransport()
+        self.real = AiohttpTransport()
         self.seen = 0
 
-    async def handle_async_request(self, request):
-        if request.url.path.endswith("/chat/completions"):
+    async def request(self, method, url, body=None):
+        if url.endswith("/chat/completions"):
             self.seen += 1
             if self.failures:
                 failure = self.failures.pop(0)
                 if isinstance(failure, Exception):
                     raise failure
                 status, headers = failure
-                return httpx.Response(status, headers=headers, json={"error": {"message": "busy"}})
-        return await self.real.handle_async_request(request)
+                return HTTPAnswer(status, headers, json.dumps({"error": {"message": "busy"}}).encode())
+        return await self.real.request(method, url, body)
+
+    async def aclose(self):
+        await self.real.aclose()
 
 
 def test_retries_connection_errors_429_and_5xx(endpoint):
-    transport = FlakyTransport([(503, {}), httpx.ConnectError("refused"), (429, {"retry-after": "0"}),
-                                httpx.ReadTimeout("slow")])
+    transport = FlakyTransport([(503, {}), RequestFailed("ConnectError: refused"), (429, {"Retry-After": "0"}),
+                                RequestFailed("Timeout: slow")])
     client = LLMClient(endpoint, transport=transport, backoff_base_s=0.01, seed=1)
     c = client.chat_sync(ask("Say OK."), max_tokens=2)
     assert c.ok, c.error

@@ -47,8 +47,10 @@ def load_prompt(name: str, prompts_dir: str | None = None) -> str:
     return (Path(prompts_dir) if prompts_dir else PROMPTS_DIR).joinpath(f"{name}.txt").read_text().strip()
 
 
+@functools.lru_cache(maxsize=1024)
 def fence(text: str, open_: str = PAGE_OPEN, close: str = PAGE_CLOSE) -> str:
-    """Untrusted text between markers it cannot close itself (its own markers are removed)."""
+    """Untrusted text between markers it cannot close itself (its own markers are removed).
+    Memoised: every claim about a chunk fences the same chunk."""
     return f"{open_}\n{unfence(text or '')}\n{close}"
 
 

@@ -107,6 +107,9 @@ class UnitRunner:
         # the default client's private loop, reused unit after unit (its connections stay open)
         self.evaluator.client(None).run(self._evaluate_all(pages, failed))
         self.writer.flush()
+        for c in self.evaluator._clients.values():
+            if c.cache is not None:
+                c.cache.flush()
         return {"unit": unit["unit"], "evaluated": len(pages) - len(failed), "failed": failed,
                 "parts": self.writer.parts[first:]}
 

@@ -22,6 +22,12 @@ stats, an error message or a log line.
 
 Plain Python: ``LLMClient(...).chat_sync(messages)``; async: ``await client.chat(messages)``.
 Ray Data stages hold one client per actor (``jobs/evaluate.py``'s ``EvaluatePages``).
+
+The HTTP layer is a ``Transport`` (``AiohttpTransport`` by default): one POST or GET that comes
+back as a status, headers and body, or raises ``RequestFailed`` when no HTTP answer came. aiohttp
+rather than httpx because a worker keeps hundreds of requests in flight, and httpx's connection
+pool rescans every waiting request on each hand-off (``benchmarks/evaluate_throughput.py``
+measures the harness's CPU per verdict). Tests wrap the default transport to inject failures.
 """
 from __future__ import annotations
 
@@ -36,8 +42,9 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
+import aiohttp
 import httpx
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -49,6 +56,11 @@ NO = "no"
 
 class LLMError(RuntimeError):
     """A request that failed for good (after retries, or a 4xx that retrying cannot fix)."""
+
+
+class RequestFailed(Exception):
+    """No HTTP answer came (refused, reset, timed out): a failure worth retrying. The message is the
+    reason a ``Completion`` reports, starting with its kind (``ConnectError``, ``Timeout``, ...)."""
 
 
 class MalformedOutput(ValueError):
@@ -187,8 +199,15 @@ class RequestCache:
     """SQLite table of successful answers keyed by the sha256 of (model, messages, parameters).
 
     Only successes are stored, so a failed request is tried again on the next run. WAL mode lets
-    several processes (Ray Data workers) share one file.
+    several processes (Ray Data workers) share one file. Answers are written in batches (every
+    ``FLUSH_ROWS`` answers or ``FLUSH_S`` seconds, and by ``flush``/``close``): a commit per answer
+    holds SQLite's one write lock once per request, which serialises the workers sharing the file
+    and costs a worker a tenth of its CPU. A killed process loses at most its unflushed answers,
+    which a rerun asks again.
     """
+
+    FLUSH_ROWS = 256
+    FLUSH_S = 1.0
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -206,31 +225,115 @@ class RequestCache:
             " response TEXT, created REAL)"
         )
         self._db.commit()
+        self._pending: dict[str, tuple[str, str | None, str, str, float]] = {}
+        self._flushed = time.monotonic()
 
     @staticmethod
-    def key(request: dict[str, Any]) -> str:
-        return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    def encode(request: dict[str, Any]) -> str:
+        """The request as the JSON text that is both sent and stored: keys sorted, so one request
+        has one text and one key."""
+        return json.dumps(request, sort_keys=True, ensure_ascii=False)
+
+    @staticmethod
+    def key(request_text: str) -> str:
+        return hashlib.sha256(request_text.encode()).hexdigest()
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
-            row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+            pending = self._pending.get(key)
+            row = (pending[3],) if pending else self._db.execute(
+                "SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def put(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> None:
+    def put(self, key: str, model: str | None, request_text: str, response_text: str) -> None:
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)",
-                (key, request.get("model"), json.dumps(request, ensure_ascii=False), json.dumps(response), time.time()),
-            )
+            self._pending[key] = (key, model, request_text, response_text, time.time())
+            if len(self._pending) < self.FLUSH_ROWS and time.monotonic() - self._flushed < self.FLUSH_S:
+                return
+            self._flush_locked()
+
+    def flush(self) -> None:
+        """Write the answers held since the last flush."""
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if self._pending:
+            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", self._pending.values())
             self._db.commit()
+            self._pending.clear()
+        self._flushed = time.monotonic()
 
     def __len__(self) -> int:
         with self._lock:
+            self._flush_locked()
             return self._db.execute("SELECT count(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
         with self._lock:
+            self._flush_locked()
             self._db.close()
+
+
+# --------------------------------------------------------------------------------------------
+# transport
+
+
+@dataclass
+class HTTPAnswer:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class Transport(Protocol):
+    """One HTTP exchange. ``body`` is JSON bytes for a POST, None for a GET. Raises
+    ``RequestFailed`` when no answer came; any HTTP status is an answer."""
+
+    async def request(self, method: str, url: str, body: bytes | None = None) -> HTTPAnswer: ...
+
+    async def aclose(self) -> None: ...
+
+
+class AiohttpTransport:
+    """The default transport: one aiohttp session (created in the first event loop that uses it)
+    with at most ``max_connections`` keep-alive connections, ``headers`` on every request and a
+    per-request timeout."""
+
+    def __init__(self, *, headers: Mapping[str, str] | None = None, timeout_s: float = 120.0,
+                 max_connections: int = 8):
+        self.headers = {"Content-Type": "application/json", **(headers or {})}
+        self.timeout_s = timeout_s
+        self.max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.max_connections),
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s, connect=min(10.0, self.timeout_s)),
+                headers=self.headers,
+            )
+        return self._session
+
+    async def request(self, method: str, url: str, body: bytes | None = None) -> HTTPAnswer:
+        try:
+            async with self._open().request(method, url, data=body) as resp:
+                return HTTPAnswer(resp.status, resp.headers, await resp.read())
+        except asyncio.TimeoutError:
+            raise RequestFailed(f"Timeout: no answer within {self.timeout_s:g} s") from None
+        except aiohttp.ClientConnectorError as exc:
+            raise RequestFailed(f"ConnectError: {exc}") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise RequestFailed(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -250,7 +353,7 @@ class LLMClient:
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 30.0,
         cache_path: str | Path | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: Transport | None = None,
         seed: int | None = None,
     ):
         self.base_url = base_url.rstrip("/")
@@ -262,27 +365,24 @@ class LLMClient:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.cache = RequestCache(cache_path) if cache_path else None
-        self.transport = transport
+        self._given_transport = transport
         self.stats = Stats()
         self._random = random.Random(seed)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._http: httpx.AsyncClient | None = None
+        self._http: Transport | None = None
         self._sem: asyncio.Semaphore | None = None
         self._listing: asyncio.Lock | None = None
         # model id -> why it cannot be asked here (None: listed, or the listing unreadable)
         self._model_checks: dict[str | None, str | None] = {}
 
-    # The httpx client and semaphore belong to one event loop; a new loop (asyncio.run per Ray
-    # Data batch, say) gets new ones.
-    def _session(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+    # The transport's session and the semaphore belong to one event loop; a new loop (asyncio.run
+    # per Ray Data batch, say) gets new ones. The connections cover the requests in flight and
+    # the model listings, which go out beside them.
+    def _session(self) -> tuple[Transport, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
-            self._http = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
-                headers=self._headers,
-                transport=self.transport,
-                limits=httpx.Limits(max_connections=self.max_concurrency * 2),
-            )
+            self._http = self._given_transport or AiohttpTransport(
+                headers=self._headers, timeout_s=self.timeout_s, max_connections=self.max_concurrency + 2)
             self._sem = asyncio.Semaphore(self.max_concurrency)
             self._listing = asyncio.Lock()
             self._loop = loop
@@ -305,8 +405,9 @@ class LLMClient:
         async with self._listing:
             if self.model:
                 return self.model
-            resp = await http.get(f"{self.base_url}/models")
-            resp.raise_for_status()
+            resp = await http.request("GET", f"{self.base_url}/models")
+            if resp.status != 200:
+                raise LLMError(f"{self.base_url}/models answered HTTP {resp.status}: {_error_text(resp.body)}")
             data = resp.json().get("data") or []
             if not data:
                 raise LLMError(f"{self.base_url}/models lists no model")
@@ -399,7 +500,8 @@ class LLMClient:
         return self._random.uniform(0, min(self.backoff_max_s, self.backoff_base_s * 2 ** attempt))
 
     async def _send(self, req: dict[str, Any]) -> Completion:
-        key = RequestCache.key(req) if self.cache is not None else None
+        text_out = RequestCache.encode(req)
+        key = RequestCache.key(text_out) if self.cache is not None else None
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -413,6 +515,7 @@ class LLMClient:
         if self._model_checks[model]:
             return Completion(error=self._model_checks[model], model=model)
         reason = "not sent"
+        body_out = text_out.encode()
         t0 = time.monotonic()
         attempt = 0
         for attempt in range(1, self.max_retries + 2):
@@ -420,12 +523,12 @@ class LLMClient:
             async with sem:
                 self.stats.http_requests += 1
                 try:
-                    resp = await http.post(f"{self.base_url}/chat/completions", json=req)
-                except (httpx.TimeoutException, httpx.TransportError) as exc:
-                    reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                    resp = await http.request("POST", f"{self.base_url}/chat/completions", body_out)
+                except RequestFailed as exc:
+                    reason = str(exc)
                     resp = None
             if resp is not None:
-                if resp.status_code == 200:
+                if resp.status == 200:
                     try:
                         body = resp.json()
                         c = self._completion(body)
@@ -435,30 +538,30 @@ class LLMClient:
                         c.latency_s = time.monotonic() - t0
                         c.attempts = attempt
                         if self.cache is not None:
-                            self.cache.put(key, req, body)
+                            self.cache.put(key, req.get("model"), text_out, resp.body.decode())
                         return c
                 else:
-                    reason = f"HTTP {resp.status_code}: {_error_message(resp)}"
-                    if resp.status_code not in RETRY_STATUS:
+                    reason = f"HTTP {resp.status}: {_error_text(resp.body)}"
+                    if resp.status not in RETRY_STATUS:
                         return Completion(error=reason, attempts=attempt, latency_s=time.monotonic() - t0,
                                           model=req.get("model"))
-                    retry_after = resp.headers.get("retry-after")
+                    retry_after = resp.headers.get("Retry-After")
             if attempt <= self.max_retries:
                 self.stats.retries += 1
                 await asyncio.sleep(self._backoff(attempt - 1, retry_after))
         return Completion(error=f"gave up after {attempt} attempts: {reason}", attempts=attempt,
                           latency_s=time.monotonic() - t0, model=req.get("model"))
 
-    async def _unlisted_model(self, http: httpx.AsyncClient, model: str | None) -> str | None:
+    async def _unlisted_model(self, http: Transport, model: str | None) -> str | None:
         """Why ``model`` cannot be asked at this endpoint: it is not among the ids ``/models`` lists.
         None when it is listed, or when the listing cannot be read (the chat request then says
         what is wrong)."""
         if not model:
             return None
         try:
-            resp = await http.get(f"{self.base_url}/models")
-            ids = [m["id"] for m in resp.json().get("data") or []] if resp.status_code == 200 else []
-        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+            resp = await http.request("GET", f"{self.base_url}/models")
+            ids = [m["id"] for m in resp.json().get("data") or []] if resp.status == 200 else []
+        except (RequestFailed, ValueError, KeyError, TypeError, AttributeError):
             return None
         if ids and model not in ids:
             return f"model {model!r} is not served at {self.base_url}: /models lists {sorted(ids)}"
@@ -531,11 +634,16 @@ def first_model(base_url: str, *, timeout_s: float, api_key: str | None = None) 
 
 
 def _error_message(resp: httpx.Response) -> str:
+    return _error_text(resp.content)
+
+
+def _error_text(body: bytes) -> str:
+    """The message of an error answer: OpenAI's ``{"error": {"message": ...}}`` or the body itself."""
     try:
-        body = resp.json()
-        err = body.get("error", body)
+        value = json.loads(body)
+        err = value.get("error", value) if isinstance(value, dict) else value
         msg = err.get("message", err) if isinstance(err, dict) else err
         return str(msg)[:500]
     except ValueError:
-        return resp.text[:500]
+        return body.decode("utf-8", "replace")[:500]
 
