@@ -436,6 +436,11 @@ DATATYPE = "datatype"
 VALUE_STRING = "value-string removal"
 BLANK_PROPERTY = "blank-node property removal"
 _STRING_TYPES = (XSD + "string", RDF_LANGSTRING)
+# The paper's shape generator (markup/shacl.py in its repository) gives a property whose range
+# names one of these types the numeric datatypes, so a JSON number passes there: ImageObject's
+# width (Distance or QuantitativeValue) keeps a JSON integer that our literal families would flag.
+_PAPER_NUMERIC_RANGES = frozenset({"Number", "Float", "Integer", "QuantitativeValue", "QualitativeValue"})
+_PAPER_NUMERIC_TYPES = (XSD + "integer", XSD + "double", XSD + "float")
 _Removal = tuple  # (rule, cause, reason) of one removed (subject, property, value key)
 
 
@@ -483,8 +488,10 @@ def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, _Remo
     * a property that one of a typed entity's defined types does not define is flagged on every
       value (several types: each type's closed shape applies, no union);
     * a literal that is not a string is flagged where no datatype of the property's range accepts
-      it (every range accepts ``xsd:string``: strings always pass); an entity value of no range type
-      (subtypes accepted) and an untyped blank node are flagged; an untyped IRI is a link;
+      it (every range accepts ``xsd:string``: strings always pass; a range naming Number, Float,
+      Integer, QuantitativeValue or QualitativeValue accepts any JSON number); an entity value of
+      no range type (subtypes accepted) and an untyped blank node are flagged; an untyped IRI is a
+      link;
     * untyped entities are targeted by no shape: their own values are never flagged.
 
     Removal, for each flagged (property, value): a blank-node value removes the property from every
@@ -558,7 +565,7 @@ def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, _Remo
 def _paper_value_fault(spec: RangeSpec, v: Value, ents) -> str | None:
     if isinstance(v, Literal):
         dt, _ = literal_datatype(v)
-        if dt in _STRING_TYPES:
+        if dt in _STRING_TYPES or (dt in _PAPER_NUMERIC_TYPES and _PAPER_NUMERIC_RANGES.intersection(spec.ranges)):
             return None
         return None if any(dt in LITERAL_FAMILIES[f][0] for f in spec.literal_families) else DATATYPE
     target = ents.get(v.id)
