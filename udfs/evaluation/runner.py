@@ -88,12 +88,18 @@ class UnitRunner:
     def __init__(self, *, output: str, files: list[str], digest: str, base_url: str, cfg, cache_path: str,
                  client_kwargs: dict, max_in_flight: int, part_rows: int,
                  on_page: Callable[[dict[str, int]], None] | None = None):
-        from udfs.evaluation.evaluator import PageEvaluator
+        from udfs.evaluation.evaluator import HUMAN, PageEvaluator
 
         self.files = files
         self.max_in_flight = max(1, int(max_in_flight))
         kw = {**client_kwargs, "max_concurrency": self.max_in_flight}
         self.evaluator = PageEvaluator(base_url, cfg, cache_path=cache_path, client_kwargs=kw)
+        if HUMAN in cfg.sources and len(cfg.sources) > 1:
+            # The embedding model of the BLINKG match loads here, not at the first page's scores,
+            # where it would stall every page in flight on the event loop.
+            from udfs.scores import matching
+
+            matching.load_model(cfg.scores.embedding_threads)
         self.writer = PartWriter(output, digest, uuid.uuid4().hex[:10], part_rows)
         self.on_page = on_page or (lambda d: None)
         self._hits = 0
