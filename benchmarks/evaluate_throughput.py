@@ -23,14 +23,20 @@ job's start-up excluded); wall and pages/s include everything. A run past ``--bu
 stopped, and its rate is what the stub saw until then.
 
 The table: at 0 ms latency for each size; at ``--latency-ms`` with ``--in-flight`` requests
-allowed (``--latency-pages`` pages); the same two through Ray Serve's HTTP proxy to the stub as a
-Serve deployment (its overhead per verdict is the difference of the inverse rates); then the
+allowed (``--latency-pages`` pages); the same two through Ray Serve to the stub as a Serve
+deployment, once through Serve's HTTP proxy and once through deployment handles (``--base-url
+serve://stub/v1``, the job joining the benchmark's Ray instance with ``--ray-address``: its
+workers call the stub's ``handle_http`` without the proxy), each with Serve's overhead per
+verdict (the difference of the inverse rates against the bare stub's run of the same latency).
+In a handle run the job's Ray workers are processes of the benchmark's Ray instance: their CPU is
+the job's, Ray's own processes (GCS, raylet, Serve's controller and replica) the engine's. Then the
 driver's peak RSS at the two largest sizes and their ratio, files per table against the bound
 pages / 10,000 + workers, and the harness's CPU per verdict while verdicts flow (the job tree's
 CPU from the stub's first verdict to its last, over the 0 ms runs; start-up excluded), which
 ``benchmarks/capacity.py`` keeps as ``HARNESS_CPU_MS_PER_REQUEST``, and per million pages. Before
 the runs, a load generator measures each engine alone (``--ceiling``), so a rate the engine
-itself caps is told apart from one the harness does.
+itself caps is told apart from one the harness does; through Serve, both the proxy and a
+handle (``serve.get_app_handle`` from this process).
 """
 from __future__ import annotations
 
@@ -49,7 +55,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -209,8 +215,9 @@ def stub_process(latency_ms: float) -> Iterator[tuple[str, list[int]]]:
 
 @contextlib.contextmanager
 def serve_stub(latency_ms: float) -> Iterator[tuple[str, list[int]]]:
-    """The stub as a Ray Serve deployment behind Serve's HTTP proxy, on a Ray instance of this
-    process (the job starts its own); yields the proxy's root URL and the Ray processes."""
+    """The stub as the Ray Serve application ``stub`` (HTTP proxy and handles), on a Ray instance
+    of this process (a proxy run's job starts its own; a handle run's joins this one at
+    ``ray.get_runtime_context().gcs_address``); yields the proxy's root URL and the Ray processes."""
     import logging
 
     import ray
@@ -234,6 +241,46 @@ def serve_stub(latency_ms: float) -> Iterator[tuple[str, list[int]]]:
         ray.shutdown()
 
 
+_PAGE = "Copy 0.\n" + " ".join(f"word{i % 97}" for i in range(600))
+
+
+def _verdict_body(i: int) -> bytes:
+    """A verdict request of a page's size, the ``i``-th fact."""
+    return json.dumps({"model": "stub", "max_tokens": 1, "logprobs": True, "top_logprobs": 20,
+                       "structured_outputs": {"choice": ["yes", "no"]},
+                       "messages": [{"role": "system", "content": "Judge the fact against the page text."},
+                                    {"role": "user", "content": f"<<<PAGE_TEXT\n{_PAGE}\nPAGE_TEXT>>>\n\nFact {i}?"}]}).encode()
+
+
+def handle_ceiling(app: str, pids: list[int], n: int, concurrency: int) -> dict[str, float]:
+    """What the Serve app alone answers through its handle: ``n`` verdict requests from this
+    process (connected to the app's Ray instance) through the client's own transport
+    (``udfs.llm.serve_handle``), ``concurrency`` at a time; the handle's router runs in this
+    process, so its CPU is the generator's, not the engine's."""
+    import asyncio
+
+    from udfs.llm.serve_handle import ServeHandleTransport
+
+    async def go() -> None:
+        transport = ServeHandleTransport()
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one(i: int) -> None:
+            async with sem:
+                answer = await transport.request("POST", f"serve://{app}/v1/chat/completions", _verdict_body(i))
+                if answer.status != 200:
+                    raise RuntimeError(f"serve://{app} answered HTTP {answer.status}")
+        await asyncio.gather(*(one(i) for i in range(n)))
+
+    before = cpu_ticks(pids)
+    t0 = time.monotonic()
+    asyncio.run(go())
+    wall = time.monotonic() - t0
+    after = cpu_ticks(pids)
+    engine_cpu = sum(after[p] - before[p] for p in after if p in before) / CLK
+    return {"requests_per_s": n / wall, "engine_cpu_ms_per_request": 1000 * engine_cpu / n}
+
+
 def engine_ceiling(url: str, pids: list[int], n: int, concurrency: int) -> dict[str, float]:
     """What the engine alone answers: ``n`` verdict requests of a page's size from an aiohttp load
     generator in this process, ``concurrency`` at a time (the generator shares the machine)."""
@@ -241,13 +288,7 @@ def engine_ceiling(url: str, pids: list[int], n: int, concurrency: int) -> dict[
 
     import aiohttp
 
-    page = "Copy 0.\n" + " ".join(f"word{i % 97}" for i in range(600))
-
-    def body(i: int) -> bytes:
-        return json.dumps({"model": "stub", "max_tokens": 1, "logprobs": True, "top_logprobs": 20,
-                           "structured_outputs": {"choice": ["yes", "no"]},
-                           "messages": [{"role": "system", "content": "Judge the fact against the page text."},
-                                        {"role": "user", "content": f"<<<PAGE_TEXT\n{page}\nPAGE_TEXT>>>\n\nFact {i}?"}]}).encode()
+    body = _verdict_body
 
     async def go() -> None:
         sem = asyncio.Semaphore(concurrency)
@@ -289,8 +330,9 @@ class Watch:
     """The job's process tree through /proc: the driver's peak RSS and every process's CPU seconds
     (the last value read before it exited; a process that lived less than a poll is missed)."""
 
-    def __init__(self, pid: int, poll_s: float = 0.25):
-        self.pid, self.poll_s = pid, poll_s
+    def __init__(self, pid: int, poll_s: float = 0.25, also: Callable[[], list[int]] | None = None):
+        # also: more processes of the job that are not below it (its Ray workers in a cluster it joined)
+        self.pid, self.poll_s, self.also = pid, poll_s, also
         self.cpu_ticks: dict[int, int] = {}
         self.peak_rss_kb = 0
         self.pids: set[int] = set()
@@ -312,7 +354,7 @@ class Watch:
             self._stop.wait(self.poll_s)
 
     def sample(self) -> None:
-        pids = [self.pid, *descendants(self.pid)]
+        pids = [self.pid, *descendants(self.pid), *(self.also() if self.also else [])]
         self.pids.update(pids)
         for pid, ticks in cpu_ticks(pids).items():
             self.cpu_ticks[pid] = max(self.cpu_ticks.get(pid, 0), ticks)
@@ -337,7 +379,7 @@ class Watch:
 @dataclass
 class Run:
     label: str
-    engine: str  # "stub" or "serve"
+    engine: str  # "stub", "serve" (Serve's HTTP proxy) or "serve-handle" (serve://, no proxy)
     pages: int
     latency_ms: float
     in_flight: int
@@ -385,15 +427,20 @@ def job_flags() -> set[str]:
 
 
 def run_job(run: Run, pages: Path, engine_url: str, engine_pids: list[int], work: Path, flags: set[str],
-            budget_s: float) -> Run:
+            budget_s: float, ray_address: str = "") -> Run:
     """One job run against the engine at ``engine_url`` (served by ``engine_pids``), watched;
-    fills ``run``."""
+    fills ``run``. With ``ray_address`` (this process's Ray instance, where the stub is a Serve
+    app) the job joins it and asks through handles, ``serve://stub/v1``."""
     out = work / f"out-{run.label}"
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [sys.executable, str(JOB), "--input", str(pages), "--output", str(out), "--base-url", f"{engine_url}/v1",
+    base_url = "serve://stub/v1" if ray_address else f"{engine_url}/v1"
+    cmd = [sys.executable, str(JOB), "--input", str(pages), "--output", str(out), "--base-url", base_url,
            "--limit", "0", "--executor", run.executor, "--workers", str(run.workers)]
+    if ray_address:
+        cmd += ["--ray-address", ray_address]
     if "--max-in-flight" in flags:
         cmd += ["--max-in-flight", str(run.in_flight)]
+    # (after ray.init here, os.environ holds Ray's token mode, which a joining job needs too)
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PYTHONUNBUFFERED"] = "1"
     before = _get_json(f"{engine_url}/stats")
@@ -403,7 +450,9 @@ def run_job(run: Run, pages: Path, engine_url: str, engine_pids: list[int], work
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env,
                                 start_new_session=True)
-        with Watch(proc.pid) as watch:
+        engine_set = set(engine_pids)
+        also = (lambda: [p for p in descendants(os.getpid()) if p not in engine_set]) if ray_address else None
+        with Watch(proc.pid, also=also) as watch:
             try:
                 run.rc = proc.wait(timeout=budget_s)
             except subprocess.TimeoutExpired:
@@ -419,7 +468,7 @@ def run_job(run: Run, pages: Path, engine_url: str, engine_pids: list[int], work
     engine_after = cpu_ticks(engine_pids)
     run.engine_cpu_s = sum(engine_after[p] - engine_before[p] for p in engine_after if p in engine_before) / CLK
     # whatever the job left behind (a stopped run's Ray processes) goes with it
-    stop([p for p in watch.pids if p != proc.pid], grace_s=5)
+    stop([p for p in watch.pids if p != proc.pid and p not in engine_set], grace_s=5)
     run.cpu_s = watch.cpu_s
     run.peak_rss_mb = watch.peak_rss_kb / 1024
     count = lambda s, k: s["counts"].get(k, 0)  # noqa: E731
@@ -472,12 +521,19 @@ def fresh_stub_run(run: Run, pages: Path, work: Path, flags: set[str], budget_s:
 
 
 def fresh_serve_run(run: Run, pages: Path, work: Path, flags: set[str], budget_s: float) -> Run:
+    """A run against its own Serve instance: through the proxy, or (``serve-handle``) through handles."""
+    import ray
+
     with serve_stub(run.latency_ms) as (url, pids):
-        return run_job(run, pages, url, pids, work, flags, budget_s)
+        address = ray.get_runtime_context().gcs_address if run.engine == "serve-handle" else ""
+        return run_job(run, pages, url, pids, work, flags, budget_s, ray_address=address)
 
 
 def _ms(seconds: float, n: int) -> float:
     return 1000 * seconds / n if n else float("nan")
+
+
+ENGINES = {"stub": "stub", "serve": "Serve proxy + stub", "serve-handle": "Serve handle + stub"}
 
 
 def table(runs: list[Run]) -> str:
@@ -487,7 +543,7 @@ def table(runs: list[Run]) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         lines.append(
-            f"| {'stub' if r.engine == 'stub' else 'Serve proxy + stub'} | {r.pages:,} | {r.latency_ms:g} "
+            f"| {ENGINES[r.engine]} | {r.pages:,} | {r.latency_ms:g} "
             f"| {r.in_flight} | {r.executor} x {r.workers} | {r.wall_s:.1f} | {r.verdicts:,} | {r.verdicts_per_s:,.0f} "
             f"| {r.pages_per_s:,.1f} | {r.cpu_s:.1f} | {_ms(r.steady_cpu_s, r.verdicts):.2f} "
             f"| {_ms(r.engine_cpu_s, r.verdicts):.2f} | {r.peak_rss_mb:,.0f} "
@@ -516,13 +572,15 @@ def findings(runs: list[Run]) -> dict[str, Any]:
         out["cpu_hours_per_million_pages"] = out["cpu_s_per_page"] * 1e6 / 3600
     for lat in sorted({r.latency_ms for r in runs}):
         d = [r for r in runs if r.engine == "stub" and r.latency_ms == lat and r.verdicts]
-        s = [r for r in runs if r.engine == "serve" and r.latency_ms == lat and r.verdicts]
-        if d and s:
-            srv = s[0]
-            drc = next((x for x in d if x.pages == srv.pages), d[0])
-            out[f"serve_{lat:g}ms"] = {
-                "ms_per_verdict": 1000 * (1 / srv.verdicts_per_s - 1 / drc.verdicts_per_s),
-                "cpu_ms_per_verdict": _ms(srv.engine_cpu_s, srv.verdicts) - _ms(drc.engine_cpu_s, drc.verdicts)}
+        for kind, key in (("serve", "serve"), ("serve-handle", "serve_handle")):
+            s = [r for r in runs if r.engine == kind and r.latency_ms == lat and r.verdicts]
+            if d and s:
+                srv = s[0]
+                drc = next((x for x in d if x.pages == srv.pages), d[0])
+                out[f"{key}_{lat:g}ms"] = {
+                    "ms_per_verdict": 1000 * (1 / srv.verdicts_per_s - 1 / drc.verdicts_per_s),
+                    "cpu_ms_per_verdict": _ms(srv.engine_cpu_s, srv.verdicts) - _ms(drc.engine_cpu_s, drc.verdicts),
+                    "job_cpu_ms_per_verdict": _ms(srv.steady_cpu_s, srv.verdicts) - _ms(drc.steady_cpu_s, drc.verdicts)}
     # a stopped run's files count too: the bound holds at every moment, not only at the end
     out["files_within_bound"] = all(max(r.files.values() or [0]) <= r.file_bound for r in runs)
     return out
@@ -536,8 +594,10 @@ def report(f: dict[str, Any]) -> str:
         lines.append(f"driver peak RSS: {ma:,.0f} MB at {a:,} pages, {mb:,.0f} MB at {b:,} pages ({f['rss_ratio']:.2f}x)")
     for k, v in f.items():
         if k.startswith("serve_"):
-            lines.append(f"Serve's proxy at {k[len('serve_'):]}: {v['ms_per_verdict']:+.2f} ms per verdict of wall time, "
-                         f"{v['cpu_ms_per_verdict']:+.2f} ms of CPU per verdict beyond the bare stub's")
+            way, lat = ("handles", k[len("serve_handle_"):]) if k.startswith("serve_handle_") else ("proxy", k[len("serve_"):])
+            lines.append(f"Serve's {way} at {lat}: {v['ms_per_verdict']:+.2f} ms per verdict of wall time, "
+                         f"{v['cpu_ms_per_verdict']:+.2f} engine-side and {v['job_cpu_ms_per_verdict']:+.2f} job-side "
+                         "CPU-ms per verdict beyond the bare stub's")
     if "cpu_s_per_verdict" in f:
         line = f"harness CPU: {1000 * f['cpu_s_per_verdict']:.2f} ms per verdict ({f['cpu_basis']})"
         if "cpu_s_per_page" in f:
@@ -560,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--executor", choices=["ray", "local"], default="ray", help="the job's --executor")
     ap.add_argument("--workers", type=int, default=2, help="the job's --workers")
     ap.add_argument("--serve", action=argparse.BooleanOptionalAction, default=True,
-                    help="also measure through Ray Serve's proxy")
+                    help="also measure through Ray Serve (its HTTP proxy, and handles: serve://)")
     ap.add_argument("--ceiling", type=int, default=5000,
                     help="verdict requests of a load generator that measure each engine alone first (0: none)")
     ap.add_argument("--budget-s", type=float, default=240.0, help="a run longer than this is stopped")
@@ -592,22 +652,28 @@ def main(argv: list[str] | None = None) -> int:
                          args.latency_ms, args.in_flight, args.executor, args.workers), lp))
         if args.serve:
             for lat in (0.0, args.latency_ms):
-                plan.append((Run(f"serve-{lat:g}ms-{args.latency_pages}", "serve", args.latency_pages, lat,
-                                 args.in_flight, args.executor, args.workers), lp))
+                for kind in ("serve", "serve-handle"):
+                    plan.append((Run(f"{kind}-{lat:g}ms-{args.latency_pages}", kind, args.latency_pages, lat,
+                                     args.in_flight, args.executor, args.workers), lp))
     load = os.getloadavg()
     print(f"jobs/evaluate.py against benchmarks/stub_engine.py; work folder {work}; load {load[0]:.2f}; "
           f"{os.cpu_count()} CPUs; job flags: {'--max-in-flight' if '--max-in-flight' in flags else 'no --max-in-flight'}",
           flush=True)
     ceilings: dict[str, dict[str, float]] = {}
     if args.ceiling:
-        engines = [("stub", stub_process)] + ([("Serve proxy + stub", serve_stub)] if args.serve else [])
-        for name, engine in engines:
-            with engine(0.0) as (url, pids):
-                c = ceilings[name] = engine_ceiling(url, pids, args.ceiling, args.in_flight)
+        def measured(name: str, c: dict[str, float]) -> None:
+            ceilings[name] = c
             print(f"  {name} alone, {args.in_flight} in flight from a load generator: {c['requests_per_s']:,.0f} "
                   f"verdicts/s, {c['engine_cpu_ms_per_request']:.2f} engine CPU-ms each", flush=True)
+
+        with stub_process(0.0) as (url, pids):
+            measured("stub", engine_ceiling(url, pids, args.ceiling, args.in_flight))
+        if args.serve:
+            with serve_stub(0.0) as (url, pids):
+                measured("Serve proxy + stub", engine_ceiling(url, pids, args.ceiling, args.in_flight))
+                measured("Serve handle + stub", handle_ceiling("stub", pids, args.ceiling, args.in_flight))
     for run, pages in plan:
-        runner = fresh_serve_run if run.engine == "serve" else fresh_stub_run
+        runner = fresh_serve_run if run.engine.startswith("serve") else fresh_stub_run
         runner(run, pages, work, flags, args.budget_s)
         runs.append(run)
         print(f"  {run.label}: {run.status}, {run.wall_s:.1f} s, {run.verdicts:,} verdicts at {run.verdicts_per_s:,.0f}/s,"

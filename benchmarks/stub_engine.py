@@ -31,8 +31,12 @@ markups must not be read as results.
   drove from the stub's side.
 
 ``StubEngine`` is the answering logic without a server; ``running_stub()`` serves it from a
-thread of this process (tests); ``serve_deployment()`` wraps it as a Ray Serve deployment behind
-Serve's HTTP proxy (``benchmarks/evaluate_throughput.py`` measures Serve's overhead with it).
+thread of this process (tests); ``serve_deployment()`` wraps it as a Ray Serve deployment that
+answers both behind Serve's HTTP proxy and through its handle (``handle_http``, what
+``serve://<app>/v1`` calls: ``udfs.llm.serve_handle``); ``benchmarks/evaluate_throughput.py``
+measures Serve's overhead both ways with it.
+
+    .venv/bin/python benchmarks/stub_engine.py --serve --app stub --latency-ms 0   # a Ray Serve app
 """
 from __future__ import annotations
 
@@ -303,8 +307,13 @@ def serve_deployment(latency_ms: float = 0.0, max_ongoing_requests: int = 4096):
     from starlette.requests import Request
     from starlette.responses import Response
 
-    @serve.deployment(name="StubEngine", num_replicas=1, ray_actor_options={"num_cpus": 0},
-                      max_ongoing_requests=max_ongoing_requests, max_queued_requests=-1)
+    # Serve's own throughput settings for a replica whose code is async and cheap: the code runs
+    # on the replica's event loop (not handed to a thread per request), and no access-log line
+    # per request. Both the proxy's and the handles' requests meet the same replica.
+    @serve.deployment(name="StubEngine", num_replicas=1, max_ongoing_requests=max_ongoing_requests,
+                      max_queued_requests=-1, logging_config={"enable_access_log": False},
+                      ray_actor_options={"num_cpus": 0, "runtime_env": {"env_vars": {
+                          "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}}})
     class StubDeployment:
         def __init__(self, latency_ms: float):
             self.engine = StubEngine(latency_ms / 1000)
@@ -313,7 +322,57 @@ def serve_deployment(latency_ms: float = 0.0, max_ongoing_requests: int = 4096):
             status, body = await self.engine.handle(request.method, request.url.path, await request.body())
             return Response(json.dumps(body), status_code=status, media_type="application/json")
 
+        async def handle_http(self, method: str, path: str, body: bytes | None) -> tuple[int, dict, bytes]:
+            """The same answer through a deployment handle (``serve://``, ``udfs.llm.serve_handle``)."""
+            status, answer = await self.engine.handle(method, path, body or b"")
+            return status, {"content-type": "application/json"}, json.dumps(answer).encode()
+
     return StubDeployment.bind(latency_ms)
+
+
+def serve_app(host: str, port: int, latency_ms: float, app: str) -> None:
+    """The stub as the Serve application ``app`` on a Ray instance of this process (its own temp
+    folder, so no other Ray on the machine is disturbed), Serve's HTTP proxy on ``host``:``port``,
+    until SIGTERM. The first line printed is JSON: the Ray address a process joins to reach it
+    through handles, the environment it joins with (Ray's token), the proxy's ``/v1`` URL and
+    the ``serve://`` URL."""
+    import logging
+    import os
+    import secrets
+    import shutil
+    import signal
+    import tempfile
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay short
+    # Ray's ports listen on every interface: a process joins with a token of this instance's own
+    # (not ~/.ray/auth_token, which other clusters may use), named in the printed "env".
+    token = os.path.join(temp, "auth_token")
+    with open(os.open(token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as fh:
+        fh.write(secrets.token_hex(32))
+    join_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": token}
+    os.environ.update(join_env)
+    os.environ.pop("RAY_AUTH_TOKEN", None)
+    import ray
+    from ray import serve
+
+    ray.init(address="local", include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
+             _temp_dir=temp, runtime_env={"env_vars": {"PYTHONPATH": f"{os.path.dirname(here)}:{here}"}})
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    try:
+        serve.start(http_options={"host": host, "port": port})
+        serve.run(serve_deployment(latency_ms), name=app, route_prefix="/", blocking=False)
+        print(json.dumps({"ray_address": ray.get_runtime_context().gcs_address, "url": f"http://{host}:{port}/v1",
+                          "serve_url": f"serve://{app}/v1", "env": join_env}), flush=True)
+        while not stopping.wait(0.5):
+            pass
+    finally:
+        with contextlib.suppress(Exception):
+            serve.shutdown()
+        ray.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -321,7 +380,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1", help="address to listen on")
     ap.add_argument("--port", type=int, default=8011, help="port to listen on")
     ap.add_argument("--latency-ms", type=float, default=0.0, help="wait before each chat completion")
+    ap.add_argument("--serve", action="store_true",
+                    help="serve it as a Ray Serve application on a Ray instance of this process (proxy on --port, "
+                    "handles at serve://APP/v1); the first line printed says how to reach it")
+    ap.add_argument("--app", default="stub", help="the Serve application's name (with --serve)")
     args = ap.parse_args(argv)
+    if args.serve:
+        serve_app(args.host, args.port, args.latency_ms, args.app)
+        return 0
     from aiohttp import web
 
     try:

@@ -66,7 +66,8 @@ class EvaluateJob(Job):
         p.add_argument("--correct", action=argparse.BooleanOptionalAction, default=False, help="GraphCorrect: correct non-factual claims "
                        "from the text and re-verify (corrected triples are marked)")
         p.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: $OPENAI_BASE_URL, "
-                       "else conf/serving.toml's")
+                       "else conf/serving.toml's; serve://APP/v1 calls the Ray Serve app APP through its deployment "
+                       "handle, without Serve's HTTP proxy (the job joins its cluster: --ray-address)")
         p.add_argument("--api-key", default="", help="bearer token for a hosted endpoint; default $OPENAI_API_KEY; "
                        "never written to the run record or logs")
         p.add_argument("--max-in-flight", type=int,
@@ -118,6 +119,8 @@ class EvaluateJob(Job):
         a = self.args
         api_key = a.api_key or os.environ.get("OPENAI_API_KEY") or ""
         url = client_base_url(a.base_url)  # --base-url, else $OPENAI_BASE_URL, else conf/serving.toml's
+        if url.startswith("serve://"):  # the driver asks the app's handle too (model listing, tokenizer)
+            self._ray_init()
         try:
             models = [] if not a.generation else (a.generators or [first_model(url, timeout_s=30,
                                                                                 api_key=api_key or None)])
@@ -156,7 +159,9 @@ class EvaluateJob(Job):
         ctor = dict(output=self.output_root.url, files=[f.url for f in plan.files], digest=digest, base_url=url,
                     cfg=cfg, cache_path=cache, client_kwargs=client_kwargs, max_in_flight=a.max_in_flight,
                     part_rows=a.part_rows)
-        units = list(plan.units(a.part_pages))
+        # A run smaller than workers x part_pages is split evenly, so that every worker has pages.
+        per_unit = a.part_pages if a.executor == "local" else min(a.part_pages, max(1, -(-n // a.workers)))
+        units = list(plan.units(per_unit))
         summary = []
         if units:
             with self.record.time("evaluate"), Progress("evaluate", n, "pages", rates=RATES) as progress:
@@ -187,16 +192,19 @@ class EvaluateJob(Job):
             tok.close()
 
     def _ray(self, units: list[dict], ctor: dict, progress: Progress) -> list[dict]:
-        import ray
-
         from udfs.evaluation.runner import run_ray
+
+        self._ray_init()
+        return run_ray(units, ctor, progress, workers=self.args.workers)
+
+    def _ray_init(self) -> None:
+        import ray
 
         if not ray.is_initialized():
             # Ray's INFO start-up lines say nothing a researcher acts on; warnings still show.
             ray.init(address=self.args.ray_address or None, include_dashboard=False, log_to_driver=False,
                      logging_level=logging.WARNING,
                      runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
-        return run_ray(units, ctor, progress, workers=self.args.workers)
 
 if __name__ == "__main__":
     sys.exit(EvaluateJob().main())

@@ -177,6 +177,9 @@ class ServedTokenizer:
       API) is chunked with tiktoken's cl100k_base, the paper's tokenizer; its counts are close to,
       not equal to, the served model's.
 
+    ``base_url`` may be ``serve://<app>/v1`` (``udfs.llm.serve_handle``): the app's ingress
+    deployment is called through its handle instead of Serve's HTTP proxy.
+
     ``api_key`` (default ``$OPENAI_API_KEY``) is sent as a bearer token, never stored elsewhere.
     An endpoint that cannot be reached, or refuses the key, is an error, never a silent fallback.
     """
@@ -191,7 +194,12 @@ class ServedTokenizer:
         self.model = model
         from udfs.llm.client import auth_headers
 
-        self._http = httpx.Client(timeout=timeout_s, headers=auth_headers(api_key))
+        if self.root.startswith("serve://"):  # a Serve app's ingress through its handle, answering as httpx
+            from udfs.llm.serve_handle import SyncClient
+
+            self._http = SyncClient(timeout_s)
+        else:
+            self._http = httpx.Client(timeout=timeout_s, headers=auth_headers(api_key))
         self._kind: str | None = None
         self._local: Tokenizer | None = None
 

@@ -381,12 +381,19 @@ class LLMClient:
     def _session(self) -> tuple[Transport, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
-            self._http = self._given_transport or AiohttpTransport(
-                headers=self._headers, timeout_s=self.timeout_s, max_connections=self.max_concurrency + 2)
+            self._http = self._given_transport or self._default_transport()
             self._sem = asyncio.Semaphore(self.max_concurrency)
             self._listing = asyncio.Lock()
             self._loop = loop
         return self._http, self._sem
+
+    def _default_transport(self) -> Transport:
+        if self.base_url.startswith("serve://"):  # a Serve app's ingress through its handle (udfs.llm.serve_handle)
+            from udfs.llm.serve_handle import ServeHandleTransport
+
+            return ServeHandleTransport(timeout_s=self.timeout_s, failure=RequestFailed)
+        return AiohttpTransport(headers=self._headers, timeout_s=self.timeout_s,
+                                max_connections=self.max_concurrency + 2)
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -616,8 +623,13 @@ def first_model(base_url: str, *, timeout_s: float, api_key: str | None = None) 
     A service that cannot be reached or lists no model is an ``LLMError`` that says to start it;
     one that refuses the key (401/403) says so. ``api_key`` as for ``LLMClient``."""
     hint = "start the service (python -m udfs.llm.serving start)"
+    get = httpx.get
+    if base_url.startswith("serve://"):  # answers as httpx does (udfs.llm.serve_handle)
+        from udfs.llm.serve_handle import SyncClient
+
+        get = SyncClient().get
     try:
-        resp = httpx.get(f"{base_url}/models", timeout=timeout_s, headers=auth_headers(api_key))
+        resp = get(f"{base_url}/models", timeout=timeout_s, headers=auth_headers(api_key))
         resp.raise_for_status()
         data = resp.json().get("data") or []
     except httpx.HTTPStatusError as exc:

