@@ -159,9 +159,10 @@ class EvaluateJob(Job):
         ctor = dict(output=self.output_root.url, files=[f.url for f in plan.files], digest=digest, base_url=url,
                     cfg=cfg, cache_path=cache, client_kwargs=client_kwargs, max_in_flight=a.max_in_flight,
                     part_rows=a.part_rows)
-        # A run smaller than workers x part_pages is split evenly, so that every worker has pages.
-        per_unit = a.part_pages if a.executor == "local" else min(a.part_pages, max(1, -(-n // a.workers)))
-        units = list(plan.units(per_unit))
+        # A run smaller than workers x part_pages is split evenly, with the same mix of pages in
+        # each unit, so that every worker has pages until the end.
+        spread = a.executor != "local" and n < a.workers * a.part_pages
+        units = list(plan.units(max(1, -(-n // a.workers)) if spread else a.part_pages, spread=spread))
         summary = []
         if units:
             with self.record.time("evaluate"), Progress("evaluate", n, "pages", rates=RATES) as progress:

@@ -216,6 +216,11 @@ def test_plan_holds_no_page_text_and_orders_like_the_sample(tmp_path):
     assert rest.todo["page_key"].to_pylist() == plan.todo["page_key"].to_pylist()[2:]
     units = list(rest.units(4))
     assert [len(u["pages"]) for u in units] == [4] * (len(units) - 1) + [rest.todo.num_rows - 4 * (len(units) - 1)]
+    # spread: every k-th page, each page in exactly one unit, sizes within one of each other
+    keys = rest.todo["page_key"].to_pylist()
+    spread = list(rest.units(-(-len(keys) // 2), spread=True))
+    assert len(spread) == 2
+    assert [[p[2] for p in u["pages"]] for u in spread] == [keys[0::2], keys[1::2]]
 
 
 def test_a_killed_run_resumes_at_part_granularity(tmp_path):

@@ -50,14 +50,19 @@ class Plan:
     no_text: list[tuple[str, str]] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
 
-    def units(self, pages_per_unit: int) -> Iterator[dict[str, Any]]:
-        """The todo pages in consecutive units of at most ``pages_per_unit``, each a plain dict
-        ``{"unit": n, "pages": [[file, row, page_key], ...]}`` (what a worker is handed)."""
+    def units(self, pages_per_unit: int, *, spread: bool = False) -> Iterator[dict[str, Any]]:
+        """The todo pages in units of at most ``pages_per_unit``, each a plain dict
+        ``{"unit": n, "pages": [[file, row, page_key], ...]}`` (what a worker is handed).
+        Consecutive pages by default; ``spread``: the k units take every k-th page, so units that
+        run side by side on a corpus ordered by kind (pages of one site together, say) get the
+        same mix and finish together."""
         n = max(1, int(pages_per_unit))
+        total = self.todo.num_rows
         cols = self.todo.select(["file", "row", "page_key"]).to_pydict()
-        for u, start in enumerate(range(0, self.todo.num_rows, n)):
-            yield {"unit": u, "pages": [[cols["file"][i], cols["row"][i], cols["page_key"][i]]
-                                        for i in range(start, min(start + n, self.todo.num_rows))]}
+        k = -(-total // n)
+        for u in range(k):
+            rows = range(u, total, k) if spread else range(u * n, min((u + 1) * n, total))
+            yield {"unit": u, "pages": [[cols["file"][i], cols["row"][i], cols["page_key"][i]] for i in rows]}
 
 
 def input_files(dataset) -> list[InputFile]:
