@@ -299,10 +299,13 @@ def running_stub(latency_ms: float = 0.0, host: str = "127.0.0.1", port: int = 0
         loop.close()
 
 
-def serve_deployment(latency_ms: float = 0.0, max_ongoing_requests: int = 4096):
+def serve_deployment(latency_ms: float = 0.0, max_ongoing_requests: int = 4096,
+                     deployment_config: dict[str, Any] | None = None):
     """A Ray Serve application answering like the stub, behind Serve's HTTP proxy: one replica,
     no CPU reserved (on a small machine the job's workers still schedule), every request a plain
-    Starlette request handed to a ``StubEngine``."""
+    Starlette request handed to a ``StubEngine``. ``deployment_config``: Serve deployment options
+    instead (replicas or autoscaling, request limits), e.g. the vLLM app's from
+    ``udfs.llm.serving.vllm_llm_config_kwargs``."""
     from ray import serve
     from starlette.requests import Request
     from starlette.responses import Response
@@ -310,7 +313,7 @@ def serve_deployment(latency_ms: float = 0.0, max_ongoing_requests: int = 4096):
     # Serve's own throughput settings for a replica whose code is async and cheap: the code runs
     # on the replica's event loop (not handed to a thread per request), and no access-log line
     # per request. Both the proxy's and the handles' requests meet the same replica.
-    @serve.deployment(name="StubEngine", num_replicas=1, max_ongoing_requests=max_ongoing_requests,
+    @serve.deployment(name="StubEngine", max_ongoing_requests=max_ongoing_requests,
                       max_queued_requests=-1, logging_config={"enable_access_log": False},
                       ray_actor_options={"num_cpus": 0, "runtime_env": {"env_vars": {
                           "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}}})
@@ -327,7 +330,7 @@ def serve_deployment(latency_ms: float = 0.0, max_ongoing_requests: int = 4096):
             status, answer = await self.engine.handle(method, path, body or b"")
             return status, {"content-type": "application/json"}, json.dumps(answer).encode()
 
-    return StubDeployment.bind(latency_ms)
+    return StubDeployment.options(**(deployment_config or {"num_replicas": 1})).bind(latency_ms)
 
 
 def serve_app(host: str, port: int, latency_ms: float, app: str) -> None:
