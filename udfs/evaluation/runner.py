@@ -16,6 +16,7 @@ reporting its progress to a ``Tally`` actor the driver polls; ``--executor local
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import time
@@ -37,6 +38,7 @@ PAGE_COLUMNS = ("page_url", "text", "human_markup", "root_types", "judge_text")
 # engine's cache; a GPU worker (hundreds in flight) interleaves many pages to fill the batch.
 PAGE_REQUESTS = 4
 # Counts a worker reports per page (progress).
+GC_THRESHOLDS = (20000, 50, 100)  # CPython's default: (700, 10, 10)
 PROGRESS_COUNTS = ("pages", "failed", "verdicts", "prompt_tokens", "cache_hits", "triples")
 
 
@@ -100,6 +102,13 @@ class UnitRunner:
             from udfs.scores import matching
 
             matching.load_model(cfg.scores.embedding_threads)
+        # A worker allocates a few dozen objects per request and keeps little: CPython's default
+        # collector thresholds run a collection every few requests, and its full collections
+        # rescan everything loaded above (the models, the vocabulary): a large share of a worker's CPU
+        # beside the requests themselves (README, "Harness throughput"). What is loaded so far is
+        # frozen out of the collector, and young collections run less often.
+        gc.freeze()
+        gc.set_threshold(*GC_THRESHOLDS)
         self.writer = PartWriter(output, digest, uuid.uuid4().hex[:10], part_rows)
         self.on_page = on_page or (lambda d: None)
         self._hits = 0
