@@ -252,55 +252,30 @@ def _verdict_body(i: int) -> bytes:
                                     {"role": "user", "content": f"<<<PAGE_TEXT\n{_PAGE}\nPAGE_TEXT>>>\n\nFact {i}?"}]}).encode()
 
 
-def handle_ceiling(app: str, pids: list[int], n: int, concurrency: int) -> dict[str, float]:
-    """What the Serve app alone answers through its handle: ``n`` verdict requests from this
-    process (connected to the app's Ray instance) through the client's own transport
-    (``udfs.llm.serve_handle``), ``concurrency`` at a time; the handle's router runs in this
-    process, so its CPU is the generator's, not the engine's."""
+def engine_ceiling(url: str, pids: list[int], n: int, concurrency: int) -> dict[str, float]:
+    """What the engine alone answers: ``n`` verdict requests of a page's size from a load
+    generator in this process, ``concurrency`` at a time (the generator shares the machine),
+    through the client's own transport: aiohttp for ``http://host:port``, the app's deployment
+    handle for ``serve://<app>`` (``udfs.llm.serve_handle``; the handle's router then runs in this
+    process, so its CPU is the generator's, not the engine's)."""
     import asyncio
 
-    from udfs.llm.serve_handle import ServeHandleTransport
+    from udfs.llm.client import AiohttpTransport
+    from udfs.llm.serve_handle import ServeHandleTransport, is_serve_url
 
     async def go() -> None:
-        transport = ServeHandleTransport()
+        transport = ServeHandleTransport() if is_serve_url(url) else AiohttpTransport(max_connections=concurrency)
         sem = asyncio.Semaphore(concurrency)
 
         async def one(i: int) -> None:
             async with sem:
-                answer = await transport.request("POST", f"serve://{app}/v1/chat/completions", _verdict_body(i))
+                answer = await transport.request("POST", f"{url}/v1/chat/completions", _verdict_body(i))
                 if answer.status != 200:
-                    raise RuntimeError(f"serve://{app} answered HTTP {answer.status}")
-        await asyncio.gather(*(one(i) for i in range(n)))
-
-    before = cpu_ticks(pids)
-    t0 = time.monotonic()
-    asyncio.run(go())
-    wall = time.monotonic() - t0
-    after = cpu_ticks(pids)
-    engine_cpu = sum(after[p] - before[p] for p in after if p in before) / CLK
-    return {"requests_per_s": n / wall, "engine_cpu_ms_per_request": 1000 * engine_cpu / n}
-
-
-def engine_ceiling(url: str, pids: list[int], n: int, concurrency: int) -> dict[str, float]:
-    """What the engine alone answers: ``n`` verdict requests of a page's size from an aiohttp load
-    generator in this process, ``concurrency`` at a time (the generator shares the machine)."""
-    import asyncio
-
-    import aiohttp
-
-    body = _verdict_body
-
-    async def go() -> None:
-        sem = asyncio.Semaphore(concurrency)
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as http:
-            async def one(i: int) -> None:
-                async with sem:
-                    async with http.post(f"{url}/v1/chat/completions", data=body(i),
-                                         headers={"Content-Type": "application/json"}) as r:
-                        await r.read()
-                        if r.status != 200:
-                            raise RuntimeError(f"{url} answered HTTP {r.status}")
+                    raise RuntimeError(f"{url} answered HTTP {answer.status}")
+        try:
             await asyncio.gather(*(one(i) for i in range(n)))
+        finally:
+            await transport.aclose()
 
     before = cpu_ticks(pids)
     t0 = time.monotonic()
@@ -671,7 +646,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.serve:
             with serve_stub(0.0) as (url, pids):
                 measured("Serve proxy + stub", engine_ceiling(url, pids, args.ceiling, args.in_flight))
-                measured("Serve handle + stub", handle_ceiling("stub", pids, args.ceiling, args.in_flight))
+                measured("Serve handle + stub", engine_ceiling("serve://stub", pids, args.ceiling, args.in_flight))
     for run, pages in plan:
         runner = fresh_serve_run if run.engine.startswith("serve") else fresh_stub_run
         runner(run, pages, work, flags, args.budget_s)
