@@ -27,7 +27,9 @@ The HTTP layer is a ``Transport`` (``AiohttpTransport`` by default): one POST or
 back as a status, headers and body, or raises ``RequestFailed`` when no HTTP answer came. aiohttp
 rather than httpx because a worker keeps hundreds of requests in flight, and httpx's connection
 pool rescans every waiting request on each hand-off (``benchmarks/evaluate_throughput.py``
-measures the harness's CPU per verdict). Tests wrap the default transport to inject failures.
+measures the harness's CPU per verdict). A ``serve://<app>/v1`` base URL goes through the Serve
+app's deployment handle instead (``udfs.llm.serve_handle.ServeHandleTransport``). Tests wrap the
+default transport to inject failures.
 """
 from __future__ import annotations
 
