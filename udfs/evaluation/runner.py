@@ -19,6 +19,7 @@ import asyncio
 import gc
 import json
 import logging
+import threading
 import time
 import uuid
 from collections import Counter
@@ -83,6 +84,13 @@ def read_pages(files: list[str], pages: list[list]) -> list[dict[str, Any]]:
     return out
 
 
+def _load_embedding_model(threads: int | None) -> None:
+    from udfs.scores import matching
+
+    matching.load_model(threads)
+    gc.freeze()
+
+
 class UnitRunner:
     """Evaluates units of pages and writes their parts (module docstring). ``on_page`` is told
     of each finished page with a dict of ``PROGRESS_COUNTS`` increments."""
@@ -96,19 +104,19 @@ class UnitRunner:
         self.max_in_flight = max(1, int(max_in_flight))
         kw = {**client_kwargs, "max_concurrency": self.max_in_flight}
         self.evaluator = PageEvaluator(base_url, cfg, cache_path=cache_path, client_kwargs=kw)
-        if HUMAN in cfg.sources and len(cfg.sources) > 1:
-            # The embedding model of the BLINKG match loads here, not at the first page's scores,
-            # where it would stall every page in flight on the event loop.
-            from udfs.scores import matching
-
-            matching.load_model(cfg.scores.embedding_threads)
         # A worker allocates a few dozen objects per request and keeps little: CPython's default
         # collector thresholds run a collection every few requests, and its full collections
-        # rescan everything loaded above (the models, the vocabulary): a large share of a worker's CPU
-        # beside the requests themselves (README, "Harness throughput"). What is loaded so far is
+        # rescan everything loaded (the models, the vocabulary): a large share of a worker's CPU
+        # beside the requests themselves (README, "Harness throughput"). What is loaded is
         # frozen out of the collector, and young collections run less often.
         gc.freeze()
         gc.set_threshold(*GC_THRESHOLDS)
+        if HUMAN in cfg.sources and len(cfg.sources) > 1:
+            # The embedding model of the BLINKG match loads beside the first pages' requests: at the
+            # first page's scores it would stall every page in flight on the event loop, and in
+            # this constructor it would keep the worker from taking pages meanwhile.
+            threading.Thread(target=_load_embedding_model, args=(cfg.scores.embedding_threads,),
+                             name="embedding-model", daemon=True).start()
         self.writer = PartWriter(output, digest, uuid.uuid4().hex[:10], part_rows)
         self.on_page = on_page or (lambda d: None)
         self._hits = 0
@@ -222,8 +230,6 @@ def run_ray(units: list[dict[str, Any]], ctor: dict[str, Any], progress, *, work
     """The units on a pool of ``workers`` Ray actors (Ray Data, one unit per call, each actor one
     unit at a time) with Ray already initialised; progress polled from the ``Tally`` actor every
     ``poll_s`` seconds; the summaries as the units finish."""
-    import threading
-
     import ray
 
     from udfs.runtime.progress import quiet_ray_data
