@@ -20,7 +20,23 @@ are kept; the request cache answers repeats):
 * ``defined``: the shared-prefix layout with the property's schema.org definition in the
   question (``udfs.agents.prompts.factuality_question(..., "defined")``), factuality only;
 * ``guided``: the shared-prefix layout with the ``guided`` strategy's verification steps in the
-  system prompt (FactCheck's GIV-Z), factuality only.
+  system prompt (FactCheck's GIV-Z), factuality only;
+* ``fewshot``: ``guided`` plus the ``fewshot`` strategy's solved examples (FactCheck's GIV-F);
+* ``says``, ``claim``: the shared-prefix layout with a reworded factuality question
+  (``conf/prompts/factuality_question_says.txt``, ``..._claim.txt``);
+* ``direct-small``: ``direct`` asked of ``--small-model`` (the 0.5B), factuality only.
+
+Configurations made of those answers (no call of their own; asking for one asks its parts):
+
+* ``phrasings``: the mean of ``direct``, ``says`` and ``claim`` (self-consistency over prompts);
+* ``consensus``: ``udfs.agents.verdicts.consensus``'s rule with the 1.5B and the 0.5B voting at
+  0.5 and the 1.5B judging a split vote (score 1 or 0 when they agree, the 1.5B's on a split);
+* ``mean-1.5b-0.5b``: the mean of the two models' scores.
+
+Configurations of one model are asked one request at a time, item by item, items of one text
+together, and those sharing the system prompt and page text (``SHARED_PREFIX``) in turn within an
+item, so the engine's prefix cache serves the text once for all of them; the two models' requests
+go out concurrently (one stream each).
 
 Combinations (no model call: the base configuration's scores and ``udfs.agents.evidence``):
 
@@ -56,7 +72,13 @@ from udfs.agents import verdicts as V  # noqa: E402
 from udfs.bench import metrics as bm  # noqa: E402
 from udfs.bench.groundtruth import TASKS, rank_key, stratified_subset  # noqa: E402
 
-MODEL_CONFIGS = ("direct", "paper", "defined", "guided")
+MODEL_CONFIGS = ("direct", "paper", "defined", "guided", "fewshot", "says", "claim", "direct-small")
+# Configurations made of others' answers (no call of their own): their parts are asked as configs.
+COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "direct-small"),
+          "mean-1.5b-0.5b": ("direct", "direct-small")}
+# Configurations whose prompts begin with the same system prompt and page text: asked item by item
+# together, so the engine's prefix cache serves the text once for all of them.
+SHARED_PREFIX = ("direct", "says", "claim", "defined")
 
 
 def load_items(folder: Path, limit: int, seed: int, tasks) -> dict[str, list[dict]]:
@@ -76,40 +98,78 @@ def split_of(item: dict, seed: int, fit_fraction: float) -> str:
 
 
 def messages(config: str, agent: str, it: dict) -> list[dict]:
-    strategy = "guided" if config == "guided" else "direct"
+    strategy = config if config in ("guided", "fewshot") else "direct"
     claim = V.Claim(it["property"], it["value"], it["entity_type"])
     if agent == "compliance":
         definition = it.get("definition") or PR.load_vocabulary().comments.get(it["property"], "")
         return V.compliance_messages(claim, definition, strategy)
     if config == "paper":
         return V.paper_factuality_messages(it["text"], claim, strategy)
-    variant = "defined" if config == "defined" else "plain"
+    variant = config if config in ("defined", "says", "claim") else "plain"
     question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant)
     return [{"role": "system", "content": PR.system_prompt("factuality", strategy, None)},
             {"role": "user", "content": f"{PR.fence(it['text'])}\n\n{question}"}]
 
 
-async def ask(client, config: str, todo: list[tuple[str, dict]], log: Path, deadline: float) -> int:
-    """Ask each (agent, item) not yet in ``log``, one at a time; append each answer to ``log``."""
-    done = set()
-    if log.exists():
-        done = {(r["agent"], r["item_id"]) for r in map(json.loads, log.read_text().splitlines())}
+def answered(log: Path) -> set[tuple[str, str]]:
+    if not log.exists():
+        return set()
+    return {(r["agent"], r["item_id"]) for r in map(json.loads, log.read_text().splitlines())}
+
+
+async def ask(client, configs: list[str], todo: list[tuple[str, dict]], work: Path, deadline: float) -> int:
+    """Ask each (agent, item) not yet in ``work/<config>.jsonl``, one request at a time, item by
+    item and within an item config by config (configs sharing a prompt prefix then reuse the
+    engine's cache of it); append each answer to its config's log. Compliance is asked by
+    ``direct`` only."""
+    done = {c: answered(work / f"{c}.jsonl") for c in configs}
+    fhs = {c: (work / f"{c}.jsonl").open("a") for c in configs}
     asked = 0
-    with log.open("a") as fh:
+    try:
         for agent, it in todo:
-            if (agent, it["item_id"]) in done:
-                continue
-            if time.monotonic() > deadline:
-                break
-            v = await client.verdict(messages(config, agent, it))
-            c = v.completion
-            fh.write(json.dumps({"agent": agent, "item_id": it["item_id"], "score": v.score, "error": v.error,
-                                 "latency_s": c.latency_s, "from_cache": c.from_cache,
-                                 "prompt_tokens": c.prompt_tokens}) + "\n")
-            fh.flush()
-            done.add((agent, it["item_id"]))
-            asked += 1
+            for config in configs:
+                if (agent, it["item_id"]) in done[config] or (agent == "compliance" and config != "direct"):
+                    continue
+                if time.monotonic() > deadline:
+                    return asked
+                v = await client.verdict(messages(config, agent, it))
+                c = v.completion
+                fhs[config].write(json.dumps({
+                    "agent": agent, "item_id": it["item_id"], "score": v.score, "error": v.error,
+                    "latency_s": c.latency_s, "from_cache": c.from_cache, "prompt_tokens": c.prompt_tokens,
+                    "cached_prompt_tokens": c.cached_prompt_tokens}) + "\n")
+                fhs[config].flush()
+                done[config].add((agent, it["item_id"]))
+                asked += 1
+    finally:
+        for fh in fhs.values():
+            fh.close()
     return asked
+
+
+def combine(name: str, parts: dict[str, dict]) -> dict:
+    """The answers of a configuration made of its parts' answers (``COMBOS``), per (agent, item):
+    ``phrasings`` and ``mean-1.5b-0.5b`` average the parts' scores; ``consensus`` is
+    ``udfs.agents.verdicts.consensus`` with two voters at 0.5 and the first part (the 1.5B) as
+    judge: 1 when both say yes, 0 when both say no, the judge's score on a split vote. Latency and
+    prompt tokens are the parts' sums; an item lacks a score when a part does."""
+    out = {}
+    for key in set().union(*parts.values()):
+        rows = [p.get(key) for p in parts.values()]
+        scores = [r.get("score") if r else None for r in rows]
+        if any(s is None for s in scores):
+            score = None
+        elif name == "consensus":
+            yes = sum(s >= 0.5 for s in scores)
+            score = scores[0] if 2 * yes == len(scores) else yes / len(scores)
+        else:
+            score = sum(scores) / len(scores)
+        out[key] = {"agent": key[0], "item_id": key[1], "score": score,
+                    "from_cache": any(r.get("from_cache") for r in rows if r),
+                    "latency_s": sum(r.get("latency_s") or 0 for r in rows if r),
+                    "prompt_tokens": sum(r.get("prompt_tokens") or 0 for r in rows if r),
+                    "cached_prompt_tokens": sum(r.get("cached_prompt_tokens") or 0 for r in rows if r)}
+    return out
 
 
 def fitted_threshold(labels, scores) -> float:
@@ -136,7 +196,7 @@ def report_rows(name: str, task: str, items, scores, answers, seed: int, fit_fra
     split = [split_of(it, seed, fit_fraction) for it in items]
     labels = [bool(it["label"]) for it in items]
     fit = [i for i, s in enumerate(split) if s == "fit" and scores[i] is not None]
-    test = [i for i, s in enumerate(split) if s == "test"]
+    test = [i for i, s in enumerate(split) if s == "test" and scores[i] is not None]
     if pool is None:
         pool = ([labels[i] for i in fit], [scores[i] for i in fit])
     thr = fitted_threshold(*pool) if pool[0] else 0.5
@@ -149,7 +209,9 @@ def report_rows(name: str, task: str, items, scores, answers, seed: int, fit_fra
             "p_fit": atf.precision, "r_fit": atf.recall, "f1_fit": atf.f1, "auroc": bm.auroc(ly, sy),
             "s_per_verdict": bm.iqr_mean(a["latency_s"] for a in fresh).mean if fresh else None,
             "prompt_tokens": (sum(a["prompt_tokens"] for a in answers if a) / max(1, sum(1 for a in answers if a)))
-            if any(answers) else None}
+            if any(answers) else None,
+            "cached_tokens": (sum(a.get("cached_prompt_tokens") or 0 for a in answers if a)
+                              / max(1, sum(1 for a in answers if a))) if any(answers) else None}
 
 
 def combined(task_items, answers_of, seed: int, fit_fraction: float, base: str) -> list[dict]:
@@ -195,11 +257,15 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--fit-fraction", type=float, default=0.5)
     ap.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
-    ap.add_argument("--configs", nargs="*", default=["direct", "defined"], choices=list(MODEL_CONFIGS))
+    ap.add_argument("--configs", nargs="*", default=["direct", "defined"], choices=list(MODEL_CONFIGS) + list(COMBOS))
+    ap.add_argument("--small-model", default="qwen2.5-coder-0.5b", help="the model of direct-small (the second "
+                    "voter of consensus); serve it beside the first with conf/serving-consensus.toml")
     ap.add_argument("--work", default="out/judge_configs", help="answers per configuration (JSONL) and the request cache")
     ap.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: conf/serving.toml's")
     ap.add_argument("--swap", action="store_true", help="fit on the test split and report on the fit split "
                     "(the second fold of a two-fold cross-validation)")
+    ap.add_argument("--partial", action="store_true", help="report the items answered so far when some are not "
+                    "(an unanswered item is left out of its configuration's figures)")
     ap.add_argument("--max-seconds", type=float, default=0, help="stop asking after this long (0: no limit); "
                     "a rerun resumes")
     args = ap.parse_args(argv)
@@ -209,38 +275,67 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     task_items = load_items(Path(args.ground_truth), args.limit, args.seed, args.tasks)
     deadline = time.monotonic() + args.max_seconds if args.max_seconds else float("inf")
+    asked_configs = list(dict.fromkeys(p for c in args.configs for p in COMBOS.get(c, (c,))))
+    todo: dict[tuple[str, str], tuple[str, dict]] = {}
+    for t, items in task_items.items():
+        for it in items:
+            todo.setdefault((TASKS[t][0], it["item_id"]), (TASKS[t][0], it))
+    # Items of one text next to each other (the prefix cache), texts in a seeded order.
+    order = sorted(todo.values(),
+                   key=lambda ai: (rank_key(args.seed, "order", ai[1]["text"] or ""), ai[0], ai[1]["item_id"]))
+
+    def expected(config: str) -> set:
+        return {k for k in todo if not (k[0] == "compliance" and config != "direct")}
+
+    missing = [c for c in asked_configs if expected(c) - answered(work / f"{c}.jsonl")]
+    if missing:
+        url = args.base_url or base_url(load_serving_conf())
+        streams: dict[str, list[list[str]]] = {}
+        first = first_model(url, timeout_s=30)
+        for c in missing:
+            groups = streams.setdefault(args.small_model if c == "direct-small" else first, [])
+            shared = next((g for g in groups if c in SHARED_PREFIX and g[0] in SHARED_PREFIX), None)
+            if shared:
+                shared.append(c)
+            else:
+                groups.append([c])
+
+        async def stream(model: str, groups: list[list[str]]) -> None:
+            cache = work / ("llm.sqlite" if model == first else f"llm-{model}.sqlite")
+            client = LLMClient(url, model, cache_path=str(cache), timeout_s=600, max_concurrency=1)
+            try:
+                for g in groups:
+                    n = await ask(client, g, order, work, deadline)
+                    print(f"{'+'.join(g)} ({model}): asked {n}", file=sys.stderr)
+            finally:
+                await client.aclose()
+                if client.cache is not None:
+                    client.cache.close()
+
+        async def all_streams() -> None:
+            await asyncio.gather(*(stream(m, g) for m, g in streams.items()))
+
+        asyncio.run(all_streams())
     answers: dict[str, dict] = {}
     complete = True
-    url = None
-    for config in args.configs:
-        todo: dict[tuple[str, str], tuple[str, dict]] = {}
-        for t, items in task_items.items():
-            agent = TASKS[t][0]
-            if agent == "compliance" and config != "direct":
-                continue
-            for it in items:
-                todo.setdefault((agent, it["item_id"]), (agent, it))
-        log = work / f"{config}.jsonl"
-        have = {(r["agent"], r["item_id"]) for r in map(json.loads, log.read_text().splitlines())} if log.exists() else set()
-        if set(todo) - have:
-            url = url or args.base_url or base_url(load_serving_conf())
-            client = LLMClient(url, first_model(url, timeout_s=30), cache_path=str(work / "llm.sqlite"),
-                               timeout_s=600, max_concurrency=1)
-            try:
-                n = client.run(ask(client, config, list(todo.values()), log, deadline))
-            finally:
-                client.close()
-            print(f"{config}: asked {n}", file=sys.stderr)
+    for c in asked_configs:
+        log = work / f"{c}.jsonl"
         rows = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
-        answers[config] = {(r["agent"], r["item_id"]): r for r in rows}
-        complete = complete and set(todo) <= set(answers[config])
-    if not complete:
-        print("not every item is answered yet: rerun to resume", file=sys.stderr)
+        answers[c] = {(r["agent"], r["item_id"]): r for r in rows}
+        have = set(answers[c]) & expected(c)
+        print(f"{c}: {len(have)} of {len(expected(c))} answered", file=sys.stderr)
+        complete = complete and have == expected(c)
+    for c in args.configs:
+        if c in COMBOS:
+            answers[c] = combine(c, {p: answers[p] for p in COMBOS[c]})
+    if not complete and not args.partial:
+        print("not every item is answered yet: rerun to resume (or --partial to report what is)", file=sys.stderr)
         return 3
 
     table = []
     weights = {}
-    for config in args.configs:
+    shown = list(dict.fromkeys(list(args.configs) + asked_configs))
+    for config in shown:
         for t, items in task_items.items():
             agent = TASKS[t][0]
             if agent == "compliance" and config != "direct":
@@ -251,7 +346,7 @@ def main(argv=None) -> int:
             pool = agent_pool(task_items, agent, score_of, args.seed, args.fit_fraction)
             table.append(report_rows(config, t, items, [x["score"] if x else None for x in a], a,
                                      args.seed, args.fit_fraction, pool))
-        if any(TASKS[t][0] == "factuality" for t in task_items):
+        if config in args.configs and any(TASKS[t][0] == "factuality" for t in task_items):
             for row in combined(task_items, answers[config], args.seed, args.fit_fraction, config):
                 if "weights" in row:
                     weights.update(row["weights"])
@@ -260,12 +355,12 @@ def main(argv=None) -> int:
     print(f"{args.limit} items per task, seed {args.seed}; test split = examples not in the fit split "
           f"(fit fraction {args.fit_fraction}{', halves swapped' if args.swap else ''}); P/R/F1 on the test split\n")
     print("| configuration | task | fit / test | P | R | F1 at 0.5 | fitted thr. | P | R | F1 at fitted | AUROC "
-          "| s/verdict | prompt tok |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| s/verdict | prompt tok | cached tok |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in table:
         print(f"| {r['config']} | {r['task']} | {r['fit']} / {r['test']} | {_f(r['p'])} | {_f(r['r'])} | {_f(r['f1'])} "
               f"| {r['thr']:.2f} | {_f(r['p_fit'])} | {_f(r['r_fit'])} | {_f(r['f1_fit'])} | {_f(r['auroc'])} "
-              f"| {_f(r['s_per_verdict'])} | {_f(r['prompt_tokens'])} |")
+              f"| {_f(r['s_per_verdict'])} | {_f(r['prompt_tokens'])} | {_f(r['cached_tokens'])} |")
     print("\nlogistic weights (fit split): " + json.dumps(
         {k: {n: round(w, 3) for n, w in v.items()} for k, v in weights.items()}))
     return 0

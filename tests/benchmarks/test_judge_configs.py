@@ -1,0 +1,63 @@
+"""benchmarks/judge_configs.py: the configurations made of others' answers follow the project's
+rules, and the reworded questions keep the prefix the engine caches."""
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import judge_configs as J  # noqa: E402
+from udfs.agents import verdicts as V  # noqa: E402
+
+ITEM = {"item_id": "i1", "property": "name", "value": "Blue Bottle", "entity_type": "CafeOrCoffeeShop",
+        "text": "Blue Bottle Coffee, 1 Ferry Building, San Francisco."}
+PAIRS = [(0.9, 0.7), (0.2, 0.1), (0.7, 0.3), (0.4, 0.8), (0.5, 0.49)]
+
+
+def _project_consensus(big: float, small: float) -> float:
+    def voter(score):
+        async def judge(claims):
+            return [V.Judged(score, score >= 0.5) for _ in claims]
+        return judge
+
+    claims = [V.Claim("name", "x", "Thing")]
+    out = asyncio.run(V.consensus({"1.5b": voter(big), "0.5b": voter(small)}, claims, judge=voter(big)))
+    return out[0].score
+
+
+def test_consensus_is_the_projects_vote_with_the_first_model_judging():
+    key = ("factuality", "i1")
+    for big, small in PAIRS:
+        parts = {"direct": {key: {"score": big, "latency_s": 1.0, "prompt_tokens": 10}},
+                 "direct-small": {key: {"score": small, "latency_s": 0.5, "prompt_tokens": 10}}}
+        row = J.combine("consensus", parts)[key]
+        assert row["score"] == _project_consensus(big, small)
+        assert row["prompt_tokens"] == 20 and row["latency_s"] == 1.5
+
+
+def test_phrasings_average_and_a_missing_part_leaves_no_score():
+    a, b = ("factuality", "i1"), ("factuality", "i2")
+    parts = {"direct": {a: {"score": 0.9}, b: {"score": 0.3}}, "says": {a: {"score": 0.6}, b: {"score": None}},
+             "claim": {a: {"score": 0.3}}}
+    out = J.combine("phrasings", parts)
+    assert abs(out[a]["score"] - 0.6) < 1e-9
+    assert out[b]["score"] is None
+
+
+def test_reworded_questions_share_the_direct_prefix():
+    direct = J.messages("direct", "factuality", ITEM)
+    for config in ("says", "claim"):
+        m = J.messages(config, "factuality", ITEM)
+        assert m[0] == direct[0]
+        text = direct[1]["content"].rsplit("\n\n", 1)[0]
+        assert m[1]["content"].startswith(text) and m[1]["content"] != direct[1]["content"]
+        assert "Blue Bottle" in m[1]["content"].rsplit("\n\n", 1)[1]
+
+
+def test_fewshot_adds_solved_examples_to_the_guided_system_prompt():
+    guided, fewshot = J.messages("guided", "factuality", ITEM), J.messages("fewshot", "factuality", ITEM)
+    assert fewshot[0]["content"].startswith(guided[0]["content"]) and "Answer: yes" in fewshot[0]["content"]
+    assert fewshot[1] == guided[1]
