@@ -43,9 +43,9 @@ VALIDITY_MARKUPS_PER_CPU_S = 4_016
 # the job's whole process tree per verdict from the stub's first verdict to its last over the 0 ms
 # runs (start-up excluded), the demo pages replicated (README, "Harness throughput"). Every model
 # request (verdict or generation) is counted at this cost.
-HARNESS_CPU_MS_PER_REQUEST = 0.52
+HARNESS_CPU_MS_PER_REQUEST = 0.61
 HARNESS_MEASURED = ("the streaming job (256 requests in flight per worker), --executor ray, 2 workers, "
-                    "1k, 10k and 100k pages at 0 ms, 261,372 verdicts, quiet machine (load 1.1)")
+                    "1k, 10k and 100k pages at 0 ms, 260,502 verdicts, quiet machine (load 0.9)")
 
 # Evaluation (jobs/evaluate.py --limit 2 --order shortest, embedded model, README "agents and the
 # evaluation"): per page and source, from out/demo/scores (verdict_requests, verdict_prompt_tokens,
