@@ -20,15 +20,23 @@ are kept; the request cache answers repeats):
 * ``defined``: the shared-prefix layout with the property's schema.org definition in the
   question (``udfs.agents.prompts.factuality_question(..., "defined")``), factuality only;
 * ``guided``: the shared-prefix layout with the ``guided`` strategy's verification steps in the
-  system prompt (FactCheck's GIV-Z), factuality only;
-* ``fewshot``: ``guided`` plus the ``fewshot`` strategy's solved examples (FactCheck's GIV-F);
+  system prompt (FactCheck's GIV-Z), and the compliance question under the same steps;
+* ``fewshot``: ``guided`` plus the ``fewshot`` strategy's solved examples (FactCheck's GIV-F),
+  for both agents;
 * ``says``, ``claim``: the shared-prefix layout with a reworded factuality question
   (``conf/prompts/factuality_question_says.txt``, ``..._claim.txt``);
-* ``direct-small``: ``direct`` asked of ``--small-model`` (the 0.5B), factuality only.
+* ``direct-small``: ``direct`` asked of ``--small-model`` (the 0.5B), factuality only;
+* ``extract``: the model is asked for the property's value in the text (its schema.org
+  definition given, the claim's value not shown: ``conf/prompts/extract_{system,question}.txt``,
+  up to ``EXTRACT_TOKENS`` tokens); the score is the word F1 of its answer against the claim's
+  value (``udfs.agents.evidence.answer_match``), factuality only.
 
 Configurations made of those answers (no call of their own; asking for one asks its parts):
 
 * ``phrasings``: the mean of ``direct``, ``says`` and ``claim`` (self-consistency over prompts);
+  ``phrasings+defined`` and ``phrasings+guided`` add a fourth prompt to the mean, and
+  ``direct+defined`` is the mean of those two, ``direct+extract`` the mean of ``direct`` and
+  ``extract``;
 * ``consensus``: ``udfs.agents.verdicts.consensus``'s rule with the 1.5B and the 0.5B voting at
   0.5 and the 1.5B judging a split vote (score 1 or 0 when they agree, the 1.5B's on a split);
 * ``mean-1.5b-0.5b``: the mean of the two models' scores.
@@ -72,10 +80,16 @@ from udfs.agents import verdicts as V  # noqa: E402
 from udfs.bench import metrics as bm  # noqa: E402
 from udfs.bench.groundtruth import TASKS, rank_key, stratified_subset  # noqa: E402
 
-MODEL_CONFIGS = ("direct", "paper", "defined", "guided", "fewshot", "says", "claim", "direct-small")
+MODEL_CONFIGS = ("direct", "paper", "defined", "guided", "fewshot", "says", "claim", "direct-small", "extract")
 # Configurations made of others' answers (no call of their own): their parts are asked as configs.
 COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "direct-small"),
-          "mean-1.5b-0.5b": ("direct", "direct-small")}
+          "mean-1.5b-0.5b": ("direct", "direct-small"),
+          "phrasings+defined": ("direct", "says", "claim", "defined"),
+          "phrasings+guided": ("direct", "says", "claim", "guided"), "direct+defined": ("direct", "defined"),
+          "direct+extract": ("direct", "extract")}
+EXTRACT_TOKENS = 32  # the longest value read off the text; values in the ground truth are mostly short
+# The configurations that ask compliance too (the others reword or place the factuality question).
+COMPLIANCE_CONFIGS = ("direct", "guided", "fewshot")
 # Configurations whose prompts begin with the same system prompt and page text: asked item by item
 # together, so the engine's prefix cache serves the text once for all of them.
 SHARED_PREFIX = ("direct", "says", "claim", "defined")
@@ -105,6 +119,12 @@ def messages(config: str, agent: str, it: dict) -> list[dict]:
         return V.compliance_messages(claim, definition, strategy)
     if config == "paper":
         return V.paper_factuality_messages(it["text"], claim, strategy)
+    if config == "extract":
+        question = PR.load_prompt("extract_question").format(
+            property=it["property"], entity_type=it["entity_type"] or "entity",
+            definition=PR.plain_definition(it["property"]) or "(no schema.org definition)")
+        return [{"role": "system", "content": PR.load_prompt("extract_system")},
+                {"role": "user", "content": f"{PR.fence(it['text'])}\n\n{question}"}]
     variant = config if config in ("defined", "says", "claim") else "plain"
     question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant)
     return [{"role": "system", "content": PR.system_prompt("factuality", strategy, None)},
@@ -121,21 +141,25 @@ async def ask(client, configs: list[str], todo: list[tuple[str, dict]], work: Pa
     """Ask each (agent, item) not yet in ``work/<config>.jsonl``, one request at a time, item by
     item and within an item config by config (configs sharing a prompt prefix then reuse the
     engine's cache of it); append each answer to its config's log. Compliance is asked by
-    ``direct`` only."""
+    ``COMPLIANCE_CONFIGS`` only."""
     done = {c: answered(work / f"{c}.jsonl") for c in configs}
     fhs = {c: (work / f"{c}.jsonl").open("a") for c in configs}
     asked = 0
     try:
         for agent, it in todo:
             for config in configs:
-                if (agent, it["item_id"]) in done[config] or (agent == "compliance" and config != "direct"):
+                if (agent, it["item_id"]) in done[config] or (agent == "compliance" and config not in COMPLIANCE_CONFIGS):
                     continue
                 if time.monotonic() > deadline:
                     return asked
-                v = await client.verdict(messages(config, agent, it))
-                c = v.completion
+                if config == "extract":
+                    c = await client.chat(messages(config, agent, it), max_tokens=EXTRACT_TOKENS)
+                    score, extra = (E.answer_match(c.text, it["value"]) if c.ok else None), {"answer": c.text}
+                else:
+                    v = await client.verdict(messages(config, agent, it))
+                    c, score, extra = v.completion, v.score, {}
                 fhs[config].write(json.dumps({
-                    "agent": agent, "item_id": it["item_id"], "score": v.score, "error": v.error,
+                    "agent": agent, "item_id": it["item_id"], "score": score, "error": c.error, **extra,
                     "latency_s": c.latency_s, "from_cache": c.from_cache, "prompt_tokens": c.prompt_tokens,
                     "cached_prompt_tokens": c.cached_prompt_tokens}) + "\n")
                 fhs[config].flush()
@@ -149,7 +173,7 @@ async def ask(client, configs: list[str], todo: list[tuple[str, dict]], work: Pa
 
 def combine(name: str, parts: dict[str, dict]) -> dict:
     """The answers of a configuration made of its parts' answers (``COMBOS``), per (agent, item):
-    ``phrasings`` and ``mean-1.5b-0.5b`` average the parts' scores; ``consensus`` is
+    every one but ``consensus`` averages the parts' scores; ``consensus`` is
     ``udfs.agents.verdicts.consensus`` with two voters at 0.5 and the first part (the 1.5B) as
     judge: 1 when both say yes, 0 when both say no, the judge's score on a split vote. Latency and
     prompt tokens are the parts' sums; an item lacks a score when a part does."""
@@ -285,7 +309,7 @@ def main(argv=None) -> int:
                    key=lambda ai: (rank_key(args.seed, "order", ai[1]["text"] or ""), ai[0], ai[1]["item_id"]))
 
     def expected(config: str) -> set:
-        return {k for k in todo if not (k[0] == "compliance" and config != "direct")}
+        return {k for k in todo if not (k[0] == "compliance" and config not in COMPLIANCE_CONFIGS)}
 
     missing = [c for c in asked_configs if expected(c) - answered(work / f"{c}.jsonl")]
     if missing:
@@ -338,7 +362,7 @@ def main(argv=None) -> int:
     for config in shown:
         for t, items in task_items.items():
             agent = TASKS[t][0]
-            if agent == "compliance" and config != "direct":
+            if agent == "compliance" and config not in COMPLIANCE_CONFIGS:
                 continue
             a = [answers[config].get((agent, it["item_id"])) for it in items]
             score_of = (lambda it, agent=agent, config=config:

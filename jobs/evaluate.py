@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from udfs.agents.prompts import STRATEGIES  # noqa: E402
 from udfs.runtime.job import Job  # noqa: E402
+from udfs.runtime.paths import project_file  # noqa: E402
 from udfs.runtime.progress import Progress  # noqa: E402
 from udfs.runtime.rejects import reject_row  # noqa: E402
 
@@ -99,7 +100,7 @@ class EvaluateJob(Job):
                           validity_engine=v.engine, validity_strict=v.strict, validity_vocab=v.vocab,
                           validity_mode=v.mode,
                           scores=self.config.scores, models=list(models), sources=[HUMAN, *models],
-                          judge_model=a.judge_model, correction=a.correct, calibration=a.calibration,
+                          judge_model=a.judge_model, correction=a.correct, calibration=project_file(a.calibration),
                           # the verdict model is the service's first when none is named: the default generator
                           served_model=models[0] if models and a.generation and not a.generators else None)
 

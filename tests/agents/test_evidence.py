@@ -78,3 +78,14 @@ def test_logistic_on_separable_data_stays_finite_and_separates():
         E.fit_logistic([[0.0], [1.0]], [True, True])
     with pytest.raises(ValueError):
         E.fit_logistic([[0.0]], [True, False])
+
+
+def test_answer_match_is_the_word_f1_of_the_value_read_off_the_text():
+    assert E.answer_match("Robert Martin Adams", "Robert Martin Adams") == 1.0
+    assert E.answer_match("  robert martin ADAMS.", "Robert Martin Adams") == 1.0
+    # 2 of 2 answer words in a 3-word value: P 1, R 2/3
+    assert abs(E.answer_match("Robert Adams", "Robert Martin Adams") - 0.8) < 1e-9
+    assert E.answer_match("4 servings", "250 calories") == 0.0
+    for none in ("none", "None.", "", None, "N/A"):
+        assert E.answer_match(none, "Brooklyn") == 0.0
+    assert E.answer_match("Steve", "a Person named 'Steve'") == 1.0

@@ -61,3 +61,27 @@ def test_fewshot_adds_solved_examples_to_the_guided_system_prompt():
     guided, fewshot = J.messages("guided", "factuality", ITEM), J.messages("fewshot", "factuality", ITEM)
     assert fewshot[0]["content"].startswith(guided[0]["content"]) and "Answer: yes" in fewshot[0]["content"]
     assert fewshot[1] == guided[1]
+
+
+def test_compliance_is_asked_under_each_strategy_and_only_by_those():
+    item = {**ITEM, "text": None, "definition": "The name of the item."}
+    asked = {c: J.messages(c, "compliance", item) for c in J.COMPLIANCE_CONFIGS}
+    assert len({m[0]["content"] for m in asked.values()}) == len(asked)  # each strategy's own system prompt
+    assert all(m[-1]["content"] == asked["direct"][-1]["content"] for m in asked.values())
+    assert not set(J.COMPLIANCE_CONFIGS) & {"says", "claim", "defined", "paper", "direct-small"}
+
+
+def test_every_mean_of_prompts_names_asked_configurations():
+    for name, parts in J.COMBOS.items():
+        assert set(parts) <= set(J.MODEL_CONFIGS), name
+    a = ("factuality", "i1")
+    parts = {p: {a: {"score": s}} for p, s in zip(J.COMBOS["phrasings+defined"], (0.9, 0.5, 0.3, 0.1))}
+    assert abs(J.combine("phrasings+defined", parts)[a]["score"] - 0.45) < 1e-9
+
+
+def test_extraction_asks_for_the_property_without_showing_the_value():
+    m = J.messages("extract", "factuality", ITEM)
+    question = m[1]["content"].rsplit("\n\n", 1)[1]
+    assert "name" in question and "CafeOrCoffeeShop" in question and "Blue Bottle" not in question
+    assert "Blue Bottle Coffee" in m[1]["content"]  # the page text is there to read it from
+    assert "extract" not in J.COMPLIANCE_CONFIGS and J.COMBOS["direct+extract"] == ("direct", "extract")

@@ -7,6 +7,8 @@ a verdict agent's score.
   against a stretch of the text (``fuzzy``, rapidfuzz's partial ratio in [0, 1]), and whether a
   word of the property's name occurs within ``window`` words before an occurrence of the value
   (``near``: "Translator: Robert Martin Adams" for ``translator``).
+* ``answer_match(answer, value)``: the word F1 of a value the model read off the text (asked
+  for the property's value without being shown the claim's) against the claim's value.
 * Combinations with the model's factuality score: ``floor`` (a stated value scores at least the
   floor: the text says it, the model's doubt is about where) and a logistic model over the score's
   logit and the evidence (``fit_logistic`` on labelled items, ``Logistic.predict``).
@@ -152,3 +154,21 @@ def fit_logistic(x: Sequence[Sequence[float]], y: Sequence[bool], *, l2: float =
         if np.abs(step).max() < 1e-8:
             break
     return Logistic(tuple(float(v) for v in w[1:]), float(w[0]), tuple(names))
+
+
+NO_ANSWER = {"none", "n a", "na", "unknown", "not given", "not mentioned", "not stated"}
+
+
+def answer_match(answer: str | None, value: str) -> float:
+    """How well a value the model read off the text (``answer``) matches a claim's value: the F1
+    of their words (``words``, each counted once; the QA-style token F1), 0 for no answer or an
+    answer that says there is none. A described entity is compared by its name (``surface``)."""
+    a = words(answer or "")
+    if not a or " ".join(a) in NO_ANSWER:
+        return 0.0
+    got, want = set(a), set(words(surface(value)))
+    common = len(got & want)
+    if not common:
+        return 0.0
+    p, r = common / len(got), common / len(want)
+    return 2 * p * r / (p + r)

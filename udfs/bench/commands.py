@@ -33,7 +33,7 @@ from typing import Any, Callable, ContextManager, Sequence
 from udfs.bench import runner as ab
 from udfs.runtime.config import ScoresConf
 from udfs.runtime.io import Folder
-from udfs.runtime.paths import PROJECT_ROOT
+from udfs.runtime.paths import project_file
 from udfs.runtime.progress import Progress
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
 
@@ -350,8 +350,7 @@ def calibrate(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, calib
                                      layout=layout, seed=seed, fit_fraction=fit_fraction,
                                      ground_truth_sha256=gt.sha256, tasks=agent_tasks,
                                      prompts_sha256=prompt_fingerprint(agent, cfg.strategy, cfg.prompts_dir)))
-    path = calibration_file if "://" in calibration_file or calibration_file.startswith("/") \
-        else str(PROJECT_ROOT / calibration_file)
+    path = project_file(calibration_file)
     cal.write(path, entries)
     out.write_text("calibration.json", json.dumps({"version": cal.VERSION, "entries": entries}, indent=1) + "\n")
     md = calibration_markdown(entries, path)

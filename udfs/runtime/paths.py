@@ -12,3 +12,11 @@ DATA_DIR = PROJECT_ROOT / "data"
 CONF_DIR = PROJECT_ROOT / "conf"
 DEFAULT_CONF = CONF_DIR / "pipeline.toml"
 PROMPTS_DIR = CONF_DIR / "prompts"
+
+
+def project_file(path: str) -> str:
+    """A file a ``conf/`` setting names: relative paths are from the project root (so a job run
+    from another folder reads the same file), absolute paths and URLs as they are, "" stays ""."""
+    if not path or "://" in path or path.startswith("/"):
+        return path
+    return str(PROJECT_ROOT / path)
