@@ -260,7 +260,7 @@ def engine_ceiling(url: str, pids: list[int], n: int, concurrency: int) -> dict[
     process, so its CPU is the generator's, not the engine's)."""
     import asyncio
 
-    from udfs.llm.client import AiohttpTransport
+    from udfs.llm.transport import AiohttpTransport
     from udfs.llm.serve_handle import ServeHandleTransport, is_serve_url
 
     async def go() -> None:

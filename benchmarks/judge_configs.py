@@ -35,8 +35,8 @@ Configurations made of those answers (no call of their own; asking for one asks 
 
 * ``phrasings``: the mean of ``direct``, ``says`` and ``claim`` (self-consistency over prompts);
   ``phrasings+defined`` and ``phrasings+guided`` add a fourth prompt to the mean, and
-  ``direct+defined`` is the mean of those two, ``direct+extract`` the mean of ``direct`` and
-  ``extract``;
+  ``direct+defined`` is the mean of those two; ``direct+extract`` and ``phrasings+extract`` add
+  ``extract``'s score to the mean of ``direct``'s or of the three phrasings';
 * ``consensus``: ``udfs.agents.verdicts.consensus``'s rule with the 1.5B and the 0.5B voting at
   0.5 and the 1.5B judging a split vote (score 1 or 0 when they agree, the 1.5B's on a split);
 * ``mean-1.5b-0.5b``: the mean of the two models' scores.
@@ -54,8 +54,9 @@ Combinations (no model call: the base configuration's scores and ``udfs.agents.e
 * ``evidence only``: the same logistic model without the score.
 
 Reported per configuration and task on the test split: P/R/F1 at 0.5 and at the threshold fitted
-on the fit split (best F1 over the agent's fit items of all its tasks together: one factuality
-threshold for intrinsic and extrinsic, as the evaluation applies one), AUROC, seconds per verdict (mean after dropping IQR outliers,
+on the fit split (best F1, the classes weighted equally, over the agent's fit items of all its
+tasks together, as ``calibrate`` fits it: one factuality threshold for intrinsic and extrinsic,
+as the evaluation applies one), AUROC, seconds per verdict (mean after dropping IQR outliers,
 fresh answers only) and prompt tokens per verdict. Positives of this ground truth are values
 their text states verbatim (build's default) and extrinsic negatives values it does not state, so
 "stated" separates the extrinsic task by construction; intrinsic negatives are stated too (a
@@ -86,7 +87,7 @@ COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "dir
           "mean-1.5b-0.5b": ("direct", "direct-small"),
           "phrasings+defined": ("direct", "says", "claim", "defined"),
           "phrasings+guided": ("direct", "says", "claim", "guided"), "direct+defined": ("direct", "defined"),
-          "direct+extract": ("direct", "extract")}
+          "direct+extract": ("direct", "extract"), "phrasings+extract": ("direct", "says", "claim", "extract")}
 EXTRACT_TOKENS = 32  # the longest value read off the text; values in the ground truth are mostly short
 # The configurations that ask compliance too (the others reword or place the factuality question).
 COMPLIANCE_CONFIGS = ("direct", "guided", "fewshot")
@@ -197,8 +198,11 @@ def combine(name: str, parts: dict[str, dict]) -> dict:
 
 
 def fitted_threshold(labels, scores) -> float:
-    sweep = bm.threshold_sweep(labels, scores, [round(i / 100, 2) for i in range(1, 100)])
-    return max(sweep, key=lambda s: (s["f1"], -abs(s["threshold"] - 0.5)))["threshold"]
+    """The calibration's own fit (``udfs.scores.calibration.fit_threshold``: best F1 with the two
+    classes weighted equally), so a configuration's figures here are what ``calibrate`` would give."""
+    from udfs.scores.calibration import fit_threshold
+
+    return fit_threshold(labels, scores)[0]
 
 
 def agent_pool(task_items, agent: str, score_of, seed: int, fit_fraction: float) -> tuple[list, list]:

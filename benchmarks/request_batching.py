@@ -7,7 +7,7 @@ templated itself).
 
 The server is a minimal aiohttp app in its own process that answers both routes at once with a fixed
 yes/no body of the engines' shapes (a transport stub, never a model), so the figures are the
-client's: ``udfs.llm.client.AiohttpTransport`` plus encoding the request and decoding the answer,
+client's: ``udfs.llm.transport.AiohttpTransport`` plus encoding the request and decoding the answer,
 CPU time of this process per verdict. Compare them with the whole job's CPU per verdict that
 ``benchmarks/evaluate_throughput.py`` prints: the difference between k = 1 and k = 16 is the most
 that batching prompts could save the evaluation per verdict.
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cluster.local.procs import free_port  # noqa: E402
-from udfs.llm.client import AiohttpTransport  # noqa: E402
+from udfs.llm.transport import AiohttpTransport  # noqa: E402
 
 SERVER = r'''
 import sys

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from udfs.llm.client import (AiohttpTransport, HTTPAnswer, LLMClient, MalformedOutput, RequestFailed,
-                             parse_json_output, verdict_from_logprobs)
+from udfs.llm.client import LLMClient, MalformedOutput, parse_json_output, verdict_from_logprobs
+from udfs.llm.transport import AiohttpTransport, HTTPAnswer, RequestFailed
 
 pytestmark = pytest.mark.model
 

@@ -1,4 +1,4 @@
-"""Calibration: the threshold fit (max F1, ties to the middle) and the isotonic map against answers
+"""Calibration: the threshold fit (max class-balanced F1, ties to the middle) and the isotonic map against answers
 worked out by hand and against scikit-learn, the seeded split by group, the file and what an
 evaluation takes from it."""
 import json
@@ -14,10 +14,16 @@ def test_the_threshold_is_the_middle_of_the_best_interval():
     scores = [0.6, 0.7, 0.8, 0.1, 0.2, 0.3]
     # any threshold in (0.3, 0.6] separates them: the middle is 0.45
     assert cal.fit_threshold(labels, scores) == (pytest.approx(0.45), 1.0)
-    # a positive at 0.25 among the negatives: t in (0.3, 0.6] gives tp 3 fn 1 (F1 6/7), t in
-    # (0.2, 0.25] tp 4 fp 1 (8/9, the best), t in (0.1, 0.2] tp 4 fp 2 (8/10): the middle of (0.2, 0.25]
-    t, f1 = cal.fit_threshold(labels + [True], scores + [0.25])
-    assert t == pytest.approx(0.225) and f1 == pytest.approx(8 / 9)
+    # the classes weigh the same: 6 true items and 2 false, each false one counting 3 times.
+    # t in (0.1, 0.15] passes 6 true and 1 false: F1 12 / (12 + 3) = 0.8 (unweighted 12/13, its
+    # best); t in (0.2, 0.5] passes 5 true and no false: 10 / 11, the best; the middle is 0.35
+    labels2 = [True] * 6 + [False] * 2
+    scores2 = [0.5, 0.6, 0.7, 0.8, 0.9, 0.15, 0.1, 0.2]
+    t, f1 = cal.fit_threshold(labels2, scores2)
+    assert t == pytest.approx(0.35) and f1 == pytest.approx(10 / 11)
+    # no false item: plain F1, every item passes
+    t, f1 = cal.fit_threshold([True, True], [0.2, 0.6])
+    assert t <= 0.2 and f1 == 1.0
     # items without a score are left out; no positive: the neutral threshold
     assert cal.fit_threshold([True, False, True], [0.9, 0.1, None])[0] == pytest.approx(0.5)
     assert cal.fit_threshold([False, False], [0.2, 0.3]) == (0.5, 0.0)

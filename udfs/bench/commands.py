@@ -367,19 +367,22 @@ def calibrate(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, calib
 
 
 def calibration_markdown(entries: Sequence[dict[str, Any]], path: str) -> str:
-    """The test-split figures of calibration entries (the fitted threshold's P / R / F1, AUROC)."""
+    """The test-split figures of calibration entries (the fitted threshold's P / R / F1, its
+    sensitivity and specificity, balanced accuracy, AUROC)."""
     def f(x):
         return "–" if x is None else f"{x:.3f}"
 
-    lines = [f"Calibration written to {path}: thresholds fitted on the fit split (max F1), figures on the "
-             "test split only.", "",
-             "| model | agent | task | strategy | layout | threshold | fit items | test items | P | R | F1 | AUROC |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"Calibration written to {path}: thresholds fitted on the fit split (max F1, the two classes "
+             "weighted equally), figures on the test split only (R is the sensitivity).", "",
+             "| model | agent | task | strategy | layout | threshold | fit items | test items (true / false) | P | R "
+             "| F1 | specificity | bal. acc. | AUROC |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in entries:
         for task, m in [("all", e["test"]), *e["test"]["tasks"].items()]:
             lines.append(f"| {e['model']} | {e['agent']} | {task} | {e['strategy']} | {e['layout']} | "
-                         f"{e['threshold']:.3f} | {e['fit']['n']} | {m['n']} | {f(m['precision'])} | "
-                         f"{f(m['recall'])} | {f(m['f1'])} | {f(m['auroc'])} |")
+                         f"{e['threshold']:.3f} | {e['fit']['n']} | {m['n']} ({m['positives']} / {m['negatives']}) | "
+                         f"{f(m['precision'])} | {f(m['recall'])} | {f(m['f1'])} | {f(m.get('specificity'))} | "
+                         f"{f(m.get('balanced_accuracy'))} | {f(m['auroc'])} |")
     lines += ["", f"seed {entries[0]['seed'] if entries else '–'}, fit fraction "
               f"{entries[0]['fit_fraction'] if entries else '–'}, split by example text"]
     return "\n".join(lines) + "\n"

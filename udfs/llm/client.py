@@ -23,13 +23,10 @@ stats, an error message or a log line.
 Plain Python: ``LLMClient(...).chat_sync(messages)``; async: ``await client.chat(messages)``.
 Ray Data stages hold one client per actor (``jobs/evaluate.py``'s ``EvaluatePages``).
 
-The HTTP layer is a ``Transport`` (``AiohttpTransport`` by default): one POST or GET that comes
-back as a status, headers and body, or raises ``RequestFailed`` when no HTTP answer came. aiohttp
-rather than httpx because a worker keeps hundreds of requests in flight, and httpx's connection
-pool rescans every waiting request on each hand-off (``benchmarks/evaluate_throughput.py``
-measures the harness's CPU per verdict). A ``serve://<app>/v1`` base URL goes through the Serve
-app's deployment handle instead (``udfs.llm.serve_handle.ServeHandleTransport``). Tests wrap the
-default transport to inject failures.
+The HTTP layer is a ``udfs.llm.transport.Transport`` (``AiohttpTransport`` by default; a
+``serve://<app>/v1`` base URL goes through the Serve app's deployment handle instead,
+``udfs.llm.serve_handle.ServeHandleTransport``). Tests wrap the default transport to inject
+failures.
 """
 from __future__ import annotations
 
@@ -44,10 +41,11 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Iterable, Sequence
 
-import aiohttp
 import httpx
+
+from udfs.llm.transport import AiohttpTransport, RequestFailed, Transport
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 # Parameters that change the answer, hence part of the cache key; anything else passed through
@@ -58,11 +56,6 @@ NO = "no"
 
 class LLMError(RuntimeError):
     """A request that failed for good (after retries, or a 4xx that retrying cannot fix)."""
-
-
-class RequestFailed(Exception):
-    """No HTTP answer came (refused, reset, timed out): a failure worth retrying. The message is the
-    reason a ``Completion`` reports, starting with its kind (``ConnectError``, ``Timeout``, ...)."""
 
 
 class MalformedOutput(ValueError):
@@ -278,67 +271,6 @@ class RequestCache:
 
 
 # --------------------------------------------------------------------------------------------
-# transport
-
-
-@dataclass
-class HTTPAnswer:
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-class Transport(Protocol):
-    """One HTTP exchange. ``body`` is JSON bytes for a POST, None for a GET. Raises
-    ``RequestFailed`` when no answer came; any HTTP status is an answer."""
-
-    async def request(self, method: str, url: str, body: bytes | None = None) -> HTTPAnswer: ...
-
-    async def aclose(self) -> None: ...
-
-
-class AiohttpTransport:
-    """The default transport: one aiohttp session (created in the first event loop that uses it)
-    with at most ``max_connections`` keep-alive connections, ``headers`` on every request and a
-    per-request timeout."""
-
-    def __init__(self, *, headers: Mapping[str, str] | None = None, timeout_s: float = 120.0,
-                 max_connections: int = 8):
-        self.headers = {"Content-Type": "application/json", **(headers or {})}
-        self.timeout_s = timeout_s
-        self.max_connections = max_connections
-        self._session: aiohttp.ClientSession | None = None
-
-    def _open(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.max_connections),
-                timeout=aiohttp.ClientTimeout(total=self.timeout_s, connect=min(10.0, self.timeout_s)),
-                headers=self.headers,
-            )
-        return self._session
-
-    async def request(self, method: str, url: str, body: bytes | None = None) -> HTTPAnswer:
-        try:
-            async with self._open().request(method, url, data=body) as resp:
-                return HTTPAnswer(resp.status, resp.headers, await resp.read())
-        except asyncio.TimeoutError:
-            raise RequestFailed(f"Timeout: no answer within {self.timeout_s:g} s") from None
-        except aiohttp.ClientConnectorError as exc:
-            raise RequestFailed(f"ConnectError: {exc}") from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise RequestFailed(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from None
-
-    async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-
-# --------------------------------------------------------------------------------------------
 # the client
 
 
@@ -393,7 +325,7 @@ class LLMClient:
         if self.base_url.startswith("serve://"):  # a Serve app's ingress through its handle (udfs.llm.serve_handle)
             from udfs.llm.serve_handle import ServeHandleTransport
 
-            return ServeHandleTransport(timeout_s=self.timeout_s, failure=RequestFailed)
+            return ServeHandleTransport(timeout_s=self.timeout_s)
         return AiohttpTransport(headers=self._headers, timeout_s=self.timeout_s,
                                 max_connections=self.max_concurrency + 2)
 

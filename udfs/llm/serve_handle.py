@@ -21,10 +21,9 @@ application without ``handle_http`` is answered HTTP 501 with that reason, which
 not retry; reach such an application over HTTP.
 
 Failures read as they do over HTTP: no answer (no Ray connection, an application that is not
-running, a replica that died or raised, a full queue, no answer within the timeout) raises the
-client's ``RequestFailed`` (``LLMClient`` hands it in as ``failure``: this module does not import
-the client, which imports it), which the client retries; a status the ingress answered is an
-answer with that status (``Answer``, the shape of the client's ``HTTPAnswer``). A process not
+running, a replica that died or raised, a full queue, no answer within the timeout) raises
+``udfs.llm.transport.RequestFailed``, which the client retries; a status the ingress answered is
+an ``HTTPAnswer`` with that status, as over HTTP. A process not
 yet connected to Ray connects to ``$RAY_ADDRESS`` when it is set; otherwise it must call
 ``ray.init`` first (``jobs/evaluate.py`` does, with ``--ray-address``).
 
@@ -39,25 +38,12 @@ import concurrent.futures
 import json
 import os
 import threading
-from dataclasses import dataclass
 from typing import Any, Mapping
+
+from udfs.llm.transport import HTTPAnswer, RequestFailed
 
 SCHEME = "serve://"
 METHOD = "handle_http"
-
-
-class NoAnswer(Exception):
-    """No answer came; the message is the reason, starting with its kind (``AppNotRunning``, ...)."""
-
-
-@dataclass
-class Answer:
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
 
 
 def is_serve_url(url: str) -> bool:
@@ -81,12 +67,12 @@ def _connect() -> None:
         return
     address = os.environ.get("RAY_ADDRESS")
     if not address:
-        raise NoAnswer("NotConnected: serve:// needs this process in the Ray cluster where Serve runs "
+        raise RequestFailed("NotConnected: serve:// needs this process in the Ray cluster where Serve runs "
                        "(ray.init(address=...) first, --ray-address for the jobs, or $RAY_ADDRESS)")
     try:
         ray.init(address=address, log_to_driver=False)
     except Exception as exc:  # noqa: BLE001 - any failure to join is "no answer"
-        raise NoAnswer(f"NotConnected: cannot join the Ray cluster at {address}: {exc}") from None
+        raise RequestFailed(f"NotConnected: cannot join the Ray cluster at {address}: {exc}") from None
 
 
 def _lookup(app: str):
@@ -99,29 +85,29 @@ def _lookup(app: str):
     try:
         handle = serve.get_app_handle(app)  # one per process, cached by Serve
     except Exception as exc:  # noqa: BLE001 - no Serve instance, no such app: not running
-        raise NoAnswer(f"AppNotRunning: Serve application {app!r}: {type(exc).__name__}: {exc}") from None
+        raise RequestFailed(f"AppNotRunning: Serve application {app!r}: {type(exc).__name__}: {exc}") from None
     return handle.options(method_name=METHOD, _by_reference=False)
 
 
-def _no_method(app: str) -> Answer:
+def _no_method(app: str) -> HTTPAnswer:
     msg = (f"Serve application {app!r} has no {METHOD}(method, path, body) on its ingress deployment; "
            "serve:// reaches the embedded engine's app (udfs.llm.serving) and the benchmark's stub only: "
            "reach this app over HTTP through Serve's proxy")
     body = {"error": {"message": msg, "type": "not_implemented", "code": 501}}
-    return Answer(501, {"content-type": "application/json"}, json.dumps(body).encode())
+    return HTTPAnswer(501, {"content-type": "application/json"}, json.dumps(body).encode())
 
 
-def _answer(app: str, value: Any) -> Answer:
+def _answer(app: str, value: Any) -> HTTPAnswer:
     try:
         status, headers, body = value
-        return Answer(int(status), dict(headers or {}), bytes(body))
+        return HTTPAnswer(int(status), dict(headers or {}), bytes(body))
     except (TypeError, ValueError):
-        raise NoAnswer(f"BadAnswer: {app!r}'s {METHOD} did not answer (status, headers, body)") from None
+        raise RequestFailed(f"BadAnswer: {app!r}'s {METHOD} did not answer (status, headers, body)") from None
 
 
-def _failure(app: str, exc: BaseException) -> Answer:
+def _failure(app: str, exc: BaseException) -> HTTPAnswer:
     """What an exception from awaiting the handle means: an answer when the ingress lacks the
-    method, else ``NoAnswer`` (raised)."""
+    method, else ``RequestFailed`` (raised)."""
     from ray.exceptions import RayTaskError
 
     cause = exc.cause if isinstance(exc, RayTaskError) else exc
@@ -130,27 +116,20 @@ def _failure(app: str, exc: BaseException) -> Answer:
     if f"'{METHOD}'" in str(cause) and (isinstance(cause, AttributeError) or "does not exist" in str(cause)):
         return _no_method(app)
     text = str(cause).strip().splitlines()
-    raise NoAnswer(f"{type(cause).__name__}: {text[-1][:300]}" if text else type(cause).__name__) from None
+    raise RequestFailed(f"{type(cause).__name__}: {text[-1][:300]}" if text else type(cause).__name__) from None
 
 
 class ServeHandleTransport:
-    """``udfs.llm.client.Transport`` over deployment handles: ``request("POST",
+    """``udfs.llm.transport.Transport`` over deployment handles: ``request("POST",
     "serve://<app>/v1/chat/completions", body)`` calls ``handle_http("POST",
     "/v1/chat/completions", body)`` on the app's ingress and awaits it, at most ``timeout_s``;
-    no answer raises ``failure`` (the client's ``RequestFailed``) with the reason."""
+    no answer raises ``RequestFailed`` with the reason (its kind first: ``AppNotRunning``, ...)."""
 
-    def __init__(self, *, timeout_s: float = 120.0, failure: type[Exception] = NoAnswer):
+    def __init__(self, *, timeout_s: float = 120.0):
         self.timeout_s = timeout_s
-        self.failure = failure
         self._methods: dict[str, Any] = {}
 
-    async def request(self, method: str, url: str, body: bytes | None = None) -> Answer:
-        try:
-            return await self._request(method, url, body)
-        except NoAnswer as exc:
-            raise self.failure(str(exc)) from None
-
-    async def _request(self, method: str, url: str, body: bytes | None) -> Answer:
+    async def request(self, method: str, url: str, body: bytes | None = None) -> HTTPAnswer:
         app, path = split_url(url)
         call = self._methods.get(app)
         if call is None:
@@ -160,7 +139,7 @@ class ServeHandleTransport:
             value = await asyncio.wait_for(_awaited(response), self.timeout_s)
         except asyncio.TimeoutError:
             response.cancel()
-            raise NoAnswer(f"Timeout: no answer within {self.timeout_s:g} s") from None
+            raise RequestFailed(f"Timeout: no answer within {self.timeout_s:g} s") from None
         except asyncio.CancelledError:
             response.cancel()
             raise
@@ -180,7 +159,7 @@ class SyncClient:
     """The blocking side, for ``first_model`` and ``ServedTokenizer``: ``get``/``post`` as
     httpx's, answering real ``httpx.Response`` objects (so their callers read a status, JSON and
     errors the same way) and raising ``httpx.ConnectError`` or ``httpx.TimeoutException`` where
-    ``NoAnswer`` means no answer came. Usable from a thread with a running event loop too
+    ``RequestFailed`` means no answer came. Usable from a thread with a running event loop too
     (the call then waits in a helper thread)."""
 
     _lock = threading.Lock()
@@ -209,13 +188,13 @@ class SyncClient:
         else:  # a handle's blocking result() refuses to run on an event loop's thread
             with concurrent.futures.ThreadPoolExecutor(1) as pool:
                 answer = pool.submit(self._call, method, url, body, timeout_s).result()
-        if isinstance(answer, NoAnswer):
+        if isinstance(answer, RequestFailed):
             kind = httpx.TimeoutException if str(answer).startswith("Timeout") else httpx.ConnectError
             raise kind(str(answer))
         return httpx.Response(answer.status, headers=dict(answer.headers), content=answer.body,
                               request=httpx.Request(method, url))
 
-    def _call(self, method: str, url: str, body: bytes | None, timeout_s: float) -> Answer | NoAnswer:
+    def _call(self, method: str, url: str, body: bytes | None, timeout_s: float) -> HTTPAnswer | RequestFailed:
         from ray.exceptions import GetTimeoutError
 
         app, path = split_url(url)
@@ -229,11 +208,11 @@ class SyncClient:
                 value = response.result(timeout_s=timeout_s)
             except (GetTimeoutError, TimeoutError):
                 response.cancel()
-                return NoAnswer(f"Timeout: no answer within {timeout_s:g} s")
+                return RequestFailed(f"Timeout: no answer within {timeout_s:g} s")
             except Exception as exc:  # noqa: BLE001 - sorted by _failure
                 return _failure(app, exc)
             return _answer(app, value)
-        except NoAnswer as exc:
+        except RequestFailed as exc:
             with self._lock:
                 self._methods.pop(app, None)
             return exc

@@ -6,7 +6,9 @@ non-zero counter whose name says reject, fail, error, no_text, not_judged...) an
 
 ``python -m udfs.runtime.summary OUT`` is the last thing ``make demo`` prints: the report's
 ``file://`` link, the headline per source (triples in -> after validity -> after factuality ->
-after compliance, and what each agent rejected) from ``OUT/scores``, the run records' total time.
+after compliance, and what each agent rejected) from ``OUT/scores``, the thresholds the verdict
+agents decided with and where they came from (a calibration file or the configuration), the run
+records' total time.
 """
 from __future__ import annotations
 
@@ -112,6 +114,24 @@ def headline(source: str, counts: dict[str, int]) -> str:
     return line
 
 
+def thresholds_line(scores: Folder) -> str | None:
+    """The verdict agents' thresholds of the evaluation that wrote ``scores/`` (its run record),
+    each said calibrated (the file's entry took it) or configured; None without a record."""
+    try:
+        applied = json.loads(scores.read_bytes("_run.json"))["evaluation"]["calibration_applied"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    configured = applied.get("configured_thresholds") or {}
+    parts = []
+    for agent, a in (applied.get("agents") or {agent: {} for agent in configured}).items():
+        if a.get("matched"):
+            parts.append(f"{agent} {a['threshold']:.3g} (calibrated)")
+        elif agent in configured:
+            parts.append(f"{agent} {configured[agent]:.3g} (configured)")
+    where = f"; calibration file {applied['file']}" if applied.get("file") else ""
+    return f"verdict thresholds: {', '.join(parts)}{where}" if parts else None
+
+
 def demo_summary(out: Folder) -> str:
     """The closing block of ``make demo`` over the output root ``out``."""
     lines = ["", "== demo summary =="]
@@ -123,6 +143,9 @@ def demo_summary(out: Folder) -> str:
         pages = len({r["page_key"] for r in scores.read(columns=["page_key"]).to_pylist()})
         lines.append(f"triples kept after each agent ({pages} pages):")
         lines += [headline(s, c) for s, c in sorted(funnel(scores).items())]
+        said = thresholds_line(scores)
+        if said:
+            lines.append(said)
     else:
         lines.append("no scores: the evaluation wrote nothing (see its log above)")
     starts, ends, look = [], [], {}

@@ -7,7 +7,12 @@ and the calibration file that carries them to the evaluation.
   text's hash). A group's side is a seeded sha256 draw compared with ``fit_fraction``, so the
   split depends only on the seed, the fraction and the group, not on the order of the rows.
 * Threshold (:func:`fit_threshold`): the one with the highest F1 of the pass class on the fit
-  split (a claim passes at score >= threshold, the agents' rule). Every threshold in
+  split (a claim passes at score >= threshold, the agents' rule), with the two classes weighted
+  equally: the F1 the judge would have where half the claims are true. Unweighted, F1 rewards
+  passing everything when true items outnumber false ones (the compliance ground truth holds 97
+  swapped values beside thousands of true ones, and "pass everything" reaches F1 0.86 there with
+  a specificity of 0), and the correction of corpus rates (``udfs.scores.correction``) needs a
+  judge that rejects. Every threshold in
   (previous distinct score, best score] gives the same decisions; when several scores tie for the
   best F1 the run of tied scores around the median one is taken, and the threshold is the middle
   of the interval that run spans, so it does not sit on a fitted item's score.
@@ -72,18 +77,22 @@ def _f1(tp: int, fp: int, fn: int) -> float:
 
 
 def fit_threshold(labels: Sequence[bool], scores: Sequence[float | None]) -> tuple[float, float]:
-    """(threshold, its F1 on these items): the highest F1 of the pass class, ties to the middle
-    (module docstring). Items without a score are left out; no positive: (0.5, 0.0)."""
+    """(threshold, its class-balanced F1 on these items): the highest F1 of the pass class with
+    both classes weighted equally, ties to the middle (module docstring). Items without a score
+    are left out; no positive: (0.5, 0.0); no negative: plain F1 (passing everything)."""
     y, s = _scored(labels, scores)
     if not y.any():
         return 0.5, 0.0
+    # each false item counts n_true / n_false times, so both classes weigh the same
+    w_neg = float(y.sum()) / float((~y).sum()) if (~y).any() else 1.0
     distinct = np.unique(s)
     # passes at threshold distinct[i]: every score >= distinct[i]
     f1 = []
     for t in distinct:
         p = s >= t
-        tp = int((p & y).sum())
-        f1.append(_f1(tp, int((p & ~y).sum()), int((~p & y).sum())))
+        tp = float((p & y).sum())
+        fp, fn = w_neg * float((p & ~y).sum()), float((~p & y).sum())
+        f1.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
     f1 = np.array(f1)
     best = float(f1.max())
     tied = np.flatnonzero(np.isclose(f1, best))
@@ -156,7 +165,9 @@ def measure(labels: Sequence[bool], scores: Sequence[float | None], threshold: f
             "unanswered": len(labels) - int(len(y)), "tp": tp, "fp": fp, "tn": tn, "fn": fn,
             "precision": tp / (tp + fp) if tp + fp else 0.0, "recall": tp / (tp + fn) if tp + fn else 0.0,
             "f1": _f1(tp, fp, fn), "sensitivity": tp / (tp + fn) if tp + fn else None,
-            "specificity": tn / (tn + fp) if tn + fp else None, "auroc": auroc(labels, scores)}
+            "specificity": tn / (tn + fp) if tn + fp else None,
+            "balanced_accuracy": (tp / (tp + fn) + tn / (tn + fp)) / 2 if tp + fn and tn + fp else None,
+            "auroc": auroc(labels, scores)}
 
 
 @dataclass
