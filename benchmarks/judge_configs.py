@@ -28,7 +28,7 @@ are kept; the request cache answers repeats):
 * ``direct-small``: ``direct`` asked of ``--small-model`` (the 0.5B), factuality only;
 * ``extract``: the model is asked for the property's value in the text (its schema.org
   definition given, the claim's value not shown: ``conf/prompts/extract_{system,question}.txt``,
-  up to ``EXTRACT_TOKENS`` tokens); the score is the word F1 of its answer against the claim's
+  up to ``udfs.agents.verdicts.EXTRACT_TOKENS`` tokens); the score is the word F1 of its answer against the claim's
   value (``udfs.agents.evidence.answer_match``), factuality only.
 
 Configurations made of those answers (no call of their own; asking for one asks its parts):
@@ -88,7 +88,6 @@ COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "dir
           "phrasings+defined": ("direct", "says", "claim", "defined"),
           "phrasings+guided": ("direct", "says", "claim", "guided"), "direct+defined": ("direct", "defined"),
           "direct+extract": ("direct", "extract"), "phrasings+extract": ("direct", "says", "claim", "extract")}
-EXTRACT_TOKENS = 32  # the longest value read off the text; values in the ground truth are mostly short
 # The configurations that ask compliance too (the others reword or place the factuality question).
 COMPLIANCE_CONFIGS = ("direct", "guided", "fewshot")
 # Configurations whose prompts begin with the same system prompt and page text: asked item by item
@@ -121,11 +120,7 @@ def messages(config: str, agent: str, it: dict) -> list[dict]:
     if config == "paper":
         return V.paper_factuality_messages(it["text"], claim, strategy)
     if config == "extract":
-        question = PR.load_prompt("extract_question").format(
-            property=it["property"], entity_type=it["entity_type"] or "entity",
-            definition=PR.plain_definition(it["property"]) or "(no schema.org definition)")
-        return [{"role": "system", "content": PR.load_prompt("extract_system")},
-                {"role": "user", "content": f"{PR.fence(it['text'])}\n\n{question}"}]
+        return V.extract_messages(it["text"], claim)
     variant = config if config in ("defined", "says", "claim") else "plain"
     question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant)
     return [{"role": "system", "content": PR.system_prompt("factuality", strategy, None)},
@@ -154,7 +149,7 @@ async def ask(client, configs: list[str], todo: list[tuple[str, dict]], work: Pa
                 if time.monotonic() > deadline:
                     return asked
                 if config == "extract":
-                    c = await client.chat(messages(config, agent, it), max_tokens=EXTRACT_TOKENS)
+                    c = await client.chat(messages(config, agent, it), max_tokens=V.EXTRACT_TOKENS)
                     score, extra = (E.answer_match(c.text, it["value"]) if c.ok else None), {"answer": c.text}
                 else:
                     v = await client.verdict(messages(config, agent, it))

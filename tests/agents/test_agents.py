@@ -117,6 +117,26 @@ def test_factuality_prompt_shares_the_page_prefix():
     assert "Answer: yes" in few and "Answer: no" in few
 
 
+def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_calibration_key():
+    from udfs.scores import calibration as cal
+
+    assert agents.check_questions([]) == ("plain",)
+    for bad in (["plain", "plain"], ["plain", "shout"]):
+        with pytest.raises(ValueError, match="extract"):
+            agents.check_questions(bad)
+    plain = agents.prompt_fingerprint("factuality", "direct")
+    assert agents.prompt_fingerprint("factuality", "direct", questions=["plain"]) == plain
+    assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract"]) != plain
+    assert cal.layout_key(["plain"]) == cal.SHARED_PREFIX
+    assert cal.layout_key(["plain", "says", "extract"]) == "shared_prefix:plain+says+extract"
+    # extract asks for the property without the claim's value, over the same fenced text
+    text = example("#eg-0013").text
+    m = agents.factuality_messages(text, agents.Claim("cookTime", "1 hour", "Recipe"), "direct", question="extract")
+    question = m[1]["content"].rsplit("\n\n", 1)[1]
+    assert "cookTime" in question and "Recipe" in question and "1 hour" not in question
+    assert text in m[1]["content"]
+
+
 def test_undefined_property_is_kept_and_marked_without_a_call():
     judged = asyncio.run(agents.judge_compliance(None, [agents.Claim("http://example.org/x", "1", "Thing")],
                                                    strategy=EVAL.strategy, threshold=EVAL.compliance_threshold))
@@ -166,6 +186,31 @@ def test_factuality_on_a_real_example_text(client):
     assert judged[0].score > judged[1].score and judged[1].passed is False
     # both questions carry the page; the engine served the prefix of whichever ran second from its cache
     assert max(j.cached_prompt_tokens for j in judged) > len(ex.text) // 8
+
+
+@pytest.mark.model
+def test_several_factuality_questions_score_the_mean_of_their_scores(service, tmp_path):
+    from udfs.llm.client import LLMClient
+
+    ex = example("#eg-0013")
+    true = agents.Claim("name", ex.jsonld["name"], "Recipe")
+    false = agents.Claim("name", "Lupo's Heartbreak Hotel", "Recipe")
+    qs = ["plain", "says", "extract"]
+    # a request cache, so that each question asked alone gets the very answer the mean was made of
+    c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
+    try:
+        mean = c.run(agents.judge_factuality(c, [ex.text], [true, false], strategy=EVAL.strategy, threshold=0.5,
+                                             questions=qs))
+        alone = {q: c.run(agents.judge_factuality(c, [ex.text], [true, false], strategy=EVAL.strategy,
+                                                  threshold=0.5, questions=[q])) for q in qs}
+    finally:
+        c.close()
+    for k in range(2):
+        assert mean[k].error is None and mean[k].requests == 3
+        assert mean[k].score == pytest.approx(sum(alone[q][k].score for q in qs) / 3)
+    # the name the model reads off the text is the recipe's: it matches the true claim only
+    assert alone["extract"][0].score > 0.5 and alone["extract"][1].score == 0.0
+    assert mean[0].passed and not mean[1].passed
 
 
 @pytest.mark.model

@@ -171,6 +171,10 @@ def system_prompt(agent: str, strategy: str, prompts_dir: str | None) -> str:
 # benchmarks/judge_configs.py averages with the plain one (self-consistency over phrasings).
 FACTUALITY_QUESTIONS = {"plain": "factuality_question", "defined": "factuality_question_defined",
                         "says": "factuality_question_says", "claim": "factuality_question_claim"}
+# A factuality score can also come from the model reading the property's value off the text without
+# being shown the claim's (``udfs.agents.verdicts.extract_messages``); what a configuration may ask.
+EXTRACT = "extract"
+FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT)
 _DOC_LINK = re.compile(r"\[\[([^\]]+)\]\]|\[([^\]]+)\]\([^)]*\)|<[^>]+>")
 
 
@@ -197,6 +201,14 @@ def factuality_question(entity_type: str | None, prop: str, value: str, variant:
     if variant == "defined":
         fields["definition"] = plain_definition(prop, vocab) or "(no schema.org definition)"
     return load_prompt(FACTUALITY_QUESTIONS[variant], prompts_dir).format(**fields)
+
+
+def extract_question(entity_type: str | None, prop: str, prompts_dir: str | None = None, vocab=None) -> str:
+    """The question that asks for a property's value in the text: its name, its schema.org
+    definition and the entity type, never the claim's value."""
+    return load_prompt("extract_question", prompts_dir).format(
+        property=prop, entity_type=entity_type or "entity",
+        definition=plain_definition(prop, vocab) or "(no schema.org definition)")
 
 
 # ---- page text to prompt size ---------------------------------------------------------------

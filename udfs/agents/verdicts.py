@@ -13,6 +13,10 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
   any chunk says yes (OR). The messages put the fixed instructions and the page text first and the
   question last, so every question about one page shares a prompt prefix the engine's prefix cache
   serves; ``prompt_tokens`` vs ``cached_prompt_tokens`` in the accounting shows what that saves.
+  ``questions`` asks several (``udfs.agents.prompts.FACTUALITY_ASKS``: rewordings of the question,
+  and ``extract``, the property's value read off the text and matched against the claim's,
+  ``udfs.agents.evidence.answer_match``) and scores the mean of their scores: self-consistency
+  over prompts, measured by ``benchmarks/judge_configs.py``.
 * Compliance: one yes/no per property value against the property's ``rdfs:comment``; a property
   without a definition is kept (``compliant`` True) and marked (``compliant_note``).
 * Strategies (FactCheck, ``udfs.agents.prompts.STRATEGIES``): ``direct``, ``guided``, ``fewshot``.
@@ -30,7 +34,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from udfs.agents.prompts import STRATEGIES, fence, load_prompt, system_prompt, unfence
+from udfs.agents.evidence import answer_match
+from udfs.agents.prompts import (EXTRACT, FACTUALITY_ASKS, STRATEGIES, extract_question, factuality_question, fence,
+                                 load_prompt, system_prompt, unfence)
 from udfs.schemaorg.markup import Literal, Markup, Ref
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
 
@@ -155,36 +161,68 @@ class Judged:
     model: str | None = None
 
 
-def factuality_messages(chunk: str, claim: Claim, strategy: str,
-                        prompts_dir: str | None = None) -> list[dict[str, str]]:
-    """Instructions, then the fenced page text, then the question: everything before the question
-    is the same for every claim about this chunk (the shared prefix)."""
-    question = _factuality_question(claim, prompts_dir)
+# The longest value ``extract`` reads off a text: values are mostly a few words, and every token
+# generated costs as much as a verdict's only one.
+EXTRACT_TOKENS = 32
+PLAIN = ("plain",)
+
+
+def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
+                        question: str = "plain") -> list[dict[str, str]]:
+    """Instructions, then the fenced page text, then the question (a variant of
+    ``FACTUALITY_QUESTIONS``; ``extract``: :func:`extract_messages`): everything before the
+    question is the same for every claim about this chunk (the shared prefix)."""
+    if question == EXTRACT:
+        return extract_messages(chunk, claim, prompts_dir)
+    q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
-            {"role": "user", "content": f"{fence(chunk)}\n\n{question}"}]
+            {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
 
 
-def _factuality_question(claim: Claim, prompts_dir: str | None) -> str:
-    return load_prompt("factuality_question", prompts_dir).format(
-        entity_type=claim.entity_type or "entity", property=claim.property, value=unfence(claim.value))
-
-
-def paper_factuality_messages(chunk: str, claim: Claim, strategy: str,
-                              prompts_dir: str | None = None) -> list[dict[str, str]]:
+def paper_factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
+                              question: str = "plain") -> list[dict[str, str]]:
     """The same question in the paper's layout (the triple before the text): nothing after the
     instructions is shared between claims; kept for the prompt-token comparison."""
-    question = _factuality_question(claim, prompts_dir)
+    if question == EXTRACT:
+        return extract_messages(chunk, claim, prompts_dir)
+    q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
-            {"role": "user", "content": f"{question}\n\n{fence(chunk)}"}]
+            {"role": "user", "content": f"{q}\n\n{fence(chunk)}"}]
 
 
-def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None) -> str:
-    """A short sha256 of the messages an agent sends for a fixed probe claim with ``strategy``:
-    it changes whenever the instructions, the question or their layout change, so a threshold
-    calibrated on other prompts is not taken for these (``udfs.scores.calibration.resolve``)."""
+def extract_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -> list[dict[str, str]]:
+    """Instructions, the fenced page text, then the property asked for: the claim's value is not
+    in the prompt, so the answer cannot echo it. The same prefix for every claim about the chunk
+    (a prefix of its own: the instructions differ from the yes/no questions')."""
+    q = extract_question(claim.entity_type, claim.property, prompts_dir)
+    return [{"role": "system", "content": load_prompt("extract_system", prompts_dir)},
+            {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
+
+
+def check_questions(questions: Sequence[str]) -> tuple[str, ...]:
+    """The factuality questions of a configuration, checked: empty means the plain question; an
+    unknown one or a repeat is a ValueError naming the known ones."""
+    qs = tuple(questions) or PLAIN
+    bad = [q for q in qs if q not in FACTUALITY_ASKS]
+    if bad or len(set(qs)) != len(qs):
+        raise ValueError(f"factuality questions {list(qs)}: each once, any of {', '.join(FACTUALITY_ASKS)}")
+    return qs
+
+
+def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None,
+                       questions: Sequence[str] = PLAIN) -> str:
+    """A short sha256 of the messages an agent sends for a fixed probe claim with ``strategy``
+    (and, for factuality, each of ``questions``): it changes whenever the instructions, the
+    questions or their layout change, so a threshold calibrated on other prompts is not taken for
+    these (``udfs.scores.calibration.resolve``)."""
     claim = Claim("property", "value", "Thing")
-    msgs = (factuality_messages("text", claim, strategy, prompts_dir) if agent == "factuality"
-            else compliance_messages(claim, "definition", strategy, prompts_dir))
+    qs = check_questions(questions)
+    if agent != "factuality":
+        msgs: Any = compliance_messages(claim, "definition", strategy, prompts_dir)
+    elif qs == PLAIN:
+        msgs = factuality_messages("text", claim, strategy, prompts_dir)
+    else:
+        msgs = [factuality_messages("text", claim, strategy, prompts_dir, q) for q in qs]
     return hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -197,8 +235,7 @@ def compliance_messages(claim: Claim, definition: str, strategy: str,
             {"role": "user", "content": question}]
 
 
-def _account(j: Judged, v) -> None:
-    c = v.completion
+def _account(j: Judged, c) -> None:
     j.requests += 1
     j.prompt_tokens += c.prompt_tokens
     j.cached_prompt_tokens += c.cached_prompt_tokens
@@ -207,28 +244,44 @@ def _account(j: Judged, v) -> None:
     j.model = j.model or c.model
 
 
+async def _scores(client, question: str, messages: list[list[dict[str, str]]],
+                  claims: Sequence[Claim]) -> list[tuple[float | None, str | None, Any]]:
+    """(score, error, completion) per claim for one question: a yes/no verdict's score, or for
+    ``extract`` the match of the value read off the text with the claim's."""
+    if question == EXTRACT:
+        done = await client.chat_many([{"messages": m, "max_tokens": EXTRACT_TOKENS} for m in messages])
+        return [(answer_match(c.text, claim.value) if c.ok else None, c.error, c) for c, claim in zip(done, claims)]
+    verdicts = await client.verdict_many([{"messages": m} for m in messages])
+    return [(v.score, v.error, v.completion) for v in verdicts]
+
+
 async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim], *, strategy: str,
                            threshold: float, layout: str = "shared_prefix",
-                           prompts_dir: str | None = None) -> list[Judged]:
+                           prompts_dir: str | None = None, questions: Sequence[str] = PLAIN) -> list[Judged]:
     """One verdict per claim; chunks in order, and a claim some chunk already supports is not asked
-    again (OR over chunks). Claims of one chunk go out together so the engine serves the shared
-    prefix from its cache."""
+    again (OR over chunks). Claims of one chunk go out together, question by question, so the
+    engine serves each question's shared prefix from its cache. With several ``questions`` a
+    chunk's score is the mean of theirs; a question without an answer leaves the chunk unscored."""
     build = factuality_messages if layout == "shared_prefix" else paper_factuality_messages
+    qs = check_questions(questions)
     out = [Judged(None, None) for _ in claims]
     errors: list[list[str]] = [[] for _ in claims]
     for chunk in chunks or [""]:
         pending = [i for i, j in enumerate(out) if not j.passed]
         if not pending:
             break
-        verdicts = await client.verdict_many(
-            [{"messages": build(chunk, claims[i], strategy, prompts_dir)} for i in pending])
-        for i, v in zip(pending, verdicts):
+        answers = [await _scores(client, q, [build(chunk, claims[i], strategy, prompts_dir, q) for i in pending],
+                                 [claims[i] for i in pending]) for q in qs]
+        for k, i in enumerate(pending):
             j = out[i]
-            _account(j, v)
-            if v.score is None:
-                errors[i].append(v.error or "no verdict")
+            got = [a[k] for a in answers]
+            for _, _, c in got:
+                _account(j, c)
+            if any(score is None for score, _, _ in got):
+                errors[i] += [err or "no verdict" for score, err, _ in got if score is None]
                 continue
-            j.score = v.score if j.score is None else max(j.score, v.score)
+            score = sum(score for score, _, _ in got) / len(got)
+            j.score = score if j.score is None else max(j.score, score)
             j.passed = j.score >= threshold
     for j, errs in zip(out, errors):
         if j.score is None:
@@ -252,7 +305,7 @@ async def judge_compliance(client, claims: Sequence[Claim], *, vocab=None, strat
     verdicts = await client.verdict_many([{"messages": m} for _, m in asked]) if asked else []
     for (i, _), v in zip(asked, verdicts):
         j = out[i]
-        _account(j, v)
+        _account(j, v.completion)
         if v.score is None:
             j.error = v.error or "no verdict"
         else:
@@ -277,13 +330,14 @@ def voter_model_and_strategy(name: str | None, default: str) -> tuple[str | None
 
 
 def verdict_voter(agent: str, client, *, chunks: Sequence[str] = (), strategy: str,
-                  threshold: float, prompts_dir: str | None = None, vocab=None) -> Voter:
-    """The verdict function of one voter: ``judge_factuality`` (against ``chunks``) or
-    ``judge_compliance`` with its client, strategy and threshold bound (``vocab``: where compliance
-    reads the definitions, default schema.org's)."""
+                  threshold: float, prompts_dir: str | None = None, vocab=None,
+                  questions: Sequence[str] = PLAIN) -> Voter:
+    """The verdict function of one voter: ``judge_factuality`` (against ``chunks``, asking
+    ``questions``) or ``judge_compliance`` with its client, strategy and threshold bound
+    (``vocab``: where compliance reads the definitions, default schema.org's)."""
     if agent == "factuality":
         return lambda claims: judge_factuality(client, list(chunks), claims, strategy=strategy,
-                                               threshold=threshold, prompts_dir=prompts_dir)
+                                               threshold=threshold, prompts_dir=prompts_dir, questions=questions)
     return lambda claims: judge_compliance(client, claims, vocab=vocab, strategy=strategy, threshold=threshold,
                                            prompts_dir=prompts_dir)
 
@@ -381,9 +435,10 @@ def correction_messages(chunk: str, claim: Claim, prompts_dir: str | None = None
 
 async def correct(client, chunks: Sequence[str], claims: Sequence[Claim], *, strategy: str,
                   threshold: float, max_tokens: int = 128,
-                  prompts_dir: str | None = None) -> list[Correction]:
+                  prompts_dir: str | None = None, questions: Sequence[str] = PLAIN) -> list[Correction]:
     """Ask for the value of each non-factual claim from the text (first chunk that states one),
-    then re-verify the corrected claim with the factuality agent; only the flagged claim changes."""
+    then re-verify the corrected claim with the factuality agent (the same ``questions``, so the
+    same threshold applies); only the flagged claim changes."""
     out: list[Correction | None] = [None] * len(claims)
     proposed: dict[int, str] = {}
     errors: dict[int, str] = {}
@@ -401,7 +456,8 @@ async def correct(client, chunks: Sequence[str], claims: Sequence[Claim], *, str
                 proposed[i] = str(c.parsed["value"]).strip()
     fixed = [Claim(claims[i].property, v, claims[i].entity_type) for i, v in proposed.items()]
     verdicts = dict(zip(proposed, await judge_factuality(client, chunks, fixed, strategy=strategy,
-                                                         threshold=threshold, prompts_dir=prompts_dir)))
+                                                         threshold=threshold, prompts_dir=prompts_dir,
+                                                         questions=questions)))
     for i, claim in enumerate(claims):
         if i in proposed:
             j = verdicts[i]

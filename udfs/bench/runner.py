@@ -83,6 +83,7 @@ class VerdictConfig:
     compliance_threshold: float
     judge: str | None = None
     prompts_dir: str | None = None
+    factuality_questions: list[str] = field(default_factory=lambda: ["plain"])  # averaged per claim
     one_at_a_time: bool = True  # False: every claim of a batch at once (latency then includes queueing)
     clients: dict[str, Any] = field(default_factory=dict, repr=False)  # model id -> LLMClient
 
@@ -95,6 +96,8 @@ class VerdictConfig:
                  f"f{self.factuality_threshold:g}", f"c{self.compliance_threshold:g}"]
         if self.judge and len(self.models) > 1:
             parts.append(f"judge-{self.judge}")
+        if list(self.factuality_questions or ["plain"]) != ["plain"]:
+            parts.append("q-" + "+".join(self.factuality_questions))
         return "_".join(parts).replace("/", "-")
 
 
@@ -109,7 +112,8 @@ class _Definitions:
 def _voter(cfg: VerdictConfig, agent: str, name: str, text: str | None, vocab=None):
     model, strategy = agents.voter_model_and_strategy(name, cfg.strategy)
     return agents.verdict_voter(agent, cfg.clients[model], chunks=[text], strategy=strategy,
-                                threshold=cfg.threshold(agent), prompts_dir=cfg.prompts_dir, vocab=vocab)
+                                threshold=cfg.threshold(agent), prompts_dir=cfg.prompts_dir, vocab=vocab,
+                                questions=cfg.factuality_questions)
 
 
 async def _judge_group(cfg: VerdictConfig, agent: str, key: str | None, claims: list[agents.Claim]):

@@ -124,6 +124,9 @@ class EvalConfig:
     calibration: str = ""
     served_model: str | None = None
     calibration_applied: dict[str, Any] = field(default_factory=dict)
+    # The factuality questions asked of every claim, their scores averaged
+    # (udfs.agents.verdicts.judge_factuality); a calibration entry must be for the same ones.
+    factuality_questions: list[str] = field(default_factory=lambda: ["plain"])
 
     def __post_init__(self) -> None:
         bad = set(self.stages) - set(STAGES)
@@ -131,11 +134,12 @@ class EvalConfig:
             raise ValueError(f"unknown stages {sorted(bad)}: any of {', '.join(STAGES)}")
         if self.strategy not in prompts.STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}")
+        self.factuality_questions = list(agents.check_questions(self.factuality_questions))
         if not self.calibration_applied:  # once: a copy of a resolved config keeps what it took
-            fingerprints = ({a: agents.prompt_fingerprint(a, self.strategy) for a in calibration.AGENTS}
-                            if self.calibration else None)
+            fingerprints = ({a: agents.prompt_fingerprint(a, self.strategy, questions=self.factuality_questions)
+                             for a in calibration.AGENTS} if self.calibration else None)
             applied = calibration.resolve(self.calibration, self.verdict_models or [self.served_model],
-                                          self.strategy, getattr(self, "layout", None) or calibration.SHARED_PREFIX,
+                                          self.strategy, calibration.layout_key(self.factuality_questions),
                                           judge=self.judge_model, prompts=fingerprints)
             self.calibration_applied = {
                 **applied.record(), "maps": applied.maps,
@@ -223,7 +227,8 @@ class PageEvaluator:
     def _voter(self, agent: str, name: str | None, chunks: list[str]):
         model, strategy = agents.voter_model_and_strategy(name, self.cfg.strategy)
         threshold = self.cfg.factuality_threshold if agent == "factuality" else self.cfg.compliance_threshold
-        return agents.verdict_voter(agent, self.client(model), chunks=chunks, strategy=strategy, threshold=threshold)
+        return agents.verdict_voter(agent, self.client(model), chunks=chunks, strategy=strategy, threshold=threshold,
+                                    questions=self.cfg.factuality_questions)
 
     async def _judge(self, agent: str, claims: list, chunks: list[str]) -> list[agents.Judged]:
         return await agents.vote(lambda name: self._voter(agent, name, chunks), self.cfg.verdict_models or [None],
@@ -344,7 +349,8 @@ class PageEvaluator:
         model, strategy = agents.voter_model_and_strategy((self.cfg.verdict_models or [None])[0], self.cfg.strategy)
         fixes = dict(zip(distinct, await agents.correct(self.client(model), fact_chunks, distinct,
                                                         strategy=strategy,
-                                                        threshold=self.cfg.factuality_threshold)))
+                                                        threshold=self.cfg.factuality_threshold,
+                                                        questions=self.cfg.factuality_questions)))
         for f in fixes.values():
             if f.verdict is not None:
                 acc["verdict_requests"] += f.verdict.requests

@@ -128,6 +128,7 @@ class EvaluateConf:
     max_tokens: int
     max_claims: int
     calibration: str
+    factuality_questions: tuple[str, ...]
     executor: str
     workers: int
     timeout_s: float
@@ -150,6 +151,7 @@ class AgentsBenchConf:
     tasks: tuple[str, ...]
     verdict_models: tuple[str, ...]
     strategy: str
+    factuality_questions: tuple[str, ...]
     factuality_threshold: float
     compliance_threshold: float
     batch_size: int

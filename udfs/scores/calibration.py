@@ -47,6 +47,14 @@ AGENTS = ("factuality", "compliance")
 SHARED_PREFIX = "shared_prefix"  # the layout of udfs.agents.verdicts.factuality_messages
 
 
+def layout_key(questions=("plain",), layout: str = SHARED_PREFIX) -> str:
+    """How an entry names the factuality prompts its scores came from: the layout alone for the
+    plain question, else the layout and the questions averaged ("shared_prefix:plain+says+extract"):
+    a mean of several scores is another scale, with a threshold of its own."""
+    qs = [q for q in questions] or ["plain"]
+    return layout if qs == ["plain"] else f"{layout}:{'+'.join(qs)}"
+
+
 def model_key(models: Sequence[str | None], judge: str | None = None) -> str:
     """How a verdict configuration's models are named in the file: one model id, or the voters
     joined by "+" and the judge that breaks their ties."""
