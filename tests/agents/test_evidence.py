@@ -89,3 +89,6 @@ def test_answer_match_is_the_word_f1_of_the_value_read_off_the_text():
     for none in ("none", "None.", "", None, "N/A"):
         assert E.answer_match(none, "Brooklyn") == 0.0
     assert E.answer_match("Steve", "a Person named 'Steve'") == 1.0
+    # a possessive is part of its word: two names that share only an "'s" do not match
+    assert E.answer_match("Mom's World Famous Banana Bread", "Lupo's Heartbreak Hotel") == 0.0
+    assert E.answer_match("Lupo’s Heartbreak Hotel", "Lupo's Heartbreak Hotel") == 1.0

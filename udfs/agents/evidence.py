@@ -157,16 +157,19 @@ def fit_logistic(x: Sequence[Sequence[float]], y: Sequence[bool], *, l2: float =
 
 
 NO_ANSWER = {"none", "n a", "na", "unknown", "not given", "not mentioned", "not stated"}
+# apostrophes join a word ("Mom's" is one word, not "mom" and an "s" every possessive shares)
+_APOSTROPHE = re.compile(r"['\u2019]")
 
 
 def answer_match(answer: str | None, value: str) -> float:
     """How well a value the model read off the text (``answer``) matches a claim's value: the F1
-    of their words (``words``, each counted once; the QA-style token F1), 0 for no answer or an
-    answer that says there is none. A described entity is compared by its name (``surface``)."""
-    a = words(answer or "")
+    of their words (``words`` with apostrophes dropped, each counted once; the QA-style token F1),
+    0 for no answer or an answer that says there is none. A described entity is compared by its
+    name (``surface``)."""
+    a = words(_APOSTROPHE.sub("", answer or ""))
     if not a or " ".join(a) in NO_ANSWER:
         return 0.0
-    got, want = set(a), set(words(surface(value)))
+    got, want = set(a), set(words(_APOSTROPHE.sub("", surface(value))))
     common = len(got & want)
     if not common:
         return 0.0
