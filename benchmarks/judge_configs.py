@@ -29,14 +29,17 @@ are kept; the request cache answers repeats):
 * ``extract``: the model is asked for the property's value in the text (its schema.org
   definition given, the claim's value not shown: ``conf/prompts/extract_{system,question}.txt``,
   up to ``udfs.agents.verdicts.EXTRACT_TOKENS`` tokens); the score is the word F1 of its answer against the claim's
-  value (``udfs.agents.evidence.answer_match``), factuality only.
+  value (``udfs.agents.evidence.answer_match``), factuality only;
+* ``complies``: the compliance question about a factuality item's claim (the property's schema.org
+  definition, no page text), factuality only.
 
 Configurations made of those answers (no call of their own; asking for one asks its parts):
 
 * ``phrasings``: the mean of ``direct``, ``says`` and ``claim`` (self-consistency over prompts);
   ``phrasings+defined`` and ``phrasings+guided`` add a fourth prompt to the mean, and
   ``direct+defined`` is the mean of those two; ``direct+extract`` and ``phrasings+extract`` add
-  ``extract``'s score to the mean of ``direct``'s or of the three phrasings';
+  ``extract``'s score to the mean of ``direct``'s or of the three phrasings'; ``direct+complies``
+  and ``phrasings+extract+complies`` add ``complies``;
 * ``consensus``: ``udfs.agents.verdicts.consensus``'s rule with the 1.5B and the 0.5B voting at
   0.5 and the 1.5B judging a split vote (score 1 or 0 when they agree, the 1.5B's on a split);
 * ``mean-1.5b-0.5b``: the mean of the two models' scores.
@@ -81,13 +84,16 @@ from udfs.agents import verdicts as V  # noqa: E402
 from udfs.bench import metrics as bm  # noqa: E402
 from udfs.bench.groundtruth import TASKS, rank_key, stratified_subset  # noqa: E402
 
-MODEL_CONFIGS = ("direct", "paper", "defined", "guided", "fewshot", "says", "claim", "direct-small", "extract")
+MODEL_CONFIGS = ("direct", "paper", "defined", "guided", "fewshot", "says", "claim", "direct-small", "extract",
+                 "complies")
 # Configurations made of others' answers (no call of their own): their parts are asked as configs.
 COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "direct-small"),
           "mean-1.5b-0.5b": ("direct", "direct-small"),
           "phrasings+defined": ("direct", "says", "claim", "defined"),
           "phrasings+guided": ("direct", "says", "claim", "guided"), "direct+defined": ("direct", "defined"),
-          "direct+extract": ("direct", "extract"), "phrasings+extract": ("direct", "says", "claim", "extract")}
+          "direct+extract": ("direct", "extract"), "phrasings+extract": ("direct", "says", "claim", "extract"),
+          "direct+complies": ("direct", "complies"),
+          "phrasings+extract+complies": ("direct", "says", "claim", "extract", "complies")}
 # The configurations that ask compliance too (the others reword or place the factuality question).
 COMPLIANCE_CONFIGS = ("direct", "guided", "fewshot")
 # Configurations whose prompts begin with the same system prompt and page text: asked item by item
@@ -119,8 +125,8 @@ def messages(config: str, agent: str, it: dict) -> list[dict]:
         return V.compliance_messages(claim, definition, strategy)
     if config == "paper":
         return V.paper_factuality_messages(it["text"], claim, strategy)
-    if config == "extract":
-        return V.extract_messages(it["text"], claim)
+    if config in ("extract", "complies"):
+        return V.factuality_messages(it["text"], claim, "direct", None, config)
     variant = config if config in ("defined", "says", "claim") else "plain"
     question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant)
     return [{"role": "system", "content": PR.system_prompt("factuality", strategy, None)},

@@ -135,6 +135,14 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     question = m[1]["content"].rsplit("\n\n", 1)[1]
     assert "cookTime" in question and "Recipe" in question and "1 hour" not in question
     assert text in m[1]["content"]
+    # complies is the compliance question against schema.org's definition (no text); a property
+    # schema.org does not define has none to ask
+    claim = agents.Claim("cookTime", "1 hour", "Recipe")
+    definition = prompts.load_vocabulary().comments["cookTime"]
+    assert agents.factuality_messages(text, claim, "direct", question="complies") == \
+        agents.compliance_messages(claim, definition, "direct")
+    assert agents.factuality_messages(text, agents.Claim("http://example.org/x", "1", "Recipe"), "direct",
+                                      question="complies") is None
 
 
 def test_undefined_property_is_kept_and_marked_without_a_call():
@@ -195,19 +203,24 @@ def test_several_factuality_questions_score_the_mean_of_their_scores(service, tm
     ex = example("#eg-0013")
     true = agents.Claim("name", ex.jsonld["name"], "Recipe")
     false = agents.Claim("name", "Lupo's Heartbreak Hotel", "Recipe")
-    qs = ["plain", "says", "extract"]
+    undefined = agents.Claim("http://example.org/dish", ex.jsonld["name"], "Recipe")  # no definition
+    claims = [true, false, undefined]
+    qs = ["plain", "says", "extract", "complies"]
     # a request cache, so that each question asked alone gets the very answer the mean was made of
     c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
     try:
-        mean = c.run(agents.judge_factuality(c, [ex.text], [true, false], strategy=EVAL.strategy, threshold=0.5,
+        mean = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
                                              questions=qs))
-        alone = {q: c.run(agents.judge_factuality(c, [ex.text], [true, false], strategy=EVAL.strategy,
+        alone = {q: c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy,
                                                   threshold=0.5, questions=[q])) for q in qs}
     finally:
         c.close()
     for k in range(2):
-        assert mean[k].error is None and mean[k].requests == 3
-        assert mean[k].score == pytest.approx(sum(alone[q][k].score for q in qs) / 3)
+        assert mean[k].error is None and mean[k].requests == 4
+        assert mean[k].score == pytest.approx(sum(alone[q][k].score for q in qs) / 4)
+    # complies does not apply where schema.org defines nothing: the mean is of the other three
+    assert mean[2].requests == 3 and alone["complies"][2].score is None
+    assert mean[2].score == pytest.approx(sum(alone[q][2].score for q in qs[:3]) / 3)
     # the name the model reads off the text is the recipe's: it matches the true claim only
     assert alone["extract"][0].score > 0.5 and alone["extract"][1].score == 0.0
     assert mean[0].passed and not mean[1].passed

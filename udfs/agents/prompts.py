@@ -172,9 +172,12 @@ def system_prompt(agent: str, strategy: str, prompts_dir: str | None) -> str:
 FACTUALITY_QUESTIONS = {"plain": "factuality_question", "defined": "factuality_question_defined",
                         "says": "factuality_question_says", "claim": "factuality_question_claim"}
 # A factuality score can also come from the model reading the property's value off the text without
-# being shown the claim's (``udfs.agents.verdicts.extract_messages``); what a configuration may ask.
+# being shown the claim's (``udfs.agents.verdicts.extract_messages``), or from the compliance
+# question about the claim (does the value fit the property's definition; no page text): a value
+# moved from another property is rarely the kind of value this one takes. What a configuration may ask.
 EXTRACT = "extract"
-FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT)
+COMPLIES = "complies"
+FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, COMPLIES)
 _DOC_LINK = re.compile(r"\[\[([^\]]+)\]\]|\[([^\]]+)\]\([^)]*\)|<[^>]+>")
 
 

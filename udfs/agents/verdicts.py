@@ -14,9 +14,10 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
   question last, so every question about one page shares a prompt prefix the engine's prefix cache
   serves; ``prompt_tokens`` vs ``cached_prompt_tokens`` in the accounting shows what that saves.
   ``questions`` asks several (``udfs.agents.prompts.FACTUALITY_ASKS``: rewordings of the question,
-  and ``extract``, the property's value read off the text and matched against the claim's,
-  ``udfs.agents.evidence.answer_match``) and scores the mean of their scores: self-consistency
-  over prompts, measured by ``benchmarks/judge_configs.py``.
+  ``extract``, the property's value read off the text and matched against the claim's,
+  ``udfs.agents.evidence.answer_match``, and ``complies``, the compliance question about the
+  claim) and scores the mean of their scores: self-consistency over prompts, measured by
+  ``benchmarks/judge_configs.py``.
 * Compliance: one yes/no per property value against the property's ``rdfs:comment``; a property
   without a definition is kept (``compliant`` True) and marked (``compliant_note``).
 * Strategies (FactCheck, ``udfs.agents.prompts.STRATEGIES``): ``direct``, ``guided``, ``fewshot``.
@@ -35,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from udfs.agents.evidence import answer_match
-from udfs.agents.prompts import (EXTRACT, FACTUALITY_ASKS, STRATEGIES, extract_question, factuality_question, fence,
-                                 load_prompt, system_prompt, unfence)
+from udfs.agents.prompts import (COMPLIES, EXTRACT, FACTUALITY_ASKS, STRATEGIES, extract_question, factuality_question,
+                                 fence, load_prompt, system_prompt, unfence)
 from udfs.schemaorg.markup import Literal, Markup, Ref
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
 
@@ -168,23 +169,27 @@ PLAIN = ("plain",)
 
 
 def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
-                        question: str = "plain") -> list[dict[str, str]]:
+                        question: str = "plain") -> list[dict[str, str]] | None:
     """Instructions, then the fenced page text, then the question (a variant of
-    ``FACTUALITY_QUESTIONS``; ``extract``: :func:`extract_messages`): everything before the
-    question is the same for every claim about this chunk (the shared prefix)."""
+    ``FACTUALITY_QUESTIONS``; ``extract``: :func:`extract_messages`; ``complies``: the compliance
+    question against schema.org's definition, no text, None for a property it does not define):
+    everything before the question is the same for every claim about this chunk (the shared prefix)."""
     if question == EXTRACT:
         return extract_messages(chunk, claim, prompts_dir)
+    if question == COMPLIES:
+        definition = load_vocabulary().comments.get(claim.property)
+        return compliance_messages(claim, definition, strategy, prompts_dir) if definition else None
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
             {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
 
 
 def paper_factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
-                              question: str = "plain") -> list[dict[str, str]]:
+                              question: str = "plain") -> list[dict[str, str]] | None:
     """The same question in the paper's layout (the triple before the text): nothing after the
     instructions is shared between claims; kept for the prompt-token comparison."""
-    if question == EXTRACT:
-        return extract_messages(chunk, claim, prompts_dir)
+    if question in (EXTRACT, COMPLIES):
+        return factuality_messages(chunk, claim, strategy, prompts_dir, question)
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
             {"role": "user", "content": f"{q}\n\n{fence(chunk)}"}]
@@ -222,7 +227,8 @@ def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None
     elif qs == PLAIN:
         msgs = factuality_messages("text", claim, strategy, prompts_dir)
     else:
-        msgs = [factuality_messages("text", claim, strategy, prompts_dir, q) for q in qs]
+        msgs = [compliance_messages(claim, "definition", strategy, prompts_dir) if q == COMPLIES
+                else factuality_messages("text", claim, strategy, prompts_dir, q) for q in qs]
     return hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -244,15 +250,25 @@ def _account(j: Judged, c) -> None:
     j.model = j.model or c.model
 
 
-async def _scores(client, question: str, messages: list[list[dict[str, str]]],
+NOT_ASKED = (None, None, None)  # a question that does not apply to a claim (no definition to comply with)
+
+
+async def _scores(client, question: str, messages: list[list[dict[str, str]] | None],
                   claims: Sequence[Claim]) -> list[tuple[float | None, str | None, Any]]:
     """(score, error, completion) per claim for one question: a yes/no verdict's score, or for
-    ``extract`` the match of the value read off the text with the claim's."""
+    ``extract`` the match of the value read off the text with the claim's; ``NOT_ASKED`` where the
+    question has no messages for the claim."""
+    asked = [k for k, m in enumerate(messages) if m is not None]
+    out: list[tuple[float | None, str | None, Any]] = [NOT_ASKED] * len(messages)
     if question == EXTRACT:
-        done = await client.chat_many([{"messages": m, "max_tokens": EXTRACT_TOKENS} for m in messages])
-        return [(answer_match(c.text, claim.value) if c.ok else None, c.error, c) for c, claim in zip(done, claims)]
-    verdicts = await client.verdict_many([{"messages": m} for m in messages])
-    return [(v.score, v.error, v.completion) for v in verdicts]
+        done = await client.chat_many([{"messages": messages[k], "max_tokens": EXTRACT_TOKENS} for k in asked])
+        for k, c in zip(asked, done):
+            out[k] = (answer_match(c.text, claims[k].value) if c.ok else None, c.error, c)
+        return out
+    verdicts = await client.verdict_many([{"messages": messages[k]} for k in asked])
+    for k, v in zip(asked, verdicts):
+        out[k] = (v.score, v.error, v.completion)
+    return out
 
 
 async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim], *, strategy: str,
@@ -261,7 +277,8 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
     """One verdict per claim; chunks in order, and a claim some chunk already supports is not asked
     again (OR over chunks). Claims of one chunk go out together, question by question, so the
     engine serves each question's shared prefix from its cache. With several ``questions`` a
-    chunk's score is the mean of theirs; a question without an answer leaves the chunk unscored."""
+    chunk's score is the mean of those that apply to the claim (``complies`` does not to a
+    property schema.org leaves undefined); a question without an answer leaves the chunk unscored."""
     build = factuality_messages if layout == "shared_prefix" else paper_factuality_messages
     qs = check_questions(questions)
     out = [Judged(None, None) for _ in claims]
@@ -274,11 +291,11 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
                                  [claims[i] for i in pending]) for q in qs]
         for k, i in enumerate(pending):
             j = out[i]
-            got = [a[k] for a in answers]
+            got = [a[k] for a in answers if a[k] is not NOT_ASKED]
             for _, _, c in got:
                 _account(j, c)
-            if any(score is None for score, _, _ in got):
-                errors[i] += [err or "no verdict" for score, err, _ in got if score is None]
+            if not got or any(score is None for score, _, _ in got):
+                errors[i] += [err or "no verdict" for score, err, _ in got if score is None] or ["no question applies"]
                 continue
             score = sum(score for score, _, _ in got) / len(got)
             j.score = score if j.score is None else max(j.score, score)
