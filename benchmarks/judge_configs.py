@@ -83,6 +83,7 @@ from udfs.agents import prompts as PR  # noqa: E402
 from udfs.agents import verdicts as V  # noqa: E402
 from udfs.bench import metrics as bm  # noqa: E402
 from udfs.bench.groundtruth import TASKS, rank_key, stratified_subset  # noqa: E402
+from udfs.scores import calibration as cal  # noqa: E402
 
 MODEL_CONFIGS = ("direct", "paper", "defined", "guided", "fewshot", "says", "claim", "direct-small", "extract",
                  "complies")
@@ -112,8 +113,9 @@ SWAP = {"on": False}  # --swap: the two halves trade places (two-fold cross-vali
 
 
 def split_of(item: dict, seed: int, fit_fraction: float) -> str:
+    """``calibrate``'s split (``udfs.scores.calibration.split_of``), the halves traded by ``--swap``."""
     group = item.get("text_example_id") or item.get("example_id") or item["item_id"]
-    first = int(rank_key(seed, "split", group)[:8], 16) / 16 ** 8 < fit_fraction
+    first = cal.split_of(str(group), seed, fit_fraction) == "fit"
     return "fit" if first != SWAP["on"] else "test"
 
 
@@ -201,9 +203,7 @@ def combine(name: str, parts: dict[str, dict]) -> dict:
 def fitted_threshold(labels, scores) -> float:
     """The calibration's own fit (``udfs.scores.calibration.fit_threshold``: best F1 with the two
     classes weighted equally), so a configuration's figures here are what ``calibrate`` would give."""
-    from udfs.scores.calibration import fit_threshold
-
-    return fit_threshold(labels, scores)[0]
+    return cal.fit_threshold(labels, scores)[0]
 
 
 def agent_pool(task_items, agent: str, score_of, seed: int, fit_fraction: float) -> tuple[list, list]:

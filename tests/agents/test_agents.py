@@ -129,6 +129,7 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract"]) != plain
     assert cal.layout_key(["plain"]) == cal.SHARED_PREFIX
     assert cal.layout_key(["plain", "says", "extract"]) == "shared_prefix:plain+says+extract"
+    assert cal.layout_key(["plain", "says", "extract"], "compliance") == cal.SHARED_PREFIX  # one question
     # extract asks for the property without the claim's value, over the same fenced text
     text = example("#eg-0013").text
     m = agents.factuality_messages(text, agents.Claim("cookTime", "1 hour", "Recipe"), "direct", question="extract")

@@ -336,7 +336,6 @@ def calibrate(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, calib
         if r["score"] is not None or (r["agent"], r["item_id"]) not in scores:
             scores[(r["agent"], r["item_id"])] = r["score"]
     model = cal.model_key(list(cfg.models), cfg.judge)
-    layout = cal.layout_key(cfg.factuality_questions)
     entries = []
     for agent in dict.fromkeys(TASKS[t][0] for t in task_items):
         items: dict[str, cal.Item] = {}
@@ -347,7 +346,8 @@ def calibrate(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, calib
                 items[it["item_id"]] = cal.Item(it["group"], bool(it["label"]), scores.get((agent, it["item_id"])),
                                                 (*(prev.tasks if prev else ()), t))
         entries.append(cal.fit_entry(list(items.values()), model=model, agent=agent, strategy=cfg.strategy,
-                                     layout=layout, seed=seed, fit_fraction=fit_fraction,
+                                     layout=cal.layout_key(cfg.factuality_questions, agent),
+                                     seed=seed, fit_fraction=fit_fraction,
                                      ground_truth_sha256=gt.sha256, tasks=agent_tasks,
                                      prompts_sha256=prompt_fingerprint(agent, cfg.strategy, cfg.prompts_dir,
                                                                        cfg.factuality_questions)))

@@ -47,12 +47,14 @@ AGENTS = ("factuality", "compliance")
 SHARED_PREFIX = "shared_prefix"  # the layout of udfs.agents.verdicts.factuality_messages
 
 
-def layout_key(questions=("plain",), layout: str = SHARED_PREFIX) -> str:
-    """How an entry names the factuality prompts its scores came from: the layout alone for the
-    plain question, else the layout and the questions averaged ("shared_prefix:plain+says+extract"):
-    a mean of several scores is another scale, with a threshold of its own."""
-    qs = [q for q in questions] or ["plain"]
-    return layout if qs == ["plain"] else f"{layout}:{'+'.join(qs)}"
+def layout_key(questions=("plain",), agent: str = "factuality", layout: str = SHARED_PREFIX) -> str:
+    """How an entry names the prompts its scores came from: the layout alone for the plain
+    factuality question, else the layout and the questions averaged
+    ("shared_prefix:plain+says+extract": a mean of several scores is another scale, with a
+    threshold of its own). Compliance asks one question whatever factuality asks: its layout
+    alone, so one compliance entry serves every factuality configuration."""
+    qs = list(questions) or ["plain"]
+    return layout if agent != "factuality" or qs == ["plain"] else f"{layout}:{'+'.join(qs)}"
 
 
 def model_key(models: Sequence[str | None], judge: str | None = None) -> str:
@@ -274,7 +276,8 @@ class Applied:
 
 def resolve(path: str, models: Sequence[str | None], strategy: str, layout: str = SHARED_PREFIX,
             judge: str | None = None, prompts: dict[str, str] | None = None) -> Applied:
-    """The entries of ``path`` for these verdict models, strategy and layout (``path`` "": none).
+    """The entries of ``path`` for these verdict models, strategy and factuality layout
+    (``layout_key``; compliance entries by theirs, ``SHARED_PREFIX``) (``path`` "": none).
     A model left to the service (None) matches nothing: its id is not known here. ``prompts``:
     per agent the fingerprint of the prompts in use; an entry fitted on other prompts is not
     taken (said in the note)."""
@@ -291,7 +294,8 @@ def resolve(path: str, models: Sequence[str | None], strategy: str, layout: str 
     key = model_key(list(models), judge)
     stale = []
     for e in read(path)["entries"]:
-        if (e["model"], e["strategy"], e["layout"]) == (key, strategy, layout) and e["agent"] in AGENTS:
+        want_layout = layout if e["agent"] == "factuality" else SHARED_PREFIX
+        if (e["model"], e["strategy"], e["layout"]) == (key, strategy, want_layout) and e["agent"] in AGENTS:
             want = (prompts or {}).get(e["agent"])
             if want and e.get("prompts_sha256") and e["prompts_sha256"] != want:
                 stale.append(e["agent"])
