@@ -225,11 +225,6 @@ def run_local(units: list[dict[str, Any]], ctor: dict[str, Any], progress) -> li
     return out
 
 
-# How long a run waits for its pool of workers to start before Ray Data gives up (a cluster
-# without room for them): a worker's constructor loads a client and starts a model load in a thread.
-WAIT_FOR_WORKERS_S = 600
-
-
 def run_ray(units: list[dict[str, Any]], ctor: dict[str, Any], progress, *, workers: int,
             poll_s: float = 1.0) -> list[dict[str, Any]]:
     """The units on a pool of ``workers`` Ray actors (Ray Data, one unit per call, each actor one
@@ -240,9 +235,6 @@ def run_ray(units: list[dict[str, Any]], ctor: dict[str, Any], progress, *, work
     from udfs.runtime.progress import quiet_ray_data
 
     quiet_ray_data()
-    # Every worker is started before the units are dealt: otherwise the first actor up takes every
-    # unit of a small run while the second is still in its constructor (one writer instead of two).
-    ray.data.DataContext.get_current().wait_for_min_actors_s = WAIT_FOR_WORKERS_S
     tally = ray.remote(num_cpus=0)(Tally).remote()
     items = [{"unit": json.dumps(u)} for u in units]
     ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
