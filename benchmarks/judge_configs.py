@@ -86,7 +86,7 @@ from udfs.bench.groundtruth import TASKS, rank_key, stratified_subset  # noqa: E
 from udfs.scores import calibration as cal  # noqa: E402
 
 MODEL_CONFIGS = ("direct", "paper", "defined", "guided", "fewshot", "says", "claim", "direct-small", "extract",
-                 "complies")
+                 "complies", "where", "names", "fits", "property-of", "exemplified", "c-exemplified")
 # Configurations made of others' answers (no call of their own): their parts are asked as configs.
 COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "direct-small"),
           "mean-1.5b-0.5b": ("direct", "direct-small"),
@@ -94,12 +94,34 @@ COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "dir
           "phrasings+guided": ("direct", "says", "claim", "guided"), "direct+defined": ("direct", "defined"),
           "direct+extract": ("direct", "extract"), "phrasings+extract": ("direct", "says", "claim", "extract"),
           "direct+complies": ("direct", "complies"),
-          "phrasings+extract+complies": ("direct", "says", "claim", "extract", "complies")}
-# The configurations that ask compliance too (the others reword or place the factuality question).
-COMPLIANCE_CONFIGS = ("direct", "guided", "fewshot")
+          "phrasings+extract+complies": ("direct", "says", "claim", "extract", "complies"),
+          "direct+where": ("direct", "where"), "direct+names": ("direct", "names"),
+          "direct+complies+names": ("direct", "complies", "names"),
+          "phrasings+extract+complies+names": ("direct", "says", "claim", "extract", "complies", "names"),
+          "phrasings+where+extract+complies+names": ("direct", "says", "claim", "where", "extract", "complies",
+                                                     "names"),
+          "direct+fits": ("direct", "fits"), "direct+property-of": ("direct", "property-of"),
+          "direct+fits+property-of": ("direct", "fits", "property-of"),
+          "direct+exemplified": ("direct", "exemplified"), "direct+complies+exemplified": ("direct", "complies", "exemplified"),
+          "direct+c-exemplified": ("direct", "c-exemplified")}
+# The configurations that ask compliance too (the others reword or place the factuality question),
+# and those that ask compliance only.
+COMPLIANCE_ONLY = ("fits", "property-of", "c-exemplified")
+COMPLIANCE_CONFIGS = ("direct", "guided", "fewshot", *COMPLIANCE_ONLY)
+# Configurations answered in words: (most tokens, score of the answer against the item).
+GENERATED = {"extract": (V.EXTRACT_TOKENS, lambda answer, it: E.answer_match(answer, it["value"])),
+             "names": (V.NAMES_TOKENS, lambda answer, it: E.property_match(answer, it["property"], V._known_properties())),
+             "property-of": (V.NAMES_TOKENS,
+                             lambda answer, it: E.property_match(answer, it["property"], V._known_properties()))}
 # Configurations whose prompts begin with the same system prompt and page text: asked item by item
 # together, so the engine's prefix cache serves the text once for all of them.
-SHARED_PREFIX = ("direct", "says", "claim", "defined")
+SHARED_PREFIX = ("direct", "says", "claim", "defined", "where", "exemplified")
+
+
+def asks(config: str, agent: str) -> bool:
+    """Whether a model configuration (or every part of a combination) asks ``agent``'s items."""
+    return all((agent == "compliance" and p in COMPLIANCE_CONFIGS) or (agent == "factuality" and p not in COMPLIANCE_ONLY)
+               for p in COMBOS.get(config, (config,)))
 
 
 def load_items(folder: Path, limit: int, seed: int, tasks) -> dict[str, list[dict]]:
@@ -124,13 +146,16 @@ def messages(config: str, agent: str, it: dict) -> list[dict]:
     claim = V.Claim(it["property"], it["value"], it["entity_type"])
     if agent == "compliance":
         definition = it.get("definition") or PR.load_vocabulary().comments.get(it["property"], "")
-        return V.compliance_messages(claim, definition, strategy)
+        if config == "property-of":
+            return V.property_of_messages(claim)
+        question = {"fits": "fits", "c-exemplified": "exemplified"}.get(config, "plain")
+        return V.compliance_messages(claim, definition, strategy, question=question, text=it.get("text"))
     if config == "paper":
         return V.paper_factuality_messages(it["text"], claim, strategy)
-    if config in ("extract", "complies"):
+    if config in ("extract", "complies", "names"):
         return V.factuality_messages(it["text"], claim, "direct", None, config)
-    variant = config if config in ("defined", "says", "claim") else "plain"
-    question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant)
+    variant = config if config in ("defined", "says", "claim", "where", "exemplified") else "plain"
+    question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant, text=it["text"])
     return [{"role": "system", "content": PR.system_prompt("factuality", strategy, None)},
             {"role": "user", "content": f"{PR.fence(it['text'])}\n\n{question}"}]
 
@@ -152,13 +177,14 @@ async def ask(client, configs: list[str], todo: list[tuple[str, dict]], work: Pa
     try:
         for agent, it in todo:
             for config in configs:
-                if (agent, it["item_id"]) in done[config] or (agent == "compliance" and config not in COMPLIANCE_CONFIGS):
+                if (agent, it["item_id"]) in done[config] or not asks(config, agent):
                     continue
                 if time.monotonic() > deadline:
                     return asked
-                if config == "extract":
-                    c = await client.chat(messages(config, agent, it), max_tokens=V.EXTRACT_TOKENS)
-                    score, extra = (E.answer_match(c.text, it["value"]) if c.ok else None), {"answer": c.text}
+                if config in GENERATED:
+                    max_tokens, score_of = GENERATED[config]
+                    c = await client.chat(messages(config, agent, it), max_tokens=max_tokens)
+                    score, extra = (score_of(c.text, it) if c.ok else None), {"answer": c.text}
                 else:
                     v = await client.verdict(messages(config, agent, it))
                     c, score, extra = v.completion, v.score, {}
@@ -314,7 +340,7 @@ def main(argv=None) -> int:
                    key=lambda ai: (rank_key(args.seed, "order", ai[1]["text"] or ""), ai[0], ai[1]["item_id"]))
 
     def expected(config: str) -> set:
-        return {k for k in todo if not (k[0] == "compliance" and config not in COMPLIANCE_CONFIGS)}
+        return {k for k in todo if asks(config, k[0])}
 
     missing = [c for c in asked_configs if expected(c) - answered(work / f"{c}.jsonl")]
     if missing:
@@ -367,7 +393,7 @@ def main(argv=None) -> int:
     for config in shown:
         for t, items in task_items.items():
             agent = TASKS[t][0]
-            if agent == "compliance" and config not in COMPLIANCE_CONFIGS:
+            if not asks(config, agent):
                 continue
             a = [answers[config].get((agent, it["item_id"])) for it in items]
             score_of = (lambda it, agent=agent, config=config:
@@ -375,7 +401,7 @@ def main(argv=None) -> int:
             pool = agent_pool(task_items, agent, score_of, args.seed, args.fit_fraction)
             table.append(report_rows(config, t, items, [x["score"] if x else None for x in a], a,
                                      args.seed, args.fit_fraction, pool))
-        if config in args.configs and any(TASKS[t][0] == "factuality" for t in task_items):
+        if config in args.configs and asks(config, "factuality") and any(TASKS[t][0] == "factuality" for t in task_items):
             for row in combined(task_items, answers[config], args.seed, args.fit_fraction, config):
                 if "weights" in row:
                     weights.update(row["weights"])

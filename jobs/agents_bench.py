@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from udfs.agents.prompts import FACTUALITY_ASKS, STRATEGIES  # noqa: E402
+from udfs.agents.prompts import COMPLIANCE_ASKS, FACTUALITY_ASKS, STRATEGIES  # noqa: E402
 from udfs.bench.groundtruth import TASKS  # noqa: E402
 from udfs.runtime.io import Folder, local_state_dir  # noqa: E402
 from udfs.runtime.job import Job  # noqa: E402
@@ -73,6 +73,8 @@ class AgentsBenchJob(Job):
         g.add_argument("--strategy", choices=STRATEGIES, help="verdict strategy")
         g.add_argument("--factuality-questions", nargs="+", choices=FACTUALITY_ASKS, metavar="Q",
                        help=f"factuality questions averaged per claim: {', '.join(FACTUALITY_ASKS)}")
+        g.add_argument("--compliance-questions", nargs="+", choices=COMPLIANCE_ASKS, metavar="Q",
+                       help=f"compliance questions averaged per claim: {', '.join(COMPLIANCE_ASKS)}")
         g.add_argument("--factuality-threshold", type=float, help="a claim is factual at this score or above")
         g.add_argument("--compliance-threshold", type=float, help="a claim is compliant at this score or above")
         g.add_argument("--batch-size", type=int, help="items judged per results part")
@@ -137,7 +139,8 @@ class AgentsBenchJob(Job):
         a = self.args
         return VerdictConfig(models or a.verdict_models or ["default"], a.strategy, a.factuality_threshold,
                              a.compliance_threshold, a.judge_model,
-                             factuality_questions=list(a.factuality_questions))
+                             factuality_questions=list(a.factuality_questions),
+                             compliance_questions=list(a.compliance_questions))
 
     def _run(self):
         from udfs.bench import commands

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from udfs.agents.prompts import FACTUALITY_ASKS, STRATEGIES  # noqa: E402
+from udfs.agents.prompts import COMPLIANCE_ASKS, FACTUALITY_ASKS, STRATEGIES  # noqa: E402
 from udfs.runtime.job import Job  # noqa: E402
 from udfs.runtime.paths import project_file  # noqa: E402
 from udfs.runtime.progress import Progress  # noqa: E402
@@ -55,7 +55,11 @@ class EvaluateJob(Job):
                        help="FactCheck verdict strategy")
         p.add_argument("--factuality-questions", nargs="+", choices=FACTUALITY_ASKS, metavar="Q",
                        help="factuality questions asked of every claim, their scores averaged: "
-                       f"{', '.join(FACTUALITY_ASKS)} (extract: the value read off the text)")
+                       f"{', '.join(FACTUALITY_ASKS)} (extract: the value read off the text; names: the "
+                       "property the text gives the value as)")
+        p.add_argument("--compliance-questions", nargs="+", choices=COMPLIANCE_ASKS, metavar="Q",
+                       help="compliance questions asked of every claim, their scores averaged: "
+                       f"{', '.join(COMPLIANCE_ASKS)} (property-of: the property the value belongs to)")
         p.add_argument("--factuality-threshold", type=float, help="a claim is factual at this score or above")
         p.add_argument("--compliance-threshold", type=float, help="a claim is compliant at this score or above")
         p.add_argument("--verdict-models", nargs="*",
@@ -105,6 +109,7 @@ class EvaluateJob(Job):
                           scores=self.config.scores, models=list(models), sources=[HUMAN, *models],
                           judge_model=a.judge_model, correction=a.correct, calibration=project_file(a.calibration),
                           factuality_questions=list(a.factuality_questions),
+                          compliance_questions=list(a.compliance_questions),
                           # the verdict model is the service's first when none is named: the default generator
                           served_model=models[0] if models and a.generation and not a.generators else None)
 

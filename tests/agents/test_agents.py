@@ -129,7 +129,14 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract"]) != plain
     assert cal.layout_key(["plain"]) == cal.SHARED_PREFIX
     assert cal.layout_key(["plain", "says", "extract"]) == "shared_prefix:plain+says+extract"
-    assert cal.layout_key(["plain", "says", "extract"], "compliance") == cal.SHARED_PREFIX  # one question
+    # each agent's key names its own questions: compliance's plain question keeps the bare layout
+    assert cal.layout_key(["plain"], "compliance") == cal.SHARED_PREFIX
+    assert cal.layout_key(["plain", "property-of"], "compliance") == "shared_prefix:plain+property-of"
+    with pytest.raises(ValueError, match="property-of"):
+        agents.check_questions(["plain", "says"], "compliance")
+    plain_c = agents.prompt_fingerprint("compliance", "direct")
+    assert agents.prompt_fingerprint("compliance", "direct", questions=["plain"]) == plain_c
+    assert agents.prompt_fingerprint("compliance", "direct", questions=["plain", "property-of"]) != plain_c
     # extract asks for the property without the claim's value, over the same fenced text
     text = example("#eg-0013").text
     m = agents.factuality_messages(text, agents.Claim("cookTime", "1 hour", "Recipe"), "direct", question="extract")
@@ -144,6 +151,14 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
         agents.compliance_messages(claim, definition, "direct")
     assert agents.factuality_messages(text, agents.Claim("http://example.org/x", "1", "Recipe"), "direct",
                                       question="complies") is None
+    # names shows the value and the type over the same fenced text, never the claim's property
+    m = agents.factuality_messages(text, claim, "direct", question="names")
+    question = m[1]["content"].rsplit("\n\n", 1)[1]
+    assert "1 hour" in question and "Recipe" in question and "cookTime" not in question
+    assert text in m[1]["content"] and "VALUE>>>" in question
+    # property-of asks the same without any text; neither shows the property's definition
+    m = agents.compliance_messages(claim, definition, "direct", question="property-of")
+    assert "1 hour" in m[1]["content"] and "cookTime" not in str(m) and definition not in str(m)
 
 
 def test_undefined_property_is_kept_and_marked_without_a_call():

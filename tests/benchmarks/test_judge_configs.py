@@ -65,10 +65,18 @@ def test_fewshot_adds_solved_examples_to_the_guided_system_prompt():
 
 def test_compliance_is_asked_under_each_strategy_and_only_by_those():
     item = {**ITEM, "text": None, "definition": "The name of the item."}
-    asked = {c: J.messages(c, "compliance", item) for c in J.COMPLIANCE_CONFIGS}
+    strategies = [c for c in J.COMPLIANCE_CONFIGS if c not in J.COMPLIANCE_ONLY]
+    asked = {c: J.messages(c, "compliance", item) for c in strategies}
     assert len({m[0]["content"] for m in asked.values()}) == len(asked)  # each strategy's own system prompt
     assert all(m[-1]["content"] == asked["direct"][-1]["content"] for m in asked.values())
-    assert not set(J.COMPLIANCE_CONFIGS) & {"says", "claim", "defined", "paper", "direct-small"}
+    assert not set(J.COMPLIANCE_CONFIGS) & {"says", "claim", "defined", "paper", "direct-small", "names"}
+    # the compliance-only questions: fits rewords the question; property-of shows neither the
+    # property nor its definition; neither asks factuality, and a mean with direct asks compliance only
+    fits, named = J.messages("fits", "compliance", item), J.messages("property-of", "compliance", item)
+    assert fits[0] == asked["direct"][0] and "The name of the item." in fits[1]["content"]
+    assert "Blue Bottle" in named[1]["content"] and "The name of the item." not in str(named)
+    assert not J.asks("fits", "factuality") and not J.asks("direct+property-of", "factuality")
+    assert J.asks("direct+property-of", "compliance") and not J.asks("names", "compliance")
 
 
 def test_every_mean_of_prompts_names_asked_configurations():

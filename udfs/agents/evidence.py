@@ -175,3 +175,38 @@ def answer_match(answer: str | None, value: str) -> float:
         return 0.0
     p, r = common / len(got), common / len(want)
     return 2 * p * r / (p + r)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_SCHEMA_PREFIX = re.compile(r"https?://schema\.org/|schema:", re.I)
+
+
+def named_property(answer: str | None, known: frozenset[str] | set[str] = frozenset()) -> str | None:
+    """The property a model's answer names: its first identifier that is one of ``known`` (the
+    vocabulary's properties, when given), else its first identifier; a schema.org IRI or
+    ``schema:`` prefix is read as the local name. None for no answer or one that says there is none."""
+    text = _SCHEMA_PREFIX.sub("", answer or "")
+    if " ".join(words(text)) in NO_ANSWER:
+        return None
+    ids = _IDENTIFIER.findall(text)
+    if not ids:
+        return None
+    return next((i for i in ids if i in known), ids[0])
+
+
+def property_match(answer: str | None, prop: str, known: frozenset[str] | set[str] = frozenset()) -> float:
+    """How well the property a model named (``named_property`` of ``answer``) matches a claim's
+    property: 1 when it is the property (case ignored), else the F1 of their names' words
+    (``property_words``, words matching as ``_stem_match`` says: ``address`` against
+    ``streetAddress`` is 0.67, ``author`` against ``creator`` 0), 0 for no answer."""
+    named = named_property(answer, known)
+    if named is None:
+        return 0.0
+    if named.casefold() == (prop or "").casefold():
+        return 1.0
+    got, want = property_words(named), property_words(prop)
+    if not got or not want:
+        return 0.0
+    p = sum(any(_stem_match(g, w) for w in want) for g in got) / len(got)
+    r = sum(any(_stem_match(w, g) for g in got) for w in want) / len(want)
+    return 0.0 if not p or not r else 2 * p * r / (p + r)

@@ -170,14 +170,27 @@ def system_prompt(agent: str, strategy: str, prompts_dir: str | None) -> str:
 # what the property means), and two rewordings of the plain question whose scores
 # benchmarks/judge_configs.py averages with the plain one (self-consistency over phrasings).
 FACTUALITY_QUESTIONS = {"plain": "factuality_question", "defined": "factuality_question_defined",
-                        "says": "factuality_question_says", "claim": "factuality_question_claim"}
+                        "says": "factuality_question_says", "claim": "factuality_question_claim",
+                        "where": "factuality_question_where", "exemplified": "factuality_question_exemplified"}
 # A factuality score can also come from the model reading the property's value off the text without
 # being shown the claim's (``udfs.agents.verdicts.extract_messages``), or from the compliance
 # question about the claim (does the value fit the property's definition; no page text): a value
 # moved from another property is rarely the kind of value this one takes. What a configuration may ask.
 EXTRACT = "extract"
 COMPLIES = "complies"
-FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, COMPLIES)
+# Or from the model naming the property the text gives the claim's value as (the claim's property
+# not shown), matched against the claim's (``udfs.agents.evidence.property_match``): a value moved
+# from another property is named as that one.
+NAMES = "names"
+FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, COMPLIES, NAMES)
+# The compliance question's variants: the plain question, and one that asks whether the value is a
+# sensible value of the property rather than of another; and a compliance score can come from the
+# model naming the property of the entity type the value belongs to (neither the claim's property
+# nor its definition shown), matched against the claim's (``udfs.agents.evidence.property_match``).
+COMPLIANCE_QUESTIONS = {"plain": "compliance_question", "fits": "compliance_question_fits",
+                        "exemplified": "compliance_question_exemplified"}
+PROPERTY_OF = "property-of"
+COMPLIANCE_ASKS = (*COMPLIANCE_QUESTIONS, PROPERTY_OF)
 _DOC_LINK = re.compile(r"\[\[([^\]]+)\]\]|\[([^\]]+)\]\([^)]*\)|<[^>]+>")
 
 
@@ -195,14 +208,20 @@ def plain_definition(prop: str, vocab=None, max_chars: int = 300) -> str:
 
 
 def factuality_question(entity_type: str | None, prop: str, value: str, variant: str = "plain",
-                        prompts_dir: str | None = None, vocab=None) -> str:
+                        prompts_dir: str | None = None, vocab=None, text: str | None = None) -> str:
     """The factuality question of a variant of ``FACTUALITY_QUESTIONS`` about one claim (the
-    value without fence markers); an unknown variant is a ValueError naming the known ones."""
+    value without fence markers); an unknown variant is a ValueError naming the known ones.
+    ``exemplified`` shows values of the property from schema.org's examples, none from an example
+    whose text is ``text`` (``udfs.agents.exemplars``)."""
     if variant not in FACTUALITY_QUESTIONS:
         raise ValueError(f"unknown factuality question {variant!r}: one of {', '.join(FACTUALITY_QUESTIONS)}")
     fields = {"entity_type": entity_type or "entity", "property": prop, "value": unfence(value)}
     if variant == "defined":
         fields["definition"] = plain_definition(prop, vocab) or "(no schema.org definition)"
+    if variant == "exemplified":
+        from udfs.agents.exemplars import shown
+
+        fields["exemplars"] = shown(prop, value=unfence(value), text=text)
     return load_prompt(FACTUALITY_QUESTIONS[variant], prompts_dir).format(**fields)
 
 
@@ -212,6 +231,12 @@ def extract_question(entity_type: str | None, prop: str, prompts_dir: str | None
     return load_prompt("extract_question", prompts_dir).format(
         property=prop, entity_type=entity_type or "entity",
         definition=plain_definition(prop, vocab) or "(no schema.org definition)")
+
+
+def names_question(entity_type: str | None, value: str, prompts_dir: str | None = None) -> str:
+    """The question that asks which property of the entity the text gives a value as: the value
+    (fenced) and the entity type, never the claim's property."""
+    return load_prompt("names_question", prompts_dir).format(value=unfence(value), entity_type=entity_type or "entity")
 
 
 # ---- page text to prompt size ---------------------------------------------------------------

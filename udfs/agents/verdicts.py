@@ -35,9 +35,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from udfs.agents.evidence import answer_match
-from udfs.agents.prompts import (COMPLIES, EXTRACT, FACTUALITY_ASKS, STRATEGIES, extract_question, factuality_question,
-                                 fence, load_prompt, system_prompt, unfence)
+from udfs.agents.evidence import answer_match, property_match
+from udfs.agents.prompts import (COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES, EXTRACT, FACTUALITY_ASKS, NAMES,
+                                 PROPERTY_OF, STRATEGIES, extract_question,
+                                 factuality_question, fence, load_prompt, names_question, system_prompt, unfence)
 from udfs.schemaorg.markup import Literal, Markup, Ref
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
 
@@ -162,10 +163,23 @@ class Judged:
     model: str | None = None
 
 
-# The longest value ``extract`` reads off a text: values are mostly a few words, and every token
-# generated costs as much as a verdict's only one.
+# The longest value ``extract`` reads off a text, and the longest property name ``names`` gives:
+# values are mostly a few words, and every token generated costs as much as a verdict's only one.
 EXTRACT_TOKENS = 32
+NAMES_TOKENS = 12
 PLAIN = ("plain",)
+
+
+def _known_properties() -> frozenset[str]:
+    return frozenset(load_vocabulary().properties)
+
+
+# The questions answered in words rather than yes/no: (most tokens, score of the answer for a claim).
+GENERATED = {
+    EXTRACT: (EXTRACT_TOKENS, lambda answer, claim: answer_match(answer, claim.value)),
+    NAMES: (NAMES_TOKENS, lambda answer, claim: property_match(answer, claim.property, _known_properties())),
+    PROPERTY_OF: (NAMES_TOKENS, lambda answer, claim: property_match(answer, claim.property, _known_properties())),
+}
 
 
 def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
@@ -176,10 +190,12 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: st
     everything before the question is the same for every claim about this chunk (the shared prefix)."""
     if question == EXTRACT:
         return extract_messages(chunk, claim, prompts_dir)
+    if question == NAMES:
+        return names_messages(chunk, claim, prompts_dir)
     if question == COMPLIES:
         definition = load_vocabulary().comments.get(claim.property)
         return compliance_messages(claim, definition, strategy, prompts_dir) if definition else None
-    q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
+    q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir, text=chunk)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
             {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
 
@@ -188,7 +204,7 @@ def paper_factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_d
                               question: str = "plain") -> list[dict[str, str]] | None:
     """The same question in the paper's layout (the triple before the text): nothing after the
     instructions is shared between claims; kept for the prompt-token comparison."""
-    if question in (EXTRACT, COMPLIES):
+    if question in (EXTRACT, COMPLIES, NAMES):
         return factuality_messages(chunk, claim, strategy, prompts_dir, question)
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
@@ -204,26 +220,38 @@ def extract_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -
             {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
 
 
-def check_questions(questions: Sequence[str]) -> tuple[str, ...]:
-    """The factuality questions of a configuration, checked: empty means the plain question; an
-    unknown one or a repeat is a ValueError naming the known ones."""
+def names_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -> list[dict[str, str]]:
+    """Instructions, the fenced page text, then the claim's value with the question which property
+    of the entity the text gives it as: the claim's property is not in the prompt, so the answer
+    cannot echo it (a prefix of its own, as ``extract``'s)."""
+    q = names_question(claim.entity_type, claim.value, prompts_dir)
+    return [{"role": "system", "content": load_prompt("names_system", prompts_dir)},
+            {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
+
+
+def check_questions(questions: Sequence[str], agent: str = "factuality") -> tuple[str, ...]:
+    """The questions of a configuration for ``agent`` (``FACTUALITY_ASKS``, ``COMPLIANCE_ASKS``),
+    checked: empty means the plain question; an unknown one or a repeat is a ValueError naming the
+    known ones."""
+    known = FACTUALITY_ASKS if agent == "factuality" else COMPLIANCE_ASKS
     qs = tuple(questions) or PLAIN
-    bad = [q for q in qs if q not in FACTUALITY_ASKS]
+    bad = [q for q in qs if q not in known]
     if bad or len(set(qs)) != len(qs):
-        raise ValueError(f"factuality questions {list(qs)}: each once, any of {', '.join(FACTUALITY_ASKS)}")
+        raise ValueError(f"{agent} questions {list(qs)}: each once, any of {', '.join(known)}")
     return qs
 
 
 def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None,
                        questions: Sequence[str] = PLAIN) -> str:
     """A short sha256 of the messages an agent sends for a fixed probe claim with ``strategy``
-    (and, for factuality, each of ``questions``): it changes whenever the instructions, the
-    questions or their layout change, so a threshold calibrated on other prompts is not taken for
-    these (``udfs.scores.calibration.resolve``)."""
+    and each of the agent's ``questions``: it changes whenever the instructions, the questions or
+    their layout change, so a threshold calibrated on other prompts is not taken for these
+    (``udfs.scores.calibration.resolve``). One plain question keeps the fingerprint it always had."""
     claim = Claim("property", "value", "Thing")
-    qs = check_questions(questions)
+    qs = check_questions(questions, agent)
     if agent != "factuality":
-        msgs: Any = compliance_messages(claim, "definition", strategy, prompts_dir)
+        msgs: Any = (compliance_messages(claim, "definition", strategy, prompts_dir) if qs == PLAIN else
+                     [compliance_messages(claim, "definition", strategy, prompts_dir, q) for q in qs])
     elif qs == PLAIN:
         msgs = factuality_messages("text", claim, strategy, prompts_dir)
     else:
@@ -233,12 +261,30 @@ def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None
 
 
 def compliance_messages(claim: Claim, definition: str, strategy: str,
-                        prompts_dir: str | None = None) -> list[dict[str, str]]:
-    question = load_prompt("compliance_question", prompts_dir).format(
-        property=claim.property, definition=definition, entity_type=claim.entity_type or "entity",
-        value=unfence(claim.value))
+                        prompts_dir: str | None = None, question: str = "plain",
+                        text: str | None = None) -> list[dict[str, str]]:
+    """The compliance question (a variant of ``COMPLIANCE_QUESTIONS``, or ``PROPERTY_OF``:
+    :func:`property_of_messages`) about a claim against a property's definition; no page text."""
+    if question == PROPERTY_OF:
+        return property_of_messages(claim, prompts_dir)
+    fields = {"property": claim.property, "definition": definition, "entity_type": claim.entity_type or "entity",
+              "value": unfence(claim.value)}
+    if question == "exemplified":
+        from udfs.agents.exemplars import shown
+
+        fields["exemplars"] = shown(claim.property, value=fields["value"], text=text)
+    content = load_prompt(COMPLIANCE_QUESTIONS[question], prompts_dir).format(**fields)
     return [{"role": "system", "content": system_prompt("compliance", strategy, prompts_dir)},
-            {"role": "user", "content": question}]
+            {"role": "user", "content": content}]
+
+
+def property_of_messages(claim: Claim, prompts_dir: str | None = None) -> list[dict[str, str]]:
+    """Which property of the entity type the claim's value belongs to, asked without the claim's
+    property or any text (the answer is matched against the claim's, ``PROPERTY_OF``)."""
+    q = load_prompt("property_of_question", prompts_dir).format(
+        value=unfence(claim.value), entity_type=claim.entity_type or "entity")
+    return [{"role": "system", "content": load_prompt("property_of_system", prompts_dir)},
+            {"role": "user", "content": q}]
 
 
 def _account(j: Judged, c) -> None:
@@ -255,15 +301,16 @@ NOT_ASKED = (None, None, None)  # a question that does not apply to a claim (no 
 
 async def _scores(client, question: str, messages: list[list[dict[str, str]] | None],
                   claims: Sequence[Claim]) -> list[tuple[float | None, str | None, Any]]:
-    """(score, error, completion) per claim for one question: a yes/no verdict's score, or for
-    ``extract`` the match of the value read off the text with the claim's; ``NOT_ASKED`` where the
-    question has no messages for the claim."""
+    """(score, error, completion) per claim for one question: a yes/no verdict's score, or for a
+    question answered in words (``GENERATED``: ``extract``, ``names``) its answer's match with the
+    claim; ``NOT_ASKED`` where the question has no messages for the claim."""
     asked = [k for k, m in enumerate(messages) if m is not None]
     out: list[tuple[float | None, str | None, Any]] = [NOT_ASKED] * len(messages)
-    if question == EXTRACT:
-        done = await client.chat_many([{"messages": messages[k], "max_tokens": EXTRACT_TOKENS} for k in asked])
+    if question in GENERATED:
+        max_tokens, score_of = GENERATED[question]
+        done = await client.chat_many([{"messages": messages[k], "max_tokens": max_tokens} for k in asked])
         for k, c in zip(asked, done):
-            out[k] = (answer_match(c.text, claims[k].value) if c.ok else None, c.error, c)
+            out[k] = (score_of(c.text, claims[k]) if c.ok else None, c.error, c)
         return out
     verdicts = await client.verdict_many([{"messages": messages[k]} for k in asked])
     for k, v in zip(asked, verdicts):
@@ -307,27 +354,36 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
 
 
 async def judge_compliance(client, claims: Sequence[Claim], *, vocab=None, strategy: str,
-                           threshold: float, prompts_dir: str | None = None) -> list[Judged]:
-    """One verdict per claim against the property's definition; no definition: kept and marked."""
+                           threshold: float, prompts_dir: str | None = None,
+                           questions: Sequence[str] = PLAIN) -> list[Judged]:
+    """One verdict per claim against the property's definition, the mean of ``questions``' scores
+    (``COMPLIANCE_ASKS``); no definition: kept and marked, nothing asked. A question without an
+    answer leaves the claim unscored, with the error."""
     vocab = vocab or load_vocabulary()
+    qs = check_questions(questions, "compliance")
     out = [Judged(None, None) for _ in claims]
-    asked = []
+    asked: list[tuple[int, str]] = []
     for i, c in enumerate(claims):
         definition = vocab.comments.get(c.property)
         if not definition:
             out[i].passed = True
             out[i].note = f"no schema.org definition for {c.property}: kept unjudged"
         else:
-            asked.append((i, compliance_messages(c, definition, strategy, prompts_dir)))
-    verdicts = await client.verdict_many([{"messages": m} for _, m in asked]) if asked else []
-    for (i, _), v in zip(asked, verdicts):
+            asked.append((i, definition))
+    if not asked:
+        return out
+    answers = [await _scores(client, q, [compliance_messages(claims[i], d, strategy, prompts_dir, q) for i, d in asked],
+                             [claims[i] for i, _ in asked]) for q in qs]
+    for k, (i, _) in enumerate(asked):
         j = out[i]
-        _account(j, v.completion)
-        if v.score is None:
-            j.error = v.error or "no verdict"
-        else:
-            j.score = v.score
-            j.passed = v.score >= threshold
+        got = [a[k] for a in answers]
+        for _, _, c in got:
+            _account(j, c)
+        if any(score is None for score, _, _ in got):
+            j.error = "; ".join(sorted({err or "no verdict" for score, err, _ in got if score is None}))
+            continue
+        j.score = sum(score for score, _, _ in got) / len(got)
+        j.passed = j.score >= threshold
     return out
 
 
@@ -349,14 +405,14 @@ def voter_model_and_strategy(name: str | None, default: str) -> tuple[str | None
 def verdict_voter(agent: str, client, *, chunks: Sequence[str] = (), strategy: str,
                   threshold: float, prompts_dir: str | None = None, vocab=None,
                   questions: Sequence[str] = PLAIN) -> Voter:
-    """The verdict function of one voter: ``judge_factuality`` (against ``chunks``, asking
-    ``questions``) or ``judge_compliance`` with its client, strategy and threshold bound
-    (``vocab``: where compliance reads the definitions, default schema.org's)."""
+    """The verdict function of one voter: ``judge_factuality`` (against ``chunks``) or
+    ``judge_compliance``, asking the agent's ``questions``, with its client, strategy and threshold
+    bound (``vocab``: where compliance reads the definitions, default schema.org's)."""
     if agent == "factuality":
         return lambda claims: judge_factuality(client, list(chunks), claims, strategy=strategy,
                                                threshold=threshold, prompts_dir=prompts_dir, questions=questions)
     return lambda claims: judge_compliance(client, claims, vocab=vocab, strategy=strategy, threshold=threshold,
-                                           prompts_dir=prompts_dir)
+                                           prompts_dir=prompts_dir, questions=questions)
 
 
 async def vote(voter: Callable[[str | None], Voter], names: Sequence[str | None], claims: Sequence[Claim], *,

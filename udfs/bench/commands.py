@@ -346,11 +346,11 @@ def calibrate(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, calib
                 items[it["item_id"]] = cal.Item(it["group"], bool(it["label"]), scores.get((agent, it["item_id"])),
                                                 (*(prev.tasks if prev else ()), t))
         entries.append(cal.fit_entry(list(items.values()), model=model, agent=agent, strategy=cfg.strategy,
-                                     layout=cal.layout_key(cfg.factuality_questions, agent),
+                                     layout=cal.layout_key(cfg.questions(agent), agent),
                                      seed=seed, fit_fraction=fit_fraction,
                                      ground_truth_sha256=gt.sha256, tasks=agent_tasks,
                                      prompts_sha256=prompt_fingerprint(agent, cfg.strategy, cfg.prompts_dir,
-                                                                       cfg.factuality_questions)))
+                                                                       cfg.questions(agent))))
     path = project_file(calibration_file)
     cal.write(path, entries)
     out.write_text("calibration.json", json.dumps({"version": cal.VERSION, "entries": entries}, indent=1) + "\n")

@@ -84,11 +84,15 @@ class VerdictConfig:
     judge: str | None = None
     prompts_dir: str | None = None
     factuality_questions: list[str] = field(default_factory=lambda: ["plain"])  # averaged per claim
+    compliance_questions: list[str] = field(default_factory=lambda: ["plain"])  # likewise
     one_at_a_time: bool = True  # False: every claim of a batch at once (latency then includes queueing)
     clients: dict[str, Any] = field(default_factory=dict, repr=False)  # model id -> LLMClient
 
     def threshold(self, agent: str) -> float:
         return self.factuality_threshold if agent == "factuality" else self.compliance_threshold
+
+    def questions(self, agent: str) -> list[str]:
+        return self.factuality_questions if agent == "factuality" else self.compliance_questions
 
     @property
     def name(self) -> str:
@@ -98,6 +102,8 @@ class VerdictConfig:
             parts.append(f"judge-{self.judge}")
         if list(self.factuality_questions or ["plain"]) != ["plain"]:
             parts.append("q-" + "+".join(self.factuality_questions))
+        if list(self.compliance_questions or ["plain"]) != ["plain"]:
+            parts.append("cq-" + "+".join(self.compliance_questions))
         return "_".join(parts).replace("/", "-")
 
 
@@ -113,7 +119,7 @@ def _voter(cfg: VerdictConfig, agent: str, name: str, text: str | None, vocab=No
     model, strategy = agents.voter_model_and_strategy(name, cfg.strategy)
     return agents.verdict_voter(agent, cfg.clients[model], chunks=[text], strategy=strategy,
                                 threshold=cfg.threshold(agent), prompts_dir=cfg.prompts_dir, vocab=vocab,
-                                questions=cfg.factuality_questions)
+                                questions=cfg.questions(agent))
 
 
 async def _judge_group(cfg: VerdictConfig, agent: str, key: str | None, claims: list[agents.Claim]):

@@ -127,6 +127,8 @@ class EvalConfig:
     # The factuality questions asked of every claim, their scores averaged
     # (udfs.agents.verdicts.judge_factuality); a calibration entry must be for the same ones.
     factuality_questions: list[str] = field(default_factory=lambda: ["plain"])
+    # The compliance questions, likewise (udfs.agents.verdicts.judge_compliance).
+    compliance_questions: list[str] = field(default_factory=lambda: ["plain"])
 
     def __post_init__(self) -> None:
         bad = set(self.stages) - set(STAGES)
@@ -135,18 +137,24 @@ class EvalConfig:
         if self.strategy not in prompts.STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}")
         self.factuality_questions = list(agents.check_questions(self.factuality_questions))
+        self.compliance_questions = list(agents.check_questions(self.compliance_questions, "compliance"))
         if not self.calibration_applied:  # once: a copy of a resolved config keeps what it took
-            fingerprints = ({a: agents.prompt_fingerprint(a, self.strategy, questions=self.factuality_questions)
+            fingerprints = ({a: agents.prompt_fingerprint(a, self.strategy, questions=self.questions(a))
                              for a in calibration.AGENTS} if self.calibration else None)
-            applied = calibration.resolve(self.calibration, self.verdict_models or [self.served_model],
-                                          self.strategy, calibration.layout_key(self.factuality_questions),
-                                          judge=self.judge_model, prompts=fingerprints)
+            applied = calibration.resolve(
+                self.calibration, self.verdict_models or [self.served_model], self.strategy,
+                calibration.layout_key(self.factuality_questions), judge=self.judge_model, prompts=fingerprints,
+                compliance_layout=calibration.layout_key(self.compliance_questions, "compliance"))
             self.calibration_applied = {
                 **applied.record(), "maps": applied.maps,
                 "configured_thresholds": {"factuality": self.factuality_threshold,
                                           "compliance": self.compliance_threshold}}
             self.factuality_threshold = applied.thresholds.get("factuality", self.factuality_threshold)
             self.compliance_threshold = applied.thresholds.get("compliance", self.compliance_threshold)
+
+    def questions(self, agent: str) -> list[str]:
+        """The questions ``agent`` asks of every claim."""
+        return self.factuality_questions if agent == "factuality" else self.compliance_questions
 
 
 NOT_JUDGED = "not judged: over"
@@ -228,7 +236,7 @@ class PageEvaluator:
         model, strategy = agents.voter_model_and_strategy(name, self.cfg.strategy)
         threshold = self.cfg.factuality_threshold if agent == "factuality" else self.cfg.compliance_threshold
         return agents.verdict_voter(agent, self.client(model), chunks=chunks, strategy=strategy, threshold=threshold,
-                                    questions=self.cfg.factuality_questions)
+                                    questions=self.cfg.questions(agent))
 
     async def _judge(self, agent: str, claims: list, chunks: list[str]) -> list[agents.Judged]:
         return await agents.vote(lambda name: self._voter(agent, name, chunks), self.cfg.verdict_models or [None],

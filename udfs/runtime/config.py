@@ -129,6 +129,7 @@ class EvaluateConf:
     max_claims: int
     calibration: str
     factuality_questions: tuple[str, ...]
+    compliance_questions: tuple[str, ...]
     executor: str
     workers: int
     timeout_s: float
@@ -152,6 +153,7 @@ class AgentsBenchConf:
     verdict_models: tuple[str, ...]
     strategy: str
     factuality_questions: tuple[str, ...]
+    compliance_questions: tuple[str, ...]
     factuality_threshold: float
     compliance_threshold: float
     batch_size: int

@@ -48,13 +48,12 @@ SHARED_PREFIX = "shared_prefix"  # the layout of udfs.agents.verdicts.factuality
 
 
 def layout_key(questions=("plain",), agent: str = "factuality", layout: str = SHARED_PREFIX) -> str:
-    """How an entry names the prompts its scores came from: the layout alone for the plain
-    factuality question, else the layout and the questions averaged
-    ("shared_prefix:plain+says+extract": a mean of several scores is another scale, with a
-    threshold of its own). Compliance asks one question whatever factuality asks: its layout
-    alone, so one compliance entry serves every factuality configuration."""
+    """How an entry names the prompts its scores came from: the layout alone for an agent's plain
+    question, else the layout and the agent's questions averaged ("shared_prefix:plain+says+extract":
+    a mean of several scores is another scale, with a threshold of its own). Each agent's key names
+    its own questions, so one compliance entry serves every factuality configuration."""
     qs = list(questions) or ["plain"]
-    return layout if agent != "factuality" or qs == ["plain"] else f"{layout}:{'+'.join(qs)}"
+    return layout if qs == ["plain"] else f"{layout}:{'+'.join(qs)}"
 
 
 def model_key(models: Sequence[str | None], judge: str | None = None) -> str:
@@ -275,9 +274,10 @@ class Applied:
 
 
 def resolve(path: str, models: Sequence[str | None], strategy: str, layout: str = SHARED_PREFIX,
-            judge: str | None = None, prompts: dict[str, str] | None = None) -> Applied:
-    """The entries of ``path`` for these verdict models, strategy and factuality layout
-    (``layout_key``; compliance entries by theirs, ``SHARED_PREFIX``) (``path`` "": none).
+            judge: str | None = None, prompts: dict[str, str] | None = None,
+            compliance_layout: str = SHARED_PREFIX) -> Applied:
+    """The entries of ``path`` for these verdict models, strategy and layouts (``layout_key`` of
+    the factuality and of the compliance questions) (``path`` "": none).
     A model left to the service (None) matches nothing: its id is not known here. ``prompts``:
     per agent the fingerprint of the prompts in use; an entry fitted on other prompts is not
     taken (said in the note)."""
@@ -294,7 +294,7 @@ def resolve(path: str, models: Sequence[str | None], strategy: str, layout: str 
     key = model_key(list(models), judge)
     stale = []
     for e in read(path)["entries"]:
-        want_layout = layout if e["agent"] == "factuality" else SHARED_PREFIX
+        want_layout = layout if e["agent"] == "factuality" else compliance_layout
         if (e["model"], e["strategy"], e["layout"]) == (key, strategy, want_layout) and e["agent"] in AGENTS:
             want = (prompts or {}).get(e["agent"])
             if want and e.get("prompts_sha256") and e["prompts_sha256"] != want:
@@ -305,8 +305,9 @@ def resolve(path: str, models: Sequence[str | None], strategy: str, layout: str 
             if e.get("knots", {}).get("x"):
                 out.maps[e["agent"]] = e["knots"]
     matched = sorted(out.entries)
-    out.note = (f"calibrated ({', '.join(matched)}) for {key}, {strategy}, {layout}" if matched
-                else f"no entry for {key}, {strategy}, {layout}: the configured thresholds")
+    layouts = layout if compliance_layout == SHARED_PREFIX else f"{layout} / compliance {compliance_layout}"
+    out.note = (f"calibrated ({', '.join(matched)}) for {key}, {strategy}, {layouts}" if matched
+                else f"no entry for {key}, {strategy}, {layouts}: the configured thresholds")
     if matched and len(matched) < len(AGENTS):
         out.note += "; the configured threshold for " + ", ".join(a for a in AGENTS if a not in matched)
     if stale:
