@@ -415,6 +415,10 @@ def run_job(run: Run, pages: Path, engine_url: str, engine_pids: list[int], work
         cmd += ["--ray-address", ray_address]
     if "--max-in-flight" in flags:
         cmd += ["--max-in-flight", str(run.in_flight)]
+    # The harness is measured with one yes/no request per verdict (the stub answers them all), so
+    # its figures stay comparable whatever judge the evaluation's default asks for.
+    if "--factuality-questions" in flags:
+        cmd += ["--factuality-questions", "plain"]
     # (after ray.init here, os.environ holds Ray's token mode, which a joining job needs too)
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PYTHONUNBUFFERED"] = "1"

@@ -31,7 +31,18 @@ are kept; the request cache answers repeats):
   up to ``udfs.agents.verdicts.EXTRACT_TOKENS`` tokens); the score is the word F1 of its answer against the claim's
   value (``udfs.agents.evidence.answer_match``), factuality only;
 * ``complies``: the compliance question about a factuality item's claim (the property's schema.org
-  definition, no page text), factuality only.
+  definition, no page text), factuality only;
+* ``where``, ``exemplified``: the shared-prefix layout with the factuality question warning that a
+  page may state a value for another property (``conf/prompts/factuality_question_where.txt``), or
+  showing values of the property from schema.org's examples (``udfs.agents.exemplars``: never the
+  claim's value, never one from the example whose text is judged), factuality only;
+* ``names``: the model names the property the text gives the claim's value as (the property not
+  shown, ``conf/prompts/names_{system,question}.txt``); the score is its match with the claim's
+  property (``udfs.agents.evidence.property_match``), factuality only;
+* compliance only: ``fits`` (the compliance question reworded), ``c-exemplified`` (with values of
+  the property from schema.org's examples), ``ranged`` (with the property's expected types,
+  schema.org's ``rangeIncludes``) and ``property-of`` (the model names the entity type's property
+  the value belongs to, neither the property nor any text shown, matched as ``names``).
 
 Configurations made of those answers (no call of their own; asking for one asks its parts):
 
@@ -39,7 +50,11 @@ Configurations made of those answers (no call of their own; asking for one asks 
   ``phrasings+defined`` and ``phrasings+guided`` add a fourth prompt to the mean, and
   ``direct+defined`` is the mean of those two; ``direct+extract`` and ``phrasings+extract`` add
   ``extract``'s score to the mean of ``direct``'s or of the three phrasings'; ``direct+complies``
-  and ``phrasings+extract+complies`` add ``complies``;
+  and ``phrasings+extract+complies`` add ``complies``; ``direct+where``, ``direct+names``,
+  ``direct+exemplified``, ``direct+complies+names``, ``direct+complies+exemplified``,
+  ``phrasings+extract+complies+names`` and ``phrasings+where+extract+complies+names`` likewise;
+  ``direct+fits``, ``direct+ranged``, ``direct+c-exemplified``, ``direct+property-of`` and
+  ``direct+fits+property-of`` are means of compliance scores;
 * ``consensus``: ``udfs.agents.verdicts.consensus``'s rule with the 1.5B and the 0.5B voting at
   0.5 and the 1.5B judging a split vote (score 1 or 0 when they agree, the 1.5B's on a split);
 * ``mean-1.5b-0.5b``: the mean of the two models' scores.
@@ -86,7 +101,7 @@ from udfs.bench.groundtruth import TASKS, rank_key, stratified_subset  # noqa: E
 from udfs.scores import calibration as cal  # noqa: E402
 
 MODEL_CONFIGS = ("direct", "paper", "defined", "guided", "fewshot", "says", "claim", "direct-small", "extract",
-                 "complies", "where", "names", "fits", "property-of", "exemplified", "c-exemplified")
+                 "complies", "where", "names", "fits", "property-of", "exemplified", "c-exemplified", "ranged")
 # Configurations made of others' answers (no call of their own): their parts are asked as configs.
 COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "direct-small"),
           "mean-1.5b-0.5b": ("direct", "direct-small"),
@@ -103,10 +118,10 @@ COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "dir
           "direct+fits": ("direct", "fits"), "direct+property-of": ("direct", "property-of"),
           "direct+fits+property-of": ("direct", "fits", "property-of"),
           "direct+exemplified": ("direct", "exemplified"), "direct+complies+exemplified": ("direct", "complies", "exemplified"),
-          "direct+c-exemplified": ("direct", "c-exemplified")}
+          "direct+c-exemplified": ("direct", "c-exemplified"), "direct+ranged": ("direct", "ranged")}
 # The configurations that ask compliance too (the others reword or place the factuality question),
 # and those that ask compliance only.
-COMPLIANCE_ONLY = ("fits", "property-of", "c-exemplified")
+COMPLIANCE_ONLY = ("fits", "property-of", "c-exemplified", "ranged")
 COMPLIANCE_CONFIGS = ("direct", "guided", "fewshot", *COMPLIANCE_ONLY)
 # Configurations answered in words: (most tokens, score of the answer against the item).
 GENERATED = {"extract": (V.EXTRACT_TOKENS, lambda answer, it: E.answer_match(answer, it["value"])),
@@ -148,7 +163,7 @@ def messages(config: str, agent: str, it: dict) -> list[dict]:
         definition = it.get("definition") or PR.load_vocabulary().comments.get(it["property"], "")
         if config == "property-of":
             return V.property_of_messages(claim)
-        question = {"fits": "fits", "c-exemplified": "exemplified"}.get(config, "plain")
+        question = {"fits": "fits", "c-exemplified": "exemplified", "ranged": "ranged"}.get(config, "plain")
         return V.compliance_messages(claim, definition, strategy, question=question, text=it.get("text"))
     if config == "paper":
         return V.paper_factuality_messages(it["text"], claim, strategy)

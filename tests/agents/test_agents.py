@@ -159,6 +159,14 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     # property-of asks the same without any text; neither shows the property's definition
     m = agents.compliance_messages(claim, definition, "direct", question="property-of")
     assert "1 hour" in m[1]["content"] and "cookTime" not in str(m) and definition not in str(m)
+    # ranged is the plain compliance question with the property's expected types (schema.org's
+    # rangeIncludes) beside the definition
+    plain_q = agents.compliance_messages(claim, definition, "direct")[1]["content"]
+    ranged = agents.compliance_messages(claim, definition, "direct", question="ranged")[1]["content"]
+    assert "Expected type of its values: Duration" in ranged
+    assert ranged.replace("Expected type of its values: Duration\n", "") == plain_q
+    agent = agents.compliance_messages(agents.Claim("agent", "John", "ReadAction"), "x", "direct", question="ranged")
+    assert "Organization or Person" in agent[1]["content"]
 
 
 def test_undefined_property_is_kept_and_marked_without_a_call():
@@ -240,6 +248,28 @@ def test_several_factuality_questions_score_the_mean_of_their_scores(service, tm
     # the name the model reads off the text is the recipe's: it matches the true claim only
     assert alone["extract"][0].score > 0.5 and alone["extract"][1].score == 0.0
     assert mean[0].passed and not mean[1].passed
+
+
+@pytest.mark.model
+def test_several_compliance_questions_score_the_mean_and_name_the_property(service, tmp_path):
+    from udfs.llm.client import LLMClient
+
+    good = agents.Claim("recipeIngredient", "2 cups of flour", "Recipe")
+    bad = agents.Claim("telephone", "Eiffel Tower, Paris", "Hotel")
+    qs = ["plain", "ranged", "property-of"]
+    c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
+    try:
+        mean = c.run(agents.judge_compliance(c, [good, bad], strategy=EVAL.strategy, threshold=0.5, questions=qs))
+        alone = {q: c.run(agents.judge_compliance(c, [good, bad], strategy=EVAL.strategy, threshold=0.5,
+                                                  questions=[q])) for q in qs}
+    finally:
+        c.close()
+    for k in range(2):
+        assert mean[k].error is None and mean[k].requests == 3
+        assert mean[k].score == pytest.approx(sum(alone[q][k].score for q in qs) / 3)
+    # asked which property of a Hotel "Eiffel Tower, Paris" is, the model does not say telephone
+    assert alone["property-of"][1].score < 1.0
+    assert mean[0].score > mean[1].score
 
 
 @pytest.mark.model

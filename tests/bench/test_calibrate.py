@@ -110,7 +110,8 @@ def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path):
     calib = tmp_path / "conf/calibration.json"
     argv = ["calibrate", "--input", str(path), "--output", str(out), "--verdict-models", "m", "--limit", "0",
             "--seed", "3", "--fit-fraction", "0.5", "--calibration-file", str(calib),
-            "--factuality-threshold", "0.5", "--compliance-threshold", "0.5"]
+            "--factuality-threshold", "0.5", "--compliance-threshold", "0.5",
+            "--factuality-questions", "plain", "--compliance-questions", "plain"]  # the verdicts above
     assert AgentsBenchJob(argv).main() == 0
     doc = json.loads(calib.read_text())
     entries = {e["agent"]: e for e in doc["entries"]}

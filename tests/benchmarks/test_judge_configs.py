@@ -77,6 +77,15 @@ def test_compliance_is_asked_under_each_strategy_and_only_by_those():
     assert "Blue Bottle" in named[1]["content"] and "The name of the item." not in str(named)
     assert not J.asks("fits", "factuality") and not J.asks("direct+property-of", "factuality")
     assert J.asks("direct+property-of", "compliance") and not J.asks("names", "compliance")
+    assert "Expected type of its values: Text" in J.messages("ranged", "compliance", item)[1]["content"]
+    # names shows the value over the page text, never the property; where and exemplified share
+    # direct's prefix and change only its question
+    names = J.messages("names", "factuality", ITEM)[1]["content"]
+    assert "Blue Bottle" in names.rsplit("\n\n", 1)[1] and " name " not in names.rsplit("\n\n", 1)[1]
+    direct = J.messages("direct", "factuality", ITEM)
+    for c in ("where", "exemplified"):
+        m = J.messages(c, "factuality", ITEM)
+        assert m[0] == direct[0] and m[1]["content"].rsplit("\n\n", 1)[0] == direct[1]["content"].rsplit("\n\n", 1)[0]
 
 
 def test_every_mean_of_prompts_names_asked_configurations():

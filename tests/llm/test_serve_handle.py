@@ -174,7 +174,8 @@ def test_the_evaluate_job_asks_through_handles(stub_app, tmp_path):
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, str(ROOT / "jobs" / "evaluate.py"), "--input", str(pages), "--output",
                            str(out), "--base-url", "serve://stub/v1", "--ray-address", address, "--limit", "0",
-                           "--executor", "local"], capture_output=True, text=True, cwd=ROOT,
+                           # one yes/no request per verdict, none repeated: the stub's count is the job's
+                           "--executor", "local", "--factuality-questions", "plain"], capture_output=True, text=True, cwd=ROOT,
                           env={k: v for k, v in env.items() if k != "RAY_ADDRESS"}, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     answered = httpx.get(http[: -len("/v1")] + "/stats").json()["counts"].get("verdict", 0) - before

@@ -188,7 +188,7 @@ FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, COMPLIES, NAMES)
 # model naming the property of the entity type the value belongs to (neither the claim's property
 # nor its definition shown), matched against the claim's (``udfs.agents.evidence.property_match``).
 COMPLIANCE_QUESTIONS = {"plain": "compliance_question", "fits": "compliance_question_fits",
-                        "exemplified": "compliance_question_exemplified"}
+                        "exemplified": "compliance_question_exemplified", "ranged": "compliance_question_ranged"}
 PROPERTY_OF = "property-of"
 COMPLIANCE_ASKS = (*COMPLIANCE_QUESTIONS, PROPERTY_OF)
 _DOC_LINK = re.compile(r"\[\[([^\]]+)\]\]|\[([^\]]+)\]\([^)]*\)|<[^>]+>")

@@ -15,11 +15,13 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
   serves; ``prompt_tokens`` vs ``cached_prompt_tokens`` in the accounting shows what that saves.
   ``questions`` asks several (``udfs.agents.prompts.FACTUALITY_ASKS``: rewordings of the question,
   ``extract``, the property's value read off the text and matched against the claim's,
-  ``udfs.agents.evidence.answer_match``, and ``complies``, the compliance question about the
-  claim) and scores the mean of their scores: self-consistency over prompts, measured by
-  ``benchmarks/judge_configs.py``.
+  ``udfs.agents.evidence.answer_match``, ``names``, the property the text gives the value as,
+  matched against the claim's, ``udfs.agents.evidence.property_match``, and ``complies``, the
+  compliance question about the claim) and scores the mean of their scores: self-consistency
+  over prompts, measured by ``benchmarks/judge_configs.py``.
 * Compliance: one yes/no per property value against the property's ``rdfs:comment``; a property
-  without a definition is kept (``compliant`` True) and marked (``compliant_note``).
+  without a definition is kept (``compliant`` True) and marked (``compliant_note``). ``questions``
+  (``udfs.agents.prompts.COMPLIANCE_ASKS``) averages several, as factuality does.
 * Strategies (FactCheck, ``udfs.agents.prompts.STRATEGIES``): ``direct``, ``guided``, ``fewshot``.
 * Consensus: each voter (a model, or a model with a strategy) judges every item; the majority of
   the voters that answered decides, a tie goes to the judge; every vote is kept.
@@ -273,6 +275,8 @@ def compliance_messages(claim: Claim, definition: str, strategy: str,
         from udfs.agents.exemplars import shown
 
         fields["exemplars"] = shown(claim.property, value=fields["value"], text=text)
+    if question == "ranged":
+        fields["ranges"] = " or ".join(sorted(load_vocabulary().ranges.get(claim.property, ()))) or "(not given)"
     content = load_prompt(COMPLIANCE_QUESTIONS[question], prompts_dir).format(**fields)
     return [{"role": "system", "content": system_prompt("compliance", strategy, prompts_dir)},
             {"role": "user", "content": content}]
