@@ -72,11 +72,12 @@ def make_pages(folder: Path, rels: list[str]) -> Path:
 
 
 def evaluate_args(pages: Path, out: Path, limit: int, max_claims: int, *extra: str) -> list[str]:
-    """Human markup only, a bounded number of claims per agent: the model work per page stays
-    small on 2 cores while every stage still calls the model."""
+    """Human markup only, a bounded number of claims per agent, one question each (the plain
+    ones: one request per verdict, none asked twice, so the request cache's count is the job's):
+    the model work per page stays small on 2 cores while every stage still calls the model."""
     return ["--input", str(pages), "--output", str(out), "--limit", str(limit), "--order", "shortest",
             "--no-generation", "--max-claims", str(max_claims), "--context-window", "2048",
-            "--timeout-s", "600", *extra]
+            "--factuality-questions", "plain", "--compliance-questions", "plain", "--timeout-s", "600", *extra]
 
 
 def parts(folder: Path) -> list[dict]:
