@@ -167,10 +167,10 @@ def messages(config: str, agent: str, it: dict) -> list[dict]:
         return V.compliance_messages(claim, definition, strategy, question=question, text=it.get("text"))
     if config == "paper":
         return V.paper_factuality_messages(it["text"], claim, strategy)
-    if config in ("extract", "complies", "names"):
+    if config in ("extract", "complies", "names", "exemplified"):
         return V.factuality_messages(it["text"], claim, "direct", None, config)
-    variant = config if config in ("defined", "says", "claim", "where", "exemplified") else "plain"
-    question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant, text=it["text"])
+    variant = config if config in ("defined", "says", "claim", "where") else "plain"
+    question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant)
     return [{"role": "system", "content": PR.system_prompt("factuality", strategy, None)},
             {"role": "user", "content": f"{PR.fence(it['text'])}\n\n{question}"}]
 

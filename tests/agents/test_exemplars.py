@@ -38,5 +38,13 @@ def test_the_claims_value_and_the_judged_texts_values_are_left_out():
 
 def test_long_values_are_cut_and_the_prompt_shows_them_quoted():
     assert all(len(v) <= 63 for p in ("description", "text", "reviewBody") for v in exemplars(p, k=10))
-    q = prompts.factuality_question("Book", "isbn", "Universal Pictures", "exemplified")
-    assert "Values of isbn in schema.org's examples: \"" in q and "Universal Pictures" in q.splitlines()[0]
+    from udfs.agents import verdicts
+
+    claim = verdicts.Claim("isbn", "Universal Pictures", "Book")
+    q = verdicts.factuality_messages("Some text.", claim, "direct", question="exemplified")[1]["content"]
+    assert f"Values of isbn in schema.org's examples: {shown('isbn', value='Universal Pictures')}" in q
+    assert "Fact: the Book has isbn = Universal Pictures" in q
+    # judged against an example's own text, that example's values are not among them
+    ex = next(e for e in prompts.load_examples() if _values_in(e, "isbn"))
+    q = verdicts.factuality_messages(ex.text, claim, "direct", question="exemplified")[1]["content"]
+    assert not any(v in q.rsplit("\n\n", 1)[1] for v in _values_in(ex, "isbn"))

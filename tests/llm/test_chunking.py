@@ -91,3 +91,44 @@ def test_tokens_must_reproduce_the_text():
         chunk_tokens([b"abc"], "abd", 10)
     with pytest.raises(ValueError, match="overlap"):
         chunk_tokens([b"a"], "a", 10, overlap=1.0)
+
+
+class _Answers:
+    """An endpoint that answers /tokenize from a script: an httpx response or an exception per call."""
+
+    def __init__(self, script):
+        self.script, self.calls = list(script), 0
+
+    def post(self, url, json=None):
+        import httpx
+
+        self.calls += 1
+        step = self.script.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        status, body = step
+        return httpx.Response(status, json=body, request=httpx.Request("POST", url))
+
+
+def test_a_replica_restart_between_tokenize_calls_is_retried_and_a_refusal_is_not(monkeypatch):
+    """A Serve replica being replaced answers 503 (or nothing) until its successor is up: the
+    served tokenizer retries as the chat client does, so the page is not lost; a 400 is final."""
+    import httpx
+
+    from udfs.llm.chunking import ServedTokenizer
+
+    monkeypatch.setattr(ServedTokenizer, "BACKOFF_BASE_S", 0.001)
+    tok = ServedTokenizer("http://127.0.0.1:9/v1")
+    tok._kind = "served:llama.cpp"
+    pieces = {"tokens": [{"id": 1, "piece": "Schema"}, {"id": 2, "piece": ".org"}]}
+    down = (503, {"error": {"message": "model unavailable: ActorDiedError"}})
+    tok._http = _Answers([down, httpx.ConnectError("refused"), down, (200, pieces)])
+    assert tok.token_bytes("Schema.org") == [b"Schema", b".org"] and tok._http.calls == 4
+    tok._http = _Answers([(400, {"error": "bad request"}), (200, pieces)])
+    with pytest.raises(RuntimeError, match="HTTP 400"):
+        tok.token_bytes("Schema.org")
+    assert tok._http.calls == 1
+    tok._http = _Answers([down] * (ServedTokenizer.RETRIES + 1))
+    with pytest.raises(RuntimeError, match="HTTP 503"):
+        tok.token_bytes("Schema.org")
+    assert tok._http.calls == ServedTokenizer.RETRIES + 1

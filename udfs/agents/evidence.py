@@ -178,14 +178,17 @@ def answer_match(answer: str | None, value: str) -> float:
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-_SCHEMA_PREFIX = re.compile(r"https?://schema\.org/|schema:", re.I)
 
 
 def named_property(answer: str | None, known: frozenset[str] | set[str] = frozenset()) -> str | None:
     """The property a model's answer names: its first identifier that is one of ``known`` (the
     vocabulary's properties, when given), else its first identifier; a schema.org IRI or
     ``schema:`` prefix is read as the local name. None for no answer or one that says there is none."""
-    text = _SCHEMA_PREFIX.sub("", answer or "")
+    from udfs.schemaorg.namespace import SCHEMA_NS_RE
+
+    text = SCHEMA_NS_RE.sub("", (answer or "").strip().strip("`'\""))
+    if text[:7].casefold() == "schema:":
+        text = text[7:]
     if " ".join(words(text)) in NO_ANSWER:
         return None
     ids = _IDENTIFIER.findall(text)

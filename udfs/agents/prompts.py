@@ -208,20 +208,18 @@ def plain_definition(prop: str, vocab=None, max_chars: int = 300) -> str:
 
 
 def factuality_question(entity_type: str | None, prop: str, value: str, variant: str = "plain",
-                        prompts_dir: str | None = None, vocab=None, text: str | None = None) -> str:
+                        prompts_dir: str | None = None, vocab=None, exemplars: str = "(none)") -> str:
     """The factuality question of a variant of ``FACTUALITY_QUESTIONS`` about one claim (the
     value without fence markers); an unknown variant is a ValueError naming the known ones.
-    ``exemplified`` shows values of the property from schema.org's examples, none from an example
-    whose text is ``text`` (``udfs.agents.exemplars``)."""
+    ``exemplified`` shows ``exemplars``, values of the property from schema.org's examples as
+    ``udfs.agents.exemplars.shown`` gives them (``udfs.agents.verdicts.factuality_messages``)."""
     if variant not in FACTUALITY_QUESTIONS:
         raise ValueError(f"unknown factuality question {variant!r}: one of {', '.join(FACTUALITY_QUESTIONS)}")
     fields = {"entity_type": entity_type or "entity", "property": prop, "value": unfence(value)}
     if variant == "defined":
         fields["definition"] = plain_definition(prop, vocab) or "(no schema.org definition)"
     if variant == "exemplified":
-        from udfs.agents.exemplars import shown
-
-        fields["exemplars"] = shown(prop, value=unfence(value), text=text)
+        fields["exemplars"] = exemplars
     return load_prompt(FACTUALITY_QUESTIONS[variant], prompts_dir).format(**fields)
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from udfs.agents.evidence import answer_match, property_match
+from udfs.agents.exemplars import shown as shown_exemplars
 from udfs.agents.prompts import (COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES, EXTRACT, FACTUALITY_ASKS, NAMES,
                                  PROPERTY_OF, STRATEGIES, extract_question,
                                  factuality_question, fence, load_prompt, names_question, system_prompt, unfence)
@@ -197,7 +198,11 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: st
     if question == COMPLIES:
         definition = load_vocabulary().comments.get(claim.property)
         return compliance_messages(claim, definition, strategy, prompts_dir) if definition else None
-    q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir, text=chunk)
+    # exemplars never come from the example whose text is judged (the benchmark judges against them)
+    exemplars = shown_exemplars(claim.property, value=unfence(claim.value), text=chunk) \
+        if question == "exemplified" else "(none)"
+    q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir,
+                            exemplars=exemplars)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
             {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
 
@@ -272,9 +277,7 @@ def compliance_messages(claim: Claim, definition: str, strategy: str,
     fields = {"property": claim.property, "definition": definition, "entity_type": claim.entity_type or "entity",
               "value": unfence(claim.value)}
     if question == "exemplified":
-        from udfs.agents.exemplars import shown
-
-        fields["exemplars"] = shown(claim.property, value=fields["value"], text=text)
+        fields["exemplars"] = shown_exemplars(claim.property, value=fields["value"], text=text)
     if question == "ranged":
         fields["ranges"] = " or ".join(sorted(load_vocabulary().ranges.get(claim.property, ()))) or "(not given)"
     content = load_prompt(COMPLIANCE_QUESTIONS[question], prompts_dir).format(**fields)

@@ -249,11 +249,34 @@ class ServedTokenizer:
             return out
         return token_strs_to_bytes(self._post(self._vllm_body(text)).json()["token_strs"], text)
 
+    # A replica being replaced answers 503 (Ray Serve) or nothing until its successor is up, and an
+    # overloaded one 429: retried as the chat client retries them (exponential backoff with full
+    # jitter), so a page is not lost to a restart between its requests; any other 4xx is final.
+    RETRIES = 7
+    BACKOFF_BASE_S = 0.5
+    BACKOFF_MAX_S = 30.0
+
     def _post(self, body: dict):
-        resp = self._http.post(f"{self.root}/tokenize", json=body)
-        if resp.status_code != 200:
-            raise RuntimeError(f"{self.root}/tokenize answered HTTP {resp.status_code}: {resp.text[:300]}")
-        return resp
+        import random
+        import time
+
+        import httpx
+
+        failure = ""
+        for attempt in range(self.RETRIES + 1):
+            try:
+                resp = self._http.post(f"{self.root}/tokenize", json=body)
+            except (httpx.TransportError, httpx.TimeoutException) as exc:
+                failure = f"{type(exc).__name__}: {exc}"
+            else:
+                if resp.status_code == 200:
+                    return resp
+                failure = f"HTTP {resp.status_code}: {resp.text[:300]}"
+                if resp.status_code != 429 and resp.status_code < 500:
+                    break
+            if attempt < self.RETRIES:
+                time.sleep(random.uniform(0, min(self.BACKOFF_MAX_S, self.BACKOFF_BASE_S * 2 ** attempt)))
+        raise RuntimeError(f"{self.root}/tokenize answered {failure}")
 
     def count(self, text: str) -> int:
         return len(self.token_bytes(text))
