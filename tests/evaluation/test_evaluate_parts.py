@@ -365,21 +365,26 @@ def test_an_s3_output_root_holds_parts_and_markers_read_back_with_duckdb(stub, s
     assert rec["counters"]["already_scored"] == want["pages"] and rec["counters"]["evaluated"] == 0
 
 
-def test_the_ray_executor_with_two_workers_writes_the_rows_of_the_local_one(stub, tmp_path):
+def test_the_ray_executor_with_two_workers_writes_the_rows_of_the_local_one(tmp_path):
     """Ray Data actors (two workers, units of 2 pages) against the stub: the same rows as the
-    local executor, no page twice, parts from both workers, Ray's own progress display off."""
+    local executor, no page twice, parts from both workers, Ray's own progress display off.
+    The stub answers each request after a delay, so a unit lasts long enough for the second
+    worker to be up before the first has taken every unit (Ray Data deals units to the workers
+    that are ready: on a loaded machine an instant stub let the first take them all)."""
     from jobs.evaluate import EvaluateJob
 
     pages = tmp_path / "pages"
     want = replicated_pages(pages, copies=3)
     local, dist = tmp_path / "local", tmp_path / "dist"
-    assert EvaluateJob(argv(pages, local, stub.url, "--part-pages", "2")).main() == 0
-    ray_argv = argv(pages, dist, stub.url, "--part-pages", "2", "--workers", "2")
-    ray_argv[ray_argv.index("--executor") + 1] = "ray"
-    # Its own process, so its own local Ray: the suite's model service may hold this process's Ray,
-    # and a Ray started or shut down here would be that one.
-    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "evaluate.py"), *ray_argv], capture_output=True,
-                          text=True, timeout=600, env={**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "PYTHONPATH": str(ROOT)})
+    with stub_server(delay_s=0.05) as stub:
+        assert EvaluateJob(argv(pages, local, stub.url, "--part-pages", "2")).main() == 0
+        ray_argv = argv(pages, dist, stub.url, "--part-pages", "2", "--workers", "2")
+        ray_argv[ray_argv.index("--executor") + 1] = "ray"
+        # Its own process, so its own local Ray: the suite's model service may hold this process's
+        # Ray, and a Ray started or shut down here would be that one.
+        done = subprocess.run([sys.executable, str(ROOT / "jobs" / "evaluate.py"), *ray_argv], capture_output=True,
+                              text=True, timeout=600,
+                              env={**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr[-3000:]
     assert record(dist)["counters"]["evaluated"] == want["pages"]
     drop = {"latency_s", "verdict_latency_s", "wall_s", "generation_latency_s"}
