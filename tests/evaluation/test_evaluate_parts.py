@@ -368,7 +368,7 @@ def test_an_s3_output_root_holds_parts_and_markers_read_back_with_duckdb(stub, s
 def test_the_ray_executor_with_two_workers_writes_the_rows_of_the_local_one(tmp_path):
     """Ray Data actors (two workers, units of 2 pages) against the stub: the same rows as the
     local executor, no page twice, parts from both workers, Ray's own progress display off.
-    The stub answers each request after a delay, so a unit lasts long enough for the second
+    The stub answers each request after 1 s, so a unit lasts seconds, long enough for the second
     worker to be up before the first has taken every unit (Ray Data deals units to the workers
     that are ready: on a loaded machine an instant stub let the first take them all)."""
     from jobs.evaluate import EvaluateJob
@@ -376,7 +376,7 @@ def test_the_ray_executor_with_two_workers_writes_the_rows_of_the_local_one(tmp_
     pages = tmp_path / "pages"
     want = replicated_pages(pages, copies=3)
     local, dist = tmp_path / "local", tmp_path / "dist"
-    with stub_server(delay_s=0.05) as stub:
+    with stub_server(delay_s=1.0) as stub:
         assert EvaluateJob(argv(pages, local, stub.url, "--part-pages", "2")).main() == 0
         ray_argv = argv(pages, dist, stub.url, "--part-pages", "2", "--workers", "2")
         ray_argv[ray_argv.index("--executor") + 1] = "ray"
