@@ -123,11 +123,8 @@ COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "dir
 # and those that ask compliance only.
 COMPLIANCE_ONLY = ("fits", "property-of", "c-exemplified", "ranged")
 COMPLIANCE_CONFIGS = ("direct", "guided", "fewshot", *COMPLIANCE_ONLY)
-# Configurations answered in words: (most tokens, score of the answer against the item).
-GENERATED = {"extract": (V.EXTRACT_TOKENS, lambda answer, it: E.answer_match(answer, it["value"])),
-             "names": (V.NAMES_TOKENS, lambda answer, it: E.property_match(answer, it["property"], V._known_properties())),
-             "property-of": (V.NAMES_TOKENS,
-                             lambda answer, it: E.property_match(answer, it["property"], V._known_properties()))}
+# Configurations answered in words, scored as the agent scores them (``udfs.agents.verdicts.GENERATED``).
+GENERATED = ("extract", "names", "property-of")
 # Configurations whose prompts begin with the same system prompt and page text: asked item by item
 # together, so the engine's prefix cache serves the text once for all of them.
 SHARED_PREFIX = ("direct", "says", "claim", "defined", "where", "exemplified")
@@ -197,9 +194,10 @@ async def ask(client, configs: list[str], todo: list[tuple[str, dict]], work: Pa
                 if time.monotonic() > deadline:
                     return asked
                 if config in GENERATED:
-                    max_tokens, score_of = GENERATED[config]
+                    max_tokens, score_of = V.GENERATED[config]
                     c = await client.chat(messages(config, agent, it), max_tokens=max_tokens)
-                    score, extra = (score_of(c.text, it) if c.ok else None), {"answer": c.text}
+                    claim = V.Claim(it["property"], it["value"], it["entity_type"])
+                    score, extra = (score_of(c.text, claim) if c.ok else None), {"answer": c.text}
                 else:
                     v = await client.verdict(messages(config, agent, it))
                     c, score, extra = v.completion, v.score, {}
