@@ -31,7 +31,11 @@ are kept; the request cache answers repeats):
   up to ``udfs.agents.verdicts.EXTRACT_TOKENS`` tokens); the score is the word F1 of its answer against the claim's
   value (``udfs.agents.evidence.answer_match``), factuality only;
 * ``complies``: the compliance question about a factuality item's claim (the property's schema.org
-  definition, no page text), factuality only;
+  definition, no page text), factuality only; ``complies-ranged`` the same with the property's
+  expected types (the compliance question ``ranged``);
+* ``excerpt``: the ``claim`` question asked of the stretches of the page text around the value
+  only (``udfs.agents.evidence.excerpt``), factuality only; it does not apply to an item whose
+  text does not state the value (logged as ``not_asked``; a mean leaves it out, as the agent does);
 * ``where``, ``exemplified``: the shared-prefix layout with the factuality question warning that a
   page may state a value for another property (``conf/prompts/factuality_question_where.txt``), or
   showing values of the property from schema.org's examples (``udfs.agents.exemplars``: never the
@@ -55,6 +59,7 @@ Configurations made of those answers (no call of their own; asking for one asks 
   ``phrasings+extract+complies+names`` and ``phrasings+where+extract+complies+names`` likewise;
   ``direct+fits``, ``direct+ranged``, ``direct+c-exemplified``, ``direct+property-of`` and
   ``direct+fits+property-of`` are means of compliance scores;
+* any other ``+``-joined list of model configurations and ``phrasings`` (``parts_of``), a mean too;
 * ``consensus``: ``udfs.agents.verdicts.consensus``'s rule with the 1.5B and the 0.5B voting at
   0.5 and the 1.5B judging a split vote (score 1 or 0 when they agree, the 1.5B's on a split);
 * ``mean-1.5b-0.5b``: the mean of the two models' scores.
@@ -69,7 +74,9 @@ Combinations (no model call: the base configuration's scores and ``udfs.agents.e
 * ``<base>+stated``: a value the text states (normalised, whole words) scores at least 0.5;
 * ``<base>+logistic``: a logistic model over the score's logit and the evidence features, fitted
   on the fit split;
-* ``evidence only``: the same logistic model without the score.
+* ``evidence only``: the same logistic model without the score;
+* ``<combination>+stacked``: a logistic model over the logits of the combination's parts' scores
+  (a weighted mean rather than the plain one), fitted on the fit split.
 
 Reported per configuration and task on the test split: P/R/F1 at 0.5 and at the threshold fitted
 on the fit split (best F1, the classes weighted equally, over the agent's fit items of all its
@@ -101,7 +108,8 @@ from udfs.bench.groundtruth import TASKS, rank_key, stratified_subset  # noqa: E
 from udfs.scores import calibration as cal  # noqa: E402
 
 MODEL_CONFIGS = ("direct", "paper", "defined", "guided", "fewshot", "says", "claim", "direct-small", "extract",
-                 "complies", "where", "names", "fits", "property-of", "exemplified", "c-exemplified", "ranged")
+                 "complies", "complies-ranged", "excerpt", "where", "names", "fits", "property-of", "exemplified", "c-exemplified",
+                 "ranged")
 # Configurations made of others' answers (no call of their own): their parts are asked as configs.
 COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "direct-small"),
           "mean-1.5b-0.5b": ("direct", "direct-small"),
@@ -118,7 +126,30 @@ COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "dir
           "direct+fits": ("direct", "fits"), "direct+property-of": ("direct", "property-of"),
           "direct+fits+property-of": ("direct", "fits", "property-of"),
           "direct+exemplified": ("direct", "exemplified"), "direct+complies+exemplified": ("direct", "complies", "exemplified"),
-          "direct+c-exemplified": ("direct", "c-exemplified"), "direct+ranged": ("direct", "ranged")}
+          "direct+c-exemplified": ("direct", "c-exemplified"), "direct+ranged": ("direct", "ranged"),
+}
+
+
+def parts_of(config: str) -> tuple[str, ...]:
+    """The model configurations a configuration asks: a combination of ``COMBOS``, any other
+    ``+``-joined list of model configurations and ``phrasings`` (a mean of all their scores), or
+    the configuration itself. An unknown part is a ValueError (argparse shows it)."""
+    if config in COMBOS:
+        return COMBOS[config]
+    parts = tuple(dict.fromkeys(q for p in config.split("+") for q in COMBOS.get(p, (p,)) if p != "consensus"))
+    bad = [p for p in parts if p not in MODEL_CONFIGS]
+    if bad or not parts:
+        raise ValueError(f"{config}: {', '.join(bad) or 'nothing'} is not one of {', '.join(MODEL_CONFIGS)}")
+    return parts
+
+
+def config_name(config: str) -> str:
+    """``--configs``' check: the configuration, or argparse's error naming the unknown part."""
+    try:
+        parts_of(config)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return config
 # The configurations that ask compliance too (the others reword or place the factuality question),
 # and those that ask compliance only.
 COMPLIANCE_ONLY = ("fits", "property-of", "c-exemplified", "ranged")
@@ -133,7 +164,7 @@ SHARED_PREFIX = ("direct", "says", "claim", "defined", "where", "exemplified")
 def asks(config: str, agent: str) -> bool:
     """Whether a model configuration (or every part of a combination) asks ``agent``'s items."""
     return all((agent == "compliance" and p in COMPLIANCE_CONFIGS) or (agent == "factuality" and p not in COMPLIANCE_ONLY)
-               for p in COMBOS.get(config, (config,)))
+               for p in parts_of(config))
 
 
 def load_items(folder: Path, limit: int, seed: int, tasks) -> dict[str, list[dict]]:
@@ -164,7 +195,7 @@ def messages(config: str, agent: str, it: dict) -> list[dict]:
         return V.compliance_messages(claim, definition, strategy, question=question, text=it.get("text"))
     if config == "paper":
         return V.paper_factuality_messages(it["text"], claim, strategy)
-    if config in ("extract", "complies", "names", "exemplified"):
+    if config in ("extract", "complies", "complies-ranged", "excerpt", "names", "exemplified"):
         return V.factuality_messages(it["text"], claim, "direct", None, config)
     variant = config if config in ("defined", "says", "claim", "where") else "plain"
     question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant)
@@ -193,13 +224,21 @@ async def ask(client, configs: list[str], todo: list[tuple[str, dict]], work: Pa
                     continue
                 if time.monotonic() > deadline:
                     return asked
+                m = messages(config, agent, it)
+                if m is None:  # the question does not apply (excerpt: the text does not state the value)
+                    fhs[config].write(json.dumps({"agent": agent, "item_id": it["item_id"], "score": None,
+                                                  "not_asked": True, "error": None, "latency_s": 0.0,
+                                                  "from_cache": False, "prompt_tokens": 0,
+                                                  "cached_prompt_tokens": 0}) + "\n")
+                    done[config].add((agent, it["item_id"]))
+                    continue
                 if config in GENERATED:
                     max_tokens, score_of = V.GENERATED[config]
-                    c = await client.chat(messages(config, agent, it), max_tokens=max_tokens)
+                    c = await client.chat(m, max_tokens=max_tokens)
                     claim = V.Claim(it["property"], it["value"], it["entity_type"])
                     score, extra = (score_of(c.text, claim) if c.ok else None), {"answer": c.text}
                 else:
-                    v = await client.verdict(messages(config, agent, it))
+                    v = await client.verdict(m)
                     c, score, extra = v.completion, v.score, {}
                 fhs[config].write(json.dumps({
                     "agent": agent, "item_id": it["item_id"], "score": score, "error": c.error, **extra,
@@ -216,13 +255,15 @@ async def ask(client, configs: list[str], todo: list[tuple[str, dict]], work: Pa
 
 def combine(name: str, parts: dict[str, dict]) -> dict:
     """The answers of a configuration made of its parts' answers (``COMBOS``), per (agent, item):
-    every one but ``consensus`` averages the parts' scores; ``consensus`` is
+    every one but ``consensus`` averages the scores of the parts that apply to the item (as the
+    agent does); ``consensus`` is
     ``udfs.agents.verdicts.consensus`` with two voters at 0.5 and the first part (the 1.5B) as
     judge: 1 when both say yes, 0 when both say no, the judge's score on a split vote. Latency and
     prompt tokens are the parts' sums; an item lacks a score when a part does."""
     out = {}
     for key in set().union(*parts.values()):
         rows = [p.get(key) for p in parts.values()]
+        rows = [r for r in rows if not (r and r.get("not_asked"))] or rows  # the mean of those that apply
         scores = [r.get("score") if r else None for r in rows]
         if any(s is None for s in scores):
             score = None
@@ -261,6 +302,7 @@ def report_rows(name: str, task: str, items, scores, answers, seed: int, fit_fra
                 pool: tuple[list, list] | None = None) -> dict:
     """A configuration's figures on one task's test split; the threshold is fitted on ``pool``
     (the agent's fit items over its tasks), else on this task's fit items."""
+    answers = [a if a and not a.get("not_asked") else None for a in answers]
     split = [split_of(it, seed, fit_fraction) for it in items]
     labels = [bool(it["label"]) for it in items]
     fit = [i for i, s in enumerate(split) if s == "fit" and scores[i] is not None]
@@ -311,6 +353,38 @@ def combined(task_items, answers_of, seed: int, fit_fraction: float, base: str) 
     return out
 
 
+def stacked(task_items, parts: dict[str, dict], seed: int, fit_fraction: float, base: str) -> list[dict]:
+    """``<base>+stacked``: a logistic model over the logits of a combination's parts' scores
+    (``udfs.agents.evidence.fit_logistic``, the classes weighted equally by weighting each fit
+    item by the inverse of its class's count), fitted on the fit split of both factuality tasks'
+    items together, reported on the test split: what a weighted mean of the same answers could
+    reach beyond the plain mean."""
+    fact = {it["item_id"]: it for t in ("intrinsic", "extrinsic") for it in task_items.get(t, [])}
+
+    def x_of(i):
+        rows = [parts[p].get(("factuality", i)) or {} for p in parts]
+        got = [0.5 if r.get("not_asked") else r.get("score") for r in rows]  # a question that does not apply: logit 0
+        return None if any(s is None for s in got) else [E.logit(s) for s in got]
+
+    fit_ids = [i for i, it in fact.items() if split_of(it, seed, fit_fraction) == "fit" and x_of(i) is not None]
+    y = [bool(fact[i]["label"]) for i in fit_ids]
+    # equal class weights by repeating the smaller class's items (fit_logistic takes no weights)
+    pos, neg = [i for i, l in zip(fit_ids, y) if l], [i for i, l in zip(fit_ids, y) if not l]
+    k = max(1, round(len(neg) / max(1, len(pos))))
+    ids = neg + pos * k
+    model = E.fit_logistic([x_of(i) for i in ids], [bool(fact[i]["label"]) for i in ids], names=tuple(parts))
+    name = f"{base}+stacked"
+    out = []
+    for t in ("intrinsic", "extrinsic"):
+        items = task_items.get(t, [])
+        fn = lambda i: None if x_of(i) is None else model.predict(x_of(i))  # noqa: E731
+        pool = agent_pool(task_items, "factuality", lambda it: fn(it["item_id"]), seed, fit_fraction)
+        out.append(report_rows(name, t, items, [fn(it["item_id"]) for it in items], [None] * len(items),
+                               seed, fit_fraction, pool))
+    out.append({"weights": {name: {"bias": model.bias, **dict(zip(model.names, model.weights))}}})
+    return out
+
+
 def _f(v) -> str:
     return "–" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
@@ -325,7 +399,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--fit-fraction", type=float, default=0.5)
     ap.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
-    ap.add_argument("--configs", nargs="*", default=["direct", "defined"], choices=list(MODEL_CONFIGS) + list(COMBOS))
+    ap.add_argument("--configs", nargs="*", default=["direct", "defined"], type=config_name,
+                    help="model configurations, combinations of COMBOS, or any +-joined list of model "
+                    f"configurations and phrasings (a mean): {', '.join(MODEL_CONFIGS)}; {', '.join(COMBOS)}")
     ap.add_argument("--small-model", default="qwen2.5-coder-0.5b", help="the model of direct-small (the second "
                     "voter of consensus); serve it beside the first with conf/serving-consensus.toml")
     ap.add_argument("--work", default="out/judge_configs", help="answers per configuration (JSONL) and the request cache")
@@ -343,7 +419,7 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     task_items = load_items(Path(args.ground_truth), args.limit, args.seed, args.tasks)
     deadline = time.monotonic() + args.max_seconds if args.max_seconds else float("inf")
-    asked_configs = list(dict.fromkeys(p for c in args.configs for p in COMBOS.get(c, (c,))))
+    asked_configs = list(dict.fromkeys(p for c in args.configs for p in parts_of(c)))
     todo: dict[tuple[str, str], tuple[str, dict]] = {}
     for t, items in task_items.items():
         for it in items:
@@ -394,8 +470,8 @@ def main(argv=None) -> int:
         print(f"{c}: {len(have)} of {len(expected(c))} answered", file=sys.stderr)
         complete = complete and have == expected(c)
     for c in args.configs:
-        if c in COMBOS:
-            answers[c] = combine(c, {p: answers[p] for p in COMBOS[c]})
+        if c not in MODEL_CONFIGS:
+            answers[c] = combine(c, {p: answers[p] for p in parts_of(c)})
     if not complete and not args.partial:
         print("not every item is answered yet: rerun to resume (or --partial to report what is)", file=sys.stderr)
         return 3
@@ -420,6 +496,13 @@ def main(argv=None) -> int:
                     weights.update(row["weights"])
                 elif not (row["config"] == "evidence only" and config != args.configs[0]):
                     table.append(row)
+            if config not in MODEL_CONFIGS and config != "consensus":
+                for row in stacked(task_items, {p: answers[p] for p in parts_of(config)}, args.seed,
+                                   args.fit_fraction, config):
+                    if "weights" in row:
+                        weights.update(row["weights"])
+                    else:
+                        table.append(row)
     print(f"{args.limit} items per task, seed {args.seed}; test split = examples not in the fit split "
           f"(fit fraction {args.fit_fraction}{', halves swapped' if args.swap else ''}); P/R/F1 on the test split\n")
     print("| configuration | task | fit / test | P | R | F1 at 0.5 | fitted thr. | P | R | F1 at fitted | AUROC "

@@ -3,12 +3,14 @@ the triple level, the vote, and (marked ``model``) generation / factuality / com
 embedded model behind the Ray Serve app, started once for the module, on short real inputs."""
 import asyncio
 import json
+import shutil
 
 import pytest
 
 from udfs.agents import generation, prompts
 from udfs.agents import verdicts as agents
 from udfs.runtime.config import load_config
+from udfs.runtime.paths import PROMPTS_DIR
 from udfs.schemaorg.markup import Literal, parse_markup
 
 EVAL = load_config().evaluate  # the verdicts' strategy and thresholds of conf/pipeline.toml
@@ -117,7 +119,7 @@ def test_factuality_prompt_shares_the_page_prefix():
     assert "Answer: yes" in few and "Answer: no" in few
 
 
-def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_calibration_key():
+def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_calibration_key(tmp_path):
     from udfs.scores import calibration as cal
 
     assert agents.check_questions([]) == ("plain",)
@@ -151,6 +153,24 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
         agents.compliance_messages(claim, definition, "direct")
     assert agents.factuality_messages(text, agents.Claim("http://example.org/x", "1", "Recipe"), "direct",
                                       question="complies") is None
+    # complies-ranged is the compliance question that also shows the property's expected types
+    ranged = agents.factuality_messages(text, claim, "direct", question="complies-ranged")
+    assert ranged == agents.compliance_messages(claim, definition, "direct", question="ranged")
+    assert "Duration" in ranged[1]["content"] and text not in ranged[1]["content"]
+    assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "complies-ranged"]) != \
+        agents.prompt_fingerprint("factuality", "direct", questions=["plain", "complies"])
+    # excerpt asks about the stretch of the text around the value only; not at all without it
+    m = agents.factuality_messages(text, claim, "direct", question="excerpt")
+    assert "1 hour" in m[1]["content"] and len(m[1]["content"]) < len(text) + 300
+    assert agents.factuality_messages(text, agents.Claim("cookTime", "9 hours", "Recipe"), "direct",
+                                      question="excerpt") is None
+    with_excerpt = agents.prompt_fingerprint("factuality", "direct", questions=["plain", "excerpt"])
+    edited = tmp_path / "prompts"
+    shutil.copytree(PROMPTS_DIR, edited)
+    (edited / "factuality_question_excerpt.txt").write_text("Is {value} the {property} of the {entity_type}?")
+    assert with_excerpt != agents.prompt_fingerprint("factuality", "direct", questions=["plain", "claim"])
+    assert with_excerpt != agents.prompt_fingerprint("factuality", "direct", questions=["plain", "excerpt"],
+                                                     prompts_dir=str(edited))
     # names shows the value and the type over the same fenced text, never the claim's property
     m = agents.factuality_messages(text, claim, "direct", question="names")
     question = m[1]["content"].rsplit("\n\n", 1)[1]

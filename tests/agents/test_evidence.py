@@ -109,3 +109,20 @@ def test_property_match_reads_the_named_property_and_scores_its_words():
     assert E.property_match("author", "creator") == 0.0
     for none in ("none", "None.", "", None, "N/A", "  "):
         assert E.property_match(none, "name") == 0.0
+
+
+def test_excerpt_cuts_the_text_around_each_statement_of_the_value():
+    text = " ".join(f"w{i}" for i in range(40)) + "\nTranslator: Robert Martin Adams\n" + \
+        " ".join(f"v{i}" for i in range(40))
+    got = E.excerpt(text, "robert martin ADAMS", window=3)
+    # three tokens either side, cut from the text itself (its line break kept), marked as cut
+    assert got == "... w38 w39\nTranslator: Robert Martin Adams\nv0 v1 v2 ..."
+    # a described entity is found by its name; a value the text does not state has no excerpt
+    assert E.excerpt(text, "a Person named 'Robert Martin Adams'", window=3) == got
+    assert E.excerpt(text, "Martin Robert") is None and E.excerpt("", "x") is None and E.excerpt(text, "...") is None
+    # overlapping stretches merge; a short text comes whole, without cut marks
+    assert E.excerpt("a b c a b c", "a", window=1) == "a b c a b ..."
+    assert E.excerpt("Yield: 1 loaf", "1 loaf") == "Yield: 1 loaf"
+    # at most `most` occurrences, far apart ones joined by " ... "
+    far = " ".join(["x"] + [f"f{i}" for i in range(30)] + ["x"] + [f"g{i}" for i in range(30)] + ["x"])
+    assert E.excerpt(far, "x", window=1, most=2) == "x f0 ... f29 x g0 ..."

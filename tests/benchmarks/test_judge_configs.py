@@ -102,3 +102,50 @@ def test_extraction_asks_for_the_property_without_showing_the_value():
     assert "name" in question and "CafeOrCoffeeShop" in question and "Blue Bottle" not in question
     assert "Blue Bottle Coffee" in m[1]["content"]  # the page text is there to read it from
     assert "extract" not in J.COMPLIANCE_CONFIGS and J.COMBOS["direct+extract"] == ("direct", "extract")
+
+
+def test_any_plus_joined_configurations_are_a_mean_of_those_that_apply():
+    assert J.parts_of("phrasings+extract+excerpt") == ("direct", "says", "claim", "extract", "excerpt")
+    assert J.parts_of("direct+complies-ranged") == ("direct", "complies-ranged")
+    for bad in ("direct+bogus", "bogus"):
+        try:
+            J.parts_of(bad)
+        except ValueError as exc:
+            assert "bogus" in str(exc)
+        else:
+            raise AssertionError(f"{bad} accepted")
+    # excerpt does not apply where the text does not state the value: the mean of the others,
+    # as the agent scores it; a part that applies but has no answer still leaves no score
+    a, b = ("factuality", "i1"), ("factuality", "i2")
+    parts = {"direct": {a: {"score": 0.8}, b: {"score": 0.2}},
+             "excerpt": {a: {"score": None, "not_asked": True}, b: {"score": None}}}
+    out = J.combine("direct+excerpt", parts)
+    assert abs(out[a]["score"] - 0.8) < 1e-9 and out[b]["score"] is None
+    # the excerpt question shows the stretch of the text around the value, and none without it
+    m = J.messages("excerpt", "factuality", ITEM)
+    assert "Blue Bottle Coffee" in m[1]["content"] and "Blue Bottle is the name of this CafeOrCoffeeShop" in \
+        m[1]["content"]
+    assert J.messages("excerpt", "factuality", {**ITEM, "value": "Green Jar"}) is None
+
+
+def test_stacking_fits_weights_on_the_fit_split_that_separate_constructed_items():
+    """Two parts, the first informative and the second noise: the stacked model weighs the first
+    and ranks the test items perfectly, whatever the noise says."""
+    import random
+
+    rnd = random.Random(3)
+    items, parts = [], {"direct": {}, "says": {}}
+    for k in range(200):
+        label = k % 2 == 0
+        it = {"item_id": f"i{k}", "text_example_id": f"ex{k}", "label": label,
+              "kind": "positive" if label else ("intrinsic" if k % 4 == 1 else "extrinsic")}
+        items.append(it)
+        parts["direct"][("factuality", it["item_id"])] = {"score": (0.8 if label else 0.2) + rnd.uniform(-0.1, 0.1)}
+        parts["says"][("factuality", it["item_id"])] = {"score": rnd.uniform(0.05, 0.95)}
+    task_items = {"intrinsic": [i for i in items if i["kind"] != "extrinsic"],
+                  "extrinsic": [i for i in items if i["kind"] != "intrinsic"]}
+    rows = J.stacked(task_items, parts, 42, 0.5, "direct+says")
+    weights = rows[-1]["weights"]["direct+says+stacked"]
+    assert abs(weights["direct"]) > 3 * abs(weights["says"])
+    for r in rows[:-1]:
+        assert r["config"] == "direct+says+stacked" and r["auroc"] == 1.0 and r["f1_fit"] == 1.0

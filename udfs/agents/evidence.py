@@ -7,6 +7,9 @@ a verdict agent's score.
   against a stretch of the text (``fuzzy``, rapidfuzz's partial ratio in [0, 1]), and whether a
   word of the property's name occurs within ``window`` words before an occurrence of the value
   (``near``: "Translator: Robert Martin Adams" for ``translator``).
+* ``excerpt(text, value)``: the stretches of the text around the places it states the value,
+  for a question that shows the model only where the value is (what a small model reads best:
+  "Phone: 555-0199" says whose number it is).
 * ``answer_match(answer, value)``: the word F1 of a value the model read off the text (asked
   for the property's value without being shown the claim's) against the claim's value.
 * Combinations with the model's factuality score: ``floor`` (a stated value scores at least the
@@ -98,6 +101,36 @@ def evidence(text: str, value: str, prop: str | None = None, *, window: int = 6)
                 near = True
                 break
     return Evidence(bool(starts), overlap, fuzzy, near)
+
+
+_TOKEN = re.compile(r"\S+")
+
+
+def excerpt(text: str, value: str, *, window: int = 12, most: int = 3) -> str | None:
+    """The stretches of ``text`` around the places it states ``value`` (whole words after
+    normalisation, as ``evidence``'s ``stated``; a described entity by its name): ``window``
+    whitespace-separated tokens either side of each of the first ``most`` occurrences, overlapping
+    stretches merged, cut from the text itself (its line breaks kept) and joined by " ... ".
+    None where the text does not state the value: a question about the excerpt does not apply."""
+    v = words(surface(value))
+    if not v or not text:
+        return None
+    tokens = [m.span() for m in _TOKEN.finditer(text)]
+    flat: list[tuple[str, int]] = [(w, k) for k, (a, b) in enumerate(tokens) for w in words(text[a:b])]
+    starts = _find([w for w, _ in flat], v)[:most]
+    if not starts:
+        return None
+    spans: list[list[int]] = []
+    for s in starts:
+        lo, hi = max(0, flat[s][1] - window), min(len(tokens) - 1, flat[s + len(v) - 1][1] + window)
+        if spans and lo <= spans[-1][1] + 1:
+            spans[-1][1] = max(spans[-1][1], hi)
+        else:
+            spans.append([lo, hi])
+    parts = [text[tokens[lo][0]:tokens[hi][1]] for lo, hi in spans]
+    head = "... " if spans[0][0] > 0 else ""
+    tail = " ..." if spans[-1][1] < len(tokens) - 1 else ""
+    return head + " ... ".join(parts) + tail
 
 
 def logit(p: float, eps: float = 1e-4) -> float:

@@ -171,18 +171,25 @@ def system_prompt(agent: str, strategy: str, prompts_dir: str | None) -> str:
 # benchmarks/judge_configs.py averages with the plain one (self-consistency over phrasings).
 FACTUALITY_QUESTIONS = {"plain": "factuality_question", "defined": "factuality_question_defined",
                         "says": "factuality_question_says", "claim": "factuality_question_claim",
-                        "where": "factuality_question_where", "exemplified": "factuality_question_exemplified"}
+                        "where": "factuality_question_where", "exemplified": "factuality_question_exemplified",
+                        "excerpt": "factuality_question_excerpt"}
+# ``excerpt`` shows the model only the stretches of the text around the value
+# (``udfs.agents.evidence.excerpt``) and does not apply where the text does not state the value.
+EXCERPT = "excerpt"
 # A factuality score can also come from the model reading the property's value off the text without
 # being shown the claim's (``udfs.agents.verdicts.extract_messages``), or from the compliance
 # question about the claim (does the value fit the property's definition; no page text): a value
 # moved from another property is rarely the kind of value this one takes. What a configuration may ask.
 EXTRACT = "extract"
 COMPLIES = "complies"
+# The same with the property's expected types (the compliance question ``ranged``): a value moved
+# from a distant property is often of another type than this one takes (a date, a phone number).
+COMPLIES_RANGED = "complies-ranged"
 # Or from the model naming the property the text gives the claim's value as (the claim's property
 # not shown), matched against the claim's (``udfs.agents.evidence.property_match``): a value moved
 # from another property is named as that one.
 NAMES = "names"
-FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, COMPLIES, NAMES)
+FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, COMPLIES, COMPLIES_RANGED, NAMES)
 # The compliance question's variants: the plain question, and one that asks whether the value is a
 # sensible value of the property rather than of another; and a compliance score can come from the
 # model naming the property of the entity type the value belongs to (neither the claim's property

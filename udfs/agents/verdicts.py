@@ -16,9 +16,11 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
   ``questions`` asks several (``udfs.agents.prompts.FACTUALITY_ASKS``: rewordings of the question,
   ``extract``, the property's value read off the text and matched against the claim's,
   ``udfs.agents.evidence.answer_match``, ``names``, the property the text gives the value as,
-  matched against the claim's, ``udfs.agents.evidence.property_match``, and ``complies``, the
-  compliance question about the claim) and scores the mean of their scores: self-consistency
-  over prompts, measured by ``benchmarks/judge_configs.py``.
+  matched against the claim's, ``udfs.agents.evidence.property_match``, ``complies`` and
+  ``complies-ranged``, the compliance question about the claim (the second with the property's
+  expected types), and ``excerpt``, the question asked of the stretches of the text around the
+  value only, ``udfs.agents.evidence.excerpt``) and scores the mean of the scores of those that
+  apply to the claim: self-consistency over prompts, measured by ``benchmarks/judge_configs.py``.
 * Compliance: one yes/no per property value against the property's ``rdfs:comment``; a property
   without a definition is kept (``compliant`` True) and marked (``compliant_note``). ``questions``
   (``udfs.agents.prompts.COMPLIANCE_ASKS``) averages several, as factuality does.
@@ -37,9 +39,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from udfs.agents.evidence import answer_match, property_match
+from udfs.agents.evidence import answer_match, excerpt, property_match
 from udfs.agents.exemplars import shown as shown_exemplars
-from udfs.agents.prompts import (COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES, EXTRACT, FACTUALITY_ASKS, NAMES,
+from udfs.agents.prompts import (COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES, COMPLIES_RANGED, EXCERPT, EXTRACT, FACTUALITY_ASKS, NAMES,
                                  PROPERTY_OF, STRATEGIES, extract_question,
                                  factuality_question, fence, load_prompt, names_question, system_prompt, unfence)
 from udfs.schemaorg.markup import Literal, Markup, Ref
@@ -185,19 +187,31 @@ GENERATED = {
 }
 
 
+# Factuality questions that are compliance questions about the claim (no page text): the
+# compliance question each one asks.
+FACTUALITY_COMPLIANCE = {COMPLIES: "plain", COMPLIES_RANGED: "ranged"}
+
+
 def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
                         question: str = "plain") -> list[dict[str, str]] | None:
     """Instructions, then the fenced page text, then the question (a variant of
-    ``FACTUALITY_QUESTIONS``; ``extract``: :func:`extract_messages`; ``complies``: the compliance
-    question against schema.org's definition, no text, None for a property it does not define):
+    ``FACTUALITY_QUESTIONS``; ``extract``: :func:`extract_messages`; ``complies``, ``complies-ranged``:
+    the compliance question against schema.org's definition, no text, None for a property it does
+    not define; ``excerpt``: the chunk cut to the stretches around the value, None where it does
+    not state the value):
     everything before the question is the same for every claim about this chunk (the shared prefix)."""
     if question == EXTRACT:
         return extract_messages(chunk, claim, prompts_dir)
     if question == NAMES:
         return names_messages(chunk, claim, prompts_dir)
-    if question == COMPLIES:
+    if question in FACTUALITY_COMPLIANCE:
         definition = load_vocabulary().comments.get(claim.property)
-        return compliance_messages(claim, definition, strategy, prompts_dir) if definition else None
+        return compliance_messages(claim, definition, strategy, prompts_dir,
+                                   FACTUALITY_COMPLIANCE[question]) if definition else None
+    if question == EXCERPT:
+        chunk = excerpt(chunk, claim.value)
+        if chunk is None:
+            return None
     # exemplars never come from the example whose text is judged (the benchmark judges against them)
     exemplars = shown_exemplars(claim.property, value=unfence(claim.value), text=chunk) \
         if question == "exemplified" else "(none)"
@@ -211,7 +225,7 @@ def paper_factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_d
                               question: str = "plain") -> list[dict[str, str]] | None:
     """The same question in the paper's layout (the triple before the text): nothing after the
     instructions is shared between claims; kept for the prompt-token comparison."""
-    if question in (EXTRACT, COMPLIES, NAMES):
+    if question in (EXTRACT, NAMES, EXCERPT, *FACTUALITY_COMPLIANCE):
         return factuality_messages(chunk, claim, strategy, prompts_dir, question)
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
@@ -262,8 +276,11 @@ def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None
     elif qs == PLAIN:
         msgs = factuality_messages("text", claim, strategy, prompts_dir)
     else:
-        msgs = [compliance_messages(claim, "definition", strategy, prompts_dir) if q == COMPLIES
-                else factuality_messages("text", claim, strategy, prompts_dir, q) for q in qs]
+        # the probe text of excerpt states the probe value (any other asks nothing)
+        msgs = [compliance_messages(claim, "definition", strategy, prompts_dir, FACTUALITY_COMPLIANCE[q])
+                if q in FACTUALITY_COMPLIANCE
+                else factuality_messages("value" if q == EXCERPT else "text", claim, strategy, prompts_dir, q)
+                for q in qs]
     return hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -332,7 +349,7 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
     again (OR over chunks). Claims of one chunk go out together, question by question, so the
     engine serves each question's shared prefix from its cache. With several ``questions`` a
     chunk's score is the mean of those that apply to the claim (``complies`` does not to a
-    property schema.org leaves undefined); a question without an answer leaves the chunk unscored."""
+    property schema.org leaves undefined, ``excerpt`` not to a chunk that does not state the value); a question without an answer leaves the chunk unscored."""
     build = factuality_messages if layout == "shared_prefix" else paper_factuality_messages
     qs = check_questions(questions)
     out = [Judged(None, None) for _ in claims]
