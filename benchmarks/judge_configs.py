@@ -51,15 +51,9 @@ are kept; the request cache answers repeats):
 Configurations made of those answers (no call of their own; asking for one asks its parts):
 
 * ``phrasings``: the mean of ``direct``, ``says`` and ``claim`` (self-consistency over prompts);
-  ``phrasings+defined`` and ``phrasings+guided`` add a fourth prompt to the mean, and
-  ``direct+defined`` is the mean of those two; ``direct+extract`` and ``phrasings+extract`` add
-  ``extract``'s score to the mean of ``direct``'s or of the three phrasings'; ``direct+complies``
-  and ``phrasings+extract+complies`` add ``complies``; ``direct+where``, ``direct+names``,
-  ``direct+exemplified``, ``direct+complies+names``, ``direct+complies+exemplified``,
-  ``phrasings+extract+complies+names`` and ``phrasings+where+extract+complies+names`` likewise;
-  ``direct+fits``, ``direct+ranged``, ``direct+c-exemplified``, ``direct+property-of`` and
-  ``direct+fits+property-of`` are means of compliance scores;
-* any other ``+``-joined list of model configurations and ``phrasings`` (``parts_of``), a mean too;
+* any ``+``-joined list of model configurations and ``phrasings`` (``parts_of``): the mean of its
+  parts' scores, e.g. ``phrasings+extract+complies`` (``direct``, ``says``, ``claim``,
+  ``extract``, ``complies``) or, of compliance scores, ``direct+ranged``;
 * ``consensus``: ``udfs.agents.verdicts.consensus``'s rule with the 1.5B and the 0.5B voting at
   0.5 and the 1.5B judging a split vote (score 1 or 0 when they agree, the 1.5B's on a split);
 * ``mean-1.5b-0.5b``: the mean of the two models' scores.
@@ -92,6 +86,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import sys
 import time
@@ -108,35 +103,24 @@ from udfs.bench.groundtruth import TASKS, rank_key, stratified_subset  # noqa: E
 from udfs.scores import calibration as cal  # noqa: E402
 
 MODEL_CONFIGS = ("direct", "paper", "defined", "guided", "fewshot", "says", "claim", "direct-small", "extract",
-                 "complies", "complies-ranged", "excerpt", "where", "names", "fits", "property-of", "exemplified", "c-exemplified",
-                 "ranged")
+                 "complies", "complies-ranged", "excerpt", "where", "names", "fits", "property-of", "exemplified",
+                 "c-exemplified", "ranged")
 # Configurations made of others' answers (no call of their own): their parts are asked as configs.
 COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "direct-small"),
-          "mean-1.5b-0.5b": ("direct", "direct-small"),
-          "phrasings+defined": ("direct", "says", "claim", "defined"),
-          "phrasings+guided": ("direct", "says", "claim", "guided"), "direct+defined": ("direct", "defined"),
-          "direct+extract": ("direct", "extract"), "phrasings+extract": ("direct", "says", "claim", "extract"),
-          "direct+complies": ("direct", "complies"),
-          "phrasings+extract+complies": ("direct", "says", "claim", "extract", "complies"),
-          "direct+where": ("direct", "where"), "direct+names": ("direct", "names"),
-          "direct+complies+names": ("direct", "complies", "names"),
-          "phrasings+extract+complies+names": ("direct", "says", "claim", "extract", "complies", "names"),
-          "phrasings+where+extract+complies+names": ("direct", "says", "claim", "where", "extract", "complies",
-                                                     "names"),
-          "direct+fits": ("direct", "fits"), "direct+property-of": ("direct", "property-of"),
-          "direct+fits+property-of": ("direct", "fits", "property-of"),
-          "direct+exemplified": ("direct", "exemplified"), "direct+complies+exemplified": ("direct", "complies", "exemplified"),
-          "direct+c-exemplified": ("direct", "c-exemplified"), "direct+ranged": ("direct", "ranged"),
-}
+          "mean-1.5b-0.5b": ("direct", "direct-small")}
 
 
 def parts_of(config: str) -> tuple[str, ...]:
     """The model configurations a configuration asks: a combination of ``COMBOS``, any other
     ``+``-joined list of model configurations and ``phrasings`` (a mean of all their scores), or
-    the configuration itself. An unknown part is a ValueError (argparse shows it)."""
+    the configuration itself. An unknown part, or ``consensus`` (a vote) inside a mean, is a
+    ValueError (argparse shows it)."""
     if config in COMBOS:
         return COMBOS[config]
-    parts = tuple(dict.fromkeys(q for p in config.split("+") for q in COMBOS.get(p, (p,)) if p != "consensus"))
+    names = config.split("+")
+    if "consensus" in names:
+        raise ValueError(f"{config}: consensus is a vote, not a part of a mean")
+    parts = tuple(dict.fromkeys(q for p in names for q in COMBOS.get(p, (p,))))
     bad = [p for p in parts if p not in MODEL_CONFIGS]
     if bad or not parts:
         raise ValueError(f"{config}: {', '.join(bad) or 'nothing'} is not one of {', '.join(MODEL_CONFIGS)}")
@@ -150,6 +134,8 @@ def config_name(config: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return config
+
+
 # The configurations that ask compliance too (the others reword or place the factuality question),
 # and those that ask compliance only.
 COMPLIANCE_ONLY = ("fits", "property-of", "c-exemplified", "ranged")
@@ -355,16 +341,17 @@ def combined(task_items, answers_of, seed: int, fit_fraction: float, base: str) 
 
 def stacked(task_items, parts: dict[str, dict], seed: int, fit_fraction: float, base: str) -> list[dict]:
     """``<base>+stacked``: a logistic model over the logits of a combination's parts' scores
-    (``udfs.agents.evidence.fit_logistic``, the classes weighted equally by weighting each fit
-    item by the inverse of its class's count), fitted on the fit split of both factuality tasks'
+    (``udfs.agents.evidence.fit_logistic``, the classes weighted about equally by repeating each
+    true fit item as many times as there are false ones per true one), fitted on the fit split of both factuality tasks'
     items together, reported on the test split: what a weighted mean of the same answers could
     reach beyond the plain mean."""
     fact = {it["item_id"]: it for t in ("intrinsic", "extrinsic") for it in task_items.get(t, [])}
 
+    @functools.lru_cache(maxsize=None)
     def x_of(i):
         rows = [parts[p].get(("factuality", i)) or {} for p in parts]
         got = [0.5 if r.get("not_asked") else r.get("score") for r in rows]  # a question that does not apply: logit 0
-        return None if any(s is None for s in got) else [E.logit(s) for s in got]
+        return None if any(s is None for s in got) else tuple(E.logit(s) for s in got)
 
     fit_ids = [i for i, it in fact.items() if split_of(it, seed, fit_fraction) == "fit" and x_of(i) is not None]
     y = [bool(fact[i]["label"]) for i in fit_ids]

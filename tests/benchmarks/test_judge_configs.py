@@ -92,7 +92,7 @@ def test_every_mean_of_prompts_names_asked_configurations():
     for name, parts in J.COMBOS.items():
         assert set(parts) <= set(J.MODEL_CONFIGS), name
     a = ("factuality", "i1")
-    parts = {p: {a: {"score": s}} for p, s in zip(J.COMBOS["phrasings+defined"], (0.9, 0.5, 0.3, 0.1))}
+    parts = {p: {a: {"score": s}} for p, s in zip(J.parts_of("phrasings+defined"), (0.9, 0.5, 0.3, 0.1))}
     assert abs(J.combine("phrasings+defined", parts)[a]["score"] - 0.45) < 1e-9
 
 
@@ -101,17 +101,17 @@ def test_extraction_asks_for_the_property_without_showing_the_value():
     question = m[1]["content"].rsplit("\n\n", 1)[1]
     assert "name" in question and "CafeOrCoffeeShop" in question and "Blue Bottle" not in question
     assert "Blue Bottle Coffee" in m[1]["content"]  # the page text is there to read it from
-    assert "extract" not in J.COMPLIANCE_CONFIGS and J.COMBOS["direct+extract"] == ("direct", "extract")
+    assert "extract" not in J.COMPLIANCE_CONFIGS and J.parts_of("direct+extract") == ("direct", "extract")
 
 
 def test_any_plus_joined_configurations_are_a_mean_of_those_that_apply():
     assert J.parts_of("phrasings+extract+excerpt") == ("direct", "says", "claim", "extract", "excerpt")
     assert J.parts_of("direct+complies-ranged") == ("direct", "complies-ranged")
-    for bad in ("direct+bogus", "bogus"):
+    for bad in ("direct+bogus", "bogus", "direct+consensus"):
         try:
             J.parts_of(bad)
         except ValueError as exc:
-            assert "bogus" in str(exc)
+            assert "bogus" in str(exc) or "vote" in str(exc)
         else:
             raise AssertionError(f"{bad} accepted")
     # excerpt does not apply where the text does not state the value: the mean of the others,

@@ -41,8 +41,8 @@ from typing import Any, Callable, Sequence
 
 from udfs.agents.evidence import answer_match, excerpt, property_match
 from udfs.agents.exemplars import shown as shown_exemplars
-from udfs.agents.prompts import (COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES, COMPLIES_RANGED, EXCERPT, EXTRACT, FACTUALITY_ASKS, NAMES,
-                                 PROPERTY_OF, STRATEGIES, extract_question,
+from udfs.agents.prompts import (COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES, COMPLIES_RANGED, EXCERPT, EXTRACT,
+                                 FACTUALITY_ASKS, NAMES, PROPERTY_OF, STRATEGIES, extract_question,
                                  factuality_question, fence, load_prompt, names_question, system_prompt, unfence)
 from udfs.schemaorg.markup import Literal, Markup, Ref
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
