@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from udfs.agents.prompts import COMPLIANCE_ASKS, FACTUALITY_ASKS, STRATEGIES  # noqa: E402
-from udfs.bench.groundtruth import TASKS  # noqa: E402
+from udfs.bench.groundtruth import INTRINSIC_CHOICES, TASKS  # noqa: E402
 from udfs.runtime.io import Folder, local_state_dir  # noqa: E402
 from udfs.runtime.job import Job  # noqa: E402
 
@@ -60,6 +60,9 @@ class AgentsBenchJob(Job):
         g.add_argument("--seed", type=int, help="seed of every choice (negatives, subsets)")
         g.add_argument("--distant-max", type=float,
                        help="two properties are semantically distant below this embedding cosine")
+        g.add_argument("--intrinsic", choices=INTRINSIC_CHOICES,
+                       help="intrinsic negatives: a seeded choice among the distant properties' values (distant), "
+                       "or the authors' rule: the same kind of value, the furthest property name (paper)")
         g.add_argument("--max-value-chars", type=int, help="longer values are rejected")
         g.add_argument("--keep-unstated", action=argparse.BooleanOptionalAction, default=False,
                        help="positives also where the example text does not state the value verbatim")
@@ -126,6 +129,7 @@ class AgentsBenchJob(Job):
 
         a = self.args
         return commands.build(a.input, self.table_dir, self.rejects_dir, seed=a.seed, distant_max=a.distant_max,
+                              intrinsic=a.intrinsic,
                               max_value_chars=a.max_value_chars, require_stated=not a.keep_unstated,
                               scores=self.config.scores, timer=self.record.time)
 

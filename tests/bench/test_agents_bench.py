@@ -2,13 +2,14 @@
 confusion matrices computed by hand, Cohen's kappa with the paper's tie rule, and one small run
 of the embedded model through the Serve app (a handful of verdicts)."""
 import json
+import re
 
 import pyarrow.parquet as pq
 import pytest
 
 from udfs.bench import metrics as bm
 from udfs.agents.prompts import load_examples
-from udfs.bench.groundtruth import (build_ground_truth, embedding_distance, mentions, property_text,
+from udfs.bench.groundtruth import (build_ground_truth, embedding_distance, mentions, property_name, property_text,
                               stratified_subset)
 from udfs.runtime.config import load_config
 from udfs.schemaorg.markup import Literal, parse_markup
@@ -28,7 +29,8 @@ BENCH, SCORES = load_config().agents_bench, load_config().scores  # conf/pipelin
 def build_gt(examples, **kw):
     """build_ground_truth with [agents_bench]'s settings and [scores]' embeddings, ``kw`` replacing some."""
     vocab = load_vocabulary()
-    settings = dict(seed=BENCH.seed, distant_max=BENCH.distant_max, max_value_chars=BENCH.max_value_chars,
+    settings = dict(seed=BENCH.seed, distant_max=BENCH.distant_max, intrinsic=BENCH.intrinsic,
+                    max_value_chars=BENCH.max_value_chars,
                     distance=embedding_distance(vocab, SCORES))
     return build_ground_truth(examples, vocab, **{**settings, **kw})
 
@@ -55,13 +57,15 @@ def test_positives_are_the_triples_the_text_states(built):
     # differently in the markup ("+155501003344" for "555-0100-3344") and are left out.
     assert rows_of(built.factuality, "#eg-0382", "positive") == {
         ("name", "Cath's Cafe", "Restaurant"),
-        ("mainEntity", "a Restaurant named \"Cath's Cafe\"", "WebPage"),
+        ("mainEntity", "Cath's Cafe", "WebPage"),  # a node is claimed by its name, as the evaluation asks
     }
     assert rows_of(built.factuality, "#eg-0285", "positive") == {
         ("title", "Systems Research Engineer", "JobPosting"),
-        ("applicationContact", "a ContactPoint", "JobPosting"),  # stated through its email
         ("email", "info@example.com", "ContactPoint"),
     }
+    # the contact point has no name: no claim of its own (its email is), and the rejects say so
+    assert any(r["reason"].startswith("a node without a name") and r["source"] == "#eg-0285"
+               and "applicationContact" in r["raw"] for r in built.rejects)
     # "&amp;" in the example's pre-markup is the "&" of the name
     assert ("name", "Beachwalk Beachwear & Giftware", "LocalBusiness") in rows_of(built.factuality, "#eg-0015",
                                                                                   "positive")
@@ -77,7 +81,7 @@ def test_positives_are_the_triples_the_text_states(built):
     reasons = {r["reason"] for r in built.rejects}
     assert "value not stated in the example text" in reasons
     c = built.counters
-    assert c["triples_read"] == (c["factuality_positive"] + c["duplicates"] + c["rejected_not_schemaorg"]
+    assert c["triples_read"] == (c["factuality_positive"] + c["unnamed_nodes"] + c["duplicates"] + c["rejected_not_schemaorg"]
                                  + c["rejected_long_value"] + c["rejected_not_stated"])
 
 
@@ -112,6 +116,48 @@ def test_negatives_are_well_formed(built, handful):
            {(r["property"], r["value"]) for r in swapped if r["example_id"] == "#eg-0285"}
     for r in swapped:
         assert "Text" in vocab.ranges[r["property"]] and "Text" in vocab.ranges[r["source_property"]]
+
+
+def test_paper_intrinsic_negatives_take_the_furthest_name_of_the_same_kind(built, handful):
+    # The authors' rule, checked against a reference computed here: the candidates of a claim are
+    # the literal values of the example's other properties that its text states (the positives),
+    # of the same kind (both properties take Text, or both values numbers, or both strings);
+    # the one chosen is of the property whose name embeds furthest from the claim's.
+    vocab = load_vocabulary()
+    paper = build_gt(handful, seed=7, intrinsic="paper", name_distance=embedding_distance(vocab, SCORES, property_name))
+    literal = {e.id: {(t.property, t.value.text) for t in parse_markup(e.jsonld).triples()
+                      if isinstance(t.value, Literal)} for e in handful}
+    stated = {(r["example_id"], r["property"], r["value"]) for r in paper.factuality if r["kind"] == "positive"}
+    intrinsic = [r for r in paper.factuality if r["kind"] == "intrinsic"]
+    assert intrinsic and all(not r["label"] for r in intrinsic)
+    props = sorted({p for e in handful for p, _ in literal[e.id]})
+    vec = dict(zip(props, embed([" ".join(w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+", p))
+                                 for p in props], batch_size=SCORES.embedding_batch_size,
+                                threads=SCORES.embedding_threads)))
+
+    def kind(v):
+        try:
+            float(v)
+            return "number"
+        except ValueError:
+            return "string"
+
+    def same_kind(p, v, q, w):
+        return ("Text" in vocab.ranges.get(p, ()) and "Text" in vocab.ranges.get(q, ())) or kind(v) == kind(w)
+
+    for r in intrinsic:
+        ex = r["example_id"]
+        own = next(v for p, v in literal[ex] if p == r["property"] and (ex, p, v) in stated)
+        cands = {(q, w) for q, w in literal[ex] if q != r["property"] and (ex, q, w) in stated
+                 and same_kind(r["property"], own, q, w)}
+        assert (r["source_property"], r["value"]) in cands
+        cos = {q: float(vec[r["property"]] @ vec[q]) for q, _ in cands}
+        assert r["cosine"] == pytest.approx(cos[r["source_property"]], abs=1e-3)
+        assert cos[r["source_property"]] <= min(cos.values()) + 1e-6
+    with pytest.raises(ValueError, match="name_distance"):
+        build_gt(handful, intrinsic="paper")
+    with pytest.raises(ValueError, match="one of distant, paper"):
+        build_gt(handful, intrinsic="furthest")
 
 
 def test_building_is_deterministic_for_a_seed(built, handful):

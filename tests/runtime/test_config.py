@@ -284,4 +284,4 @@ def test_the_code_holds_no_default_of_a_setting():
                                       "reject_raw_chars"])
     _required(keys.key_scores, ["ignore_keys", "max_order"])
     _required(matching.match_pairs, ["threshold", "batch_size", "threads"])
-    _required(groundtruth.build_ground_truth, ["seed", "distant_max", "max_value_chars", "distance"])
+    _required(groundtruth.build_ground_truth, ["seed", "distant_max", "intrinsic", "max_value_chars", "distance"])

@@ -62,12 +62,14 @@ class Report:
 
 # ---- build ---------------------------------------------------------------------------------------
 def build(inputs: Sequence[str | Path], out: Folder, rejects: Folder, *, seed: int, distant_max: float,
-          max_value_chars: int, require_stated: bool, scores: ScoresConf, timer: Timer = _untimed) -> Report:
+          intrinsic: str, max_value_chars: int, require_stated: bool, scores: ScoresConf,
+          timer: Timer = _untimed) -> Report:
     """Ground truth from schema.org examples files: ``out`` is replaced by factuality.parquet and
     compliance.parquet, ``rejects/build.jsonl`` lists what was left out and why. The embeddings
-    that decide "semantically distant" use ``scores``' batch size and threads."""
+    that decide "semantically distant" use ``scores``' batch size and threads; ``intrinsic``
+    chooses the intrinsic negatives (``udfs.bench.groundtruth.INTRINSIC_CHOICES``)."""
     from udfs.agents.prompts import load_examples
-    from udfs.bench.groundtruth import PAPER_COUNTS, build_ground_truth, embedding_distance
+    from udfs.bench.groundtruth import PAPER_COUNTS, build_ground_truth, embedding_distance, property_name
     from udfs.schemaorg.vocab import load_vocabulary
 
     # the examples file is read as it is (resolve_inputs would take a .txt for a manifest)
@@ -86,9 +88,11 @@ def build(inputs: Sequence[str | Path], out: Folder, rejects: Folder, *, seed: i
     report.counters["example_blocks"] = blocks
     report.counters["examples_without_text_or_jsonld"] = blocks - len(examples)
     with timer("build"):
-        built = build_ground_truth(examples, vocab, seed=seed, distant_max=distant_max,
+        built = build_ground_truth(examples, vocab, seed=seed, distant_max=distant_max, intrinsic=intrinsic,
                                    max_value_chars=max_value_chars, require_stated=require_stated,
-                                   distance=embedding_distance(vocab, scores))
+                                   distance=embedding_distance(vocab, scores),
+                                   name_distance=embedding_distance(vocab, scores, property_name)
+                                   if intrinsic == "paper" else None)
     out.rm()
     rejects.rm("build.jsonl")
     out.write_parquet("factuality.parquet", ab.to_table(built.factuality, ab.FACTUALITY_SCHEMA))
@@ -99,8 +103,9 @@ def build(inputs: Sequence[str | Path], out: Folder, rejects: Folder, *, seed: i
     counts = built.counts()
     report.facts["counts"] = {f"{t}/{k}": n for (t, k), n in counts.items()}
     report.facts["vocabulary"] = vocab.release
+    report.facts["intrinsic"] = intrinsic
     lines = [f"Ground truth from {len(examples)} schema.org {vocab.release} examples (seed {seed}, "
-             f"distant below cosine {distant_max})", "",
+             f"distant below cosine {distant_max}, intrinsic negatives: {intrinsic})", "",
              "| agent | class | items | paper |", "|---|---|---|---|"]
     for (t, k), n in counts.items():
         lines.append(f"| {t} | {k} | {n} | {PAPER_COUNTS.get((t, k), '')} |")

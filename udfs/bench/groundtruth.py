@@ -3,14 +3,23 @@ LLM4Schema.org paper's Tables 1 and 3): each example pairs a short text with its
 triple of the JSON-LD is a fact the text states, and negatives are made by moving values where
 they do not belong.
 
-* factuality positives: every distinct (property, value, entity type) of an example's markup
-  whose value the example's text states (a literal's text, an IRI, or a literal of a described
-  entity, as a whole-word match after normalisation; ``require_stated=False`` keeps them all:
-  many example texts are a placeholder such as "See JSON example." or state a value in another
-  form than the markup's), with that example's text;
+* factuality positives: every distinct claim (property, value, entity type) of an example's
+  markup whose value the example's text states (as a whole-word match after normalisation;
+  ``require_stated=False`` keeps them all: many example texts are a placeholder such as "See
+  JSON example." or state a value in another form than the markup's), with that example's text.
+  A claim is what the evaluation asks (``udfs.agents.verdicts.claim_value``): a literal's text, a
+  node by its name, an IRI readably; a node without a name is no claim (the claims inside it
+  are), so the benchmark measures the judge on the questions the evaluation puts;
 * intrinsic negatives: a literal value of the markup replaced by the literal value of a
   semantically distant property of the same markup (same text, so the value is on the page but
-  not as that property: the claim contradicts the text);
+  not as that property: the claim contradicts the text). Which one (``intrinsic``): ``distant``, a
+  seeded choice among the properties whose name+definition embeddings are distant; or ``paper``,
+  the authors' rule (LLM4SchemaOrg's ``generate_negative_examples``): among the properties whose
+  value is of the same kind (both properties take Text, or both values are numbers, or both
+  strings, or both booleans), the one whose *name* embedding is furthest from the claim's. In
+  both, the candidates are the values the example's text states (the authors had GPT-4 write a
+  text stating every value where an example's own text shared little with its markup; this
+  build keeps the examples' texts and the values they state);
 * extrinsic negatives: a triple paired with the text of another example whose markup shares no
   value with its own, and whose text does not mention the triple's value (unsupported);
 * compliance positives: every positive triple against its property's definition;
@@ -18,10 +27,10 @@ they do not belong.
   one markup swapped, each value judged against the other property's definition.
 
 "Semantically distant" is the cosine of all-MiniLM-L6-v2 embeddings of the two properties' names
-and definitions (``udfs.scores.matching``) below ``distant_max``. Every random choice is a ranking by
+and definitions (``udfs.scores.matching``) below ``distant_max``; ``paper`` embeds the names alone. Every random choice is a ranking by
 sha256 of (seed, what is chosen for, candidate), so a build is deterministic for a seed and does
 not depend on the order of the examples. Pure: examples and the vocabulary in, rows out; the
-embedding function can be passed in. The seed, ``distant_max`` and ``max_value_chars`` are
+embedding function can be passed in. The seed, ``distant_max``, ``intrinsic`` and ``max_value_chars`` are
 ``[agents_bench]`` settings of conf/pipeline.toml and the embeddings' batch size and threads
 ``[scores]`` ones, all passed in by the caller: this module holds no default for them.
 """
@@ -37,7 +46,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from udfs.agents.prompts import Example
 from udfs.runtime.config import ScoresConf
-from udfs.agents.verdicts import describe_value
+from udfs.agents.verdicts import claim_value
 from udfs.runtime.rejects import reject_row
 from udfs.schemaorg.markup import Literal, Markup, MarkupError, parse_markup
 from udfs.scores.matching import normalise
@@ -51,6 +60,10 @@ GENERIC_PROPERTIES = ("name", "alternateName", "description", "disambiguatingDes
                       "alternativeHeadline", "abstract", "identifier", "keywords", "comment", "about")
 
 POSITIVE, INTRINSIC, EXTRINSIC, SWAPPED = "positive", "intrinsic", "extrinsic", "swapped"
+# How an intrinsic negative's value is chosen. "distant" draws among every distant property, so
+# the benchmark holds the hard swaps (name / location) beside the easy ones (name / telephone);
+# "paper" takes the single furthest, as the paper's figures were measured.
+INTRINSIC_CHOICES = ("distant", "paper")
 FACTUALITY_KINDS = (POSITIVE, INTRINSIC, EXTRINSIC)
 COMPLIANCE_KINDS = (POSITIVE, SWAPPED)
 # The tasks the paper reports (Tables 2 and 4): positives with one kind of negative each.
@@ -93,14 +106,18 @@ def value_kind(markup: Markup, v) -> str:
 
 
 def surfaces(markup: Markup, v) -> list[str]:
-    """The strings through which a text could state a value: a literal's text, an IRI, or the
-    literal values of a described entity (its name, address, ...)."""
-    if isinstance(v, Literal):
-        return [v.text]
-    ent = markup.entities.get(v.id)
-    if ent is None:
-        return [v.id]
-    return [x.text for vs in ent.properties.values() for x in vs if isinstance(x, Literal)]
+    """The strings through which a text could state a value's claim (``claim_value``): a
+    literal's text or an IRI, as written and as the claim words it; a node's name."""
+    claim = claim_value(markup, v)
+    raw = v.text if isinstance(v, Literal) else (None if v.id in markup.entities else v.id)
+    return list(dict.fromkeys(s for s in (claim, raw) if s))
+
+
+def node_literals(markup: Markup, v) -> list[str]:
+    """The literal values of a node of the markup (its name, address, ...); none for a literal or
+    an outside IRI."""
+    ent = None if isinstance(v, Literal) else markup.entities.get(v.id)
+    return [x.text for vs in ent.properties.values() for x in vs if isinstance(x, Literal)] if ent else []
 
 
 def property_text(prop: str, vocab) -> str:
@@ -111,20 +128,30 @@ def property_text(prop: str, vocab) -> str:
     return f"{words}: {comment}" if comment else words
 
 
-class PropertyDistance:
-    """Cosine similarity of properties by their name+definition embeddings, each property embedded
-    once (``embed`` returns unit vectors, one row per text)."""
+def property_name(prop: str, vocab) -> str:
+    """What the paper's rule embeds a property as: its name's words ("startDate": "start date").
+    The authors embed them with spaCy's en_core_web_md word vectors, which no package registry
+    carries; this build embeds the same words with the model of ``distance``."""
+    return _CAMEL.sub(" ", prop).lower()
 
-    def __init__(self, vocab, embed: Callable[[Sequence[str]], Any]):
+
+class PropertyDistance:
+    """Cosine similarity of properties by the embeddings of what ``text_of`` makes of them (by
+    default their name and definition, :func:`property_text`), each property embedded once
+    (``embed`` returns unit vectors, one row per text)."""
+
+    def __init__(self, vocab, embed: Callable[[Sequence[str]], Any],
+                 text_of: Callable[[str, Any], str] = property_text):
         self.vocab = vocab
         self._embed = embed
+        self._text_of = text_of
         self._vec: dict[str, Any] = {}
 
     def prepare(self, props: Iterable[str]) -> None:
         todo = sorted(set(props) - set(self._vec))
         if not todo:
             return
-        vectors = self._embed([property_text(p, self.vocab) for p in todo])
+        vectors = self._embed([self._text_of(p, self.vocab) for p in todo])
         self._vec.update(zip(todo, vectors))
 
     def cosine(self, p: str, q: str) -> float:
@@ -136,7 +163,7 @@ class PropertyDistance:
 @dataclass
 class Built:
     """The ground truth rows, the rejected triples and examples with reasons, and the counters
-    (triples read = positives + duplicates + rejected)."""
+    (triples read = positives + unnamed nodes + duplicates + rejected)."""
 
     factuality: list[dict[str, Any]] = field(default_factory=list)
     compliance: list[dict[str, Any]] = field(default_factory=list)
@@ -192,26 +219,41 @@ def _values_by_property(markup: Markup) -> dict[str, set[str]]:
     negative must not be a value the markup itself holds for that property."""
     out: dict[str, set[str]] = {}
     for t in markup.triples():
-        out.setdefault(t.property, set()).add(normalise(describe_value(markup, t.value)))
+        out.setdefault(t.property, set()).update(normalise(s) for s in surfaces(markup, t.value))
     return out
 
 
-def embedding_distance(vocab, scores: ScoresConf) -> PropertyDistance:
+def embedding_distance(vocab, scores: ScoresConf, text_of: Callable[[str, Any], str] = property_text) -> PropertyDistance:
     """PropertyDistance over the BLINKG embedding model (``udfs.scores.matching.embed``) with the
-    batch size and threads of ``[scores]``."""
+    batch size and threads of ``[scores]``, embedding what ``text_of`` makes of a property."""
     from udfs.scores.matching import embed
 
     return PropertyDistance(vocab, functools.partial(embed, batch_size=scores.embedding_batch_size,
-                                                     threads=scores.embedding_threads))
+                                                     threads=scores.embedding_threads), text_of)
+
+
+def same_kind(f: "_Fact", g: "_Fact", vocab) -> bool:
+    """The paper's test of a swap candidate ``g`` for ``f``: both properties take Text, or both
+    values are of one kind (number, boolean, string)."""
+    return ("Text" in vocab.ranges.get(f.property, ()) and "Text" in vocab.ranges.get(g.property, ())) \
+        or f.kind == g.kind
 
 
 def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant_max: float, max_value_chars: int,
-                       distance: PropertyDistance, generic_properties: Sequence[str] = GENERIC_PROPERTIES,
+                       distance: PropertyDistance, intrinsic: str,
+                       name_distance: PropertyDistance | None = None,
+                       generic_properties: Sequence[str] = GENERIC_PROPERTIES,
                        require_stated: bool = True) -> Built:
+    """The ground truth's rows (module docstring). ``intrinsic`` is one of ``INTRINSIC_CHOICES``;
+    ``paper`` needs ``name_distance``, the distance of the properties' names alone."""
+    if intrinsic not in INTRINSIC_CHOICES:
+        raise ValueError(f"intrinsic negatives {intrinsic!r}: one of {', '.join(INTRINSIC_CHOICES)}")
+    if intrinsic == "paper" and name_distance is None:
+        raise ValueError("intrinsic negatives 'paper' need name_distance (the properties' name embeddings)")
     out = Built()
     c = out.counters
-    for k in ("examples", "examples_unreadable", "triples_read", "rejected_not_schemaorg", "rejected_long_value",
-              "rejected_not_stated", "duplicates"):
+    for k in ("examples", "examples_unreadable", "triples_read", "unnamed_nodes", "rejected_not_schemaorg",
+              "rejected_long_value", "rejected_not_stated", "duplicates"):
         c[k] = 0
 
     # ---- positives
@@ -233,7 +275,12 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
         markups[ex.id] = m
         for t in m.triples():
             c["triples_read"] += 1
-            desc = describe_value(m, t.value)
+            desc = claim_value(m, t.value)
+            if desc is None:
+                c["unnamed_nodes"] += 1
+                out.rejects.append(reject_row(ex.id, None, "a node without a name is no claim (the claims inside "
+                                              "it are)", f"{t.property} of {t.entity_type}", raw_chars=max_value_chars))
+                continue
             if t.property not in vocab.properties:
                 c["rejected_not_schemaorg"] += 1
                 out.rejects.append(reject_row(ex.id, None, "property outside the schema.org vocabulary",
@@ -273,17 +320,29 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
         lits = [f for f in fs if isinstance(f.value, Literal)]
         for f in lits:
             cands = [g for g in lits if g.property != f.property
-                     and normalise(g.described) not in values_of.get(f.property, ())
-                     and distance.cosine(f.property, g.property) < distant_max]
-            if not cands:
-                continue
-            g = min(cands, key=lambda g: rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described))
+                     and normalise(g.described) not in values_of.get(f.property, ())]
+            if intrinsic == "paper":
+                cands = [g for g in cands if same_kind(f, g, vocab)]
+                if not cands:
+                    continue
+                # the furthest name; ties (one property, several values) by the seeded ranking
+                g = min(cands, key=lambda g: (name_distance.cosine(f.property, g.property),
+                                              rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described)))
+                cos = name_distance.cosine(f.property, g.property)
+            else:
+                cands = [g for g in cands if distance.cosine(f.property, g.property) < distant_max]
+                if not cands:
+                    continue
+                g = min(cands, key=lambda g: rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described))
+                cos = distance.cosine(f.property, g.property)
             out.factuality.append(_row(f, INTRINSIC, False, text=f.example.text, text_example=ex_id, value=g.described,
                                        value_kind_=g.kind, value_surfaces=g.surfaces, source_property=g.property,
-                                       distance=round(distance.cosine(f.property, g.property), 4), seed=seed))
+                                       distance=round(cos, 4), seed=seed))
 
     # ---- extrinsic: a triple with the text of an example whose markup shares no value with its own
-    surf = {ex_id: {normalise(s) for f in fs for s in f.surfaces} - {""} for ex_id, fs in by_example.items()}
+    # the values of a markup: its stated claims' surfaces and every literal inside their nodes
+    surf = {ex_id: {normalise(s) for f in fs for s in [*f.surfaces, *node_literals(f.markup, f.value)]} - {""}
+            for ex_id, fs in by_example.items()}
     texts = {ex_id: fs[0].example.text for ex_id, fs in by_example.items()}
     ids = sorted(by_example)
     disjoint: dict[tuple[str, str], bool] = {}

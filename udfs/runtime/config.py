@@ -147,6 +147,7 @@ class ReportConf:
 class AgentsBenchConf:
     seed: int
     distant_max: float
+    intrinsic: str
     max_value_chars: int
     limit: int
     tasks: tuple[str, ...]
