@@ -3,6 +3,7 @@ precision / recall / F1 of any verdict configuration on it (the paper's Tables 1
 kappa of MeMR against human votes (Table 9).
 
     python jobs/agents_bench.py build --input data/schemaorg-30.0/schemaorg-all-examples.txt --output OUT
+           [--intrinsic distant|paper]
     python jobs/agents_bench.py run   --input OUT/agents_bench/ground_truth --output OUT [--limit 40]
            [--verdict-models m1 [m2 m3 --judge-model j]] [--strategy direct|guided|fewshot]
            [--factuality-threshold 0.5] [--compliance-threshold 0.5]
@@ -10,7 +11,8 @@ kappa of MeMR against human votes (Table 9).
            [--fit-fraction 0.5] [--calibration-file conf/calibration.json]
     python jobs/agents_bench.py kappa --input votes.csv --output OUT
 
-build: OUT/agents_bench/ground_truth/{factuality,compliance}.parquet (udfs/bench/groundtruth.py).
+build: OUT/agents_bench/ground_truth/{factuality,compliance}.parquet (udfs/bench/groundtruth.py);
+--intrinsic paper makes the intrinsic negatives by the paper authors' rule.
 run: OUT/agents_bench/results/<config>/ verdicts/ (one part per batch: a killed run resumes from
 its parts, and answers come from the request cache OUT/cache/llm.sqlite), metrics.parquet,
 sweep.parquet, alignment.parquet, summary.md, summary.html, pr.png. --limit N takes N items per
