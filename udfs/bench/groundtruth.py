@@ -27,12 +27,13 @@ they do not belong.
   one markup swapped, each value judged against the other property's definition.
 
 "Semantically distant" is the cosine of all-MiniLM-L6-v2 embeddings of the two properties' names
-and definitions (``udfs.scores.matching``) below ``distant_max``; ``paper`` embeds the names alone. Every random choice is a ranking by
-sha256 of (seed, what is chosen for, candidate), so a build is deterministic for a seed and does
-not depend on the order of the examples. Pure: examples and the vocabulary in, rows out; the
-embedding function can be passed in. The seed, ``distant_max``, ``intrinsic`` and ``max_value_chars`` are
-``[agents_bench]`` settings of conf/pipeline.toml and the embeddings' batch size and threads
-``[scores]`` ones, all passed in by the caller: this module holds no default for them.
+and definitions (``udfs.scores.matching``) below ``distant_max``; ``paper`` embeds the names
+alone. Every random choice is a ranking by sha256 of (seed, what is chosen for, candidate), so a
+build is deterministic for a seed and does not depend on the order of the examples. Pure:
+examples and the vocabulary in, rows out; the embedding function can be passed in. The seed,
+``distant_max``, ``intrinsic`` and ``max_value_chars`` are ``[agents_bench]`` settings of
+conf/pipeline.toml and the embeddings' batch size and threads ``[scores]`` ones, all passed in by
+the caller: this module holds no default for them.
 """
 from __future__ import annotations
 
