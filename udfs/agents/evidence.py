@@ -73,8 +73,9 @@ _NAMED = re.compile(r"^an? .+? named (['\"])(.*)\1$", re.S)
 
 
 def surface(value: str) -> str:
-    """What a text would show of a claim's value: a described entity (``udfs.agents.verdicts.
-    describe_value``'s "a Person named 'Steve'") by its name, anything else as it is."""
+    """What a text would show of a claim's value: a described entity ("a Person named 'Steve'", as
+    the agents benchmark's first build and other brought ground truths word a node) by its name,
+    anything else as it is."""
     m = _NAMED.match(value or "")
     return m.group(2) if m else (value or "")
 

@@ -61,19 +61,6 @@ class Claim:
     entity_type: str | None
 
 
-def describe_value(markup: Markup, v) -> str:
-    """A value as the prompt shows it: a literal's text; a described entity by its type and name."""
-    if isinstance(v, Literal):
-        return v.text
-    ent = markup.entities.get(v.id)
-    if ent is None:
-        return v.id
-    label = next((x.text for p in ("name", "headline", "alternateName", "description")
-                  for x in ent.properties.get(p, []) if isinstance(x, Literal)), None)
-    kind = "/".join(ent.types) or "entity"
-    return f"a {kind} named {label!r}" if label else (f"a {kind} ({ent.id})" if not ent.is_blank else f"a {kind}")
-
-
 NAME_PROPERTIES = ("name", "headline", "alternateName", "title")  # what names a node, in this order
 _CAMEL_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _TERM = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
