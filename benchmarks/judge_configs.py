@@ -104,7 +104,7 @@ from udfs.scores import calibration as cal  # noqa: E402
 
 MODEL_CONFIGS = ("direct", "paper", "defined", "guided", "fewshot", "says", "claim", "direct-small", "extract",
                  "complies", "complies-ranged", "excerpt", "where", "names", "fits", "property-of", "exemplified",
-                 "c-exemplified", "ranged")
+                 "c-exemplified", "ranged", "typed", "claim-typed")
 # Configurations made of others' answers (no call of their own): their parts are asked as configs.
 COMBOS = {"phrasings": ("direct", "says", "claim"), "consensus": ("direct", "direct-small"),
           "mean-1.5b-0.5b": ("direct", "direct-small")}
@@ -144,7 +144,7 @@ COMPLIANCE_CONFIGS = ("direct", "guided", "fewshot", *COMPLIANCE_ONLY)
 GENERATED = ("extract", "names", "property-of")
 # Configurations whose prompts begin with the same system prompt and page text: asked item by item
 # together, so the engine's prefix cache serves the text once for all of them.
-SHARED_PREFIX = ("direct", "says", "claim", "defined", "where", "exemplified")
+SHARED_PREFIX = ("direct", "says", "claim", "defined", "where", "exemplified", "typed", "claim-typed")
 
 
 def asks(config: str, agent: str) -> bool:
@@ -172,7 +172,7 @@ def split_of(item: dict, seed: int, fit_fraction: float) -> str:
 
 def messages(config: str, agent: str, it: dict) -> list[dict]:
     strategy = config if config in ("guided", "fewshot") else "direct"
-    claim = V.Claim(it["property"], it["value"], it["entity_type"])
+    claim = V.Claim(it["property"], it["value"], it["entity_type"], it.get("value_type"))
     if agent == "compliance":
         definition = it.get("definition") or PR.load_vocabulary().comments.get(it["property"], "")
         if config == "property-of":
@@ -183,8 +183,9 @@ def messages(config: str, agent: str, it: dict) -> list[dict]:
         return V.paper_factuality_messages(it["text"], claim, strategy)
     if config in ("extract", "complies", "complies-ranged", "excerpt", "names", "exemplified"):
         return V.factuality_messages(it["text"], claim, "direct", None, config)
-    variant = config if config in ("defined", "says", "claim", "where") else "plain"
-    question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant)
+    variant = config if config in ("defined", "says", "claim", "where", "typed", "claim-typed") else "plain"
+    question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant,
+                                      value_type=it.get("value_type"))
     return [{"role": "system", "content": PR.system_prompt("factuality", strategy, None)},
             {"role": "user", "content": f"{PR.fence(it['text'])}\n\n{question}"}]
 
@@ -397,6 +398,8 @@ def main(argv=None) -> int:
                     "(the second fold of a two-fold cross-validation)")
     ap.add_argument("--partial", action="store_true", help="report the items answered so far when some are not "
                     "(an unanswered item is left out of its configuration's figures)")
+    ap.add_argument("--named-nodes", action="store_true", help="only the items whose value is a named node "
+                    "(the ground truth's value_type is set): the only items the typed questions ask differently")
     ap.add_argument("--max-seconds", type=float, default=0, help="stop asking after this long (0: no limit); "
                     "a rerun resumes")
     args = ap.parse_args(argv)
@@ -405,6 +408,8 @@ def main(argv=None) -> int:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     task_items = load_items(Path(args.ground_truth), args.limit, args.seed, args.tasks)
+    if args.named_nodes:
+        task_items = {t: [it for it in items if it.get("value_type")] for t, items in task_items.items()}
     deadline = time.monotonic() + args.max_seconds if args.max_seconds else float("inf")
     asked_configs = list(dict.fromkeys(p for c in args.configs for p in parts_of(c)))
     todo: dict[tuple[str, str], tuple[str, dict]] = {}

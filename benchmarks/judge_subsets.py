@@ -32,7 +32,8 @@ from udfs.scores import calibration as cal  # noqa: E402
 TARGETS = {"intrinsic": 0.90, "extrinsic": 0.95}
 # Questions that read the page text: a mean needs one (the compliance questions alone judge the
 # value against the property's definition, not the text).
-TEXT_QUESTIONS = ("direct", "says", "claim", "defined", "where", "exemplified", "extract", "excerpt", "names")
+TEXT_QUESTIONS = ("direct", "says", "claim", "defined", "where", "exemplified", "extract", "excerpt", "names",
+                  "typed", "claim-typed")
 
 
 def mean_score(answers: dict[str, dict], questions, item_id: str) -> float | None:

@@ -37,3 +37,26 @@ def test_long_definitions_are_cut_and_unknown_variants_named():
     assert len(prompts.plain_definition(longest, vocab, max_chars=120)) <= 123
     with pytest.raises(ValueError, match="plain, defined"):
         prompts.factuality_question("Thing", "name", "x", "nope")
+
+
+def test_typed_questions_name_a_nodes_type_and_are_the_plain_ones_for_a_literal():
+    from udfs.schemaorg.markup import parse_markup
+
+    m = parse_markup({"@context": "https://schema.org", "@type": "Offer", "price": "30",
+                      "seller": {"@type": "Organization", "name": "Music Resource Centre"},
+                      "itemOffered": {"@type": "Service", "name": "Window washing"}})
+    claims = {c.property: c for c in agents.claims_of(m) if c is not None}
+    assert claims["seller"] == agents.Claim("seller", "Music Resource Centre", "Offer", "Organization")
+    assert claims["price"].value_type is None
+    text = "Window washing by the Music Resource Centre, 30 dollars."
+    typed = agents.factuality_messages(text, claims["seller"], "direct", None, "typed")[1]["content"]
+    assert typed.endswith("seller = Music Resource Centre (an Organization)\n"
+                          "Is this fact supported by the page text? Answer yes or no.")
+    assert "Window washing (a Service) is the itemOffered of this Offer." in \
+        agents.factuality_messages(text, claims["itemOffered"], "direct", None, "claim-typed")[1]["content"]
+    # a literal: the very requests of plain and claim, so their answers are shared through the cache
+    for typed_q, plain_q in (("typed", "plain"), ("claim-typed", "claim")):
+        assert agents.factuality_messages(text, claims["price"], "direct", None, typed_q) == \
+            agents.factuality_messages(text, claims["price"], "direct", None, plain_q)
+        # the untyped questions never show the type
+        assert "Organization" not in agents.factuality_messages(text, claims["seller"], "direct", None, plain_q)[1]["content"]

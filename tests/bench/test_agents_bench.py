@@ -59,6 +59,9 @@ def test_positives_are_the_triples_the_text_states(built):
         ("name", "Cath's Cafe", "Restaurant"),
         ("mainEntity", "Cath's Cafe", "WebPage"),  # a node is claimed by its name, as the evaluation asks
     }
+    # the node's type goes with its name (the typed questions show it); a literal has none
+    assert {(r["property"], r["value_type"]) for r in built.factuality
+            if r["example_id"] == "#eg-0382" and r["kind"] == "positive"} == {("name", None), ("mainEntity", "Restaurant")}
     assert rows_of(built.factuality, "#eg-0285", "positive") == {
         ("title", "Systems Research Engineer", "JobPosting"),
         ("email", "info@example.com", "ContactPoint"),

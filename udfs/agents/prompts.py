@@ -172,7 +172,11 @@ def system_prompt(agent: str, strategy: str, prompts_dir: str | None) -> str:
 FACTUALITY_QUESTIONS = {"plain": "factuality_question", "defined": "factuality_question_defined",
                         "says": "factuality_question_says", "claim": "factuality_question_claim",
                         "where": "factuality_question_where", "exemplified": "factuality_question_exemplified",
-                        "excerpt": "factuality_question_excerpt"}
+                        "excerpt": "factuality_question_excerpt", "typed": "factuality_question_typed",
+                        "claim-typed": "factuality_question_claim_typed"}
+# ``typed`` and ``claim-typed`` are ``plain`` and ``claim`` with a named node's type after its name
+# ("Music Resource Centre (an Organization)"): a bare name reads as any string the page holds. For
+# a literal they are the very requests of ``plain`` and ``claim``.
 # ``excerpt`` shows the model only the stretches of the text around the value
 # (``udfs.agents.evidence.excerpt``) and does not apply where the text does not state the value.
 EXCERPT = "excerpt"
@@ -214,15 +218,24 @@ def plain_definition(prop: str, vocab=None, max_chars: int = 300) -> str:
     return text[: cut + 1] if cut >= 0 else text[:max_chars].rstrip() + "..."
 
 
+def typed_suffix(value_type: str | None) -> str:
+    """What follows a named node's name in a typed question, ' (an Organization)'; '' without a type."""
+    if not value_type:
+        return ""
+    return f" ({'an' if value_type[:1].lower() in 'aeiou' else 'a'} {value_type})"
+
+
 def factuality_question(entity_type: str | None, prop: str, value: str, variant: str = "plain",
-                        prompts_dir: str | None = None, vocab=None, exemplars: str = "(none)") -> str:
+                        prompts_dir: str | None = None, vocab=None, exemplars: str = "(none)",
+                        value_type: str | None = None) -> str:
     """The factuality question of a variant of ``FACTUALITY_QUESTIONS`` about one claim (the
     value without fence markers); an unknown variant is a ValueError naming the known ones.
     ``exemplified`` shows ``exemplars``, values of the property from schema.org's examples as
     ``udfs.agents.exemplars.shown`` gives them (``udfs.agents.verdicts.factuality_messages``)."""
     if variant not in FACTUALITY_QUESTIONS:
         raise ValueError(f"unknown factuality question {variant!r}: one of {', '.join(FACTUALITY_QUESTIONS)}")
-    fields = {"entity_type": entity_type or "entity", "property": prop, "value": unfence(value)}
+    fields = {"entity_type": entity_type or "entity", "property": prop, "value": unfence(value),
+              "typed": typed_suffix(value_type)}
     if variant == "defined":
         fields["definition"] = plain_definition(prop, vocab) or "(no schema.org definition)"
     if variant == "exemplified":

@@ -59,6 +59,9 @@ class Claim:
     property: str
     value: str
     entity_type: str | None
+    # A named node's type ("Organization" for a seller named "Music Resource Centre"); None for a
+    # literal or an IRI. Only the ``typed`` and ``claim-typed`` questions show it.
+    value_type: str | None = None
 
 
 NAME_PROPERTIES = ("name", "headline", "alternateName", "title")  # what names a node, in this order
@@ -100,6 +103,13 @@ def claim_value(markup: Markup, v) -> str | None:
     return readable_iri(v.id)
 
 
+def claim_value_type(markup: Markup, v) -> str | None:
+    """The type a claim's value has as a node of the markup (its first type), or None: a literal,
+    an outside IRI, a node without a type."""
+    ent = markup.entities.get(v.id) if not isinstance(v, Literal) else None
+    return ent.types[0] if ent is not None and ent.types else None
+
+
 def claims_of(markup: Markup) -> list[Claim | None]:
     """One claim per triple of ``markup.triples()`` (same order): the property, :func:`claim_value`
     and the subject's type. A triple whose value is an unnamed node has None: it is not judged,
@@ -107,7 +117,8 @@ def claims_of(markup: Markup) -> list[Claim | None]:
     out: list[Claim | None] = []
     for t in markup.triples():
         value = claim_value(markup, t.value)
-        out.append(None if value is None else Claim(t.property, value, t.entity_type))
+        out.append(None if value is None else Claim(t.property, value, t.entity_type,
+                                                    claim_value_type(markup, t.value)))
     return out
 
 
@@ -203,7 +214,7 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: st
     exemplars = shown_exemplars(claim.property, value=unfence(claim.value), text=chunk) \
         if question == "exemplified" else "(none)"
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir,
-                            exemplars=exemplars)
+                            exemplars=exemplars, value_type=claim.value_type)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
             {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
 
@@ -255,7 +266,8 @@ def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None
     and each of the agent's ``questions``: it changes whenever the instructions, the questions or
     their layout change, so a threshold calibrated on other prompts is not taken for these
     (``udfs.scores.calibration.resolve``). One plain question keeps the fingerprint it always had."""
-    claim = Claim("property", "value", "Thing")
+    # the probe value is a typed node, so a typed question's fingerprint is not its untyped twin's
+    claim = Claim("property", "value", "Thing", "Thing")
     qs = check_questions(questions, agent)
     if agent != "factuality":
         msgs: Any = (compliance_messages(claim, "definition", strategy, prompts_dir) if qs == PLAIN else

@@ -168,7 +168,8 @@ def load_ground_truth(where: Folder) -> GroundTruth:
     factuality items, rows without compliance ones). Columns ``text``, ``property``, ``value``,
     ``entity_type``, ``label`` (bool) and ``kind`` (factuality: positive / intrinsic / extrinsic;
     compliance: positive / swapped), optionally ``definition`` (compliance: judged against it
-    instead of the schema.org definition), ``item_id``, ``example_id``, ``text_example_id``; others
+    instead of the schema.org definition), ``value_type`` (a named node's type: the typed
+    questions show it), ``item_id``, ``example_id``, ``text_example_id``; others
     are kept and not read. Anything else is a :class:`BenchInputError` that says what is wrong."""
     import hashlib
 

@@ -9,7 +9,8 @@ they do not belong.
   JSON example." or state a value in another form than the markup's), with that example's text.
   A claim is what the evaluation asks (``udfs.agents.verdicts.claim_value``): a literal's text, a
   node by its name, an IRI readably; a node without a name is no claim (the claims inside it
-  are), so the benchmark measures the judge on the questions the evaluation puts;
+  are), so the benchmark measures the judge on the questions the evaluation puts. A named node's
+  type is kept beside its name (``value_type``, ``udfs.agents.verdicts.claim_value_type``);
 * intrinsic negatives: a literal value of the markup replaced by the literal value of a
   semantically distant property of the same markup (same text, so the value is on the page but
   not as that property: the claim contradicts the text). Which one (``intrinsic``): ``distant``, a
@@ -47,7 +48,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from udfs.agents.prompts import Example
 from udfs.runtime.config import ScoresConf
-from udfs.agents.verdicts import claim_value
+from udfs.agents.verdicts import claim_value, claim_value_type
 from udfs.runtime.rejects import reject_row
 from udfs.schemaorg.markup import Literal, Markup, MarkupError, parse_markup
 from udfs.scores.matching import normalise
@@ -189,10 +190,11 @@ class _Fact:
     described: str
     kind: str  # value kind
     surfaces: list[str]
+    value_type: str | None  # a named node's type (claim_value_type)
 
 
 def _row(f: _Fact, kind: str, label: bool, *, text: str, text_example: str, value: str, value_kind_: str,
-         value_surfaces: Sequence[str], source_property: str | None = None, distance: float | None = None, definition: str | None = None,
+         value_surfaces: Sequence[str], value_type: str | None, source_property: str | None = None, distance: float | None = None, definition: str | None = None,
          seed: int) -> dict[str, Any]:
     row = {
         "item_id": item_id(kind, f.example.id, text_example, f.property, value, f.entity_type),
@@ -202,6 +204,7 @@ def _row(f: _Fact, kind: str, label: bool, *, text: str, text_example: str, valu
         "property": f.property,
         "value": value,
         "value_kind": value_kind_,
+        "value_type": value_type,
         "entity_type": f.entity_type,
         "label": label,
         "kind": kind,
@@ -299,7 +302,8 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
                 c["duplicates"] += 1
                 continue
             seen.add(key)
-            f = _Fact(ex, m, t.property, t.value, t.entity_type, desc, value_kind(m, t.value), surfaces(m, t.value))
+            f = _Fact(ex, m, t.property, t.value, t.entity_type, desc, value_kind(m, t.value), surfaces(m, t.value),
+                      claim_value_type(m, t.value))
             if require_stated and not any(mentions(ex.text, s) for s in f.surfaces):
                 c["rejected_not_stated"] += 1
                 out.rejects.append(reject_row(ex.id, None, "value not stated in the example text",
@@ -310,9 +314,9 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
     distance.prepare(f.property for f in facts)
     for f in facts:
         out.factuality.append(_row(f, POSITIVE, True, text=f.example.text, text_example=f.example.id,
-                                   value=f.described, value_kind_=f.kind, value_surfaces=f.surfaces, seed=seed))
+                                   value=f.described, value_kind_=f.kind, value_surfaces=f.surfaces, value_type=f.value_type, seed=seed))
         out.compliance.append(_row(f, POSITIVE, True, text=f.example.text, text_example=f.example.id,
-                                   value=f.described, value_kind_=f.kind, value_surfaces=f.surfaces, seed=seed,
+                                   value=f.described, value_kind_=f.kind, value_surfaces=f.surfaces, value_type=f.value_type, seed=seed,
                                    definition=vocab.comments.get(f.property, "")))
 
     # ---- intrinsic: a literal value replaced by one of a distant property of the same markup
@@ -337,7 +341,7 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
                 g = min(cands, key=lambda g: rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described))
                 cos = distance.cosine(f.property, g.property)
             out.factuality.append(_row(f, INTRINSIC, False, text=f.example.text, text_example=ex_id, value=g.described,
-                                       value_kind_=g.kind, value_surfaces=g.surfaces, source_property=g.property,
+                                       value_kind_=g.kind, value_surfaces=g.surfaces, value_type=g.value_type, source_property=g.property,
                                        distance=round(cos, 4), seed=seed))
 
     # ---- extrinsic: a triple with the text of an example whose markup shares no value with its own
@@ -363,7 +367,7 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
                 disjoint[pair] = not (surf[f.example.id] & surf[other])
             if disjoint[pair] and not any(mentions(texts[other], s) for s in [f.described, *f.surfaces]):
                 out.factuality.append(_row(f, EXTRINSIC, False, text=texts[other], text_example=other,
-                                           value=f.described, value_kind_=f.kind, value_surfaces=f.surfaces,
+                                           value=f.described, value_kind_=f.kind, value_surfaces=f.surfaces, value_type=f.value_type,
                                            seed=seed))
                 break
 
@@ -390,7 +394,7 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
                 used.update((i, j))
                 for a, b in ((f, g), (g, f)):
                     out.compliance.append(_row(a, SWAPPED, False, text=a.example.text, text_example=ex_id,
-                                               value=b.described, value_kind_=b.kind, value_surfaces=b.surfaces,
+                                               value=b.described, value_kind_=b.kind, value_surfaces=b.surfaces, value_type=b.value_type,
                                                source_property=b.property,
                                                distance=round(cos, 4), definition=vocab.comments[a.property],
                                                seed=seed))
