@@ -172,7 +172,7 @@ def split_of(item: dict, seed: int, fit_fraction: float) -> str:
 
 def messages(config: str, agent: str, it: dict) -> list[dict]:
     strategy = config if config in ("guided", "fewshot") else "direct"
-    claim = V.Claim(it["property"], it["value"], it["entity_type"], it.get("value_type"))
+    claim = V.Claim(it["property"], it["value"], it["entity_type"], it.get("value_type"), tuple(it.get("siblings") or ()))
     if agent == "compliance":
         definition = it.get("definition") or PR.load_vocabulary().comments.get(it["property"], "")
         if config == "property-of":
@@ -181,7 +181,7 @@ def messages(config: str, agent: str, it: dict) -> list[dict]:
         return V.compliance_messages(claim, definition, strategy, question=question, text=it.get("text"))
     if config == "paper":
         return V.paper_factuality_messages(it["text"], claim, strategy)
-    if config in ("extract", "complies", "complies-ranged", "excerpt", "names", "exemplified"):
+    if config in ("extract", "complies", "complies-ranged", "excerpt", "names", "exemplified", "choice"):
         return V.factuality_messages(it["text"], claim, "direct", None, config)
     variant = config if config in ("defined", "says", "claim", "where", "typed", "claim-typed") else "plain"
     question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant,

@@ -53,7 +53,10 @@ def test_claims_name_nodes_phrase_terms_and_never_ask_a_blank_node():
     triples = list(m.triples())
     claims = agents.claims_of(m)
     by = {(t.property, t.entity_type): c for t, c in zip(triples, claims)}
-    assert by[("brand", "Product")] == agents.Claim("brand", "Acme", "Product", "Brand")  # named: the claim names it
+    # named: the claim names it; its siblings are the product's other properties, nodes included
+    assert by[("brand", "Product")] == agents.Claim("brand", "Acme", "Product", "Brand",
+                                                    ("aggregateRating", "itemCondition", "mainEntityOfPage", "name",
+                                                     "offers"))
     assert by[("availability", "Offer")].value == "in stock"
     assert by[("itemCondition", "Product")].value == "new condition"
     assert by[("url", "Organization")].value == "https://shop.example"  # an outside IRI as it is

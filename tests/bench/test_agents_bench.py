@@ -62,6 +62,10 @@ def test_positives_are_the_triples_the_text_states(built):
     # the node's type goes with its name (the typed questions show it); a literal has none
     assert {(r["property"], r["value_type"]) for r in built.factuality
             if r["example_id"] == "#eg-0382" and r["kind"] == "positive"} == {("name", None), ("mainEntity", "Restaurant")}
+    # and every claim keeps its subject's other properties (the choice question's options)
+    assert {(r["property"], tuple(r["siblings"])) for r in built.factuality
+            if r["example_id"] == "#eg-0382" and r["kind"] == "positive"} == {
+        ("mainEntity", ()), ("name", ("hasMenu", "openingHours", "telephone"))}
     assert rows_of(built.factuality, "#eg-0285", "positive") == {
         ("title", "Systems Research Engineer", "JobPosting"),
         ("email", "info@example.com", "ContactPoint"),

@@ -193,7 +193,12 @@ COMPLIES_RANGED = "complies-ranged"
 # not shown), matched against the claim's (``udfs.agents.evidence.property_match``): a value moved
 # from another property is named as that one.
 NAMES = "names"
-FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, COMPLIES, COMPLIES_RANGED, NAMES)
+# Or from the model choosing, among the properties the markup gives the claim's subject (lettered
+# options, and "none of them"), the one the text gives the claim's value as: ``names`` with the
+# answer held to the markup's own properties, so the model weighs the claimed property against the
+# others rather than against every property it knows (``udfs.agents.verdicts.choice_messages``).
+CHOICE = "choice"
+FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
 # The compliance question's variants: the plain question, and one that asks whether the value is a
 # sensible value of the property rather than of another; and a compliance score can come from the
 # model naming the property of the entity type the value belongs to (neither the claim's property
@@ -255,6 +260,19 @@ def names_question(entity_type: str | None, value: str, prompts_dir: str | None 
     """The question that asks which property of the entity the text gives a value as: the value
     (fenced) and the entity type, never the claim's property."""
     return load_prompt("names_question", prompts_dir).format(value=unfence(value), entity_type=entity_type or "entity")
+
+
+def choice_question(entity_type: str | None, value: str, options: Sequence[str], none_option: str,
+                    prompts_dir: str | None = None) -> str:
+    """The ``choice`` question: the value (fenced), then the lettered options (``options`` are
+    property names, ``none_option`` the last one's words), never which of them is claimed."""
+    lines = [f"{label}. {name}" for label, name in zip(CHOICE_LABELS, [*options, none_option])]
+    return load_prompt("choice_question", prompts_dir).format(
+        value=unfence(value), entity_type=entity_type or "entity", options="\n".join(lines))
+
+
+# the option letters of ``choice`` (one token each)
+CHOICE_LABELS = "ABCDEFGHIJKLMNOP"
 
 
 # ---- page text to prompt size ---------------------------------------------------------------

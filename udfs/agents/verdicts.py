@@ -35,15 +35,17 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from udfs.agents.evidence import answer_match, excerpt, property_match
 from udfs.agents.exemplars import shown as shown_exemplars
-from udfs.agents.prompts import (COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES, COMPLIES_RANGED, EXCERPT, EXTRACT,
-                                 FACTUALITY_ASKS, NAMES, PROPERTY_OF, STRATEGIES, extract_question,
-                                 factuality_question, fence, load_prompt, names_question, system_prompt, unfence)
+from udfs.agents.prompts import (CHOICE, CHOICE_LABELS, COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES,
+                                 COMPLIES_RANGED, EXCERPT, EXTRACT, FACTUALITY_ASKS, NAMES, PROPERTY_OF, STRATEGIES,
+                                 choice_question, extract_question, factuality_question, fence, load_prompt,
+                                 names_question, system_prompt, unfence)
 from udfs.schemaorg.markup import Literal, Markup, Ref
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
 
@@ -62,6 +64,9 @@ class Claim:
     # A named node's type ("Organization" for a seller named "Music Resource Centre"); None for a
     # literal or an IRI. Only the ``typed`` and ``claim-typed`` questions show it.
     value_type: str | None = None
+    # The other properties the markup gives the claim's subject (sorted, each once): the options
+    # of the ``choice`` question beside the claim's own. Only ``choice`` reads them.
+    siblings: tuple[str, ...] = ()
 
 
 NAME_PROPERTIES = ("name", "headline", "alternateName", "title")  # what names a node, in this order
@@ -115,11 +120,26 @@ def claims_of(markup: Markup) -> list[Claim | None]:
     and the subject's type. A triple whose value is an unnamed node has None: it is not judged,
     and passes a stage while any claim inside that node does (:func:`nested_claims`)."""
     out: list[Claim | None] = []
+    properties = properties_by_subject(markup)
     for t in markup.triples():
         value = claim_value(markup, t.value)
         out.append(None if value is None else Claim(t.property, value, t.entity_type,
-                                                    claim_value_type(markup, t.value)))
+                                                    claim_value_type(markup, t.value),
+                                                    siblings_of(properties, t.subject, t.property)))
     return out
+
+
+def properties_by_subject(markup: Markup) -> dict[str, set[str]]:
+    """Every property the markup gives each subject (node id): what :func:`siblings_of` reads."""
+    out: dict[str, set[str]] = {}
+    for t in markup.triples():
+        out.setdefault(t.subject, set()).add(t.property)
+    return out
+
+
+def siblings_of(properties: dict[str, set[str]], subject: str, prop: str) -> tuple[str, ...]:
+    """A claim's ``siblings``: the subject's other properties, sorted."""
+    return tuple(sorted(properties.get(subject, set()) - {prop}))
 
 
 def nested_claims(markup: Markup, claims: Sequence[Claim | None] | None = None) -> dict[int, list[int]]:
@@ -202,6 +222,8 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: st
         return extract_messages(chunk, claim, prompts_dir)
     if question == NAMES:
         return names_messages(chunk, claim, prompts_dir)
+    if question == CHOICE:
+        return choice_messages(chunk, claim, prompts_dir)
     if question in FACTUALITY_COMPLIANCE:
         definition = load_vocabulary().comments.get(claim.property)
         return compliance_messages(claim, definition, strategy, prompts_dir,
@@ -223,7 +245,7 @@ def paper_factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_d
                               question: str = "plain") -> list[dict[str, str]] | None:
     """The same question in the paper's layout (the triple before the text): nothing after the
     instructions is shared between claims; kept for the prompt-token comparison."""
-    if question in (EXTRACT, NAMES, EXCERPT, *FACTUALITY_COMPLIANCE):
+    if question in (EXTRACT, NAMES, CHOICE, EXCERPT, *FACTUALITY_COMPLIANCE):
         return factuality_messages(chunk, claim, strategy, prompts_dir, question)
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
@@ -248,6 +270,54 @@ def names_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -> 
             {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
 
 
+# The most options ``choice`` shows besides "none of them" (the claim's property and its siblings):
+# a subject with more properties keeps a fixed pick of them, the same whichever is claimed.
+CHOICE_MAX_OPTIONS = 12
+CHOICE_NONE = "none of them (the text does not give this value)"
+
+
+def choice_options(claim: Claim) -> list[str] | None:
+    """The properties ``choice`` offers for a claim, sorted by name so that where the claimed one
+    stands says nothing about it; None when the subject has no other property (nothing to choose
+    from). Past ``CHOICE_MAX_OPTIONS`` the siblings kept are the first in the order of their names'
+    sha256."""
+    siblings = [p for p in claim.siblings if p != claim.property]
+    if not siblings:
+        return None
+    if len(siblings) >= CHOICE_MAX_OPTIONS:
+        siblings = sorted(siblings, key=lambda p: hashlib.sha256(p.encode()).hexdigest())[:CHOICE_MAX_OPTIONS - 1]
+    return sorted([claim.property, *siblings])
+
+
+def choice_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -> list[dict[str, str]] | None:
+    """Instructions, the fenced page text, then the claim's value and the lettered options
+    (:func:`choice_options`, then "none of them"): the claimed property is one option among the
+    markup's others, not marked (a prefix of its own, as ``extract``'s). None without options."""
+    options = choice_options(claim)
+    if options is None:
+        return None
+    q = choice_question(claim.entity_type, claim.value, options, CHOICE_NONE, prompts_dir)
+    return [{"role": "system", "content": load_prompt("choice_system", prompts_dir)},
+            {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
+
+
+def choice_score(logprobs: list[dict[str, Any]] | None, claim: Claim) -> float | None:
+    """The claimed property's share of the options' probability in the answer's first token (top
+    logprobs; each letter's spellings summed), or None when no option letter is among them."""
+    options = choice_options(claim)
+    if not logprobs or options is None:
+        return None
+    labels = CHOICE_LABELS[:len(options) + 1]
+    mass = dict.fromkeys(labels, 0.0)
+    first = logprobs[0]
+    for cand in first.get("top_logprobs") or [first]:
+        label, lp = str(cand.get("token", "")).strip().upper(), cand.get("logprob")
+        if label in mass and lp is not None and lp != -math.inf:
+            mass[label] += math.exp(lp)
+    total = sum(mass.values())
+    return mass[labels[options.index(claim.property)]] / total if total > 0 else None
+
+
 def check_questions(questions: Sequence[str], agent: str = "factuality") -> tuple[str, ...]:
     """The questions of a configuration for ``agent`` (``FACTUALITY_ASKS``, ``COMPLIANCE_ASKS``),
     checked: empty means the plain question; an unknown one or a repeat is a ValueError naming the
@@ -267,7 +337,7 @@ def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None
     their layout change, so a threshold calibrated on other prompts is not taken for these
     (``udfs.scores.calibration.resolve``). One plain question keeps the fingerprint it always had."""
     # the probe value is a typed node, so a typed question's fingerprint is not its untyped twin's
-    claim = Claim("property", "value", "Thing", "Thing")
+    claim = Claim("property", "value", "Thing", "Thing", ("name",))
     qs = check_questions(questions, agent)
     if agent != "factuality":
         msgs: Any = (compliance_messages(claim, "definition", strategy, prompts_dir) if qs == PLAIN else
@@ -329,6 +399,16 @@ async def _scores(client, question: str, messages: list[list[dict[str, str]] | N
     claim; ``NOT_ASKED`` where the question has no messages for the claim."""
     asked = [k for k, m in enumerate(messages) if m is not None]
     out: list[tuple[float | None, str | None, Any]] = [NOT_ASKED] * len(messages)
+    if question == CHOICE:
+        done = await client.chat_many([{"messages": messages[k], "max_tokens": 1, "logprobs": True, "top_logprobs": 20,
+                                        "choices": list(CHOICE_LABELS[:len(choice_options(claims[k])) + 1])}
+                                       for k in asked])
+        for k, c in zip(asked, done):
+            score = choice_score(c.logprobs, claims[k]) if c.ok else None
+            if c.ok and score is None:
+                c.error = f"no option letter among the first token's top 20 logprobs (answer {c.text!r})"
+            out[k] = (score, c.error, c)
+        return out
     if question in GENERATED:
         max_tokens, score_of = GENERATED[question]
         done = await client.chat_many([{"messages": messages[k], "max_tokens": max_tokens} for k in asked])

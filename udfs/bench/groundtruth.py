@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from udfs.agents.prompts import Example
 from udfs.runtime.config import ScoresConf
-from udfs.agents.verdicts import claim_value, claim_value_type
+from udfs.agents.verdicts import claim_value, claim_value_type, properties_by_subject, siblings_of
 from udfs.runtime.rejects import reject_row
 from udfs.schemaorg.markup import Literal, Markup, MarkupError, parse_markup
 from udfs.scores.matching import normalise
@@ -191,6 +191,7 @@ class _Fact:
     kind: str  # value kind
     surfaces: list[str]
     value_type: str | None  # a named node's type (claim_value_type)
+    siblings: tuple[str, ...]  # the subject's other properties (siblings_of)
 
 
 def _row(f: _Fact, kind: str, label: bool, *, text: str, text_example: str, value: str, value_kind_: str,
@@ -205,6 +206,7 @@ def _row(f: _Fact, kind: str, label: bool, *, text: str, text_example: str, valu
         "value": value,
         "value_kind": value_kind_,
         "value_type": value_type,
+        "siblings": list(f.siblings),
         "entity_type": f.entity_type,
         "label": label,
         "kind": kind,
@@ -277,6 +279,7 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
             out.rejects.append(reject_row(ex.id, None, f"unreadable markup: {exc.reason}"))
             continue
         markups[ex.id] = m
+        properties = properties_by_subject(m)
         for t in m.triples():
             c["triples_read"] += 1
             desc = claim_value(m, t.value)
@@ -303,7 +306,7 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
                 continue
             seen.add(key)
             f = _Fact(ex, m, t.property, t.value, t.entity_type, desc, value_kind(m, t.value), surfaces(m, t.value),
-                      claim_value_type(m, t.value))
+                      claim_value_type(m, t.value), siblings_of(properties, t.subject, t.property))
             if require_stated and not any(mentions(ex.text, s) for s in f.surfaces):
                 c["rejected_not_stated"] += 1
                 out.rejects.append(reject_row(ex.id, None, "value not stated in the example text",
