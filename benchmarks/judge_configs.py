@@ -181,7 +181,7 @@ def messages(config: str, agent: str, it: dict) -> list[dict]:
         return V.compliance_messages(claim, definition, strategy, question=question, text=it.get("text"))
     if config == "paper":
         return V.paper_factuality_messages(it["text"], claim, strategy)
-    if config in ("extract", "complies", "complies-ranged", "excerpt", "names", "exemplified", "choice"):
+    if config in ("extract", "complies", "complies-ranged", "excerpt", "names", "exemplified"):
         return V.factuality_messages(it["text"], claim, "direct", None, config)
     variant = config if config in ("defined", "says", "claim", "where", "typed", "claim-typed") else "plain"
     question = PR.factuality_question(it["entity_type"], it["property"], it["value"], variant,

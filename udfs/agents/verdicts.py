@@ -18,8 +18,9 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
   ``udfs.agents.evidence.answer_match``, ``names``, the property the text gives the value as,
   matched against the claim's, ``udfs.agents.evidence.property_match``, ``complies`` and
   ``complies-ranged``, the compliance question about the claim (the second with the property's
-  expected types), and ``excerpt``, the question asked of the stretches of the text around the
-  value only, ``udfs.agents.evidence.excerpt``) and scores the mean of the scores of those that
+  expected types), ``excerpt``, the question asked of the stretches of the text around the
+  value only, ``udfs.agents.evidence.excerpt``, and ``choice``, the claim's property among the
+  subject's other properties as lettered options, scored by the claimed one's share) and scores the mean of the scores of those that
   apply to the claim: self-consistency over prompts, measured by ``benchmarks/judge_configs.py``.
 * Compliance: one yes/no per property value against the property's ``rdfs:comment``; a property
   without a definition is kept (``compliant`` True) and marked (``compliant_note``). ``questions``
@@ -33,6 +34,7 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import math
@@ -630,7 +632,8 @@ async def correct(client, chunks: Sequence[str], claims: Sequence[Claim], *, str
                 errors[i] = c.error
             elif c.parsed.get("value") not in (None, "") and str(c.parsed["value"]).strip():
                 proposed[i] = str(c.parsed["value"]).strip()
-    fixed = [Claim(claims[i].property, v, claims[i].entity_type) for i, v in proposed.items()]
+    # a value read off the text is a literal; the subject's other properties stay what they were
+    fixed = [dataclasses.replace(claims[i], value=v, value_type=None) for i, v in proposed.items()]
     verdicts = dict(zip(proposed, await judge_factuality(client, chunks, fixed, strategy=strategy,
                                                          threshold=threshold, prompts_dir=prompts_dir,
                                                          questions=questions)))

@@ -169,7 +169,8 @@ def load_ground_truth(where: Folder) -> GroundTruth:
     ``entity_type``, ``label`` (bool) and ``kind`` (factuality: positive / intrinsic / extrinsic;
     compliance: positive / swapped), optionally ``definition`` (compliance: judged against it
     instead of the schema.org definition), ``value_type`` (a named node's type: the typed
-    questions show it), ``item_id``, ``example_id``, ``text_example_id``; others
+    questions show it), ``siblings`` (a list of the subject's other properties: the choice
+    question's options), ``item_id``, ``example_id``, ``text_example_id``; others
     are kept and not read. Anything else is a :class:`BenchInputError` that says what is wrong."""
     import hashlib
 

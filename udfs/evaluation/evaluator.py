@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -369,7 +370,7 @@ class PageEvaluator:
             r["corrected_value"], r["corrected"] = f.proposed, f.corrected
             if f.corrected:
                 r["factual"], r["factual_score"] = True, f.verdict.score
-                r["_claim"] = agents.Claim(r["property"], f.proposed, r["entity_type"])
+                r["_claim"] = dataclasses.replace(r["_claim"], value=f.proposed, value_type=None)
 
     async def _stages(self, key: str, url: str, source: str, markup, fact_chunks: list[str],
                       score: dict[str, Any]) -> list[dict[str, Any]]:
