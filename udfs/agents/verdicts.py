@@ -37,7 +37,6 @@ import asyncio
 import dataclasses
 import hashlib
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -48,6 +47,7 @@ from udfs.agents.prompts import (CHOICE, CHOICE_LABELS, COMPLIANCE_ASKS, COMPLIA
                                  COMPLIES_RANGED, EXCERPT, EXTRACT, FACTUALITY_ASKS, NAMES, PROPERTY_OF, STRATEGIES,
                                  choice_question, extract_question, factuality_question, fence, load_prompt,
                                  names_question, system_prompt, unfence)
+from udfs.llm.client import first_token_mass
 from udfs.schemaorg.markup import Literal, Markup, Ref
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
 
@@ -276,6 +276,7 @@ def names_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -> 
 # a subject with more properties keeps a fixed pick of them, the same whichever is claimed.
 CHOICE_MAX_OPTIONS = 12
 CHOICE_NONE = "none of them (the text does not give this value)"
+CHOICE_TOP_LOGPROBS = 20  # as a yes/no verdict reads: every option letter is among them
 
 
 def choice_options(claim: Claim) -> list[str] | None:
@@ -303,21 +304,20 @@ def choice_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) ->
             {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
 
 
+def choice_letters(claim: Claim) -> str:
+    """The option letters of ``choice`` for a claim: one per option and one for "none of them"."""
+    return CHOICE_LABELS[:len(choice_options(claim) or ()) + 1]
+
+
 def choice_score(logprobs: list[dict[str, Any]] | None, claim: Claim) -> float | None:
-    """The claimed property's share of the options' probability in the answer's first token (top
-    logprobs; each letter's spellings summed), or None when no option letter is among them."""
+    """The claimed property's share of the options' probability in the answer's first token
+    (``udfs.llm.client.first_token_mass``), or None when no option letter is among its top logprobs."""
     options = choice_options(claim)
-    if not logprobs or options is None:
+    if options is None:
         return None
-    labels = CHOICE_LABELS[:len(options) + 1]
-    mass = dict.fromkeys(labels, 0.0)
-    first = logprobs[0]
-    for cand in first.get("top_logprobs") or [first]:
-        label, lp = str(cand.get("token", "")).strip().upper(), cand.get("logprob")
-        if label in mass and lp is not None and lp != -math.inf:
-            mass[label] += math.exp(lp)
+    mass = first_token_mass(logprobs, choice_letters(claim))
     total = sum(mass.values())
-    return mass[labels[options.index(claim.property)]] / total if total > 0 else None
+    return mass[CHOICE_LABELS[options.index(claim.property)].lower()] / total if total > 0 else None
 
 
 def check_questions(questions: Sequence[str], agent: str = "factuality") -> tuple[str, ...]:
@@ -402,13 +402,14 @@ async def _scores(client, question: str, messages: list[list[dict[str, str]] | N
     asked = [k for k, m in enumerate(messages) if m is not None]
     out: list[tuple[float | None, str | None, Any]] = [NOT_ASKED] * len(messages)
     if question == CHOICE:
-        done = await client.chat_many([{"messages": messages[k], "max_tokens": 1, "logprobs": True, "top_logprobs": 20,
-                                        "choices": list(CHOICE_LABELS[:len(choice_options(claims[k])) + 1])}
+        done = await client.chat_many([{"messages": messages[k], "max_tokens": 1, "logprobs": True,
+                                        "top_logprobs": CHOICE_TOP_LOGPROBS, "choices": list(choice_letters(claims[k]))}
                                        for k in asked])
         for k, c in zip(asked, done):
             score = choice_score(c.logprobs, claims[k]) if c.ok else None
             if c.ok and score is None:
-                c.error = f"no option letter among the first token's top 20 logprobs (answer {c.text!r})"
+                c.error = (f"no option letter among the first token's top {CHOICE_TOP_LOGPROBS} logprobs "
+                           f"(answer {c.text!r})")
             out[k] = (score, c.error, c)
         return out
     if question in GENERATED:

@@ -161,26 +161,27 @@ def parse_json_output(text: str | None, schema: dict[str, Any] | None = None) ->
     return value
 
 
-def verdict_from_logprobs(logprobs: list[dict[str, Any]] | None) -> tuple[float | None, float, float]:
-    """(score, P(yes), P(no)) from the first answer token's top logprobs.
-
-    Every spelling whose stripped, lower-cased form is "yes" (or "no") counts toward that word.
-    The score is None when neither word is among the top tokens: no evidence, not 0.5.
-    """
+def first_token_mass(logprobs: list[dict[str, Any]] | None, words: Sequence[str]) -> dict[str, float]:
+    """The probability of each of ``words`` in the first answer token's top logprobs: every
+    spelling whose stripped, lower-cased form is the word (lower-cased) counts toward it."""
+    mass = {w.lower(): 0.0 for w in words}
     if not logprobs:
-        return None, 0.0, 0.0
+        return mass
     first = logprobs[0]
-    candidates = first.get("top_logprobs") or [first]
-    p_yes = p_no = 0.0
-    for cand in candidates:
+    for cand in first.get("top_logprobs") or [first]:
         word = str(cand.get("token", "")).strip().lower()
         lp = cand.get("logprob")
-        if lp is None or lp == -math.inf:
-            continue
-        if word == YES:
-            p_yes += math.exp(lp)
-        elif word == NO:
-            p_no += math.exp(lp)
+        if word in mass and lp is not None and lp != -math.inf:
+            mass[word] += math.exp(lp)
+    return mass
+
+
+def verdict_from_logprobs(logprobs: list[dict[str, Any]] | None) -> tuple[float | None, float, float]:
+    """(score, P(yes), P(no)) from the first answer token's top logprobs (:func:`first_token_mass`).
+    The score is None when neither word is among the top tokens: no evidence, not 0.5.
+    """
+    mass = first_token_mass(logprobs, (YES, NO))
+    p_yes, p_no = mass[YES], mass[NO]
     if p_yes + p_no == 0:
         return None, 0.0, 0.0
     return p_yes / (p_yes + p_no), p_yes, p_no
