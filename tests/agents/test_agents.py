@@ -134,6 +134,10 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract"]) != plain
     assert cal.layout_key(["plain"]) == cal.SHARED_PREFIX
     assert cal.layout_key(["plain", "says", "extract"]) == "shared_prefix:plain+says+extract"
+    # text and property questions are combined, not averaged: their scores have a name of their own
+    assert cal.layout_key(["complies-ranged", "plain", "choice", "claim"]) == \
+        "shared_prefix:plain+claim^complies-ranged+choice"
+    assert cal.layout_key(["complies"]) == "shared_prefix:complies"
     # each agent's key names its own questions: compliance's plain question keeps the bare layout
     assert cal.layout_key(["plain"], "compliance") == cal.SHARED_PREFIX
     assert cal.layout_key(["plain", "property-of"], "compliance") == "shared_prefix:plain+property-of"
@@ -243,8 +247,22 @@ def test_factuality_on_a_real_example_text(client):
     assert max(j.cached_prompt_tokens for j in judged) > len(ex.text) // 8
 
 
+def test_a_claims_score_is_the_geometric_mean_of_the_text_questions_and_the_property_questions():
+    # a value the text states (0.9, 0.7) that does not fit the property (0.1, 0.3): sqrt(0.8 * 0.2)
+    scores = {"plain": 0.9, "complies-ranged": 0.1, "claim": 0.7, "choice": 0.3}
+    assert agents.combined_score(scores) == pytest.approx(0.4)
+    assert agents.combined_score(scores) < sum(scores.values()) / 4  # the mean would say 0.5
+    # either kind alone: its mean
+    assert agents.combined_score({"plain": 0.9, "claim": 0.7}) == pytest.approx(0.8)
+    assert agents.combined_score({"complies": 0.2, "names": 0.6}) == pytest.approx(0.4)
+    # one kind at zero rejects whatever the other says
+    assert agents.combined_score({"plain": 1.0, "complies": 0.0}) == 0.0
+    assert agents.questions_key(["plain", "complies", "extract"]) == "plain+extract^complies"
+    assert agents.questions_key(["says", "plain"]) == "says+plain"
+
+
 @pytest.mark.model
-def test_several_factuality_questions_score_the_mean_of_their_scores(service, tmp_path):
+def test_several_factuality_questions_combine_the_text_questions_mean_with_the_property_ones(service, tmp_path):
     from udfs.llm.client import LLMClient
 
     ex = example("#eg-0013")
@@ -253,24 +271,26 @@ def test_several_factuality_questions_score_the_mean_of_their_scores(service, tm
     undefined = agents.Claim("http://example.org/dish", ex.jsonld["name"], "Recipe")  # no definition
     claims = [true, false, undefined]
     qs = ["plain", "says", "extract", "complies"]
-    # a request cache, so that each question asked alone gets the very answer the mean was made of
+    # a request cache, so that each question asked alone gets the very answer the score was made of
     c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
     try:
-        mean = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
+        both = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
                                              questions=qs))
         alone = {q: c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy,
                                                   threshold=0.5, questions=[q])) for q in qs}
     finally:
         c.close()
     for k in range(2):
-        assert mean[k].error is None and mean[k].requests == 4
-        assert mean[k].score == pytest.approx(sum(alone[q][k].score for q in qs) / 4)
-    # complies does not apply where schema.org defines nothing: the mean is of the other three
-    assert mean[2].requests == 3 and alone["complies"][2].score is None
-    assert mean[2].score == pytest.approx(sum(alone[q][2].score for q in qs[:3]) / 3)
+        assert both[k].error is None and both[k].requests == 4
+        stated = sum(alone[q][k].score for q in qs[:3]) / 3
+        # the text questions' mean and the property question, geometric: each bounds the score
+        assert both[k].score == pytest.approx((stated * alone["complies"][k].score) ** 0.5)
+    # complies does not apply where schema.org defines nothing: the text questions' mean alone
+    assert both[2].requests == 3 and alone["complies"][2].score is None
+    assert both[2].score == pytest.approx(sum(alone[q][2].score for q in qs[:3]) / 3)
     # the name the model reads off the text is the recipe's: it matches the true claim only
     assert alone["extract"][0].score > 0.5 and alone["extract"][1].score == 0.0
-    assert mean[0].passed and not mean[1].passed
+    assert both[0].passed and not both[1].passed
 
 
 @pytest.mark.model

@@ -199,6 +199,24 @@ NAMES = "names"
 # others rather than against every property it knows (``udfs.agents.verdicts.choice_messages``).
 CHOICE = "choice"
 FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
+# The questions above ask one of two things: does the text state the value (the rewordings,
+# ``extract``, ``excerpt``), or does the value fit the claim's property (``FITS_ASKS``: the
+# compliance questions, and the two that weigh the claimed property against others). A claim holds
+# when both do, so where a configuration asks both kinds a claim's score is the geometric mean of
+# the two kinds' means (``udfs.agents.verdicts.combined_score``), not the mean of all: a value the
+# text states cannot make up for one that is not this property's, and the reverse (README "Stated
+# and fitting").
+FITS_ASKS = (COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
+
+
+def questions_key(questions: Sequence[str]) -> str:
+    """How a set of factuality questions is named where its scores are kept (calibration layouts,
+    benchmark result folders): the questions joined by "+", and where both kinds are asked the
+    stated ones, "^" (and), then the fitting ones: ``plain+claim+extract^complies-ranged``. Scores of
+    another combination are another scale, so they never share a name."""
+    stated = [q for q in questions if q not in FITS_ASKS]
+    fits = [q for q in questions if q in FITS_ASKS]
+    return "+".join(stated) + "^" + "+".join(fits) if stated and fits else "+".join(questions)
 # The compliance question's variants: the plain question, and one that asks whether the value is a
 # sensible value of the property rather than of another; and a compliance score can come from the
 # model naming the property of the entity type the value belongs to (neither the claim's property

@@ -20,8 +20,11 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
   ``complies-ranged``, the compliance question about the claim (the second with the property's
   expected types), ``excerpt``, the question asked of the stretches of the text around the
   value only, ``udfs.agents.evidence.excerpt``, and ``choice``, the claim's property among the
-  subject's other properties as lettered options, scored by the claimed one's share) and scores the mean of the scores of those that
-  apply to the claim: self-consistency over prompts, measured by ``benchmarks/judge_configs.py``.
+  subject's other properties as lettered options, scored by the claimed one's share) and combines
+  the scores of those that apply to the claim (``combined_score``): the mean of the questions
+  about the text (self-consistency over prompts, measured by ``benchmarks/judge_configs.py``), and
+  where questions about the property (``udfs.agents.prompts.FITS_ASKS``) are asked too, the
+  geometric mean of that mean and theirs.
 * Compliance: one yes/no per property value against the property's ``rdfs:comment``; a property
   without a definition is kept (``compliant`` True) and marked (``compliant_note``). ``questions``
   (``udfs.agents.prompts.COMPLIANCE_ASKS``) averages several, as factuality does.
@@ -37,6 +40,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -44,9 +48,9 @@ from typing import Any, Callable, Sequence
 from udfs.agents.evidence import answer_match, excerpt, property_match
 from udfs.agents.exemplars import shown as shown_exemplars
 from udfs.agents.prompts import (CHOICE, CHOICE_LABELS, COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES,
-                                 COMPLIES_RANGED, EXCERPT, EXTRACT, FACTUALITY_ASKS, NAMES, PROPERTY_OF, STRATEGIES,
-                                 choice_question, extract_question, factuality_question, fence, load_prompt,
-                                 names_question, system_prompt, unfence)
+                                 COMPLIES_RANGED, EXCERPT, EXTRACT, FACTUALITY_ASKS, FITS_ASKS, NAMES, PROPERTY_OF,
+                                 STRATEGIES, choice_question, extract_question, factuality_question, fence,
+                                 load_prompt, names_question, questions_key, system_prompt, unfence)
 from udfs.llm.client import first_token_mass
 from udfs.schemaorg.markup import Literal, Markup, Ref
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
@@ -424,14 +428,30 @@ async def _scores(client, question: str, messages: list[list[dict[str, str]] | N
     return out
 
 
+def combined_score(scores: dict[str, float]) -> float:
+    """One claim's factuality score from the scores of the questions that apply to it (question ->
+    score, at least one): the mean of the questions about the text, and where questions about the
+    property (``FITS_ASKS``) apply too, sqrt(mean(stated) * mean(fits)): a claim holds when the
+    text states the value and the value fits the property, so each kind bounds the score. With one
+    kind only, the mean of its scores."""
+    stated = [s for q, s in scores.items() if q not in FITS_ASKS]
+    fits = [s for q, s in scores.items() if q in FITS_ASKS]
+    if stated and fits:
+        return math.sqrt(sum(stated) / len(stated) * sum(fits) / len(fits))
+    kind = stated or fits
+    return sum(kind) / len(kind)
+
+
 async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim], *, strategy: str,
                            threshold: float, layout: str = "shared_prefix",
                            prompts_dir: str | None = None, questions: Sequence[str] = PLAIN) -> list[Judged]:
     """One verdict per claim; chunks in order, and a claim some chunk already supports is not asked
     again (OR over chunks). Claims of one chunk go out together, question by question, so the
     engine serves each question's shared prefix from its cache. With several ``questions`` a
-    chunk's score is the mean of those that apply to the claim (``complies`` does not to a
-    property schema.org leaves undefined, ``excerpt`` not to a chunk that does not state the value); a question without an answer leaves the chunk unscored."""
+    chunk's score is the :func:`combined_score` of those that apply to the claim (``complies`` does
+    not to a property schema.org leaves undefined, ``excerpt`` not to a chunk that does not state
+    the value, ``choice`` not to a subject with no other property); a question without an answer
+    leaves the chunk unscored."""
     build = factuality_messages if layout == "shared_prefix" else paper_factuality_messages
     qs = check_questions(questions)
     out = [Judged(None, None) for _ in claims]
@@ -444,13 +464,14 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
                                  [claims[i] for i in pending]) for q in qs]
         for k, i in enumerate(pending):
             j = out[i]
-            got = [a[k] for a in answers if a[k] is not NOT_ASKED]
-            for _, _, c in got:
+            got = {q: a[k] for q, a in zip(qs, answers) if a[k] is not NOT_ASKED}
+            for _, _, c in got.values():
                 _account(j, c)
-            if not got or any(score is None for score, _, _ in got):
-                errors[i] += [err or "no verdict" for score, err, _ in got if score is None] or ["no question applies"]
+            if not got or any(score is None for score, _, _ in got.values()):
+                errors[i] += ([err or "no verdict" for score, err, _ in got.values() if score is None]
+                              or ["no question applies"])
                 continue
-            score = sum(score for score, _, _ in got) / len(got)
+            score = combined_score({q: score for q, (score, _, _) in got.items()})
             j.score = score if j.score is None else max(j.score, score)
             j.passed = j.score >= threshold
     for j, errs in zip(out, errors):

@@ -84,7 +84,7 @@ class VerdictConfig:
     compliance_threshold: float
     judge: str | None = None
     prompts_dir: str | None = None
-    factuality_questions: list[str] = field(default_factory=lambda: ["plain"])  # averaged per claim
+    factuality_questions: list[str] = field(default_factory=lambda: ["plain"])  # combined per claim
     compliance_questions: list[str] = field(default_factory=lambda: ["plain"])  # likewise
     one_at_a_time: bool = True  # False: every claim of a batch at once (latency then includes queueing)
     clients: dict[str, Any] = field(default_factory=dict, repr=False)  # model id -> LLMClient
@@ -102,7 +102,7 @@ class VerdictConfig:
         if self.judge and len(self.models) > 1:
             parts.append(f"judge-{self.judge}")
         if list(self.factuality_questions or ["plain"]) != ["plain"]:
-            parts.append("q-" + "+".join(self.factuality_questions))
+            parts.append("q-" + agents.questions_key(self.factuality_questions))
         if list(self.compliance_questions or ["plain"]) != ["plain"]:
             parts.append("cq-" + "+".join(self.compliance_questions))
         return "_".join(parts).replace("/", "-")

@@ -50,10 +50,18 @@ SHARED_PREFIX = "shared_prefix"  # the layout of udfs.agents.verdicts.factuality
 def layout_key(questions=("plain",), agent: str = "factuality", layout: str = SHARED_PREFIX) -> str:
     """How an entry names the prompts its scores came from: the layout alone for an agent's plain
     question, else the layout and the agent's questions averaged ("shared_prefix:plain+says+extract":
-    a mean of several scores is another scale, with a threshold of its own). Each agent's key names
-    its own questions, so one compliance entry serves every factuality configuration."""
+    a mean of several scores is another scale, with a threshold of its own; factuality questions
+    of both kinds are named by ``udfs.agents.prompts.questions_key``, "plain+claim^complies-ranged",
+    as their combination is not a mean). Each agent's key names its own questions, so one compliance
+    entry serves every factuality configuration."""
     qs = list(questions) or ["plain"]
-    return layout if qs == ["plain"] else f"{layout}:{'+'.join(qs)}"
+    if qs == ["plain"]:
+        return layout
+    if agent == "factuality":
+        from udfs.agents.prompts import questions_key
+
+        return f"{layout}:{questions_key(qs)}"
+    return f"{layout}:{'+'.join(qs)}"
 
 
 def model_key(models: Sequence[str | None], judge: str | None = None) -> str:
