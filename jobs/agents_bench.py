@@ -77,7 +77,8 @@ class AgentsBenchJob(Job):
         g.add_argument("--judge-model", default=None, help="breaks ties between several --verdict-models")
         g.add_argument("--strategy", choices=STRATEGIES, help="verdict strategy")
         g.add_argument("--factuality-questions", nargs="+", choices=FACTUALITY_ASKS, metavar="Q",
-                       help=f"factuality questions averaged per claim: {', '.join(FACTUALITY_ASKS)}")
+                       help=f"factuality questions asked per claim: {', '.join(FACTUALITY_ASKS)} (the text "
+                       "questions' mean, geometric with the property questions' where both are asked)")
         g.add_argument("--compliance-questions", nargs="+", choices=COMPLIANCE_ASKS, metavar="Q",
                        help=f"compliance questions averaged per claim: {', '.join(COMPLIANCE_ASKS)}")
         g.add_argument("--factuality-threshold", type=float, help="a claim is factual at this score or above")

@@ -54,9 +54,11 @@ class EvaluateJob(Job):
         p.add_argument("--strategy", choices=STRATEGIES,
                        help="FactCheck verdict strategy")
         p.add_argument("--factuality-questions", nargs="+", choices=FACTUALITY_ASKS, metavar="Q",
-                       help="factuality questions asked of every claim, their scores averaged: "
+                       help="factuality questions asked of every claim: "
                        f"{', '.join(FACTUALITY_ASKS)} (extract: the value read off the text; names: the "
-                       "property the text gives the value as)")
+                       "property the text gives the value as); the text questions' scores averaged, and "
+                       "where questions about the property (complies, complies-ranged, names, choice) "
+                       "are asked too, the geometric mean of that mean and theirs")
         p.add_argument("--compliance-questions", nargs="+", choices=COMPLIANCE_ASKS, metavar="Q",
                        help="compliance questions asked of every claim, their scores averaged: "
                        f"{', '.join(COMPLIANCE_ASKS)} (property-of: the property the value belongs to)")

@@ -125,8 +125,8 @@ class EvalConfig:
     calibration: str = ""
     served_model: str | None = None
     calibration_applied: dict[str, Any] = field(default_factory=dict)
-    # The factuality questions asked of every claim, their scores averaged
-    # (udfs.agents.verdicts.judge_factuality); a calibration entry must be for the same ones.
+    # The factuality questions asked of every claim, their scores combined
+    # (udfs.agents.verdicts.combined_score); a calibration entry must be for the same ones.
     factuality_questions: list[str] = field(default_factory=lambda: ["plain"])
     # The compliance questions, likewise (udfs.agents.verdicts.judge_compliance).
     compliance_questions: list[str] = field(default_factory=lambda: ["plain"])
