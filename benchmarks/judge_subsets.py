@@ -7,7 +7,8 @@ Reads the answers ``benchmarks/judge_configs.py`` logged in ``--work/<question>.
 there first, with the same ``--limit`` and ``--seed``: nothing here calls a model) and scores, for
 every subset of ``--questions`` that holds at least one question about the text, the mean of the
 scores of the questions that apply to an item (as ``udfs.agents.verdicts.judge_factuality``
-does). Each mean gets one threshold fitted on the fit split of both factuality tasks together
+did before it combined the text questions with the questions about the property geometrically;
+``benchmarks/judge_combinations.py`` compares the two). Each mean gets one threshold fitted on the fit split of both factuality tasks together
 (``udfs.scores.calibration.fit_threshold``, as ``calibrate`` fits it). The ranking uses fit-split
 figures only: the smaller of intrinsic F1 / 0.90 and extrinsic F1 / 0.95 (the issue's targets),
 so the test split, printed beside, plays no part in the choice. ``direct`` is the agent's
