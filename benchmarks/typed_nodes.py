@@ -1,5 +1,5 @@
-"""Named nodes asked with their type: the default factuality judge (``plain claim extract
-complies-ranged``) against the same with ``typed`` and ``claim-typed`` in place of ``plain`` and
+"""Named nodes asked with their type: the averaged factuality judge (``plain claim extract
+complies-ranged``, the default before its questions were combined) against the same with ``typed`` and ``claim-typed`` in place of ``plain`` and
 ``claim`` ("Music Resource Centre (an Organization)" rather than "Music Resource Centre"), on the
 only items the two ask differently: those whose value is a named node. Then both are projected
 onto the shipped calibration entry's test-split counts at its threshold.
@@ -7,8 +7,9 @@ onto the shipped calibration entry's test-split counts at its threshold.
     .venv/bin/python benchmarks/judge_configs.py --ground-truth OUT/agents_bench/ground_truth \\
         --work OUT/typed_nodes --limit 400 --tasks intrinsic extrinsic --named-nodes \\
         --configs direct+claim+extract+complies-ranged typed+claim-typed+extract+complies-ranged
+    git show 4fd43df:conf/calibration.json > OUT/averaged.json   # the averaged judge's entry
     .venv/bin/python benchmarks/typed_nodes.py --ground-truth OUT/agents_bench/ground_truth \\
-        --work OUT/typed_nodes --limit 400
+        --work OUT/typed_nodes --limit 400 --calibration-file OUT/averaged.json
 
 The items are ``calibrate``'s (the same seeded picks per task and the same split by example text).
 The projection replaces, in the entry's test confusion counts, the outcomes of the named-node test
@@ -58,8 +59,13 @@ def main(argv=None) -> int:
     ap.add_argument("--calibration-file", default="conf/calibration.json")
     args = ap.parse_args(argv)
 
-    entry = next(e for e in json.loads(Path(args.calibration_file).read_text())["entries"]
-                 if e["agent"] == "factuality" and e.get("layout") == LAYOUT)
+    entry = next((e for e in json.loads(Path(args.calibration_file).read_text())["entries"]
+                  if e["agent"] == "factuality" and e.get("layout") == LAYOUT), None)
+    if entry is None:
+        # the projection is onto the averaged judge's entry, shipped until the questions were combined
+        ap.error(f"--calibration-file {args.calibration_file}: no factuality entry for {LAYOUT} (the averaged "
+                 "default's; shipped until the text and property questions were combined: "
+                 "git show 4fd43df:conf/calibration.json > averaged.json, then --calibration-file averaged.json)")
     thr = entry["threshold"]
     work = Path(args.work)
     parts = {c: answers(work, c) for c in set(DEFAULT + TYPED)}
