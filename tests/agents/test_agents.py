@@ -56,7 +56,18 @@ def test_claims_name_nodes_phrase_terms_and_never_ask_a_blank_node():
     # named: the claim names it; its siblings are the product's other properties, nodes included
     assert by[("brand", "Product")] == agents.Claim("brand", "Acme", "Product", "Brand",
                                                     ("aggregateRating", "itemCondition", "mainEntityOfPage", "name",
-                                                     "offers"))
+                                                     "offers"), '"Shoe"')
+    # the subject is said by its name, else by the node and property that hold it, through depth
+    assert by[("availability", "Offer")].subject == 'the offers of the Product "Shoe"'
+    assert by[("url", "Organization")].subject == "the seller of the Offer"
+    assert by[("name", "Brand")].subject == 'the brand of the Product "Shoe"'  # a claim about a name
+    assert by[("name", "Product")].subject is None  # the top node's own name: nothing more to say
+    brand = by[("brand", "Product")]
+    assert agents.factuality_messages("t", brand, "direct", question="subject")[1]["content"].endswith(
+        'Fact: the Product "Shoe" has brand = Acme\nIs this fact supported by the page text? Answer yes or no.')
+    nameless = by[("name", "Product")]
+    assert agents.factuality_messages("t", nameless, "direct", question="subject") == \
+        agents.factuality_messages("t", nameless, "direct")  # plain's very request
     assert by[("availability", "Offer")].value == "in stock"
     assert by[("itemCondition", "Product")].value == "new condition"
     assert by[("url", "Organization")].value == "https://shop.example"  # an outside IRI as it is

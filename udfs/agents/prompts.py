@@ -173,10 +173,14 @@ FACTUALITY_QUESTIONS = {"plain": "factuality_question", "defined": "factuality_q
                         "says": "factuality_question_says", "claim": "factuality_question_claim",
                         "where": "factuality_question_where", "exemplified": "factuality_question_exemplified",
                         "excerpt": "factuality_question_excerpt", "typed": "factuality_question_typed",
-                        "claim-typed": "factuality_question_claim_typed"}
+                        "claim-typed": "factuality_question_claim_typed", "subject": "factuality_question_subject"}
 # ``typed`` and ``claim-typed`` are ``plain`` and ``claim`` with a named node's type after its name
 # ("Music Resource Centre (an Organization)"): a bare name reads as any string the page holds. For
 # a literal they are the very requests of ``plain`` and ``claim``.
+# ``subject`` is ``plain`` with the claim's subject said: by its name ('the DepositAccount "Freedom
+# Savings Account"'), or where it has none (or the claim is about its name) by the node that holds
+# it ('the MusicGroup (the byArtist of the MusicRecording "It Ain't Me, Babe")'): "the MusicGroup"
+# alone reads as any of the page's groups. With no subject to say, the very request of ``plain``.
 # ``excerpt`` shows the model only the stretches of the text around the value
 # (``udfs.agents.evidence.excerpt``) and does not apply where the text does not state the value.
 EXCERPT = "excerpt"
@@ -248,9 +252,19 @@ def typed_suffix(value_type: str | None) -> str:
     return f" ({'an' if value_type[:1].lower() in 'aeiou' else 'a'} {value_type})"
 
 
+def subject_suffix(subject: str | None) -> str:
+    """What follows the entity type in the ``subject`` question: ' "Freedom Savings Account"' or
+    ' (the byArtist of the MusicRecording "It Ain't Me, Babe")' (``Claim.subject``, without fence
+    markers); '' without one."""
+    if not subject:
+        return ""
+    subject = unfence(subject)
+    return f" {subject}" if subject.startswith('"') else f" ({subject})"
+
+
 def factuality_question(entity_type: str | None, prop: str, value: str, variant: str = "plain",
                         prompts_dir: str | None = None, vocab=None, exemplars: str = "(none)",
-                        value_type: str | None = None) -> str:
+                        value_type: str | None = None, subject: str | None = None) -> str:
     """The factuality question of a variant of ``FACTUALITY_QUESTIONS`` about one claim (the
     value without fence markers); an unknown variant is a ValueError naming the known ones.
     ``exemplified`` shows ``exemplars``, values of the property from schema.org's examples as
@@ -258,7 +272,7 @@ def factuality_question(entity_type: str | None, prop: str, value: str, variant:
     if variant not in FACTUALITY_QUESTIONS:
         raise ValueError(f"unknown factuality question {variant!r}: one of {', '.join(FACTUALITY_QUESTIONS)}")
     fields = {"entity_type": entity_type or "entity", "property": prop, "value": unfence(value),
-              "typed": typed_suffix(value_type)}
+              "typed": typed_suffix(value_type), "subject": subject_suffix(subject)}
     if variant == "defined":
         fields["definition"] = plain_definition(prop, vocab) or "(no schema.org definition)"
     if variant == "exemplified":

@@ -73,6 +73,9 @@ class Claim:
     # The other properties the markup gives the claim's subject (sorted, each once): the options
     # of the ``choice`` question beside the claim's own. Only ``choice`` reads them.
     siblings: tuple[str, ...] = ()
+    # Which node the claim is about, for the ``subject`` question (``subject_of``): its name in
+    # quotes, or the property and node that hold it; None where neither says more than the type.
+    subject: str | None = None
 
 
 NAME_PROPERTIES = ("name", "headline", "alternateName", "title")  # what names a node, in this order
@@ -126,13 +129,41 @@ def claims_of(markup: Markup) -> list[Claim | None]:
     and the subject's type. A triple whose value is an unnamed node has None: it is not judged,
     and passes a stage while any claim inside that node does (:func:`nested_claims`)."""
     out: list[Claim | None] = []
-    properties = properties_by_subject(markup)
+    properties, held = properties_by_subject(markup), holders(markup)
     for t in markup.triples():
         value = claim_value(markup, t.value)
         out.append(None if value is None else Claim(t.property, value, t.entity_type,
                                                     claim_value_type(markup, t.value),
-                                                    siblings_of(properties, t.subject, t.property)))
+                                                    siblings_of(properties, t.subject, t.property),
+                                                    subject_of(markup, held, t.subject, t.property)))
     return out
+
+
+def holders(markup: Markup) -> dict[str, tuple[str, str]]:
+    """Node id -> (the node, the property) of the first triple whose value it is: what
+    :func:`subject_of` says of a node without a name."""
+    out: dict[str, tuple[str, str]] = {}
+    for t in markup.triples():
+        if isinstance(t.value, Ref) and t.value.id in markup.entities and t.value.id != t.subject:
+            out.setdefault(t.value.id, (t.subject, t.property))
+    return out
+
+
+def subject_of(markup: Markup, held: dict[str, tuple[str, str]], subject: str, prop: str) -> str | None:
+    """A claim's ``subject``: the subject's name in quotes ('"Freedom Savings Account"') unless the
+    claim is about a name; else the property and node that hold it ('the byArtist of the
+    MusicRecording "It Ain't Me, Babe"'); None for a top-level node without a name. Names are the
+    markup's, untrusted: the question unfences them."""
+    name = node_name(markup, subject)
+    if name and prop not in NAME_PROPERTIES:
+        return f'"{name}"'
+    if subject not in held:
+        return None
+    node, via = held[subject]
+    holder = markup.entities[node]
+    said = f"the {via} of the {holder.types[0] if holder.types else 'entity'}"
+    holder_name = node_name(markup, node)
+    return f'{said} "{holder_name}"' if holder_name else said
 
 
 def properties_by_subject(markup: Markup) -> dict[str, set[str]]:
@@ -213,6 +244,7 @@ GENERATED = {
 
 # Factuality questions that are compliance questions about the claim (no page text): the
 # compliance question each one asks.
+SUBJECT = "subject"
 FACTUALITY_COMPLIANCE = {COMPLIES: "plain", COMPLIES_RANGED: "ranged"}
 
 
@@ -241,8 +273,10 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: st
     # exemplars never come from the example whose text is judged (the benchmark judges against them)
     exemplars = shown_exemplars(claim.property, value=unfence(claim.value), text=chunk) \
         if question == "exemplified" else "(none)"
+    if question == SUBJECT and not claim.subject:
+        question = "plain"  # nothing more to say than the type: the very request of plain
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir,
-                            exemplars=exemplars, value_type=claim.value_type)
+                            exemplars=exemplars, value_type=claim.value_type, subject=claim.subject)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
             {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
 
@@ -342,8 +376,9 @@ def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None
     and each of the agent's ``questions``: it changes whenever the instructions, the questions or
     their layout change, so a threshold calibrated on other prompts is not taken for these
     (``udfs.scores.calibration.resolve``). One plain question keeps the fingerprint it always had."""
-    # the probe value is a typed node, so a typed question's fingerprint is not its untyped twin's
-    claim = Claim("property", "value", "Thing", "Thing", ("name",))
+    # the probe value is a typed node of a named subject, so a typed or subject question's
+    # fingerprint is not its plain twin's
+    claim = Claim("property", "value", "Thing", "Thing", ("name",), '"subject"')
     qs = check_questions(questions, agent)
     if agent != "factuality":
         msgs: Any = (compliance_messages(claim, "definition", strategy, prompts_dir) if qs == PLAIN else

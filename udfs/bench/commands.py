@@ -170,7 +170,8 @@ def load_ground_truth(where: Folder) -> GroundTruth:
     compliance: positive / swapped), optionally ``definition`` (compliance: judged against it
     instead of the schema.org definition), ``value_type`` (a named node's type: the typed
     questions show it), ``siblings`` (a list of the subject's other properties: the choice
-    question's options), ``item_id``, ``example_id``, ``text_example_id``; others
+    question's options), ``subject`` (which node the claim is about: the subject question says
+    it), ``item_id``, ``example_id``, ``text_example_id``; others
     are kept and not read. Anything else is a :class:`BenchInputError` that says what is wrong."""
     import hashlib
 

@@ -10,7 +10,8 @@ they do not belong.
   A claim is what the evaluation asks (``udfs.agents.verdicts.claim_value``): a literal's text, a
   node by its name, an IRI readably; a node without a name is no claim (the claims inside it
   are), so the benchmark measures the judge on the questions the evaluation puts. A named node's
-  type is kept beside its name (``value_type``, ``udfs.agents.verdicts.claim_value_type``);
+  type is kept beside its name (``value_type``, ``udfs.agents.verdicts.claim_value_type``), and
+  every claim's subject as the ``subject`` question says it (``subject``, ``subject_of``);
 * intrinsic negatives: a literal value of the markup replaced by the literal value of a
   semantically distant property of the same markup (same text, so the value is on the page but
   not as that property: the claim contradicts the text). Which one (``intrinsic``): ``distant``, a
@@ -48,7 +49,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from udfs.agents.prompts import Example
 from udfs.runtime.config import ScoresConf
-from udfs.agents.verdicts import claim_value, claim_value_type, properties_by_subject, siblings_of
+from udfs.agents.verdicts import (claim_value, claim_value_type, holders, properties_by_subject, siblings_of,
+                                  subject_of)
 from udfs.runtime.rejects import reject_row
 from udfs.schemaorg.markup import Literal, Markup, MarkupError, parse_markup
 from udfs.scores.matching import normalise
@@ -192,6 +194,7 @@ class _Fact:
     surfaces: list[str]
     value_type: str | None  # a named node's type (claim_value_type)
     siblings: tuple[str, ...]  # the subject's other properties (siblings_of)
+    subject: str | None  # which node the claim is about (subject_of)
 
 
 def _row(f: _Fact, kind: str, label: bool, *, text: str, text_example: str, value: str, value_kind_: str,
@@ -207,6 +210,7 @@ def _row(f: _Fact, kind: str, label: bool, *, text: str, text_example: str, valu
         "value_kind": value_kind_,
         "value_type": value_type,
         "siblings": list(f.siblings),
+        "subject": f.subject,
         "entity_type": f.entity_type,
         "label": label,
         "kind": kind,
@@ -279,7 +283,7 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
             out.rejects.append(reject_row(ex.id, None, f"unreadable markup: {exc.reason}"))
             continue
         markups[ex.id] = m
-        properties = properties_by_subject(m)
+        properties, held = properties_by_subject(m), holders(m)
         for t in m.triples():
             c["triples_read"] += 1
             desc = claim_value(m, t.value)
@@ -306,7 +310,8 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
                 continue
             seen.add(key)
             f = _Fact(ex, m, t.property, t.value, t.entity_type, desc, value_kind(m, t.value), surfaces(m, t.value),
-                      claim_value_type(m, t.value), siblings_of(properties, t.subject, t.property))
+                      claim_value_type(m, t.value), siblings_of(properties, t.subject, t.property),
+                      subject_of(m, held, t.subject, t.property))
             if require_stated and not any(mentions(ex.text, s) for s in f.surfaces):
                 c["rejected_not_stated"] += 1
                 out.rejects.append(reject_row(ex.id, None, "value not stated in the example text",

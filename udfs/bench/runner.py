@@ -26,7 +26,7 @@ from udfs.runtime.io import Folder
 FACTUALITY_SCHEMA = pa.schema([
     ("item_id", pa.string()), ("example_id", pa.string()), ("text_example_id", pa.string()), ("text", pa.string()),
     ("property", pa.string()), ("value", pa.string()), ("value_kind", pa.string()), ("value_type", pa.string()),
-    ("siblings", pa.list_(pa.string())), ("entity_type", pa.string()),
+    ("siblings", pa.list_(pa.string())), ("subject", pa.string()), ("entity_type", pa.string()),
     ("label", pa.bool_()), ("kind", pa.string()), ("source_property", pa.string()), ("cosine", pa.float64()),
     ("value_in_text", pa.bool_()), ("seed", pa.int64()),
 ])
@@ -137,7 +137,7 @@ async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, 
     for i, it in enumerate(items):
         groups.setdefault(it["text"] if agent == "factuality" else (it.get("definition") or None), []).append(i)
     claims = [agents.Claim(it["property"], it["value"], it["entity_type"], it.get("value_type"),
-                           tuple(it.get("siblings") or ())) for it in items]
+                           tuple(it.get("siblings") or ()), it.get("subject")) for it in items]
     keys = list(groups)
     if cfg.one_at_a_time:
         # One request in flight: a verdict's latency is its own request's time, not its wait behind
