@@ -68,6 +68,10 @@ def test_claims_name_nodes_phrase_terms_and_never_ask_a_blank_node():
     nameless = by[("name", "Product")]
     assert agents.factuality_messages("t", nameless, "direct", question="subject") == \
         agents.factuality_messages("t", nameless, "direct")  # plain's very request
+    assert agents.factuality_messages("t", brand, "direct", question="claim-subject")[1]["content"].endswith(
+        'Claim: Acme is the brand of this Product "Shoe".\nIs the claim true according to the page text? Answer yes or no.')
+    assert agents.factuality_messages("t", nameless, "direct", question="claim-subject") == \
+        agents.factuality_messages("t", nameless, "direct", question="claim")
     assert by[("availability", "Offer")].value == "in stock"
     assert by[("itemCondition", "Product")].value == "new condition"
     assert by[("url", "Organization")].value == "https://shop.example"  # an outside IRI as it is

@@ -173,14 +173,16 @@ FACTUALITY_QUESTIONS = {"plain": "factuality_question", "defined": "factuality_q
                         "says": "factuality_question_says", "claim": "factuality_question_claim",
                         "where": "factuality_question_where", "exemplified": "factuality_question_exemplified",
                         "excerpt": "factuality_question_excerpt", "typed": "factuality_question_typed",
-                        "claim-typed": "factuality_question_claim_typed", "subject": "factuality_question_subject"}
+                        "claim-typed": "factuality_question_claim_typed", "subject": "factuality_question_subject",
+                        "claim-subject": "factuality_question_claim_subject"}
 # ``typed`` and ``claim-typed`` are ``plain`` and ``claim`` with a named node's type after its name
 # ("Music Resource Centre (an Organization)"): a bare name reads as any string the page holds. For
 # a literal they are the very requests of ``plain`` and ``claim``.
 # ``subject`` is ``plain`` with the claim's subject said: by its name ('the DepositAccount "Freedom
 # Savings Account"'), or where it has none (or the claim is about its name) by the node that holds
 # it ('the MusicGroup (the byArtist of the MusicRecording "It Ain't Me, Babe")'): "the MusicGroup"
-# alone reads as any of the page's groups. With no subject to say, the very request of ``plain``.
+# alone reads as any of the page's groups. With no subject to say, the very request of ``plain``;
+# ``claim-subject`` is ``claim`` so.
 # ``excerpt`` shows the model only the stretches of the text around the value
 # (``udfs.agents.evidence.excerpt``) and does not apply where the text does not state the value.
 EXCERPT = "excerpt"

@@ -244,7 +244,7 @@ GENERATED = {
 
 # Factuality questions that are compliance questions about the claim (no page text): the
 # compliance question each one asks.
-SUBJECT = "subject"
+SUBJECT_TWINS = {"subject": "plain", "claim-subject": "claim"}  # the question each is with a subject said
 FACTUALITY_COMPLIANCE = {COMPLIES: "plain", COMPLIES_RANGED: "ranged"}
 
 
@@ -273,8 +273,8 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: st
     # exemplars never come from the example whose text is judged (the benchmark judges against them)
     exemplars = shown_exemplars(claim.property, value=unfence(claim.value), text=chunk) \
         if question == "exemplified" else "(none)"
-    if question == SUBJECT and not claim.subject:
-        question = "plain"  # nothing more to say than the type: the very request of plain
+    if question in SUBJECT_TWINS and not claim.subject:
+        question = SUBJECT_TWINS[question]  # nothing more to say than the type: the twin's very request
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir,
                             exemplars=exemplars, value_type=claim.value_type, subject=claim.subject)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
