@@ -147,15 +147,17 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     plain = agents.prompt_fingerprint("factuality", "direct")
     assert agents.prompt_fingerprint("factuality", "direct", questions=["plain"]) == plain
     assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract"]) != plain
-    assert cal.layout_key(["plain"]) == cal.SHARED_PREFIX
-    assert cal.layout_key(["plain", "says", "extract"]) == "shared_prefix:plain+says+extract"
+    def key(qs, agent="factuality"):
+        return cal.layout_key(agents.questions_key(qs, agent))
+
+    assert key(["plain"]) == key([]) == cal.SHARED_PREFIX
+    assert key(["plain", "says", "extract"]) == "shared_prefix:plain+says+extract"
     # text and property questions are combined, not averaged: their scores have a name of their own
-    assert cal.layout_key(["complies-ranged", "plain", "choice", "claim"]) == \
-        "shared_prefix:plain+claim^complies-ranged+choice"
-    assert cal.layout_key(["complies"]) == "shared_prefix:complies"
+    assert key(["complies-ranged", "plain", "choice", "claim"]) == "shared_prefix:plain+claim^complies-ranged+choice"
+    assert key(["complies"]) == "shared_prefix:complies"
     # each agent's key names its own questions: compliance's plain question keeps the bare layout
-    assert cal.layout_key(["plain"], "compliance") == cal.SHARED_PREFIX
-    assert cal.layout_key(["plain", "property-of"], "compliance") == "shared_prefix:plain+property-of"
+    assert key(["plain"], "compliance") == cal.SHARED_PREFIX
+    assert key(["plain", "property-of"], "compliance") == "shared_prefix:plain+property-of"
     with pytest.raises(ValueError, match="property-of"):
         agents.check_questions(["plain", "says"], "compliance")
     plain_c = agents.prompt_fingerprint("compliance", "direct")

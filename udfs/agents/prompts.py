@@ -215,14 +215,18 @@ FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, COMPLIES, COMPLIES_RANGED, NA
 FITS_ASKS = (COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
 
 
-def questions_key(questions: Sequence[str]) -> str:
-    """How a set of factuality questions is named where its scores are kept (calibration layouts,
-    benchmark result folders): the questions joined by "+", and where both kinds are asked the
-    stated ones, "^" (and), then the fitting ones: ``plain+claim+extract^complies-ranged``. Scores of
-    another combination are another scale, so they never share a name."""
-    stated = [q for q in questions if q not in FITS_ASKS]
-    fits = [q for q in questions if q in FITS_ASKS]
-    return "+".join(stated) + "^" + "+".join(fits) if stated and fits else "+".join(questions)
+def questions_key(questions: Sequence[str], agent: str = "factuality") -> str:
+    """How an agent's set of questions is named where its scores are kept (calibration layouts,
+    ``udfs.scores.calibration.layout_key``; benchmark result folders): the questions joined by "+"
+    ("plain" for none), and where factuality questions of both kinds are asked the text ones, "^"
+    (and), then the property ones: ``plain+claim+extract^complies-ranged``. Scores of another
+    combination are another scale, so they never share a name."""
+    qs = list(questions) or ["plain"]
+    stated = [q for q in qs if q not in FITS_ASKS]
+    fits = [q for q in qs if q in FITS_ASKS]
+    if agent == "factuality" and stated and fits:
+        return "+".join(stated) + "^" + "+".join(fits)
+    return "+".join(qs)
 # The compliance question's variants: the plain question, and one that asks whether the value is a
 # sensible value of the property rather than of another; and a compliance score can come from the
 # model naming the property of the entity type the value belongs to (neither the claim's property

@@ -330,7 +330,7 @@ def calibrate(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, calib
     strategy and layout; the seed, fit fraction and the ground truth's sha256 with them) go to
     ``calibration_file`` (other keys there kept) and to ``out/calibration.json``; ``out/calibration.md``
     is the test-split table. ``run_kw``: :func:`run`'s other arguments."""
-    from udfs.agents.verdicts import prompt_fingerprint
+    from udfs.agents.verdicts import prompt_fingerprint, questions_key
     from udfs.bench.groundtruth import TASKS
     from udfs.scores import calibration as cal
 
@@ -354,7 +354,7 @@ def calibrate(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, calib
                 items[it["item_id"]] = cal.Item(it["group"], bool(it["label"]), scores.get((agent, it["item_id"])),
                                                 (*(prev.tasks if prev else ()), t))
         entries.append(cal.fit_entry(list(items.values()), model=model, agent=agent, strategy=cfg.strategy,
-                                     layout=cal.layout_key(cfg.questions(agent), agent),
+                                     layout=cal.layout_key(questions_key(cfg.questions(agent), agent)),
                                      seed=seed, fit_fraction=fit_fraction,
                                      ground_truth_sha256=gt.sha256, tasks=agent_tasks,
                                      prompts_sha256=prompt_fingerprint(agent, cfg.strategy, cfg.prompts_dir,

@@ -144,8 +144,9 @@ class EvalConfig:
                              for a in calibration.AGENTS} if self.calibration else None)
             applied = calibration.resolve(
                 self.calibration, self.verdict_models or [self.served_model], self.strategy,
-                calibration.layout_key(self.factuality_questions), judge=self.judge_model, prompts=fingerprints,
-                compliance_layout=calibration.layout_key(self.compliance_questions, "compliance"))
+                calibration.layout_key(agents.questions_key(self.factuality_questions)), judge=self.judge_model,
+                prompts=fingerprints,
+                compliance_layout=calibration.layout_key(agents.questions_key(self.compliance_questions, "compliance")))
             self.calibration_applied = {
                 **applied.record(), "maps": applied.maps,
                 "configured_thresholds": {"factuality": self.factuality_threshold,

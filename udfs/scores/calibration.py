@@ -47,21 +47,15 @@ AGENTS = ("factuality", "compliance")
 SHARED_PREFIX = "shared_prefix"  # the layout of udfs.agents.verdicts.factuality_messages
 
 
-def layout_key(questions=("plain",), agent: str = "factuality", layout: str = SHARED_PREFIX) -> str:
+def layout_key(questions: str = "plain", layout: str = SHARED_PREFIX) -> str:
     """How an entry names the prompts its scores came from: the layout alone for an agent's plain
-    question, else the layout and the agent's questions averaged ("shared_prefix:plain+says+extract":
-    a mean of several scores is another scale, with a threshold of its own; factuality questions
-    of both kinds are named by ``udfs.agents.prompts.questions_key``, "plain+claim^complies-ranged",
-    as their combination is not a mean). Each agent's key names its own questions, so one compliance
-    entry serves every factuality configuration."""
-    qs = list(questions) or ["plain"]
-    if qs == ["plain"]:
-        return layout
-    if agent == "factuality":
-        from udfs.agents.prompts import questions_key
-
-        return f"{layout}:{questions_key(qs)}"
-    return f"{layout}:{'+'.join(qs)}"
+    question, else the layout and the name of the agent's questions (``udfs.agents.prompts.
+    questions_key``: "shared_prefix:plain+says+extract"; "shared_prefix:plain+claim^complies-ranged"
+    where factuality questions about the text and about the property are combined): scores of
+    other questions, or of the same combined otherwise, are another scale, with a threshold of
+    their own. Each agent's key names its own questions, so one compliance entry serves every
+    factuality configuration."""
+    return layout if questions == "plain" else f"{layout}:{questions}"
 
 
 def model_key(models: Sequence[str | None], judge: str | None = None) -> str:
