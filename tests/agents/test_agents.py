@@ -169,6 +169,14 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     question = m[1]["content"].rsplit("\n\n", 1)[1]
     assert "cookTime" in question and "Recipe" in question and "1 hour" not in question
     assert text in m[1]["content"]
+    # extract-all asks for every value of the property, over the same text, with its own prefix
+    m_all = agents.factuality_messages(text, agents.Claim("cookTime", "1 hour", "Recipe"), "direct",
+                                       question="extract-all")
+    question_all = m_all[1]["content"].rsplit("\n\n", 1)[1]
+    assert "every cookTime" in question_all and "1 hour" not in question_all and text in m_all[1]["content"]
+    assert m_all[0] != m[0] and question_all != question
+    assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract-all"]) != \
+        agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract"])
     # complies is the compliance question against schema.org's definition (no text); a property
     # schema.org does not define has none to ask
     claim = agents.Claim("cookTime", "1 hour", "Recipe")

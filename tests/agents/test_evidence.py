@@ -94,6 +94,17 @@ def test_answer_match_is_the_word_f1_of_the_value_read_off_the_text():
     assert E.answer_match("Lupo’s Heartbreak Hotel", "Lupo's Heartbreak Hotel") == 1.0
 
 
+def test_best_answer_match_scores_the_best_listed_value():
+    # a chart lists several groups: the claim's is one of them, not the first
+    assert E.best_answer_match("Bob Dylan\nJune Carter Cash\nJimi Hendrix", "June Carter Cash") == 1.0
+    assert E.best_answer_match("1. Bob Dylan\n2. June Carter Cash", "June Carter Cash") == 1.0
+    assert E.best_answer_match("- Bob Dylan\n- Jimi Hendrix", "June Carter Cash") == 0.0
+    # a value split over two lines is matched as the whole answer
+    assert E.best_answer_match("Los\nAngeles", "Los Angeles") == 1.0
+    for none in ("none", "", None):
+        assert E.best_answer_match(none, "Brooklyn") == 0.0
+
+
 def test_property_match_reads_the_named_property_and_scores_its_words():
     known = {"telephone", "addressLocality", "streetAddress", "datePublished"}
     assert E.property_match("addressLocality", "addressLocality") == 1.0

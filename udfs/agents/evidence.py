@@ -11,7 +11,8 @@ a verdict agent's score.
   for a question that shows the model only where the value is (what a small model reads best:
   "Phone: 555-0199" says whose number it is).
 * ``answer_match(answer, value)``: the word F1 of a value the model read off the text (asked
-  for the property's value without being shown the claim's) against the claim's value.
+  for the property's value without being shown the claim's) against the claim's value;
+  ``best_answer_match``, the best of the values it listed, one per line.
 * Combinations with the model's factuality score: ``floor`` (a stated value scores at least the
   floor: the text says it, the model's doubt is about where) and a logistic model over the score's
   logit and the evidence (``fit_logistic`` on labelled items, ``Logistic.predict``).
@@ -209,6 +210,17 @@ def answer_match(answer: str | None, value: str) -> float:
         return 0.0
     p, r = common / len(got), common / len(want)
     return 2 * p * r / (p + r)
+
+
+_LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+
+
+def best_answer_match(answer: str | None, value: str) -> float:
+    """How well the best of the values a model listed (one per line, list marks such as "- " or
+    "2. " ignored) matches a claim's value: the largest ``answer_match`` of a line, 0 for no
+    answer. The whole answer is matched too, so a value the model split over two lines counts."""
+    lines = [_LIST_MARK.sub("", line) for line in (answer or "").splitlines()]
+    return max([answer_match(line, value) for line in lines if line.strip()] + [answer_match(answer, value)])
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9]*")

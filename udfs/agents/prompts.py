@@ -191,6 +191,10 @@ EXCERPT = "excerpt"
 # question about the claim (does the value fit the property's definition; no page text): a value
 # moved from another property is rarely the kind of value this one takes. What a configuration may ask.
 EXTRACT = "extract"
+# ``extract`` asks for *the* value; where the text has several entities of the type or several
+# values of the property the model reads off another one. ``extract-all`` asks for every value
+# of the property the text gives, one per line, and scores the best line.
+EXTRACT_ALL = "extract-all"
 COMPLIES = "complies"
 # The same with the property's expected types (the compliance question ``ranged``): a value moved
 # from a distant property is often of another type than this one takes (a date, a phone number).
@@ -204,9 +208,9 @@ NAMES = "names"
 # answer held to the markup's own properties, so the model weighs the claimed property against the
 # others rather than against every property it knows (``udfs.agents.verdicts.choice_messages``).
 CHOICE = "choice"
-FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
+FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, EXTRACT_ALL, COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
 # The questions above ask one of two things: does the text state the value (the rewordings,
-# ``extract``, ``excerpt``), or does the value fit the claim's property (``FITS_ASKS``: the
+# ``extract``, ``extract-all``, ``excerpt``), or does the value fit the claim's property (``FITS_ASKS``: the
 # compliance questions, and the two that weigh the claimed property against others). A claim holds
 # when both do, so where a configuration asks both kinds a claim's score is the geometric mean of
 # the two kinds' means (``udfs.agents.verdicts.combined_score``), not the mean of all: a value the
@@ -286,10 +290,11 @@ def factuality_question(entity_type: str | None, prop: str, value: str, variant:
     return load_prompt(FACTUALITY_QUESTIONS[variant], prompts_dir).format(**fields)
 
 
-def extract_question(entity_type: str | None, prop: str, prompts_dir: str | None = None, vocab=None) -> str:
-    """The question that asks for a property's value in the text: its name, its schema.org
-    definition and the entity type, never the claim's value."""
-    return load_prompt("extract_question", prompts_dir).format(
+def extract_question(entity_type: str | None, prop: str, prompts_dir: str | None = None, vocab=None,
+                     every: bool = False) -> str:
+    """The question that asks for a property's value in the text (``every``: all its values, one
+    per line): its name, its schema.org definition and the entity type, never the claim's value."""
+    return load_prompt("extract_all_question" if every else "extract_question", prompts_dir).format(
         property=prop, entity_type=entity_type or "entity",
         definition=plain_definition(prop, vocab) or "(no schema.org definition)")
 

@@ -15,7 +15,8 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
   serves; ``prompt_tokens`` vs ``cached_prompt_tokens`` in the accounting shows what that saves.
   ``questions`` asks several (``udfs.agents.prompts.FACTUALITY_ASKS``: rewordings of the question,
   ``extract``, the property's value read off the text and matched against the claim's,
-  ``udfs.agents.evidence.answer_match``, ``names``, the property the text gives the value as,
+  ``udfs.agents.evidence.answer_match``; ``extract-all``, every value listed, the best line's match;
+  ``names``, the property the text gives the value as,
   matched against the claim's, ``udfs.agents.evidence.property_match``, ``complies`` and
   ``complies-ranged``, the compliance question about the claim (the second with the property's
   expected types), ``excerpt``, the question asked of the stretches of the text around the
@@ -45,10 +46,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from udfs.agents.evidence import answer_match, excerpt, property_match
+from udfs.agents.evidence import answer_match, best_answer_match, excerpt, property_match
 from udfs.agents.exemplars import shown as shown_exemplars
 from udfs.agents.prompts import (CHOICE, CHOICE_LABELS, COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES,
-                                 COMPLIES_RANGED, EXCERPT, EXTRACT, FACTUALITY_ASKS, FITS_ASKS, NAMES, PROPERTY_OF,
+                                 COMPLIES_RANGED, EXCERPT, EXTRACT, EXTRACT_ALL, FACTUALITY_ASKS, FITS_ASKS, NAMES, PROPERTY_OF,
                                  STRATEGIES, choice_question, extract_question, factuality_question, fence,
                                  load_prompt, names_question, questions_key, system_prompt, unfence)
 from udfs.llm.client import first_token_mass
@@ -226,6 +227,7 @@ class Judged:
 # The longest value ``extract`` reads off a text, and the longest property name ``names`` gives:
 # values are mostly a few words, and every token generated costs as much as a verdict's only one.
 EXTRACT_TOKENS = 32
+EXTRACT_ALL_TOKENS = 64
 NAMES_TOKENS = 12
 PLAIN = ("plain",)
 
@@ -237,6 +239,7 @@ def _known_properties() -> frozenset[str]:
 # The questions answered in words rather than yes/no: (most tokens, score of the answer for a claim).
 GENERATED = {
     EXTRACT: (EXTRACT_TOKENS, lambda answer, claim: answer_match(answer, claim.value)),
+    EXTRACT_ALL: (EXTRACT_ALL_TOKENS, lambda answer, claim: best_answer_match(answer, claim.value)),
     NAMES: (NAMES_TOKENS, lambda answer, claim: property_match(answer, claim.property, _known_properties())),
     PROPERTY_OF: (NAMES_TOKENS, lambda answer, claim: property_match(answer, claim.property, _known_properties())),
 }
@@ -256,8 +259,8 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: st
     not define; ``excerpt``: the chunk cut to the stretches around the value, None where it does
     not state the value):
     everything before the question is the same for every claim about this chunk (the shared prefix)."""
-    if question == EXTRACT:
-        return extract_messages(chunk, claim, prompts_dir)
+    if question in (EXTRACT, EXTRACT_ALL):
+        return extract_messages(chunk, claim, prompts_dir, every=question == EXTRACT_ALL)
     if question == NAMES:
         return names_messages(chunk, claim, prompts_dir)
     if question == CHOICE:
@@ -285,19 +288,22 @@ def paper_factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_d
                               question: str = "plain") -> list[dict[str, str]] | None:
     """The same question in the paper's layout (the triple before the text): nothing after the
     instructions is shared between claims; kept for the prompt-token comparison."""
-    if question in (EXTRACT, NAMES, CHOICE, EXCERPT, *FACTUALITY_COMPLIANCE):
+    if question in (EXTRACT, EXTRACT_ALL, NAMES, CHOICE, EXCERPT, *FACTUALITY_COMPLIANCE):
         return factuality_messages(chunk, claim, strategy, prompts_dir, question)
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
             {"role": "user", "content": f"{q}\n\n{fence(chunk)}"}]
 
 
-def extract_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -> list[dict[str, str]]:
-    """Instructions, the fenced page text, then the property asked for: the claim's value is not
-    in the prompt, so the answer cannot echo it. The same prefix for every claim about the chunk
-    (a prefix of its own: the instructions differ from the yes/no questions')."""
-    q = extract_question(claim.entity_type, claim.property, prompts_dir)
-    return [{"role": "system", "content": load_prompt("extract_system", prompts_dir)},
+def extract_messages(chunk: str, claim: Claim, prompts_dir: str | None = None,
+                     every: bool = False) -> list[dict[str, str]]:
+    """Instructions, the fenced page text, then the property asked for (``every``: all its values,
+    ``extract-all``): the claim's value is not in the prompt, so the answer cannot echo it. The
+    same prefix for every claim about the chunk (a prefix of its own: the instructions differ from
+    the yes/no questions')."""
+    q = extract_question(claim.entity_type, claim.property, prompts_dir, every=every)
+    system = "extract_all_system" if every else "extract_system"
+    return [{"role": "system", "content": load_prompt(system, prompts_dir)},
             {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
 
 
