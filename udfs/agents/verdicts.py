@@ -49,9 +49,9 @@ from typing import Any, Callable, Sequence
 from udfs.agents.evidence import answer_match, best_answer_match, excerpt, property_match
 from udfs.agents.exemplars import shown as shown_exemplars
 from udfs.agents.prompts import (CHOICE, CHOICE_LABELS, COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES,
-                                 COMPLIES_RANGED, EXCERPT, EXTRACT, EXTRACT_ALL, FACTUALITY_ASKS, FITS_ASKS, NAMES, PROPERTY_OF,
-                                 STRATEGIES, choice_question, extract_question, factuality_question, fence,
-                                 load_prompt, names_question, questions_key, system_prompt, unfence)
+                                 COMPLIES_RANGED, EXCERPT, EXTRACT, EXTRACT_ALL, FACTUALITY_ASKS, FITS_ASKS, NAMES,
+                                 PROPERTY_OF, STRATEGIES, choice_question, extract_question, factuality_question,
+                                 fence, load_prompt, names_question, questions_key, system_prompt, unfence)
 from udfs.llm.client import first_token_mass
 from udfs.schemaorg.markup import Literal, Markup, Ref
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
@@ -224,8 +224,9 @@ class Judged:
     model: str | None = None
 
 
-# The longest value ``extract`` reads off a text, and the longest property name ``names`` gives:
-# values are mostly a few words, and every token generated costs as much as a verdict's only one.
+# The longest value ``extract`` reads off a text (``extract-all``: the values it lists), and the
+# longest property name ``names`` gives: values are mostly a few words, and every token generated
+# costs as much as a verdict's only one.
 EXTRACT_TOKENS = 32
 EXTRACT_ALL_TOKENS = 64
 NAMES_TOKENS = 12
