@@ -175,6 +175,9 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     question_all = m_all[1]["content"].rsplit("\n\n", 1)[1]
     assert "every cookTime" in question_all and "1 hour" not in question_all and text in m_all[1]["content"]
     assert m_all[0] != m[0] and question_all != question
+    # extract-soft asks extract's very question (its answer's first token read as well)
+    assert agents.factuality_messages(text, agents.Claim("cookTime", "1 hour", "Recipe"), "direct",
+                                      question="extract-soft") == m
     assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract-all"]) != \
         agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract"])
     # complies is the compliance question against schema.org's definition (no text); a property
@@ -302,7 +305,7 @@ def test_several_factuality_questions_combine_the_text_questions_mean_with_the_p
         both = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
                                              questions=qs))
         alone = {q: c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy,
-                                                  threshold=0.5, questions=[q])) for q in qs}
+                                                  threshold=0.5, questions=[q])) for q in [*qs, "extract-soft"]}
     finally:
         c.close()
     for k in range(2):
@@ -315,6 +318,9 @@ def test_several_factuality_questions_combine_the_text_questions_mean_with_the_p
     assert both[2].score == pytest.approx(sum(alone[q][2].score for q in qs[:3]) / 3)
     # the name the model reads off the text is the recipe's: it matches the true claim only
     assert alone["extract"][0].score > 0.5 and alone["extract"][1].score == 0.0
+    # extract-soft reads the same answer, and its first token's share where the answer is another value
+    assert alone["extract-soft"][0].score >= alone["extract"][0].score
+    assert alone["extract-soft"][1].score < 0.5
     assert both[0].passed and not both[1].passed
 
 

@@ -105,6 +105,36 @@ def test_best_answer_match_scores_the_best_listed_value():
         assert E.best_answer_match(none, "Brooklyn") == 0.0
 
 
+def test_first_token_share_weighs_the_claims_value_against_the_likeliest_answer():
+    from math import log
+
+    # asked for a MusicGroup's name on a chart page, the model answers another group first
+    chart = [("Bob", log(0.5)), ("June", log(0.25)), ("none", log(0.1)), ("Jun", log(0.05)), ('"', log(0.05))]
+    assert E.first_token_share(chart, "June Carter Cash") == pytest.approx(0.6)  # (0.25 + 0.05) / 0.5
+    assert E.first_token_share(chart, "Bob Dylan") == 1.0
+    assert E.first_token_share(chart, "Jimi Hendrix") == 0.0
+    # case, a leading space and the value's own leading marks are ignored; a quote begins any answer
+    assert E.first_token_share([(" los", log(0.4)), ("San", log(0.5))], "Los Angeles") == pytest.approx(0.8)
+    assert E.first_token_share([("19", log(0.3)), ("$", log(0.6)), ("none", log(0.1))], "$19.99") == \
+        pytest.approx(1.0)
+    # a start shorter than three characters and than the value's first word begins too many values
+    street = [("1", log(0.5)), ("none", log(0.3)), ("190", log(0.1))]
+    assert E.first_token_share(street, "1901 Lemur Ave") == pytest.approx(0.2)  # "190" only
+    assert E.first_token_share([("J", log(0.4)), ("John", log(0.2))], "John F. Kennedy Airport") == \
+        pytest.approx(0.5)
+    assert E.first_token_share([("2", log(0.2)), ("1", log(0.4))], "2") == pytest.approx(0.5)  # a whole word
+    assert E.first_token_share([], "Brooklyn") == 0.0 and E.first_token_share(chart, "") == 0.0
+
+
+def test_soft_answer_match_is_the_answer_match_or_the_first_tokens_share():
+    from math import log
+
+    chart = [("Bob", log(0.5)), ("June", log(0.25))]
+    assert E.soft_answer_match("Bob Dylan", chart, "June Carter Cash") == pytest.approx(0.5)
+    assert E.soft_answer_match("June Carter Cash", chart, "June Carter Cash") == 1.0
+    assert E.soft_answer_match("none", [("none", log(0.9))], "Brooklyn") == 0.0
+
+
 def test_property_match_reads_the_named_property_and_scores_its_words():
     known = {"telephone", "addressLocality", "streetAddress", "datePublished"}
     assert E.property_match("addressLocality", "addressLocality") == 1.0

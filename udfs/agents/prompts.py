@@ -195,6 +195,10 @@ EXTRACT = "extract"
 # values of the property the model reads off another one. ``extract-all`` asks for every value
 # of the property the text gives, one per line, and scores the best line.
 EXTRACT_ALL = "extract-all"
+# ``extract``'s very question, its answer scored softly: where the model reads off another value
+# (or none), the share of its first answer token that went to the claim's value
+# (``udfs.agents.evidence.soft_answer_match``), so a value the model weighs second still counts.
+EXTRACT_SOFT = "extract-soft"
 COMPLIES = "complies"
 # The same with the property's expected types (the compliance question ``ranged``): a value moved
 # from a distant property is often of another type than this one takes (a date, a phone number).
@@ -208,10 +212,11 @@ NAMES = "names"
 # answer held to the markup's own properties, so the model weighs the claimed property against the
 # others rather than against every property it knows (``udfs.agents.verdicts.choice_messages``).
 CHOICE = "choice"
-FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, EXTRACT_ALL, COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
+FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
 # The questions above ask one of two things: does the text state the value (the rewordings,
-# ``extract``, ``extract-all``, ``excerpt``), or does the value fit the claim's property (``FITS_ASKS``: the
-# compliance questions, and the two that weigh the claimed property against others). A claim holds
+# ``extract``, ``extract-all``, ``extract-soft``, ``excerpt``), or does the value fit the claim's
+# property (``FITS_ASKS``: the compliance questions, and the two that weigh the claimed property
+# against others). A claim holds
 # when both do, so where a configuration asks both kinds a claim's score is the geometric mean of
 # the two kinds' means (``udfs.agents.verdicts.combined_score``), not the mean of all: a value the
 # text states cannot make up for one that is not this property's, and the reverse (README "Stated

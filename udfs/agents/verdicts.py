@@ -16,6 +16,8 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
   ``questions`` asks several (``udfs.agents.prompts.FACTUALITY_ASKS``: rewordings of the question,
   ``extract``, the property's value read off the text and matched against the claim's,
   ``udfs.agents.evidence.answer_match``; ``extract-all``, every value listed, the best line's match;
+  ``extract-soft``, ``extract``'s answer or the share of its first token that went to the claim's
+  value (``udfs.agents.evidence.soft_answer_match``);
   ``names``, the property the text gives the value as,
   matched against the claim's, ``udfs.agents.evidence.property_match``, ``complies`` and
   ``complies-ranged``, the compliance question about the claim (the second with the property's
@@ -46,10 +48,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from udfs.agents.evidence import answer_match, best_answer_match, excerpt, property_match
+from udfs.agents.evidence import answer_match, best_answer_match, excerpt, property_match, soft_answer_match
 from udfs.agents.exemplars import shown as shown_exemplars
 from udfs.agents.prompts import (CHOICE, CHOICE_LABELS, COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES,
-                                 COMPLIES_RANGED, EXCERPT, EXTRACT, EXTRACT_ALL, FACTUALITY_ASKS, FITS_ASKS, NAMES,
+                                 COMPLIES_RANGED, EXCERPT, EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, FACTUALITY_ASKS, FITS_ASKS, NAMES,
                                  PROPERTY_OF, STRATEGIES, choice_question, extract_question, factuality_question,
                                  fence, load_prompt, names_question, questions_key, system_prompt, unfence)
 from udfs.llm.client import first_token_mass
@@ -260,7 +262,7 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: st
     not define; ``excerpt``: the chunk cut to the stretches around the value, None where it does
     not state the value):
     everything before the question is the same for every claim about this chunk (the shared prefix)."""
-    if question in (EXTRACT, EXTRACT_ALL):
+    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT):
         return extract_messages(chunk, claim, prompts_dir, every=question == EXTRACT_ALL)
     if question == NAMES:
         return names_messages(chunk, claim, prompts_dir)
@@ -289,7 +291,7 @@ def paper_factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_d
                               question: str = "plain") -> list[dict[str, str]] | None:
     """The same question in the paper's layout (the triple before the text): nothing after the
     instructions is shared between claims; kept for the prompt-token comparison."""
-    if question in (EXTRACT, EXTRACT_ALL, NAMES, CHOICE, EXCERPT, *FACTUALITY_COMPLIANCE):
+    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, NAMES, CHOICE, EXCERPT, *FACTUALITY_COMPLIANCE):
         return factuality_messages(chunk, claim, strategy, prompts_dir, question)
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
@@ -322,6 +324,15 @@ def names_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -> 
 CHOICE_MAX_OPTIONS = 12
 CHOICE_NONE = "none of them (the text does not give this value)"
 CHOICE_TOP_LOGPROBS = 20  # as a yes/no verdict reads: every option letter is among them
+EXTRACT_TOP_LOGPROBS = 20
+
+
+def first_candidates(logprobs: list[dict[str, Any]] | None) -> list[tuple[str, float]]:
+    """The first answer token's top logprobs as (token, logprob) pairs; none without logprobs."""
+    if not logprobs:
+        return []
+    first = logprobs[0]
+    return [(str(c.get("token", "")), c.get("logprob")) for c in (first.get("top_logprobs") or [first])]
 
 
 def choice_options(claim: Claim) -> list[str] | None:
@@ -443,7 +454,8 @@ NOT_ASKED = (None, None, None)  # a question that does not apply to a claim (no 
 async def _scores(client, question: str, messages: list[list[dict[str, str]] | None],
                   claims: Sequence[Claim]) -> list[tuple[float | None, str | None, Any]]:
     """(score, error, completion) per claim for one question: a yes/no verdict's score, or for a
-    question answered in words (``GENERATED``: ``extract``, ``names``) its answer's match with the
+    question answered in words (``GENERATED``: ``extract``, ``names``; ``extract-soft`` with its
+    first token's top logprobs) its answer's match with the
     claim; ``NOT_ASKED`` where the question has no messages for the claim."""
     asked = [k for k, m in enumerate(messages) if m is not None]
     out: list[tuple[float | None, str | None, Any]] = [NOT_ASKED] * len(messages)
@@ -457,6 +469,13 @@ async def _scores(client, question: str, messages: list[list[dict[str, str]] | N
                 c.error = (f"no option letter among the first token's top {CHOICE_TOP_LOGPROBS} logprobs "
                            f"(answer {c.text!r})")
             out[k] = (score, c.error, c)
+        return out
+    if question == EXTRACT_SOFT:
+        done = await client.chat_many([{"messages": messages[k], "max_tokens": EXTRACT_TOKENS, "logprobs": True,
+                                        "top_logprobs": EXTRACT_TOP_LOGPROBS} for k in asked])
+        for k, c in zip(asked, done):
+            out[k] = (soft_answer_match(c.text, first_candidates(c.logprobs), claims[k].value) if c.ok else None,
+                      c.error, c)
         return out
     if question in GENERATED:
         max_tokens, score_of = GENERATED[question]
