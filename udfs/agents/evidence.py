@@ -224,39 +224,40 @@ def best_answer_match(answer: str | None, value: str) -> float:
 
 
 _LEADING = re.compile(r"^[\W_]+")
-_FIRST_WORD = re.compile(r"[^\W_]+")
 
 
 def _token_text(token: str) -> str:
     return unicodedata.normalize("NFKC", token or "").casefold().strip()
 
 
-def first_token_share(candidates: Sequence[tuple[str, float]], value: str, shortest: int = 3) -> float:
+def first_token_share(candidates: Sequence[tuple[str, float]], value: str) -> float:
     """How much of the model's first answer token, asked for the property's value, goes to the
     claim's value: the probability of the candidate tokens (``(token, logprob)``, the first
-    token's top logprobs) that begin the value (its ``surface``, case and Unicode forms ignored)
-    with ``shortest`` characters or more or with its whole first word, over the probability of the
-    likeliest candidate. 1 where the value's start is the model's first choice; between 0 and 1
-    where it weighs another value (or "none") more. Shorter starts (a digit: "1" of "1901 Lemur
-    Ave" and of most numbers; a letter) begin too many values to be read as this one's. Candidates with no letter or digit (a quote, a space)
-    begin any answer and are left out, as is what the value holds before its first letter or digit
-    (the "$" of "$19.99")."""
+    token's top logprobs) that begin the value (its ``surface``, case and Unicode forms ignored),
+    over the probability of the likeliest candidate. 1 where the value's start is the model's
+    first choice; between 0 and 1 where it weighs another value (or "none") more. Candidates with
+    no letter or digit (a quote, a space) begin any answer and are left out, as is what the value
+    holds before its first letter or digit (the "$" of "$19.99")."""
     want = _LEADING.sub("", _token_text(surface(value)))
     probs = [(t, math.exp(lp)) for t, lp in ((_token_text(t), lp) for t, lp in candidates)
              if lp is not None and lp != -math.inf and any(ch.isalnum() for ch in t)]
     if not want or not probs:
         return 0.0
-    first_word = _FIRST_WORD.match(want)
-    need = min(shortest, len(first_word.group(0)) if first_word else len(want))
-    hit = sum(p for t, p in probs if want.startswith(t) and len(t) >= need)
+    hit = sum(p for t, p in probs if want.startswith(t))
     return min(1.0, hit / max(p for _, p in probs))
 
 
-def soft_answer_match(answer: str | None, candidates: Sequence[tuple[str, float]], value: str) -> float:
-    """``answer_match`` of the model's answer, or where the answer is another value (or none) the
-    share of its first token that went to the claim's value (``first_token_share``), the larger:
-    a model that reads off one of several values of a property still weighs the others."""
-    return max(answer_match(answer, value), first_token_share(candidates, value))
+def soft_answer_match(answer: str | None, candidates: Sequence[tuple[str, float]], value: str, text: str) -> float:
+    """``answer_match`` of the model's answer, or where the answer is another value (or none) and
+    the text states the claim's value (``evidence``'s ``stated``), the share of the answer's first
+    token that went to the claim's value (``first_token_share``), the larger: a model that reads
+    off one of several values of a property still weighs the others. A value the text does not
+    state gets no share: there the model's weight on it is its guess of what such a property
+    holds ("English" as a language's name), not something it read."""
+    matched = answer_match(answer, value)
+    if not evidence(text, value).stated:
+        return matched
+    return max(matched, first_token_share(candidates, value))
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9]*")

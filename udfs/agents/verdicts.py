@@ -452,10 +452,10 @@ NOT_ASKED = (None, None, None)  # a question that does not apply to a claim (no 
 
 
 async def _scores(client, question: str, messages: list[list[dict[str, str]] | None],
-                  claims: Sequence[Claim]) -> list[tuple[float | None, str | None, Any]]:
+                  claims: Sequence[Claim], text: str = "") -> list[tuple[float | None, str | None, Any]]:
     """(score, error, completion) per claim for one question: a yes/no verdict's score, or for a
     question answered in words (``GENERATED``: ``extract``, ``names``; ``extract-soft`` with its
-    first token's top logprobs) its answer's match with the
+    first token's top logprobs and the page ``text`` it was asked of) its answer's match with the
     claim; ``NOT_ASKED`` where the question has no messages for the claim."""
     asked = [k for k, m in enumerate(messages) if m is not None]
     out: list[tuple[float | None, str | None, Any]] = [NOT_ASKED] * len(messages)
@@ -474,8 +474,8 @@ async def _scores(client, question: str, messages: list[list[dict[str, str]] | N
         done = await client.chat_many([{"messages": messages[k], "max_tokens": EXTRACT_TOKENS, "logprobs": True,
                                         "top_logprobs": EXTRACT_TOP_LOGPROBS} for k in asked])
         for k, c in zip(asked, done):
-            out[k] = (soft_answer_match(c.text, first_candidates(c.logprobs), claims[k].value) if c.ok else None,
-                      c.error, c)
+            out[k] = (soft_answer_match(c.text, first_candidates(c.logprobs), claims[k].value, text)
+                      if c.ok else None, c.error, c)
         return out
     if question in GENERATED:
         max_tokens, score_of = GENERATED[question]
@@ -522,7 +522,7 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
         if not pending:
             break
         answers = [await _scores(client, q, [build(chunk, claims[i], strategy, prompts_dir, q) for i in pending],
-                                 [claims[i] for i in pending]) for q in qs]
+                                 [claims[i] for i in pending], chunk) for q in qs]
         for k, i in enumerate(pending):
             j = out[i]
             got = {q: a[k] for q, a in zip(qs, answers) if a[k] is not NOT_ASKED}
