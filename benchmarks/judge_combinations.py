@@ -1,12 +1,12 @@
 """How a judge's factuality questions are best combined: the mean of all, or the text questions'
 mean and the property questions' mean combined geometrically (``udfs.agents.verdicts.combined_score``).
 
-    for q in plain claim extract complies-ranged choice; do
+    for q in plain claim extract extract-soft complies-ranged choice; do
         .venv/bin/python jobs/agents_bench.py run --input OUT/agents_bench/ground_truth --output OUT \\
             --limit 400 --tasks intrinsic extrinsic --factuality-questions $q --cache OUT/llm.sqlite
     done
     .venv/bin/python benchmarks/judge_combinations.py --ground-truth OUT/agents_bench/ground_truth \\
-        --results OUT/agents_bench/results --limit 400 --judge plain claim extract complies-ranged \\
+        --results OUT/agents_bench/results --limit 400 [--judge plain claim extract-soft complies-ranged] \\
         [--questions plain claim extract complies-ranged choice]
 
 Reads the verdicts of those single-question runs (nothing here calls a model; with a request cache
@@ -16,7 +16,9 @@ combination on one side (``udfs.scores.calibration.fit_threshold``, both factual
 and measures it on the other, in both directions ("folds"). Prints the ``--judge`` questions under
 both combinations, then every subset of ``--questions`` that holds both kinds: how often the
 combination does better on the held-out side by the smaller of intrinsic F1 / 0.90 and extrinsic
-F1 / 0.95 (the issue's targets, ``judge_subsets.py``'s ranking).
+F1 / 0.95 (the issue's targets, ``judge_subsets.py``'s ranking). Between the two, how many
+items of each kind the ``--judge`` questions, combined, get wrong over both sides at the first
+fold's threshold: the errors to read, not a result.
 """
 from __future__ import annotations
 
@@ -102,7 +104,7 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--strategy", default="direct")
     ap.add_argument("--compliance-questions", nargs="+", default=["ranged"])
-    ap.add_argument("--judge", nargs="+", default=["plain", "claim", "extract", "complies-ranged"])
+    ap.add_argument("--judge", nargs="+", default=["plain", "claim", "extract-soft", "complies-ranged"])
     ap.add_argument("--questions", nargs="+", default=None, help="the subsets' pool (default: --judge's)")
     a = ap.parse_args(argv)
     pool = a.questions or a.judge
@@ -128,6 +130,16 @@ def main(argv=None) -> int:
             print(f"| {how} | {name} | {f['threshold']:.3f} | {i_['precision']:.3f} / {i_['recall']:.3f} / "
                   f"{i_['f1']:.3f} | {e_['precision']:.3f} / {e_['recall']:.3f} / {e_['f1']:.3f} | "
                   f"{b_['balanced_accuracy']:.3f} / {b_['auroc']:.3f} | {i_['auroc']:.3f} / {e_['auroc']:.3f} |")
+
+    # Where the judge errs, over both sides at the first fold's threshold (its errors to read, not a result).
+    threshold = fold(items, first, lambda i: score_of(answers, a.judge, "combined", i))["threshold"]
+    scored = {i: score_of(answers, a.judge, "combined", i) for i in items}
+    wrong = {i for i, s in scored.items() if s is not None and (s >= threshold) != items[i]["label"]}
+    counts = [("positives rejected", lambda d: d["label"])] + [
+        (f"{t} negatives passed", lambda d, t=t: not d["label"] and t in d["tasks"]) for t in TASKS]
+    print(f"\ncombined at {threshold:.3f}, both sides: " + "; ".join(
+        f"{name} {sum(1 for i in wrong if keep(items[i]))} of {sum(1 for i in items if keep(items[i]))}"
+        for name, keep in counts))
 
     mixed = [qs for k in range(2, len(pool) + 1) for qs in itertools.combinations(pool, k)
              if set(qs) & set(FITS_ASKS) and set(qs) - set(FITS_ASKS)]
