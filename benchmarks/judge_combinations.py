@@ -123,16 +123,17 @@ def main(argv=None) -> int:
     print(f"{len(items)} items, {sum(d['label'] for d in items.values())} true; judge {' '.join(a.judge)}\n")
     print("| combination | fold | threshold | intrinsic P / R / F1 | extrinsic P / R / F1 | both: bal. acc. / AUROC "
           "| AUROC intrinsic / extrinsic |\n|---|---|---|---|---|---|---|")
+    folds = {}
     for how in COMBINATIONS:
         for name, side in sides.items():
-            f = fold(items, side, lambda i, how=how: score_of(answers, a.judge, how, i))
+            f = folds[how, name] = fold(items, side, lambda i, how=how: score_of(answers, a.judge, how, i))
             i_, e_, b_ = f["intrinsic"], f["extrinsic"], f["both"]
             print(f"| {how} | {name} | {f['threshold']:.3f} | {i_['precision']:.3f} / {i_['recall']:.3f} / "
                   f"{i_['f1']:.3f} | {e_['precision']:.3f} / {e_['recall']:.3f} / {e_['f1']:.3f} | "
                   f"{b_['balanced_accuracy']:.3f} / {b_['auroc']:.3f} | {i_['auroc']:.3f} / {e_['auroc']:.3f} |")
 
     # Where the judge errs, over both sides at the first fold's threshold (its errors to read, not a result).
-    threshold = fold(items, first, lambda i: score_of(answers, a.judge, "combined", i))["threshold"]
+    threshold = folds["combined", "fit -> test"]["threshold"]
     scored = {i: score_of(answers, a.judge, "combined", i) for i in items}
     wrong = {i for i, s in scored.items() if s is not None and (s >= threshold) != items[i]["label"]}
     counts = [("positives rejected", lambda d: d["label"])] + [

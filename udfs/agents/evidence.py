@@ -255,7 +255,7 @@ def soft_answer_match(answer: str | None, candidates: Sequence[tuple[str, float]
     state gets no share: there the model's weight on it is its guess of what such a property
     holds ("English" as a language's name), not something it read."""
     matched = answer_match(answer, value)
-    if not evidence(text, value).stated:
+    if matched == 1.0 or not evidence(text, value).stated:
         return matched
     return max(matched, first_token_share(candidates, value))
 

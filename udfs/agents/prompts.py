@@ -217,10 +217,9 @@ FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, CO
 # ``extract``, ``extract-all``, ``extract-soft``, ``excerpt``), or does the value fit the claim's
 # property (``FITS_ASKS``: the compliance questions, and the two that weigh the claimed property
 # against others). A claim holds when both do, so where a configuration asks both kinds a claim's
-# score is the geometric mean of
-# the two kinds' means (``udfs.agents.verdicts.combined_score``), not the mean of all: a value the
-# text states cannot make up for one that is not this property's, and the reverse (README "Stated
-# and fitting").
+# score is the geometric mean of the two kinds' means (``udfs.agents.verdicts.combined_score``),
+# not the mean of all: a value the text states cannot make up for one that is not this property's,
+# and the reverse (README "Stated and fitting").
 FITS_ASKS = (COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
 
 
