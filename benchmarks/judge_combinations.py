@@ -18,7 +18,9 @@ both combinations, then every subset of ``--questions`` that holds both kinds: h
 combination does better on the held-out side by the smaller of intrinsic F1 / 0.90 and extrinsic
 F1 / 0.95 (the issue's targets, ``judge_subsets.py``'s ranking). Between the two, how many
 items of each kind the ``--judge`` questions, combined, get wrong over both sides at the first
-fold's threshold: the errors to read, not a result.
+fold's threshold: the errors to read, not a result; and, per fold, the best any one threshold
+does on the held-out side itself (``ceiling``, a bound, not a result): where it is no better than
+the fitted threshold, what the judge lacks is ranking, not calibration.
 """
 from __future__ import annotations
 
@@ -94,6 +96,22 @@ def fold(items: dict[str, dict], side: dict[str, str], score) -> dict:
     return out
 
 
+def ceiling(items: dict[str, dict], side: dict[str, str], score) -> dict:
+    """The best any one threshold does on the held-out side itself, by the targets' criterion:
+    every held-out score tried as the threshold. A bound chosen with the answers it is read on, so
+    never a result; it tells a gap that a better fitted threshold could close (calibration) from
+    one that it could not (ranking)."""
+    held = [i for i in items if side[i] == "test" and score(i) is not None]
+    best: dict = {"criterion": -1.0}
+    for threshold in sorted({score(i) for i in held}):
+        f1 = {t: cal.measure([items[i]["label"] for i in held if t in items[i]["tasks"]],
+                             [score(i) for i in held if t in items[i]["tasks"]], threshold)["f1"] for t in TASKS}
+        criterion = min(f1[t] / TARGETS[t] for t in TASKS)
+        if criterion > best["criterion"]:
+            best = {"criterion": criterion, "threshold": threshold, **f1}
+    return best
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ground-truth", required=True)
@@ -141,6 +159,13 @@ def main(argv=None) -> int:
     print(f"\ncombined at {threshold:.3f}, both sides: " + "; ".join(
         f"{name} {sum(1 for i in wrong if keep(items[i]))} of {sum(1 for i in items if keep(items[i]))}"
         for name, keep in counts))
+    # The fitted threshold against the best any threshold does on the held-out side (a bound, not a result).
+    for name, side in sides.items():
+        c = ceiling(items, side, lambda i: scored[i])
+        f = folds["combined", name]
+        print(f"combined, {name}: fitted {f['threshold']:.3f} gives intrinsic / extrinsic F1 "
+              f"{f['intrinsic']['f1']:.3f} / {f['extrinsic']['f1']:.3f}; the best threshold on the held-out side "
+              f"itself, {c['threshold']:.3f}, {c['intrinsic']:.3f} / {c['extrinsic']:.3f}")
 
     mixed = [qs for k in range(2, len(pool) + 1) for qs in itertools.combinations(pool, k)
              if set(qs) & set(FITS_ASKS) and set(qs) - set(FITS_ASKS)]

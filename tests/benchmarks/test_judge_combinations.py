@@ -58,6 +58,8 @@ def test_the_combination_tells_both_kinds_of_false_claim_where_the_mean_cannot(t
         assert min(float(row[3].split("/")[-1]), float(row[4].split("/")[-1])) < 1.0
     # the subsets' table: the one mixed subset, combined better in both folds
     assert "fit -> test: combined better in 1 of 1; test -> fit: combined better in 1 of 1" in out
+    # the fitted threshold already separates the held-out side: its ceiling is no better
+    assert out.count("1.000 / 1.000; the best threshold on the held-out side itself") == 2
 
 
 def test_a_question_not_asked_is_left_out_and_a_missing_verdict_leaves_no_score():
@@ -66,3 +68,23 @@ def test_a_question_not_asked_is_left_out_and_a_missing_verdict_leaves_no_score(
     assert abs(C.score_of(answers, ("plain", "choice"), "combined", "b") - (0.5 * 0.25) ** 0.5) < 1e-12
     assert C.score_of(answers, ("plain", "choice"), "mean", "b") == 0.375
     assert C.score_of(answers, ("plain",), "mean", "c") is None
+
+
+def test_the_ceiling_is_the_best_threshold_on_the_held_out_side_and_no_better_than_its_ranking():
+    # held out: two positives at 0.6, an intrinsic negative above them, an extrinsic one below
+    items = {"p1": {"label": True, "tasks": ("intrinsic", "extrinsic")},
+             "p2": {"label": True, "tasks": ("intrinsic", "extrinsic")},
+             "i": {"label": False, "tasks": ("intrinsic",)}, "e": {"label": False, "tasks": ("extrinsic",)},
+             "fit": {"label": True, "tasks": ("intrinsic",)}}
+    scores = {"p1": 0.6, "p2": 0.6, "i": 0.7, "e": 0.1, "fit": 0.05}
+    side = {k: "fit" if k == "fit" else "test" for k in items}
+    best = C.ceiling(items, side, scores.get)
+    # at 0.6: intrinsic P 2/3, R 1 (F1 0.8), extrinsic 1.0; at 0.7 no positive passes; the fit
+    # side's score (0.05) is never tried
+    assert best["threshold"] == 0.6
+    assert abs(best["intrinsic"] - 0.8) < 1e-12 and best["extrinsic"] == 1.0
+    assert abs(best["criterion"] - 0.8 / 0.90) < 1e-12
+    # ranked apart, the ceiling separates them completely
+    scores["i"] = 0.3
+    best = C.ceiling(items, side, scores.get)
+    assert best["threshold"] == 0.6 and best["intrinsic"] == best["extrinsic"] == 1.0
