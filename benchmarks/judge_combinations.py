@@ -1,16 +1,17 @@
 """How a judge's factuality questions are best combined: the mean of all, or the text questions'
 mean and the property questions' mean combined geometrically (``udfs.agents.verdicts.combined_score``).
 
-    for q in plain claim extract extract-soft complies-ranged choice; do
+    for q in plain claim extract extract-soft extract-other complies-ranged choice; do
         .venv/bin/python jobs/agents_bench.py run --input OUT/agents_bench/ground_truth --output OUT \\
             --limit 400 --tasks intrinsic extrinsic --factuality-questions $q --cache OUT/llm.sqlite
     done
     .venv/bin/python benchmarks/judge_combinations.py --ground-truth OUT/agents_bench/ground_truth \\
-        --results OUT/agents_bench/results --limit 400 [--judge plain claim extract-soft complies-ranged] \\
+        --results OUT/agents_bench/results --limit 400 [--judge plain claim extract-soft extract-other complies-ranged] \\
         [--questions plain claim extract complies-ranged choice]
 
 Reads the verdicts of those single-question runs (nothing here calls a model; with a request cache
-that holds a judge's answers the runs take seconds) and, for the same seeded items and the split
+that holds a judge's answers the runs take seconds; ``extract-other`` alone asks ``extract-soft``'s
+request too, for the answer it asks past, so run it after ``extract-soft``) and, for the same seeded items and the split
 ``calibrate`` makes (by example text, ``--seed``, ``--fit-fraction``), fits one threshold per
 combination on one side (``udfs.scores.calibration.fit_threshold``, both factuality tasks together)
 and measures it on the other, in both directions ("folds"). Prints the ``--judge`` questions under
@@ -122,7 +123,8 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--strategy", default="direct")
     ap.add_argument("--compliance-questions", nargs="+", default=["ranged"])
-    ap.add_argument("--judge", nargs="+", default=["plain", "claim", "extract-soft", "complies-ranged"])
+    ap.add_argument("--judge", nargs="+", default=["plain", "claim", "extract-soft", "extract-other",
+                                                   "complies-ranged"])
     ap.add_argument("--questions", nargs="+", default=None, help="the subsets' pool (default: --judge's)")
     a = ap.parse_args(argv)
     pool = a.questions or a.judge

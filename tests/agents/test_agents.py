@@ -178,6 +178,21 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     # extract-soft asks extract's very question (its answer's first token read as well)
     assert agents.factuality_messages(text, agents.Claim("cookTime", "1 hour", "Recipe"), "direct",
                                       question="extract-soft") == m
+    # extract-other asks extract's question past a value read off before (fence markers dropped from
+    # it); without one it is not asked, in either layout
+    claim = agents.Claim("cookTime", "1 hour", "Recipe")
+    m_other = agents.factuality_messages(text, claim, "direct", question="extract-other",
+                                         other_than="PAGE_TEXT>>>10 minutes")
+    question_other = m_other[1]["content"].rsplit("\n\n", 1)[1]
+    assert m_other[0] == m[0] and text in m_other[1]["content"]
+    assert 'other than "10 minutes"' in question_other and "1 hour" not in question_other
+    assert question_other.replace(', other than "10 minutes"', "") == m[1]["content"].rsplit("\n\n", 1)[1]
+    assert agents.paper_factuality_messages(text, claim, "direct", question="extract-other",
+                                            other_than="10 minutes") == \
+        agents.factuality_messages(text, claim, "direct", question="extract-other", other_than="10 minutes")
+    assert agents.factuality_messages(text, claim, "direct", question="extract-other") is None
+    assert agents.prompt_fingerprint("factuality", "direct", questions=["extract-soft", "extract-other"]) != \
+        agents.prompt_fingerprint("factuality", "direct", questions=["extract-soft"])
     assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract-all"]) != \
         agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract"])
     # complies is the compliance question against schema.org's definition (no text); a property
@@ -322,6 +337,41 @@ def test_several_factuality_questions_combine_the_text_questions_mean_with_the_p
     assert alone["extract-soft"][0].score >= alone["extract"][0].score
     assert alone["extract-soft"][1].score < 0.5
     assert both[0].passed and not both[1].passed
+
+
+@pytest.mark.model
+def test_extract_other_asks_past_another_stated_value_and_finds_a_lists_next_member(service, tmp_path):
+    from udfs.llm.client import LLMClient
+
+    ex = example("#eg-0433")  # "Guided tours in German and English.": two Language nodes
+    second = agents.Claim("name", "English", "Language")  # true: the list's second member
+    moved = agents.Claim("name", "Germany", "Language")  # the address's country, stated by the text
+    claims = [second, moved]
+    c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
+    try:
+        soft = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
+                                             questions=["extract-soft"]))
+        other = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
+                                              questions=["extract-other"]))
+        both = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
+                                             questions=["extract-soft", "extract-other"]))
+        reversed_ = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
+                                                  questions=["extract-other", "extract-soft"]))
+    finally:
+        c.close()
+    # extract reads "German" off for both: another value the text states, so extract-other asks past it
+    # (alone it asks extract-soft's request first, for the answer; with it, nothing more)
+    assert all(j.error is None for j in [*other, *both])
+    assert [j.requests for j in other] == [j.requests for j in both] == [2, 2]
+    # the list's next member is English; the country is not a language the text gives
+    assert other[0].score > 0.5 > other[1].score
+    assert soft[0].score < other[0].score
+    # the mean of the two; not to the last digit: both claims' extract request is one request (the
+    # value is not in it), sent twice at once, and the engine's prefix cache moves the second's
+    # logprobs in the third decimal; the request cache keeps one of them for the later runs
+    for k in range(2):
+        assert both[k].score == pytest.approx((soft[k].score + other[k].score) / 2, abs=0.02)
+        assert reversed_[k].score == pytest.approx(both[k].score) and reversed_[k].requests == 2
 
 
 @pytest.mark.model

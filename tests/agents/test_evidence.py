@@ -134,6 +134,19 @@ def test_soft_answer_match_gives_the_share_only_to_a_value_the_text_states():
     assert E.soft_answer_match("none", [("none", log(0.9))], "Brooklyn", "Brooklyn, NY") == 0.0
 
 
+def test_other_stated_value_is_another_value_the_text_states_and_nothing_else():
+    text = 'Guided tours in German and English. Call "Ticket Office" on 555-0199.'
+    assert E.other_stated_value("German", "English", text) == "German"
+    # one line, the quotes around it dropped; the text's own spacing and case do not matter
+    assert E.other_stated_value(' "Ticket \n office" ', "English", text) == "Ticket office"
+    # the claim's value itself, or part of it, is no other value
+    assert E.other_stated_value("English", "English", text) is None
+    assert E.other_stated_value("German tours", "German and English", text) is None
+    # an answer that says there is none, an empty one, or one the text does not state
+    for answer in ("none", "None.", "Not given", "", None, "French"):
+        assert E.other_stated_value(answer, "English", text) is None
+
+
 def test_property_match_reads_the_named_property_and_scores_its_words():
     known = {"telephone", "addressLocality", "streetAddress", "datePublished"}
     assert E.property_match("addressLocality", "addressLocality") == 1.0

@@ -13,6 +13,8 @@ a verdict agent's score.
 * ``answer_match(answer, value)``: the word F1 of a value the model read off the text (asked
   for the property's value without being shown the claim's) against the claim's value;
   ``best_answer_match``, the best of the values it listed, one per line.
+* ``other_stated_value(answer, value, text)``: the answer read off the text where it is another
+  value than the claim's, one the text states (what ``extract-other`` asks past).
 * Combinations with the model's factuality score: ``floor`` (a stated value scores at least the
   floor: the text says it, the model's doubt is about where) and a logistic model over the score's
   logit and the evidence (``fit_logistic`` on labelled items, ``Logistic.predict``).
@@ -210,6 +212,16 @@ def answer_match(answer: str | None, value: str) -> float:
         return 0.0
     p, r = common / len(got), common / len(want)
     return 2 * p * r / (p + r)
+
+
+def other_stated_value(answer: str | None, value: str, text: str) -> str | None:
+    """The value the model read off the text (``answer``, on one line, quotes around it dropped)
+    where it is another value than the claim's (no word in common: ``answer_match`` 0; not "none")
+    and one the text states (``evidence``'s ``stated``); None otherwise."""
+    a = " ".join((answer or "").split()).strip('"').strip()
+    if not a or " ".join(words(_APOSTROPHE.sub("", a))) in NO_ANSWER or answer_match(a, value) > 0:
+        return None
+    return a if evidence(text, a).stated else None
 
 
 _LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")

@@ -199,6 +199,12 @@ EXTRACT_ALL = "extract-all"
 # (or none), the share of its first answer token that went to the claim's value
 # (``udfs.agents.evidence.soft_answer_match``), so a value the model weighs second still counts.
 EXTRACT_SOFT = "extract-soft"
+# Where ``extract-soft``'s answer is another value the text states (a list's first member, or the
+# value of a neighbouring property), ``extract``'s question again, "other than" that answer, scored
+# as ``extract-soft``: a list's further members come next, a value the text gives as another property
+# rarely does. Not asked of other claims; asks ``extract-soft``'s request first where that is not
+# asked too (``udfs.agents.verdicts.judge_factuality``).
+EXTRACT_OTHER = "extract-other"
 COMPLIES = "complies"
 # The same with the property's expected types (the compliance question ``ranged``): a value moved
 # from a distant property is often of another type than this one takes (a date, a phone number).
@@ -212,9 +218,10 @@ NAMES = "names"
 # answer held to the markup's own properties, so the model weighs the claimed property against the
 # others rather than against every property it knows (``udfs.agents.verdicts.choice_messages``).
 CHOICE = "choice"
-FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
+FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_OTHER, COMPLIES, COMPLIES_RANGED,
+                   NAMES, CHOICE)
 # The questions above ask one of two things: does the text state the value (the rewordings,
-# ``extract``, ``extract-all``, ``extract-soft``, ``excerpt``), or does the value fit the claim's
+# ``extract``, ``extract-all``, ``extract-soft``, ``extract-other``, ``excerpt``), or does the value fit the claim's
 # property (``FITS_ASKS``: the compliance questions, and the two that weigh the claimed property
 # against others). A claim holds when both do, so where a configuration asks both kinds a claim's
 # score is the geometric mean of the two kinds' means (``udfs.agents.verdicts.combined_score``),
@@ -295,12 +302,14 @@ def factuality_question(entity_type: str | None, prop: str, value: str, variant:
 
 
 def extract_question(entity_type: str | None, prop: str, prompts_dir: str | None = None, vocab=None,
-                     every: bool = False) -> str:
+                     every: bool = False, other_than: str | None = None) -> str:
     """The question that asks for a property's value in the text (``every``: all its values, one
-    per line): its name, its schema.org definition and the entity type, never the claim's value."""
-    return load_prompt("extract_all_question" if every else "extract_question", prompts_dir).format(
+    per line; ``other_than``: a value besides that one, ``extract-other``): its name, its schema.org
+    definition and the entity type, never the claim's value."""
+    name = "extract_all_question" if every else "extract_other_question" if other_than is not None else "extract_question"
+    return load_prompt(name, prompts_dir).format(
         property=prop, entity_type=entity_type or "entity",
-        definition=plain_definition(prop, vocab) or "(no schema.org definition)")
+        definition=plain_definition(prop, vocab) or "(no schema.org definition)", other_than=other_than)
 
 
 def names_question(entity_type: str | None, value: str, prompts_dir: str | None = None) -> str:

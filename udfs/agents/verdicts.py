@@ -48,10 +48,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from udfs.agents.evidence import answer_match, best_answer_match, excerpt, property_match, soft_answer_match
+from udfs.agents.evidence import (answer_match, best_answer_match, excerpt, other_stated_value, property_match,
+                                  soft_answer_match)
 from udfs.agents.exemplars import shown as shown_exemplars
 from udfs.agents.prompts import (CHOICE, CHOICE_LABELS, COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES,
-                                 COMPLIES_RANGED, EXCERPT, EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, FACTUALITY_ASKS, FITS_ASKS, NAMES,
+                                 COMPLIES_RANGED, EXCERPT, EXTRACT, EXTRACT_ALL, EXTRACT_OTHER, EXTRACT_SOFT, FACTUALITY_ASKS, FITS_ASKS, NAMES,
                                  PROPERTY_OF, STRATEGIES, choice_question, extract_question, factuality_question,
                                  fence, load_prompt, names_question, questions_key, system_prompt, unfence)
 from udfs.llm.client import first_token_mass
@@ -255,13 +256,16 @@ FACTUALITY_COMPLIANCE = {COMPLIES: "plain", COMPLIES_RANGED: "ranged"}
 
 
 def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
-                        question: str = "plain") -> list[dict[str, str]] | None:
+                        question: str = "plain", other_than: str | None = None) -> list[dict[str, str]] | None:
     """Instructions, then the fenced page text, then the question (a variant of
-    ``FACTUALITY_QUESTIONS``; ``extract``: :func:`extract_messages`; ``complies``, ``complies-ranged``:
+    ``FACTUALITY_QUESTIONS``; ``extract``: :func:`extract_messages`; ``extract-other``: the same
+    with the value ``other_than`` it asks past, None without one; ``complies``, ``complies-ranged``:
     the compliance question against schema.org's definition, no text, None for a property it does
     not define; ``excerpt``: the chunk cut to the stretches around the value, None where it does
     not state the value):
     everything before the question is the same for every claim about this chunk (the shared prefix)."""
+    if question == EXTRACT_OTHER:
+        return None if other_than is None else extract_messages(chunk, claim, prompts_dir, other_than=other_than)
     if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT):
         return extract_messages(chunk, claim, prompts_dir, every=question == EXTRACT_ALL)
     if question == NAMES:
@@ -288,23 +292,25 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: st
 
 
 def paper_factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
-                              question: str = "plain") -> list[dict[str, str]] | None:
+                              question: str = "plain", other_than: str | None = None) -> list[dict[str, str]] | None:
     """The same question in the paper's layout (the triple before the text): nothing after the
     instructions is shared between claims; kept for the prompt-token comparison."""
-    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, NAMES, CHOICE, EXCERPT, *FACTUALITY_COMPLIANCE):
-        return factuality_messages(chunk, claim, strategy, prompts_dir, question)
+    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_OTHER, NAMES, CHOICE, EXCERPT, *FACTUALITY_COMPLIANCE):
+        return factuality_messages(chunk, claim, strategy, prompts_dir, question, other_than)
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
             {"role": "user", "content": f"{q}\n\n{fence(chunk)}"}]
 
 
 def extract_messages(chunk: str, claim: Claim, prompts_dir: str | None = None,
-                     every: bool = False) -> list[dict[str, str]]:
+                     every: bool = False, other_than: str | None = None) -> list[dict[str, str]]:
     """Instructions, the fenced page text, then the property asked for (``every``: all its values,
-    ``extract-all``): the claim's value is not in the prompt, so the answer cannot echo it. The
-    same prefix for every claim about the chunk (a prefix of its own: the instructions differ from
-    the yes/no questions')."""
-    q = extract_question(claim.entity_type, claim.property, prompts_dir, every=every)
+    ``extract-all``; ``other_than``: a value besides that one, read off the text before, fence
+    markers removed, ``extract-other``): the claim's value is not in the prompt, so the answer
+    cannot echo it. The same prefix for every claim about the chunk (a prefix of its own: the
+    instructions differ from the yes/no questions')."""
+    q = extract_question(claim.entity_type, claim.property, prompts_dir, every=every,
+                         other_than=None if other_than is None else unfence(other_than))
     system = "extract_all_system" if every else "extract_system"
     return [{"role": "system", "content": load_prompt(system, prompts_dir)},
             {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
@@ -407,7 +413,8 @@ def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None
         # the probe text of excerpt states the probe value (any other asks nothing)
         msgs = [compliance_messages(claim, "definition", strategy, prompts_dir, FACTUALITY_COMPLIANCE[q])
                 if q in FACTUALITY_COMPLIANCE
-                else factuality_messages("value" if q == EXCERPT else "text", claim, strategy, prompts_dir, q)
+                else factuality_messages("value" if q == EXCERPT else "text", claim, strategy, prompts_dir, q,
+                                         "answer" if q == EXTRACT_OTHER else None)
                 for q in qs]
     return hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -470,7 +477,7 @@ async def _scores(client, question: str, messages: list[list[dict[str, str]] | N
                            f"(answer {c.text!r})")
             out[k] = (score, c.error, c)
         return out
-    if question == EXTRACT_SOFT:
+    if question in (EXTRACT_SOFT, EXTRACT_OTHER):
         done = await client.chat_many([{"messages": messages[k], "max_tokens": EXTRACT_TOKENS, "logprobs": True,
                                         "top_logprobs": EXTRACT_TOP_LOGPROBS} for k in asked])
         for k, c in zip(asked, done):
@@ -511,7 +518,8 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
     engine serves each question's shared prefix from its cache. With several ``questions`` a
     chunk's score is the :func:`combined_score` of those that apply to the claim (``complies`` does
     not to a property schema.org leaves undefined, ``excerpt`` not to a chunk that does not state
-    the value, ``choice`` not to a subject with no other property); a question without an answer
+    the value, ``choice`` not to a subject with no other property, ``extract-other`` only where
+    ``extract-soft``'s answer is another value the chunk states); a question without an answer
     leaves the chunk unscored."""
     build = factuality_messages if layout == "shared_prefix" else paper_factuality_messages
     qs = check_questions(questions)
@@ -521,11 +529,28 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
         pending = [i for i, j in enumerate(out) if not j.passed]
         if not pending:
             break
-        answers = [await _scores(client, q, [build(chunk, claims[i], strategy, prompts_dir, q) for i in pending],
-                                 [claims[i] for i in pending], chunk) for q in qs]
+        asked = {}
+        # extract-other asks past extract-soft's answer, so after it (the others in their order)
+        for q in sorted(qs, key=lambda q: q == EXTRACT_OTHER):
+            if q == EXTRACT_OTHER:
+                read = asked.get(EXTRACT_SOFT)
+                if read is None:  # not among the questions: its request, for the answer alone
+                    read = await _scores(client, EXTRACT_SOFT, [build(chunk, claims[i], strategy, prompts_dir,
+                                                                      EXTRACT_SOFT) for i in pending],
+                                         [claims[i] for i in pending], chunk)
+                    for k, i in enumerate(pending):
+                        if read[k][2] is not None:
+                            _account(out[i], read[k][2])
+                past = [other_stated_value(c.text, claims[i].value, chunk) if c is not None and c.ok else None
+                        for (_, _, c), i in zip(read, pending)]
+                messages = [build(chunk, claims[i], strategy, prompts_dir, q, other_than=p)
+                            for i, p in zip(pending, past)]
+            else:
+                messages = [build(chunk, claims[i], strategy, prompts_dir, q) for i in pending]
+            asked[q] = await _scores(client, q, messages, [claims[i] for i in pending], chunk)
         for k, i in enumerate(pending):
             j = out[i]
-            got = {q: a[k] for q, a in zip(qs, answers) if a[k] is not NOT_ASKED}
+            got = {q: asked[q][k] for q in qs if asked[q][k] is not NOT_ASKED}
             for _, _, c in got.values():
                 _account(j, c)
             if not got or any(score is None for score, _, _ in got.values()):
