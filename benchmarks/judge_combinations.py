@@ -6,13 +6,14 @@ mean and the property questions' mean combined geometrically (``udfs.agents.verd
             --limit 400 --tasks intrinsic extrinsic --factuality-questions $q --cache OUT/llm.sqlite
     done
     .venv/bin/python benchmarks/judge_combinations.py --ground-truth OUT/agents_bench/ground_truth \\
-        --results OUT/agents_bench/results --limit 400 [--judge plain claim extract-soft extract-other complies-ranged] \\
+        --results OUT/agents_bench/results --limit 400 \\
+        [--judge plain claim extract-soft extract-other complies-ranged] \\
         [--questions plain claim extract complies-ranged choice]
 
 Reads the verdicts of those single-question runs (nothing here calls a model; with a request cache
 that holds a judge's answers the runs take seconds; ``extract-other`` alone asks ``extract-soft``'s
-request too, for the answer it asks past, so run it after ``extract-soft``) and, for the same seeded items and the split
-``calibrate`` makes (by example text, ``--seed``, ``--fit-fraction``), fits one threshold per
+request too, for the answer it asks past, so run it after ``extract-soft``) and, for the same
+seeded items and the split ``calibrate`` makes (by example text, ``--seed``, ``--fit-fraction``), fits one threshold per
 combination on one side (``udfs.scores.calibration.fit_threshold``, both factuality tasks together)
 and measures it on the other, in both directions ("folds"). Prints the ``--judge`` questions under
 both combinations, then every subset of ``--questions`` that holds both kinds: how often the

@@ -306,7 +306,8 @@ def extract_question(entity_type: str | None, prop: str, prompts_dir: str | None
     """The question that asks for a property's value in the text (``every``: all its values, one
     per line; ``other_than``: a value besides that one, ``extract-other``): its name, its schema.org
     definition and the entity type, never the claim's value."""
-    name = "extract_all_question" if every else "extract_other_question" if other_than is not None else "extract_question"
+    name = ("extract_all_question" if every else
+            "extract_other_question" if other_than is not None else "extract_question")
     return load_prompt(name, prompts_dir).format(
         property=prop, entity_type=entity_type or "entity",
         definition=plain_definition(prop, vocab) or "(no schema.org definition)", other_than=other_than)

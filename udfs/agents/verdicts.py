@@ -52,9 +52,10 @@ from udfs.agents.evidence import (answer_match, best_answer_match, excerpt, othe
                                   soft_answer_match)
 from udfs.agents.exemplars import shown as shown_exemplars
 from udfs.agents.prompts import (CHOICE, CHOICE_LABELS, COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES,
-                                 COMPLIES_RANGED, EXCERPT, EXTRACT, EXTRACT_ALL, EXTRACT_OTHER, EXTRACT_SOFT, FACTUALITY_ASKS, FITS_ASKS, NAMES,
-                                 PROPERTY_OF, STRATEGIES, choice_question, extract_question, factuality_question,
-                                 fence, load_prompt, names_question, questions_key, system_prompt, unfence)
+                                 COMPLIES_RANGED, EXCERPT, EXTRACT, EXTRACT_ALL, EXTRACT_OTHER, EXTRACT_SOFT,
+                                 FACTUALITY_ASKS, FITS_ASKS, NAMES, PROPERTY_OF, STRATEGIES, choice_question,
+                                 extract_question, factuality_question, fence, load_prompt, names_question,
+                                 questions_key, system_prompt, unfence)
 from udfs.llm.client import first_token_mass
 from udfs.schemaorg.markup import Literal, Markup, Ref
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
