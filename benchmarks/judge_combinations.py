@@ -104,10 +104,11 @@ def ceiling(items: dict[str, dict], side: dict[str, str], score) -> dict:
     never a result; it tells a gap that a better fitted threshold could close (calibration) from
     one that it could not (ranking)."""
     held = [i for i in items if side[i] == "test" and score(i) is not None]
+    per_task = {t: ([items[i]["label"] for i in held if t in items[i]["tasks"]],
+                    [score(i) for i in held if t in items[i]["tasks"]]) for t in TASKS}
     best: dict = {"criterion": -1.0}
     for threshold in sorted({score(i) for i in held}):
-        f1 = {t: cal.measure([items[i]["label"] for i in held if t in items[i]["tasks"]],
-                             [score(i) for i in held if t in items[i]["tasks"]], threshold)["f1"] for t in TASKS}
+        f1 = {t: cal.measure(labels, scores, threshold)["f1"] for t, (labels, scores) in per_task.items()}
         criterion = min(f1[t] / TARGETS[t] for t in TASKS)
         if criterion > best["criterion"]:
             best = {"criterion": criterion, "threshold": threshold, **f1}
