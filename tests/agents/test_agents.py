@@ -195,6 +195,12 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
         agents.prompt_fingerprint("factuality", "direct", questions=["extract-soft"])
     assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract-all"]) != \
         agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract"])
+    # extract-soft-all asks extract-soft's very request first (extract-all's after it, only where the
+    # answer is none of a stated value); its fingerprint covers both prompts
+    assert agents.factuality_messages(text, claim, "direct", question="extract-soft-all") == m
+    assert agents.paper_factuality_messages(text, claim, "direct", question="extract-soft-all") == m
+    assert len({agents.prompt_fingerprint("factuality", "direct", questions=[q])
+                for q in ("extract-soft", "extract-all", "extract-soft-all")}) == 3
     # complies is the compliance question against schema.org's definition (no text); a property
     # schema.org does not define has none to ask
     claim = agents.Claim("cookTime", "1 hour", "Recipe")
@@ -372,6 +378,37 @@ def test_extract_other_asks_past_another_stated_value_and_finds_a_lists_next_mem
     for k in range(2):
         assert both[k].score == pytest.approx((soft[k].score + other[k].score) / 2, abs=0.02)
         assert reversed_[k].score == pytest.approx(both[k].score) and reversed_[k].requests == 2
+
+
+@pytest.mark.model
+def test_extract_soft_all_lists_the_values_where_extract_soft_answers_none_of_a_stated_one(service, tmp_path):
+    from udfs.llm.client import LLMClient
+
+    ex = example("#eg-0378")  # a library's opening hours, a line for each day of the week
+    day = agents.Claim("dayOfWeek", "friday", "OpeningHoursSpecification")  # true: one of seven
+    city = agents.Claim("dayOfWeek", "Sudbury", "OpeningHoursSpecification")  # the address's, stated
+    unstated = agents.Claim("dayOfWeek", "Public holidays", "OpeningHoursSpecification")
+    claims = [day, city, unstated]
+    c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
+    try:
+        soft = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
+                                             questions=["extract-soft"]))
+        listed = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
+                                               questions=["extract-soft-all"]))
+    finally:
+        c.close()
+    assert all(j.error is None for j in [*soft, *listed])
+    # asked for the day (the value is not in the request, so it is one request for all three), the
+    # model answers none: the true day scores next to nothing
+    assert soft[0].score < 0.5 and not soft[0].passed
+    # where the text states the value, extract-all lists the week and the day is among its lines;
+    # the city is asked too and is no day; a value the text does not state is not asked again
+    assert [j.requests for j in listed] == [2, 2, 1]
+    assert listed[0].score == 1.0 and listed[0].passed
+    # the others keep extract-soft's score (not to the last digit: the three requests went out at
+    # once, and the request cache keeps one answer of the three for the second run)
+    for k in (1, 2):
+        assert listed[k].score == pytest.approx(soft[k].score, abs=0.02) and not listed[k].passed
 
 
 @pytest.mark.model

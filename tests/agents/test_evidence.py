@@ -147,6 +147,18 @@ def test_other_stated_value_is_another_value_the_text_states_and_nothing_else():
         assert E.other_stated_value(answer, "English", text) is None
 
 
+def test_missed_stated_value_is_an_answer_of_none_where_the_text_states_the_value():
+    text = "Opening hours\nMonday: 9:00 AM - 5:00 PM\nFriday: 9:00 AM - 5:00 PM"
+    for answer in ("none", " None. ", "Not given", "N/A", "", None):
+        assert E.answered_none(answer)
+        assert E.missed_stated_value(answer, "friday", text)
+    # an answer, right or wrong, is no miss; nor is none where the text does not state the value
+    assert not E.answered_none("None of the above, Monday")
+    assert not E.missed_stated_value("Monday", "friday", text)
+    assert not E.missed_stated_value("Friday", "friday", text)
+    assert not E.missed_stated_value("none", "Sunday", text)
+
+
 def test_property_match_reads_the_named_property_and_scores_its_words():
     known = {"telephone", "addressLocality", "streetAddress", "datePublished"}
     assert E.property_match("addressLocality", "addressLocality") == 1.0

@@ -14,7 +14,9 @@ a verdict agent's score.
   for the property's value without being shown the claim's) against the claim's value;
   ``best_answer_match``, the best of the values it listed, one per line.
 * ``other_stated_value(answer, value, text)``: the answer read off the text where it is another
-  value than the claim's, one the text states (what ``extract-other`` asks past).
+  value than the claim's, one the text states (what ``extract-other`` asks past);
+  ``missed_stated_value``, an answer of none where the text states the claim's value (what
+  ``extract-soft-all`` asks again).
 * Combinations with the model's factuality score: ``floor`` (a stated value scores at least the
   floor: the text says it, the model's doubt is about where) and a logistic model over the score's
   logit and the evidence (``fit_logistic`` on labelled items, ``Logistic.predict``).
@@ -203,9 +205,9 @@ def answer_match(answer: str | None, value: str) -> float:
     of their words (``words`` with apostrophes dropped, each counted once; the QA-style token F1),
     0 for no answer or an answer that says there is none. A described entity is compared by its
     name (``surface``)."""
-    a = words(_APOSTROPHE.sub("", answer or ""))
-    if not a or " ".join(a) in NO_ANSWER:
+    if answered_none(answer):
         return 0.0
+    a = words(_APOSTROPHE.sub("", answer or ""))
     got, want = set(a), set(words(_APOSTROPHE.sub("", surface(value))))
     common = len(got & want)
     if not common:
@@ -214,14 +216,27 @@ def answer_match(answer: str | None, value: str) -> float:
     return 2 * p * r / (p + r)
 
 
+def answered_none(answer: str | None) -> bool:
+    """Whether a value the model was to read off the text is none: no words, or words that say
+    there is none ("none", "not given")."""
+    a = words(_APOSTROPHE.sub("", answer or ""))
+    return not a or " ".join(a) in NO_ANSWER
+
+
 def other_stated_value(answer: str | None, value: str, text: str) -> str | None:
     """The value the model read off the text (``answer``, on one line, quotes around it dropped)
     where it is another value than the claim's (no word in common: ``answer_match`` 0; not "none")
     and one the text states (``evidence``'s ``stated``); None otherwise."""
     a = " ".join((answer or "").split()).strip('"').strip()
-    if not a or " ".join(words(_APOSTROPHE.sub("", a))) in NO_ANSWER or answer_match(a, value) > 0:
+    if answered_none(a) or answer_match(a, value) > 0:
         return None
     return a if evidence(text, a).stated else None
+
+
+def missed_stated_value(answer: str | None, value: str, text: str) -> bool:
+    """Whether the model answered none (``answered_none``) where the text states the claim's value
+    (``evidence``'s ``stated``): a value it passed over, which ``extract-soft-all`` asks again."""
+    return answered_none(answer) and evidence(text, value).stated
 
 
 _LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")

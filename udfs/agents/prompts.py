@@ -205,6 +205,11 @@ EXTRACT_SOFT = "extract-soft"
 # rarely does. Not asked of other claims; asks ``extract-soft``'s request first where that is not
 # asked too (``udfs.agents.verdicts.judge_factuality``).
 EXTRACT_OTHER = "extract-other"
+# ``extract-soft``, and where its answer is none although the text states the claim's value (the
+# model missed a value it was to read off: most often one of a list, such as a day among the week's),
+# ``extract-all``'s best line where that is larger: the listing finds the members the single answer
+# passes over. A text that does not state the value is not asked again, so a guess gains nothing.
+EXTRACT_SOFT_ALL = "extract-soft-all"
 COMPLIES = "complies"
 # The same with the property's expected types (the compliance question ``ranged``): a value moved
 # from a distant property is often of another type than this one takes (a date, a phone number).
@@ -218,11 +223,10 @@ NAMES = "names"
 # answer held to the markup's own properties, so the model weighs the claimed property against the
 # others rather than against every property it knows (``udfs.agents.verdicts.choice_messages``).
 CHOICE = "choice"
-FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_OTHER, COMPLIES, COMPLIES_RANGED,
-                   NAMES, CHOICE)
+FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_OTHER, EXTRACT_SOFT_ALL,
+                   COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
 # The questions above ask one of two things: does the text state the value (the rewordings,
-# ``extract``, ``extract-all``, ``extract-soft``, ``extract-other``, ``excerpt``), or does the value fit the claim's
-# property (``FITS_ASKS``: the compliance questions, and the two that weigh the claimed property
+# ``extract`` and its variants, ``excerpt``), or does the value fit the claim's property (``FITS_ASKS``: the compliance questions, and the two that weigh the claimed property
 # against others). A claim holds when both do, so where a configuration asks both kinds a claim's
 # score is the geometric mean of the two kinds' means (``udfs.agents.verdicts.combined_score``),
 # not the mean of all: a value the text states cannot make up for one that is not this property's,

@@ -17,7 +17,9 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
   ``extract``, the property's value read off the text and matched against the claim's,
   ``udfs.agents.evidence.answer_match``; ``extract-all``, every value listed, the best line's match;
   ``extract-soft``, ``extract``'s answer or the share of its first token that went to the claim's
-  value (``udfs.agents.evidence.soft_answer_match``);
+  value (``udfs.agents.evidence.soft_answer_match``); ``extract-other``, extract's question past
+  another value it read off; ``extract-soft-all``, extract-soft's, or where it answers none of a
+  value the text states, ``extract-all``'s best line if larger;
   ``names``, the property the text gives the value as,
   matched against the claim's, ``udfs.agents.evidence.property_match``, ``complies`` and
   ``complies-ranged``, the compliance question about the claim (the second with the property's
@@ -48,11 +50,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from udfs.agents.evidence import (answer_match, best_answer_match, excerpt, other_stated_value, property_match,
-                                  soft_answer_match)
+from udfs.agents.evidence import (answer_match, best_answer_match, excerpt, missed_stated_value, other_stated_value,
+                                  property_match, soft_answer_match)
 from udfs.agents.exemplars import shown as shown_exemplars
 from udfs.agents.prompts import (CHOICE, CHOICE_LABELS, COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES,
                                  COMPLIES_RANGED, EXCERPT, EXTRACT, EXTRACT_ALL, EXTRACT_OTHER, EXTRACT_SOFT,
+                                 EXTRACT_SOFT_ALL,
                                  FACTUALITY_ASKS, FITS_ASKS, NAMES, PROPERTY_OF, STRATEGIES, choice_question,
                                  extract_question, factuality_question, fence, load_prompt, names_question,
                                  questions_key, system_prompt, unfence)
@@ -267,7 +270,7 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: st
     everything before the question is the same for every claim about this chunk (the shared prefix)."""
     if question == EXTRACT_OTHER:
         return None if other_than is None else extract_messages(chunk, claim, prompts_dir, other_than=other_than)
-    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT):
+    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_SOFT_ALL):
         return extract_messages(chunk, claim, prompts_dir, every=question == EXTRACT_ALL)
     if question == NAMES:
         return names_messages(chunk, claim, prompts_dir)
@@ -296,7 +299,8 @@ def paper_factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_d
                               question: str = "plain", other_than: str | None = None) -> list[dict[str, str]] | None:
     """The same question in the paper's layout (the triple before the text): nothing after the
     instructions is shared between claims; kept for the prompt-token comparison."""
-    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_OTHER, NAMES, CHOICE, EXCERPT, *FACTUALITY_COMPLIANCE):
+    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_OTHER, EXTRACT_SOFT_ALL, NAMES, CHOICE, EXCERPT,
+                    *FACTUALITY_COMPLIANCE):
         return factuality_messages(chunk, claim, strategy, prompts_dir, question, other_than)
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
     return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
@@ -414,6 +418,8 @@ def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None
         # the probe text of excerpt states the probe value (any other asks nothing)
         msgs = [compliance_messages(claim, "definition", strategy, prompts_dir, FACTUALITY_COMPLIANCE[q])
                 if q in FACTUALITY_COMPLIANCE
+                else [factuality_messages("text", claim, strategy, prompts_dir, a) for a in (EXTRACT_SOFT, EXTRACT_ALL)]
+                if q == EXTRACT_SOFT_ALL
                 else factuality_messages("value" if q == EXCERPT else "text", claim, strategy, prompts_dir, q,
                                          "answer" if q == EXTRACT_OTHER else None)
                 for q in qs]
@@ -478,7 +484,7 @@ async def _scores(client, question: str, messages: list[list[dict[str, str]] | N
                            f"(answer {c.text!r})")
             out[k] = (score, c.error, c)
         return out
-    if question in (EXTRACT_SOFT, EXTRACT_OTHER):
+    if question in (EXTRACT_SOFT, EXTRACT_OTHER, EXTRACT_SOFT_ALL):
         done = await client.chat_many([{"messages": messages[k], "max_tokens": EXTRACT_TOKENS, "logprobs": True,
                                         "top_logprobs": EXTRACT_TOP_LOGPROBS} for k in asked])
         for k, c in zip(asked, done):
@@ -495,6 +501,25 @@ async def _scores(client, question: str, messages: list[list[dict[str, str]] | N
     for k, v in zip(asked, verdicts):
         out[k] = (v.score, v.error, v.completion)
     return out
+
+
+async def _past_none(client, chunk: str, claims: Sequence[Claim], read: list[tuple[float | None, str | None, Any]],
+                     listing: Callable[[Claim], list[dict[str, str]] | None]) -> tuple[list, list]:
+    """``extract-soft-all``'s (score, error, completion) per claim from ``extract-soft``'s (``read``):
+    where the answer is none although the ``chunk`` states the claim's value
+    (``udfs.agents.evidence.missed_stated_value``), the larger of its score and ``extract-all``'s
+    (asked with ``listing``'s messages), the completion still extract-soft's (its answer is what
+    ``extract-other`` asks past); and extract-all's own per claim, ``NOT_ASKED`` where not asked,
+    for the accounting. A listing without an answer leaves the claim unscored with its error."""
+    missed = {k for k, (score, _, c) in enumerate(read)
+              if score is not None and missed_stated_value(c.text, claims[k].value, chunk)}
+    listed = await _scores(client, EXTRACT_ALL, [listing(c) if k in missed else None for k, c in enumerate(claims)],
+                           claims)
+    scored = list(read)
+    for k in missed:
+        score, error, _ = listed[k]
+        scored[k] = (None if score is None else max(read[k][0], score), error, read[k][2])
+    return scored, listed
 
 
 def combined_score(scores: dict[str, float]) -> float:
@@ -520,8 +545,9 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
     chunk's score is the :func:`combined_score` of those that apply to the claim (``complies`` does
     not to a property schema.org leaves undefined, ``excerpt`` not to a chunk that does not state
     the value, ``choice`` not to a subject with no other property, ``extract-other`` only where
-    ``extract-soft``'s answer is another value the chunk states); a question without an answer
-    leaves the chunk unscored."""
+    ``extract-soft``'s answer is another value the chunk states; ``extract-soft-all`` asks
+    ``extract-all`` only where that answer is none of a value the chunk states); a question
+    without an answer leaves the chunk unscored."""
     build = factuality_messages if layout == "shared_prefix" else paper_factuality_messages
     qs = check_questions(questions)
     out = [Judged(None, None) for _ in claims]
@@ -534,7 +560,7 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
         # extract-other asks past extract-soft's answer, so after it (the others in their order)
         for q in sorted(qs, key=lambda q: q == EXTRACT_OTHER):
             if q == EXTRACT_OTHER:
-                read = asked.get(EXTRACT_SOFT)
+                read = asked.get(EXTRACT_SOFT) or asked.get(EXTRACT_SOFT_ALL)
                 if read is None:  # not among the questions: its request, for the answer alone
                     read = await _scores(client, EXTRACT_SOFT, [build(chunk, claims[i], strategy, prompts_dir,
                                                                       EXTRACT_SOFT) for i in pending],
@@ -549,6 +575,13 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
             else:
                 messages = [build(chunk, claims[i], strategy, prompts_dir, q) for i in pending]
             asked[q] = await _scores(client, q, messages, [claims[i] for i in pending], chunk)
+            if q == EXTRACT_SOFT_ALL:
+                asked[q], listed = await _past_none(
+                    client, chunk, [claims[i] for i in pending], asked[q],
+                    lambda claim: build(chunk, claim, strategy, prompts_dir, EXTRACT_ALL))
+                for k, i in enumerate(pending):
+                    if listed[k][2] is not None:
+                        _account(out[i], listed[k][2])
         for k, i in enumerate(pending):
             j = out[i]
             got = {q: asked[q][k] for q in qs if asked[q][k] is not NOT_ASKED}
