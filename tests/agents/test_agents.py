@@ -345,26 +345,27 @@ def test_several_factuality_questions_combine_the_text_questions_mean_with_the_p
     assert both[0].passed and not both[1].passed
 
 
-@pytest.mark.model
-def test_extract_other_asks_past_another_stated_value_and_finds_a_lists_next_member(service, tmp_path):
+def judged_in_turn(service, tmp_path, text: str, claims, *question_sets) -> list:
+    """The factuality verdicts of ``claims`` against ``text`` under each set of questions in turn,
+    through one client and request cache: a later set gets the very answers an earlier one got."""
     from udfs.llm.client import LLMClient
 
+    c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
+    try:
+        return [c.run(agents.judge_factuality(c, [text], claims, strategy=EVAL.strategy, threshold=0.5,
+                                              questions=qs)) for qs in question_sets]
+    finally:
+        c.close()
+
+
+@pytest.mark.model
+def test_extract_other_asks_past_another_stated_value_and_finds_a_lists_next_member(service, tmp_path):
     ex = example("#eg-0433")  # "Guided tours in German and English.": two Language nodes
     second = agents.Claim("name", "English", "Language")  # true: the list's second member
     moved = agents.Claim("name", "Germany", "Language")  # the address's country, stated by the text
-    claims = [second, moved]
-    c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
-    try:
-        soft = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
-                                             questions=["extract-soft"]))
-        other = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
-                                              questions=["extract-other"]))
-        both = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
-                                             questions=["extract-soft", "extract-other"]))
-        reversed_ = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
-                                                  questions=["extract-other", "extract-soft"]))
-    finally:
-        c.close()
+    soft, other, both, reversed_ = judged_in_turn(
+        service, tmp_path, ex.text, [second, moved],
+        ["extract-soft"], ["extract-other"], ["extract-soft", "extract-other"], ["extract-other", "extract-soft"])
     # extract reads "German" off for both: another value the text states, so extract-other asks past it
     # (alone it asks extract-soft's request first, for the answer; with it, nothing more)
     assert all(j.error is None for j in [*other, *both])
@@ -382,21 +383,12 @@ def test_extract_other_asks_past_another_stated_value_and_finds_a_lists_next_mem
 
 @pytest.mark.model
 def test_extract_soft_all_lists_the_values_where_extract_soft_answers_none_of_a_stated_one(service, tmp_path):
-    from udfs.llm.client import LLMClient
-
     ex = example("#eg-0378")  # a library's opening hours, a line for each day of the week
     day = agents.Claim("dayOfWeek", "friday", "OpeningHoursSpecification")  # true: one of seven
     city = agents.Claim("dayOfWeek", "Sudbury", "OpeningHoursSpecification")  # the address's, stated
     unstated = agents.Claim("dayOfWeek", "Public holidays", "OpeningHoursSpecification")
-    claims = [day, city, unstated]
-    c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
-    try:
-        soft = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
-                                             questions=["extract-soft"]))
-        listed = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
-                                               questions=["extract-soft-all"]))
-    finally:
-        c.close()
+    soft, listed = judged_in_turn(service, tmp_path, ex.text, [day, city, unstated],
+                                  ["extract-soft"], ["extract-soft-all"])
     assert all(j.error is None for j in [*soft, *listed])
     # asked for the day (the value is not in the request, so it is one request for all three), the
     # model answers none: the true day scores next to nothing
