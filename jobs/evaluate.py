@@ -58,10 +58,9 @@ class EvaluateJob(Job):
                        f"{', '.join(FACTUALITY_ASKS)} (extract: the value read off the text; extract-all: every "
                        "value listed, the best line; extract-soft: extract's answer, or the share of its first "
                        "token that went to the claim's value; extract-other: where that answer is another "
-                       "value the text states, extract asked again past it, scored so; extract-soft-all: extract-soft, "
-                       "or where it answers none of a value the text states, extract-all's best line if "
-                       "larger; names: the "
-                       "property the text gives the value as); the text questions' scores averaged, and "
+                       "value the text states, extract asked again past it, scored so; extract-soft-all: "
+                       "extract-soft, or where it answers none of a value the text states, extract-all's best "
+                       "line if larger; names: the property the text gives the value as); the text questions' scores averaged, and "
                        "where questions about the property (complies, complies-ranged, names, choice) "
                        "are asked too, the geometric mean of that mean and theirs")
         p.add_argument("--compliance-questions", nargs="+", choices=COMPLIANCE_ASKS, metavar="Q",

@@ -226,8 +226,9 @@ CHOICE = "choice"
 FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_OTHER, EXTRACT_SOFT_ALL,
                    COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
 # The questions above ask one of two things: does the text state the value (the rewordings,
-# ``extract`` and its variants, ``excerpt``), or does the value fit the claim's property (``FITS_ASKS``: the compliance questions, and the two that weigh the claimed property
-# against others). A claim holds when both do, so where a configuration asks both kinds a claim's
+# ``extract`` and its variants, ``excerpt``), or does the value fit the claim's property
+# (``FITS_ASKS``: the compliance questions, and the two that weigh the claimed property against
+# others). A claim holds when both do, so where a configuration asks both kinds a claim's
 # score is the geometric mean of the two kinds' means (``udfs.agents.verdicts.combined_score``),
 # not the mean of all: a value the text states cannot make up for one that is not this property's,
 # and the reverse (README "Stated and fitting").

@@ -560,7 +560,7 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
         # extract-other asks past extract-soft's answer, so after it (the others in their order)
         for q in sorted(qs, key=lambda q: q == EXTRACT_OTHER):
             if q == EXTRACT_OTHER:
-                read = asked.get(EXTRACT_SOFT) or asked.get(EXTRACT_SOFT_ALL)
+                read = asked.get(EXTRACT_SOFT, asked.get(EXTRACT_SOFT_ALL))
                 if read is None:  # not among the questions: its request, for the answer alone
                     read = await _scores(client, EXTRACT_SOFT, [build(chunk, claims[i], strategy, prompts_dir,
                                                                       EXTRACT_SOFT) for i in pending],
