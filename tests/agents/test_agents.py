@@ -200,7 +200,10 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     assert agents.factuality_messages(text, claim, "direct", question="extract-soft-all") == m
     assert agents.paper_factuality_messages(text, claim, "direct", question="extract-soft-all") == m
     assert len({agents.prompt_fingerprint("factuality", "direct", questions=[q])
-                for q in ("extract-soft", "extract-all", "extract-soft-all")}) == 3
+                for q in ("extract-soft", "extract-all", "extract-soft-all", "extract-soft-all-near")}) == 4
+    # so does extract-soft-all-near, whose third request is extract-soft's over the excerpt
+    assert agents.factuality_messages(text, claim, "direct", question="extract-soft-all-near") == m
+    assert agents.paper_factuality_messages(text, claim, "direct", question="extract-soft-all-near") == m
     # complies is the compliance question against schema.org's definition (no text); a property
     # schema.org does not define has none to ask
     claim = agents.Claim("cookTime", "1 hour", "Recipe")
@@ -401,6 +404,24 @@ def test_extract_soft_all_lists_the_values_where_extract_soft_answers_none_of_a_
     # once, and the request cache keeps one answer of the three for the second run)
     for k in (1, 2):
         assert listed[k].score == pytest.approx(soft[k].score, abs=0.02) and not listed[k].passed
+
+
+@pytest.mark.model
+def test_extract_soft_all_near_reads_a_missed_value_off_the_lines_around_it(service, tmp_path):
+    ex = example("#eg-0265")  # a weekend trip to San Francisco, "for tourists located in the USA"
+    region = agents.Claim("eligibleRegion", "USA", "Offer")  # true
+    moved = agents.Claim("eligibleRegion", "Urban tourism", "Offer")  # the trip's touristType, stated
+    unstated = agents.Claim("eligibleRegion", "Canada", "Offer")
+    listed, near = judged_in_turn(service, tmp_path, ex.text, [region, moved, unstated],
+                                  ["extract-soft-all"], ["extract-soft-all-near"])
+    assert all(j.error is None for j in [*listed, *near])
+    # asked of the whole text the model answers none, and the listing does not give the region
+    assert listed[0].score < 0.5 and not listed[0].passed
+    # where the text states the value it is asked again of the lines around it, where the model
+    # reads the region off; a value the text does not state is asked once
+    assert [j.requests for j in near] == [3, 3, 1]
+    assert near[0].score == 1.0 and near[0].passed
+    assert near[2].score == pytest.approx(listed[2].score, abs=0.02) and not near[2].passed
 
 
 @pytest.mark.model

@@ -210,6 +210,11 @@ EXTRACT_OTHER = "extract-other"
 # ``extract-all``'s best line where that is larger: the listing finds the members the single answer
 # passes over. A text that does not state the value is not asked again, so a guess gains nothing.
 EXTRACT_SOFT_ALL = "extract-soft-all"
+# ``extract-soft-all``, and where it asks again, ``extract-soft``'s question also asked of the
+# stretches of the text around the value (``udfs.agents.evidence.excerpt``, as ``excerpt`` shows
+# them), the largest of the three scores kept: in a long text the model passes over a value that it
+# reads off a few lines around it.
+EXTRACT_SOFT_NEAR = "extract-soft-all-near"
 COMPLIES = "complies"
 # The same with the property's expected types (the compliance question ``ranged``): a value moved
 # from a distant property is often of another type than this one takes (a date, a phone number).
@@ -224,6 +229,7 @@ NAMES = "names"
 # others rather than against every property it knows (``udfs.agents.verdicts.choice_messages``).
 CHOICE = "choice"
 FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_OTHER, EXTRACT_SOFT_ALL,
+                   EXTRACT_SOFT_NEAR,
                    COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
 # The questions above ask one of two things: does the text state the value (the rewordings,
 # ``extract`` and its variants, ``excerpt``), or does the value fit the claim's property

@@ -55,7 +55,7 @@ from udfs.agents.evidence import (answer_match, best_answer_match, excerpt, miss
 from udfs.agents.exemplars import shown as shown_exemplars
 from udfs.agents.prompts import (CHOICE, CHOICE_LABELS, COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES,
                                  COMPLIES_RANGED, EXCERPT, EXTRACT, EXTRACT_ALL, EXTRACT_OTHER, EXTRACT_SOFT,
-                                 EXTRACT_SOFT_ALL,
+                                 EXTRACT_SOFT_ALL, EXTRACT_SOFT_NEAR,
                                  FACTUALITY_ASKS, FITS_ASKS, NAMES, PROPERTY_OF, STRATEGIES, choice_question,
                                  extract_question, factuality_question, fence, load_prompt, names_question,
                                  questions_key, system_prompt, unfence)
@@ -270,7 +270,7 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: st
     everything before the question is the same for every claim about this chunk (the shared prefix)."""
     if question == EXTRACT_OTHER:
         return None if other_than is None else extract_messages(chunk, claim, prompts_dir, other_than=other_than)
-    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_SOFT_ALL):
+    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_SOFT_ALL, EXTRACT_SOFT_NEAR):
         return extract_messages(chunk, claim, prompts_dir, every=question == EXTRACT_ALL)
     if question == NAMES:
         return names_messages(chunk, claim, prompts_dir)
@@ -299,7 +299,8 @@ def paper_factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_d
                               question: str = "plain", other_than: str | None = None) -> list[dict[str, str]] | None:
     """The same question in the paper's layout (the triple before the text): nothing after the
     instructions is shared between claims; kept for the prompt-token comparison."""
-    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_OTHER, EXTRACT_SOFT_ALL, NAMES, CHOICE, EXCERPT,
+    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_OTHER, EXTRACT_SOFT_ALL, EXTRACT_SOFT_NEAR, NAMES,
+                    CHOICE, EXCERPT,
                     *FACTUALITY_COMPLIANCE):
         return factuality_messages(chunk, claim, strategy, prompts_dir, question, other_than)
     q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
@@ -420,6 +421,9 @@ def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None
                 if q in FACTUALITY_COMPLIANCE
                 else [factuality_messages("text", claim, strategy, prompts_dir, a) for a in (EXTRACT_SOFT, EXTRACT_ALL)]
                 if q == EXTRACT_SOFT_ALL
+                else [factuality_messages(chunk, claim, strategy, prompts_dir, a)
+                      for chunk, a in (("text", EXTRACT_SOFT), ("text", EXTRACT_ALL), ("value", EXTRACT_SOFT))]
+                if q == EXTRACT_SOFT_NEAR
                 else factuality_messages("value" if q == EXCERPT else "text", claim, strategy, prompts_dir, q,
                                          "answer" if q == EXTRACT_OTHER else None)
                 for q in qs]
@@ -484,7 +488,7 @@ async def _scores(client, question: str, messages: list[list[dict[str, str]] | N
                            f"(answer {c.text!r})")
             out[k] = (score, c.error, c)
         return out
-    if question in (EXTRACT_SOFT, EXTRACT_OTHER, EXTRACT_SOFT_ALL):
+    if question in (EXTRACT_SOFT, EXTRACT_OTHER, EXTRACT_SOFT_ALL, EXTRACT_SOFT_NEAR):
         done = await client.chat_many([{"messages": messages[k], "max_tokens": EXTRACT_TOKENS, "logprobs": True,
                                         "top_logprobs": EXTRACT_TOP_LOGPROBS} for k in asked])
         for k, c in zip(asked, done):
@@ -504,22 +508,37 @@ async def _scores(client, question: str, messages: list[list[dict[str, str]] | N
 
 
 async def _past_none(client, chunk: str, claims: Sequence[Claim], read: list[tuple[float | None, str | None, Any]],
-                     listing: Callable[[Claim], list[dict[str, str]] | None]) -> tuple[list, list]:
-    """``extract-soft-all``'s (score, error, completion) per claim from ``extract-soft``'s (``read``):
-    where the answer is none although the ``chunk`` states the claim's value
-    (``udfs.agents.evidence.missed_stated_value``), the larger of its score and ``extract-all``'s
-    (asked with ``listing``'s messages), the completion still extract-soft's (its answer is what
-    ``extract-other`` asks past); and extract-all's own per claim, ``NOT_ASKED`` where not asked,
-    for the accounting. A listing without an answer leaves the claim unscored with its error."""
-    missed = {k for k, (score, _, c) in enumerate(read)
-              if score is not None and missed_stated_value(c.text, claims[k].value, chunk)}
-    listed = await _scores(client, EXTRACT_ALL, [listing(c) if k in missed else None for k, c in enumerate(claims)],
-                           claims)
+                     again: Sequence[tuple[str, Callable[[Claim], list[dict[str, str]] | None]]]) -> tuple[list, list]:
+    """``extract-soft-all``'s (or ``extract-soft-all-near``'s) (score, error, completion) per claim
+    from ``extract-soft``'s (``read``): where the answer is none although the ``chunk`` states the
+    claim's value (``udfs.agents.evidence.missed_stated_value``), the largest of its score and those
+    of the requests asked ``again`` ((question it is scored as, a claim's messages) pairs:
+    ``extract-all``'s listing, scored by its best line; ``extract-soft`` over the excerpt), the
+    completion still extract-soft's (its answer is what ``extract-other`` asks past); and the
+    completions asked again per claim (empty where not asked), for the accounting. A request asked
+    again without an answer leaves the claim unscored with its error."""
+    missed = [k for k, (score, _, c) in enumerate(read)
+              if score is not None and missed_stated_value(c.text, claims[k].value, chunk)]
     scored = list(read)
-    for k in missed:
-        score, error, _ = listed[k]
-        scored[k] = (None if score is None else max(read[k][0], score), error, read[k][2])
-    return scored, listed
+    completions: list[list[Any]] = [[] for _ in claims]
+    for question, messages_of in again:
+        got = await _scores(client, question, [messages_of(c) if k in missed else None for k, c in enumerate(claims)],
+                            claims, chunk)  # the chunk states the value, so a first token's share counts
+        for k in missed:
+            score, error, c = got[k]
+            if c is None:  # not asked (no excerpt)
+                continue
+            completions[k].append(c)
+            if scored[k][0] is not None:
+                scored[k] = (None, error, read[k][2]) if score is None else (max(scored[k][0], score), None, read[k][2])
+    return scored, completions
+
+
+def _excerpt_messages(build, chunk: str, claim: Claim, strategy: str, prompts_dir: str | None):
+    """``extract-soft``'s request over the stretches of ``chunk`` around the claim's value; None where
+    the chunk does not state it."""
+    near = excerpt(chunk, claim.value)
+    return None if near is None else build(near, claim, strategy, prompts_dir, EXTRACT_SOFT)
 
 
 def combined_score(scores: dict[str, float]) -> float:
@@ -546,7 +565,8 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
     not to a property schema.org leaves undefined, ``excerpt`` not to a chunk that does not state
     the value, ``choice`` not to a subject with no other property, ``extract-other`` only where
     ``extract-soft``'s answer is another value the chunk states; ``extract-soft-all`` asks
-    ``extract-all`` only where that answer is none of a value the chunk states); a question
+    ``extract-all`` only where that answer is none of a value the chunk states, and
+    ``extract-soft-all-near`` ``extract-soft`` over the excerpt as well); a question
     without an answer leaves the chunk unscored."""
     build = factuality_messages if layout == "shared_prefix" else paper_factuality_messages
     qs = check_questions(questions)
@@ -560,7 +580,7 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
         # extract-other asks past extract-soft's answer, so after it (the others in their order)
         for q in sorted(qs, key=lambda q: q == EXTRACT_OTHER):
             if q == EXTRACT_OTHER:
-                read = asked.get(EXTRACT_SOFT, asked.get(EXTRACT_SOFT_ALL))
+                read = next((asked[a] for a in (EXTRACT_SOFT, EXTRACT_SOFT_ALL, EXTRACT_SOFT_NEAR) if a in asked), None)
                 if read is None:  # not among the questions: its request, for the answer alone
                     read = await _scores(client, EXTRACT_SOFT, [build(chunk, claims[i], strategy, prompts_dir,
                                                                       EXTRACT_SOFT) for i in pending],
@@ -575,13 +595,15 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
             else:
                 messages = [build(chunk, claims[i], strategy, prompts_dir, q) for i in pending]
             asked[q] = await _scores(client, q, messages, [claims[i] for i in pending], chunk)
-            if q == EXTRACT_SOFT_ALL:
-                asked[q], listed = await _past_none(
-                    client, chunk, [claims[i] for i in pending], asked[q],
-                    lambda claim: build(chunk, claim, strategy, prompts_dir, EXTRACT_ALL))
+            if q in (EXTRACT_SOFT_ALL, EXTRACT_SOFT_NEAR):
+                again = [(EXTRACT_ALL, lambda claim: build(chunk, claim, strategy, prompts_dir, EXTRACT_ALL))]
+                if q == EXTRACT_SOFT_NEAR:
+                    again.append((EXTRACT_SOFT, lambda claim: _excerpt_messages(build, chunk, claim, strategy,
+                                                                                prompts_dir)))
+                asked[q], completions = await _past_none(client, chunk, [claims[i] for i in pending], asked[q], again)
                 for k, i in enumerate(pending):
-                    if listed[k][2] is not None:
-                        _account(out[i], listed[k][2])
+                    for c in completions[k]:
+                        _account(out[i], c)
         for k, i in enumerate(pending):
             j = out[i]
             got = {q: asked[q][k] for q in qs if asked[q][k] is not NOT_ASKED}
