@@ -1,13 +1,14 @@
 """How a judge's factuality questions are best combined: the mean of all, or the text questions'
 mean and the property questions' mean combined geometrically (``udfs.agents.verdicts.combined_score``).
 
-    for q in plain claim extract extract-soft extract-soft-all extract-other complies-ranged choice; do
+    for q in plain claim extract extract-soft extract-soft-all extract-soft-all-near extract-other \\
+             complies-ranged choice; do
         .venv/bin/python jobs/agents_bench.py run --input OUT/agents_bench/ground_truth --output OUT \\
             --limit 400 --tasks intrinsic extrinsic --factuality-questions $q --cache OUT/llm.sqlite
     done
     .venv/bin/python benchmarks/judge_combinations.py --ground-truth OUT/agents_bench/ground_truth \\
         --results OUT/agents_bench/results --limit 400 \\
-        [--judge plain claim extract-soft-all extract-other complies-ranged] \\
+        [--judge plain claim extract-soft-all-near extract-other complies-ranged] \\
         [--questions plain claim extract complies-ranged choice]
 
 Reads the verdicts of those single-question runs (nothing here calls a model; with a request cache
@@ -125,7 +126,7 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--strategy", default="direct")
     ap.add_argument("--compliance-questions", nargs="+", default=["ranged"])
-    ap.add_argument("--judge", nargs="+", default=["plain", "claim", "extract-soft-all", "extract-other",
+    ap.add_argument("--judge", nargs="+", default=["plain", "claim", "extract-soft-all-near", "extract-other",
                                                    "complies-ranged"])
     ap.add_argument("--questions", nargs="+", default=None, help="the subsets' pool (default: --judge's)")
     a = ap.parse_args(argv)

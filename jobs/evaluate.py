@@ -60,7 +60,9 @@ class EvaluateJob(Job):
                        "token that went to the claim's value; extract-other: where that answer is another "
                        "value the text states, extract asked again past it, scored so; extract-soft-all: "
                        "extract-soft, or where it answers none of a value the text states, extract-all's best "
-                       "line if larger; names: the property the text gives the value as); the text questions' scores averaged, and "
+                       "line if larger; extract-soft-all-near: extract-soft-all, and where it asks again, extract-soft of the "
+                       "text around the value too, the largest; names: the property the text gives the value as); "
+                       "the text questions' scores averaged, and "
                        "where questions about the property (complies, complies-ranged, names, choice) "
                        "are asked too, the geometric mean of that mean and theirs")
         p.add_argument("--compliance-questions", nargs="+", choices=COMPLIANCE_ASKS, metavar="Q",
