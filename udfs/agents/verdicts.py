@@ -517,8 +517,8 @@ async def _past_none(client, chunk: str, claims: Sequence[Claim], read: list[tup
     completion still extract-soft's (its answer is what ``extract-other`` asks past); and the
     completions asked again per claim (empty where not asked), for the accounting. A request asked
     again without an answer leaves the claim unscored with its error."""
-    missed = [k for k, (score, _, c) in enumerate(read)
-              if score is not None and missed_stated_value(c.text, claims[k].value, chunk)]
+    missed = {k for k, (score, _, c) in enumerate(read)
+              if score is not None and missed_stated_value(c.text, claims[k].value, chunk)}
     scored = list(read)
     completions: list[list[Any]] = [[] for _ in claims]
     for question, messages_of in again:
