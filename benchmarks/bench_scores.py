@@ -13,17 +13,12 @@ import json
 import os
 import random
 import re
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from udfs.runtime.config import load_config  # noqa: E402
-from udfs.scores import keys as keyscores, matching  # noqa: E402
-from udfs.scores.memr import MarkupError, memr_markups  # noqa: E402
-from udfs.runtime.paths import DATA_DIR  # noqa: E402
+from udfs.runtime.config import load_config
+from udfs.scores import keys as keyscores, matching
+from udfs.scores.memr import MarkupError, memr_markups
+from udfs.runtime.paths import DATA_DIR
 
 EXAMPLES = DATA_DIR / "schemaorg-30.0" / "schemaorg-all-examples.txt"
 

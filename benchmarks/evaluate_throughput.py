@@ -6,14 +6,14 @@ pages cost in harness CPU.
     .venv/bin/python benchmarks/evaluate_throughput.py --sizes 1000,10000 --no-serve
     .venv/bin/python benchmarks/evaluate_throughput.py --quick            # 20 pages, 0 ms, no Serve (CI)
 
-The engine is ``benchmarks/stub_engine.py`` (a harness stub, never a model: deterministic answers
+The engine is ``udfs.bench.stub_engine`` (a harness stub, never a model: deterministic answers
 after a fixed latency) in its own process on 127.0.0.1, so every figure here is the harness's:
 the job's client, agents, tables and Ray, not a model's. The pages are the demo's pages with text
 and human markup (the extruct samples, through the pages job's own extraction) replicated under
 new URLs; each copy's text starts with its copy number and each literal of its markup is changed
 the way its kind allows (text gets the copy number, a URL a fragment, a number or a date an
 offset), so no two copies ask the same request and the request cache answers nothing: the stub
-sees every verdict the job asks for.
+sees every verdict the job asks for (``udfs.bench.synthetic_pages``).
 
 Each run starts the job as a subprocess (``--executor``, ``--workers``, ``--max-in-flight`` where
 the job takes it) with a fresh output root and watches it through /proc: the driver's peak RSS
@@ -42,12 +42,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -58,122 +56,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from cluster.local.procs import descendants, free_port, stop  # noqa: E402
+from cluster.local.procs import descendants, free_port, stop
+from udfs.bench.synthetic_pages import write_pages
 
 JOB = ROOT / "jobs" / "evaluate.py"
-SAMPLES = ROOT / "data" / "html" / "extruct-samples"
-HOST = "http://extruct-samples.example/"
 TABLES = ("markups", "triples", "scores")
-ROWS_PER_FILE = 5_000  # pages per input Parquet file: a 100k-page table is 20 files
 CLK = os.sysconf("SC_CLK_TCK")
-
-
-# ---- pages ---------------------------------------------------------------------------------------
-
-def base_pages() -> list[dict[str, Any]]:
-    """The demo pages the evaluation can judge (status ok, text, human markup), extracted from the
-    extruct samples with the pages job's own code, under the URLs ``data/demo/make_demo_warc.py``
-    gives them."""
-    from urllib.parse import quote
-
-    from udfs.corpus.html import PageConfig, process_html
-    from udfs.runtime.config import load_config
-
-    cfg = PageConfig.of(load_config().pages)
-    out = []
-    for path in sorted(p for p in SAMPLES.rglob("*.html") if p.is_file()):
-        r = process_html(path.read_bytes(), "text/html", None, cfg)
-        if r["status"] == "ok" and (r["text"] or "").strip() and r["human_markup"]:
-            out.append({"page_url": HOST + quote(path.relative_to(SAMPLES).as_posix()), "status": "ok",
-                        "text": r["text"], "human_markup": r["human_markup"], "root_types": r["root_types"]})
-    if not out:
-        raise SystemExit(f"no usable page among {SAMPLES}")
-    return out
-
-
-_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})(.*)$", re.S)
-_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
-
-
-STEP = 1_000_000  # a number's offset per copy: larger than any number of one page, so copies never meet
-LABELS = ("name", "headline", "alternateName", "description")  # what a claim about a node shows
-
-
-def _vary(value: Any, i: int, depth: int = 0, nodes: list[int] | None = None) -> Any:
-    """A markup value made unique to copy ``i`` while keeping its kind (so validity keeps its
-    verdict). A nested node without a label gets an IRI of its own: a claim about it shows the
-    node's IRI, where a blank node's would read the same on every copy."""
-    nodes = [0] if nodes is None else nodes
-    if isinstance(value, dict):
-        out = {k: (v if k.startswith("@") else _vary(v, i, depth + 1, nodes)) for k, v in value.items()}
-        if depth and "@type" in out and "@id" not in out and not any(out.get(k) for k in LABELS):
-            nodes[0] += 1
-            out["@id"] = f"urn:copy:{i}:{nodes[0]}"
-        return out
-    if isinstance(value, list):
-        return [_vary(v, i, depth, nodes) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return value + i * STEP
-    if isinstance(value, float):
-        return round(value + i * 1e-6, 9)
-    if not isinstance(value, str):
-        return value
-    m = _DATE.match(value)
-    if m:
-        try:
-            day = dt.date.fromisoformat(m.group(1)) + dt.timedelta(days=i)
-            return day.isoformat() + m.group(2)
-        except (ValueError, OverflowError):
-            pass
-    if _NUMBER.match(value):
-        if "." not in value:
-            return str(int(value) + i * STEP)
-        return f"{float(value) + i * STEP:.{len(value.split('.')[1])}f}"
-    if "://" in value:
-        return f"{value}{'-' if '#' in value else '#'}copy-{i}"
-    return f"{value} {i}"
-
-
-def synthetic_pages(n: int, base: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """``n`` pages: copy ``i`` of base page ``i % len(base)``, under its own URL."""
-    for i in range(n):
-        b = base[i % len(base)]
-        markup = _vary(json.loads(b["human_markup"]), i)
-        yield {"page_url": f"{b['page_url']}?copy={i}", "status": "ok", "selected": True,
-               "feature": "n_properties", "stratum": "copy", "sample_rank": i,
-               "text": f"Copy {i}.\n{b['text']}", "human_markup": json.dumps(markup, ensure_ascii=False),
-               "root_types": list(b["root_types"])}
-
-
-def write_pages(folder: Path, n: int) -> Path:
-    """The pages table of ``n`` synthetic pages under ``folder`` (files of ROWS_PER_FILE pages),
-    written once and reused."""
-    import pyarrow as pa
-
-    from udfs.runtime.io import Folder
-
-    target = folder / f"pages-{n}"
-    done = target / "_DONE"
-    if done.exists():
-        return target
-    shutil.rmtree(target, ignore_errors=True)
-    out = Folder(target)
-    base = base_pages()
-    rows: list[dict[str, Any]] = []
-    part = 0
-    for row in synthetic_pages(n, base):
-        rows.append(row)
-        if len(rows) == ROWS_PER_FILE:
-            out.write_parquet(f"part-{part:05d}.parquet", pa.Table.from_pylist(rows))
-            rows, part = [], part + 1
-    if rows:
-        out.write_parquet(f"part-{part:05d}.parquet", pa.Table.from_pylist(rows))
-    done.write_text("")
-    return target
 
 
 # ---- engines -------------------------------------------------------------------------------------
@@ -200,9 +89,9 @@ def _wait_up(url: str, timeout_s: float = 60.0) -> None:
 
 @contextlib.contextmanager
 def stub_process(latency_ms: float) -> Iterator[tuple[str, list[int]]]:
-    """``benchmarks/stub_engine.py`` in its own process; yields its root URL (no ``/v1``) and pid."""
+    """``udfs.bench.stub_engine`` in its own process; yields its root URL (no ``/v1``) and pid."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("stub_engine.py")), "--port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "udfs.bench.stub_engine", "--port", str(port),
                              "--latency-ms", str(latency_ms)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -223,12 +112,11 @@ def serve_stub(latency_ms: float) -> Iterator[tuple[str, list[int]]]:
     import ray
     from ray import serve
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from stub_engine import serve_deployment
+    from udfs.bench.stub_engine import serve_deployment
 
     port = free_port()
     ray.init(address="local", include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
-             runtime_env={"env_vars": {"PYTHONPATH": f"{ROOT}:{Path(__file__).resolve().parent}"}})
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         serve.run(serve_deployment(latency_ms), name="stub", route_prefix="/", blocking=False)
@@ -635,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
                     plan.append((Run(f"{kind}-{lat:g}ms-{args.latency_pages}", kind, args.latency_pages, lat,
                                      args.in_flight, args.executor, args.workers), lp))
     load = os.getloadavg()
-    print(f"jobs/evaluate.py against benchmarks/stub_engine.py; work folder {work}; load {load[0]:.2f}; "
+    print(f"jobs/evaluate.py against udfs.bench.stub_engine; work folder {work}; load {load[0]:.2f}; "
           f"{os.cpu_count()} CPUs; job flags: {'--max-in-flight' if '--max-in-flight' in flags else 'no --max-in-flight'}",
           flush=True)
     ceilings: dict[str, dict[str, float]] = {}

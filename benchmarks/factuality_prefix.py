@@ -15,15 +15,11 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from udfs.agents import verdicts as agents  # noqa: E402
-from udfs.llm.client import LLMClient  # noqa: E402
-from udfs.runtime.config import load_config  # noqa: E402
-from udfs.schemaorg.markup import parse_markup  # noqa: E402
+from udfs.agents import verdicts as agents
+from udfs.llm.client import LLMClient
+from udfs.runtime.config import load_config
+from udfs.schemaorg.markup import parse_markup
 
 
 def main() -> int:

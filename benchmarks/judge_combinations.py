@@ -34,17 +34,14 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import pyarrow.parquet as pq
 
-import pyarrow.parquet as pq  # noqa: E402
-
-from udfs.agents.prompts import FITS_ASKS  # noqa: E402
-from udfs.agents.verdicts import combined_score  # noqa: E402
-from udfs.bench.commands import load_ground_truth, select_items  # noqa: E402
-from udfs.bench.runner import VerdictConfig  # noqa: E402
-from udfs.runtime.io import Folder  # noqa: E402
-from udfs.scores import calibration as cal  # noqa: E402
+from udfs.agents.prompts import FITS_ASKS
+from udfs.agents.verdicts import combined_score
+from udfs.bench.commands import load_ground_truth, select_items
+from udfs.bench.runner import VerdictConfig
+from udfs.runtime.io import Folder
+from udfs.scores import calibration as cal
 
 TARGETS = {"intrinsic": 0.90, "extrinsic": 0.95}
 TASKS = ("intrinsic", "extrinsic")

@@ -92,15 +92,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from udfs.agents import evidence as E  # noqa: E402
-from udfs.agents import prompts as PR  # noqa: E402
-from udfs.agents import verdicts as V  # noqa: E402
-from udfs.bench import metrics as bm  # noqa: E402
-from udfs.bench.groundtruth import TASKS, rank_key, stratified_subset  # noqa: E402
-from udfs.scores import calibration as cal  # noqa: E402
+from udfs.agents import evidence as E
+from udfs.agents import prompts as PR
+from udfs.agents import verdicts as V
+from udfs.bench import metrics as bm
+from udfs.bench.groundtruth import TASKS, rank_key, stratified_subset
+from udfs.scores import calibration as cal
 
 MODEL_CONFIGS = ("direct", "paper", "defined", "guided", "fewshot", "says", "claim", "direct-small", "extract",
                  "complies", "complies-ranged", "excerpt", "where", "names", "fits", "property-of", "exemplified",

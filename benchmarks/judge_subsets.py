@@ -22,13 +22,9 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import judge_configs as J  # noqa: E402
-from udfs.bench import metrics as bm  # noqa: E402
-from udfs.scores import calibration as cal  # noqa: E402
+import judge_configs as J
+from udfs.bench import metrics as bm
+from udfs.scores import calibration as cal
 
 TARGETS = {"intrinsic": 0.90, "extrinsic": 0.95}
 # Questions that read the page text: a mean needs one (the compliance questions alone judge the

@@ -37,12 +37,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from udfs.bench.groundtruth import mentions  # noqa: E402
-from udfs.corpus import html as P  # noqa: E402
-from udfs.corpus import warc as W  # noqa: E402
-from udfs.schemaorg.markup import Literal, parse_markup  # noqa: E402
+from udfs.bench.groundtruth import mentions
+from udfs.corpus import html as P
+from udfs.corpus import warc as W
+from udfs.schemaorg.markup import Literal, parse_markup
 
 CORPORA = {"demo (extruct samples)": sorted((ROOT / "data" / "demo").glob("*.warc.gz")),
            "Common Crawl (data/warc)": sorted((ROOT / "data" / "warc").glob("*.warc.gz"))}

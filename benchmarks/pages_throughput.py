@@ -19,11 +19,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from udfs.corpus import html as P  # noqa: E402
-from udfs.corpus import warc as W  # noqa: E402
-from udfs.runtime.config import load_config  # noqa: E402
+from udfs.corpus import html as P
+from udfs.corpus import warc as W
+from udfs.runtime.config import load_config
 
 WARCS = sorted((ROOT / "data" / "warc").glob("*.warc.gz")) + sorted((ROOT / "data" / "demo").glob("*.warc.gz"))
 LIMIT = 50_000_000

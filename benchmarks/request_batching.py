@@ -22,13 +22,9 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from cluster.local.procs import free_port  # noqa: E402
-from udfs.llm.transport import AiohttpTransport  # noqa: E402
+from cluster.local.procs import free_port
+from udfs.llm.transport import AiohttpTransport
 
 SERVER = r'''
 import sys

@@ -23,10 +23,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from cluster.local.procs import free_port  # noqa: E402
-from udfs.llm.client import LLMClient  # noqa: E402
+from cluster.local.procs import free_port
+from udfs.llm.client import LLMClient
 
 PAGE = ROOT / "data" / "html" / "extruct-samples" / "websites" / "microdata-with-description.html"
 TOPICS = ["anvils", "recipes", "rivers", "violins", "bridges", "tea", "comets", "maps", "bees", "ferries",

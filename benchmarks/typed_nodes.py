@@ -23,15 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import judge_configs as J
 
-import judge_configs as J  # noqa: E402
-
-from udfs.scores import calibration as cal  # noqa: E402
+from udfs.scores import calibration as cal
 
 DEFAULT = ("direct", "claim", "extract", "complies-ranged")
 TYPED = ("typed", "claim-typed", "extract", "complies-ranged")

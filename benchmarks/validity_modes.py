@@ -24,12 +24,10 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from udfs.agents.validity import ModeComparison, ValidityAgent, counted_keys, paper_triples  # noqa: E402
-from udfs.bench.markup_corpus import real_markups  # noqa: E402
-from udfs.runtime.config import load_config  # noqa: E402
-from udfs.schemaorg.markup import MarkupError, parse_markup  # noqa: E402
+from udfs.agents.validity import ModeComparison, ValidityAgent, counted_keys, paper_triples
+from udfs.bench.markup_corpus import real_markups
+from udfs.runtime.config import load_config
+from udfs.schemaorg.markup import MarkupError, parse_markup
 
 
 def main() -> int:

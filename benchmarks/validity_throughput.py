@@ -24,13 +24,10 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from udfs.bench.markup_corpus import real_markups  # noqa: E402
-from udfs.schemaorg.markup import MarkupError, parse_markup  # noqa: E402
-from udfs.agents.validity import ValidityAgent  # noqa: E402
+from udfs.bench.markup_corpus import real_markups
+from udfs.schemaorg.markup import MarkupError, parse_markup
+from udfs.agents.validity import ValidityAgent
 
 
 class Clock:

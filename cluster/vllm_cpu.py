@@ -32,10 +32,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from udfs.llm.model_files import MODELS, model_path  # noqa: E402
-from udfs.llm.serving import load_serving_conf  # noqa: E402
+from udfs.llm.model_files import MODELS, model_path
+from udfs.llm.serving import load_serving_conf
 
 SMALL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 

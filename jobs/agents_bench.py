@@ -31,14 +31,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from udfs.agents.prompts import COMPLIANCE_ASKS, FACTUALITY_ASKS, STRATEGIES  # noqa: E402
-from udfs.bench.groundtruth import INTRINSIC_CHOICES, TASKS  # noqa: E402
-from udfs.runtime.io import Folder, local_state_dir  # noqa: E402
-from udfs.runtime.job import Job  # noqa: E402
+from udfs.agents.prompts import COMPLIANCE_ASKS, FACTUALITY_ASKS, STRATEGIES
+from udfs.bench.groundtruth import INTRINSIC_CHOICES, TASKS
+from udfs.runtime.io import Folder, local_state_dir
+from udfs.runtime.job import Job
 
 log = logging.getLogger("llm4schema.agents_bench")
 COMMANDS = ("build", "run", "calibrate", "kappa")

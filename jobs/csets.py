@@ -14,16 +14,13 @@ import argparse
 import os
 import sys
 
-if __package__ in (None, ""):  # run as a script: make the project importable without installing
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pyspark import StorageLevel
+from pyspark.sql import functions as F
 
-from pyspark import StorageLevel  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-
-from udfs.corpus import csets as C  # noqa: E402
-from udfs.runtime.job import SparkJob  # noqa: E402
-from udfs.runtime.rejects import REJECTS_SCHEMA  # noqa: E402
-from udfs.schemaorg.vocab import load_vocabulary, resolve_vocab_path  # noqa: E402
+from udfs.corpus import csets as C
+from udfs.runtime.job import SparkJob
+from udfs.runtime.rejects import REJECTS_SCHEMA
+from udfs.schemaorg.vocab import load_vocabulary, resolve_vocab_path
 
 
 class CsetsJob(SparkJob):

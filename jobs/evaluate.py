@@ -19,13 +19,11 @@ import logging
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from udfs.agents.prompts import COMPLIANCE_ASKS, FACTUALITY_ASKS, STRATEGIES  # noqa: E402
-from udfs.runtime.job import Job  # noqa: E402
-from udfs.runtime.paths import project_file  # noqa: E402
-from udfs.runtime.progress import Progress  # noqa: E402
-from udfs.runtime.rejects import reject_row  # noqa: E402
+from udfs.agents.prompts import COMPLIANCE_ASKS, FACTUALITY_ASKS, STRATEGIES
+from udfs.runtime.job import Job
+from udfs.runtime.paths import project_file
+from udfs.runtime.progress import Progress
+from udfs.runtime.rejects import reject_row
 
 log = logging.getLogger("llm4schema.evaluate")
 TABLES = ("markups", "triples", "scores")

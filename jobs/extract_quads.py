@@ -16,16 +16,12 @@ The logic is udfs/corpus/quads.py; this file is flags and wiring.
 """
 from __future__ import annotations
 
-import os
 import sys
 
-if __package__ in (None, ""):  # run as a script: make the project importable without installing
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from udfs.corpus.quads import COUNTERS, extract_file, reconciles  # noqa: E402
-from udfs.runtime.job import SparkJob  # noqa: E402
-from udfs.corpus.warc import WARC_SUFFIXES  # noqa: E402
-from udfs.runtime.rejects import REJECTS_SCHEMA  # noqa: E402
+from udfs.corpus.quads import COUNTERS, extract_file, reconciles
+from udfs.runtime.job import SparkJob
+from udfs.corpus.warc import WARC_SUFFIXES
+from udfs.runtime.rejects import REJECTS_SCHEMA
 
 
 class ExtractQuadsJob(SparkJob):

@@ -16,18 +16,14 @@ The logic is udfs/corpus/fetch.py (candidates, capture choice, fetching); rules:
 """
 from __future__ import annotations
 
-import os
 import sys
 
-if __package__ in (None, ""):  # run as a script: make the project importable without installing
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pyspark.sql import functions as F
 
-from pyspark.sql import functions as F  # noqa: E402
-
-from udfs.corpus import fetch  # noqa: E402
-from udfs.corpus import html as P  # noqa: E402
-from udfs.runtime.inputs import resolve_inputs  # noqa: E402
-from udfs.runtime.job import SparkJob  # noqa: E402
+from udfs.corpus import fetch
+from udfs.corpus import html as P
+from udfs.runtime.inputs import resolve_inputs
+from udfs.runtime.job import SparkJob
 
 
 def read_table(spark, specs, resolve=resolve_inputs):

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from udfs.runtime.job import Job  # noqa: E402
+from udfs.runtime.job import Job
 
 
 class ReportJob(Job):

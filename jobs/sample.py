@@ -10,10 +10,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from pathlib import Path
-
-if __package__ in (None, ""):  # spark-submit / python jobs/sample.py: make udfs importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from udfs.corpus import sampling
 from udfs.runtime.inputs import local_name

@@ -12,17 +12,13 @@ record's ``inputs`` lists every file considered or skipped, and what each gave (
 """
 from __future__ import annotations
 
-import os
 import sys
 
-if __package__ in (None, ""):  # run as a script: make the project importable without installing
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pyspark.sql import types as T
 
-from pyspark.sql import types as T  # noqa: E402
-
-from udfs.runtime.job import SparkJob  # noqa: E402
-from udfs.runtime.rejects import REJECTS_SCHEMA, reject_row  # noqa: E402
-from udfs.corpus.warc import WARC_SUFFIXES, WarcError, relative_name, scan_warc  # noqa: E402
+from udfs.runtime.job import SparkJob
+from udfs.runtime.rejects import REJECTS_SCHEMA, reject_row
+from udfs.corpus.warc import WARC_SUFFIXES, WarcError, relative_name, scan_warc
 
 INDEX_SCHEMA = T.StructType([
     T.StructField("url", T.StringType()),

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 import time
 import contextlib
@@ -11,15 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from cluster.local.procs import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 WDC_SAMPLE = DATA / "wdc" / "wdc-2022-12-jsonld-part00044-first10k.nq"
 SCHEMAORG = DATA / "schemaorg-30.0"
-
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from cluster.local.procs import free_port  # noqa: E402
 
 
 @pytest.fixture(scope="session")

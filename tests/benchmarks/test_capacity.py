@@ -1,14 +1,8 @@
-"""docs/capacity.md is what benchmarks/capacity.py prints, and its token model reproduces the
-measured evaluation it was derived from."""
+"""docs/capacity.md is what benchmarks/capacity.py prints (``udfs.bench.capacity``), and its token
+model reproduces the measured evaluation it was derived from."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import capacity  # noqa: E402
+from udfs.bench import capacity
 
 
 def test_the_doc_shows_the_scripts_tables():

@@ -128,11 +128,8 @@ def test_conf_overrides_win_and_the_dry_run_builds_nothing(tmp_path):
 def test_the_project_archive_holds_what_executors_import(tmp_path):
     import tarfile
 
-    sys.path.insert(0, str(SUBMIT.parent))
-    try:
-        import submit
-    finally:
-        sys.path.remove(str(SUBMIT.parent))
+    from cluster.spark import submit
+
     path = submit.build_project_archive(tmp_path / "p.tar.gz")
     names = set(tarfile.open(path).getnames())
     for needed in ("udfs/schemaorg/vocab.py", "udfs/corpus/nquads.py", "jobs/csets.py", "conf/pipeline.toml",

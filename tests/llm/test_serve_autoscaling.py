@@ -1,7 +1,7 @@
 """A backlog scales Serve replicas with the GPU application's own settings.
 
 ``conf/serving-gpu.toml`` autoscales vLLM replicas on queue length (``target_ongoing_requests``
-per replica). This test gives the benchmark's stub deployment (``benchmarks/stub_engine.py``, a
+per replica). This test gives the benchmark's stub deployment (``udfs.bench.stub_engine``, a
 harness stub answering after 200 ms, not a model) exactly the deployment options the vLLM
 application gets from that file (``udfs.llm.serving.vllm_llm_config_kwargs``: request limits and
 autoscaling), with two changes only so that it runs on a small machine in a minute: at most 2
@@ -20,10 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = r'''
 import asyncio, json, sys, tempfile, time
-sys.path[:0] = [sys.argv[1], sys.argv[1] + "/benchmarks"]
 import ray
 from ray import serve
-from stub_engine import serve_deployment
+from udfs.bench.stub_engine import serve_deployment
 from udfs.llm.serving import load_serving_conf, vllm_llm_config_kwargs
 
 conf = load_serving_conf(sys.argv[1] + "/conf/serving-gpu.toml",
@@ -32,7 +31,7 @@ dc = vllm_llm_config_kwargs(conf)["deployment_config"]
 target = dc["autoscaling_config"]["target_ongoing_requests"]
 ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
          _temp_dir=tempfile.mkdtemp(prefix="ray", dir="/tmp"),
-         runtime_env={"env_vars": {"PYTHONPATH": sys.argv[1] + ":" + sys.argv[1] + "/benchmarks"}})
+         runtime_env={"env_vars": {"PYTHONPATH": sys.argv[1]}})
 serve.start()
 serve.run(serve_deployment(200, deployment_config=dc), name="stub", route_prefix=None)
 handle = serve.get_app_handle("stub").options(method_name="handle_http")

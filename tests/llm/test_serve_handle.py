@@ -1,5 +1,5 @@
 """``serve://<app>/v1`` (udfs/llm/serve_handle.py) against real Ray Serve applications: the
-benchmark's stub as a Serve app in a process of its own (``benchmarks/stub_engine.py --serve``), and
+benchmark's stub as a Serve app in a process of its own (``python -m udfs.bench.stub_engine --serve``), and
 the suite's embedded model service; the client side runs in another process that joins the app's
 Ray cluster, as a job's workers do. Both Ray processes are subprocesses: an in-process
 ``ray.init``/``ray.shutdown`` here would end the suite's model service. Every answer through a
@@ -15,8 +15,6 @@ import pytest
 
 from cluster.local.procs import free_port, stop
 from tests.conftest import ROOT
-
-STUB = ROOT / "benchmarks" / "stub_engine.py"
 
 # Runs in a process that joined the cluster: argv = Ray address, the proxy's /v1 URL, the app's
 # serve:// URL, the model; prints one JSON line of what each way answered.
@@ -99,7 +97,7 @@ def ask(tmp_path: Path, address: str, http: str, handle: str, model: str, env: d
 def stub_app():
     """The stub as the Serve app ``stub`` in its own process: (Ray address, proxy URL, join env)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(STUB), "--serve", "--port", str(port), "--app", "stub"],
+    proc = subprocess.Popen([sys.executable, "-m", "udfs.bench.stub_engine", "--serve", "--port", str(port), "--app", "stub"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
                             env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"})
     try:
@@ -163,13 +161,11 @@ def test_the_evaluate_job_asks_through_handles(stub_app, tmp_path):
     stub counts each one it answered), and every page is scored without a failed verdict."""
     import httpx
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import evaluate_throughput
-
+    from udfs.bench.synthetic_pages import write_pages
     from udfs.runtime.io import Folder
 
     address, http, env = stub_app
-    pages = evaluate_throughput.write_pages(tmp_path, 3)
+    pages = write_pages(tmp_path, 3)
     before = httpx.get(http[: -len("/v1")] + "/stats").json()["counts"].get("verdict", 0)
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, str(ROOT / "jobs" / "evaluate.py"), "--input", str(pages), "--output",

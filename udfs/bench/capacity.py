@@ -1,0 +1,286 @@
+"""Capacity plan arithmetic: cluster size and hours for the WDC 2023-12 release and for evaluating
+1 million pages with an 8B model on H100/H200-class GPUs.
+
+    .venv/bin/python benchmarks/capacity.py                # the tables of docs/capacity.md (Markdown)
+    .venv/bin/python benchmarks/capacity.py --update-doc   # write them into docs/capacity.md
+
+No measurement runs here: every input is a named constant below with where it was measured or
+where it comes from, so a new measurement is one edit (the C-sets figures especially: the lead
+updates CSETS_RUNS when the engine changes) and the tables follow.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from udfs.runtime.paths import PROJECT_ROOT
+
+# ---- measured on this project's 2-core machine -------------------------------------------------
+
+# C-sets job (jobs/csets.py), README "C-sets" section: benchmarks/csets_throughput.py (defaults:
+# 2M quads in 8 files, scales 1,2,4, fastest of 3 runs: --repeats 3), then the same with
+# --quads 64000000 --files 64 --scales 1 --repeats 1 and --quads 256000000 --files 256, on a quiet
+# 2-core machine (2026-11-30: byte-level scan, (C-set, page) rows streamed into the pages pass,
+# partitions sized to the input). (quads in the corpus, job wall seconds). Before this engine, on
+# the same generator's corpus: 26.87 / 29.25 / 34.41 / 106.65 s for 2 / 4 / 8 / 64M (radix sorts),
+# 27.50 / 33.62 / 39.32 / 140.28 s before those; earlier engines on 1/2/4M quads: 44.4 / 49.1 /
+# 69.4 s (JVM scan, Spark SQL aggregates), 45.5 / 56.8 / 84.4 s (regex).
+CSETS_RUNS = [(2_000_230, 21.07), (4_000_481, 21.58), (8_001_639, 26.12), (64_003_799, 63.57), (256_011_750, 219.17)]
+CSETS_CORES = 2  # local[2]: the wall seconds above used both cores
+
+# Pages job extraction (jobs/pages.py per page: one WARC record read, gunzip, warcio, then
+# udfs.corpus.html.process_html with trafilatura and py3langid): benchmarks/pages_throughput.py
+# --repeat 3, 75 HTML records of the bundled WARC files (real Common Crawl records and the extruct
+# samples, 36 KB of HTML on average), CPU seconds of one process.
+PAGES_PER_CPU_S = 24.9
+PAGES_MEASURED_HTML_KB = 36.3
+
+# Validity agent, compiled checker: shapes/README.md "Throughput" (485 real markups, 18.7 triples
+# each; benchmarks/validity_throughput.py).
+VALIDITY_MARKUPS_PER_CPU_S = 4_016
+
+# Evaluation harness (jobs/evaluate.py's driver and workers: client, agents, validity, scores,
+# tables, Ray; no model): benchmarks/evaluate_throughput.py against its stub engine, CPU seconds of
+# the job's whole process tree per verdict from the stub's first verdict to its last over the 0 ms
+# runs (start-up excluded), the demo pages replicated (README, "Harness throughput"). Every model
+# request (verdict or generation) is counted at this cost.
+HARNESS_CPU_MS_PER_REQUEST = 0.61
+HARNESS_MEASURED = ("the streaming job (256 requests in flight per worker), --executor ray, 2 workers, "
+                    "1k, 10k and 100k pages at 0 ms, 260,502 verdicts, quiet machine (load 0.9)")
+
+# Evaluation (jobs/evaluate.py --limit 2 --order shortest, embedded model, README "agents and the
+# evaluation"): per page and source, from out/demo/scores (verdict_requests, verdict_prompt_tokens,
+# verdict_cached_prompt_tokens, generation_prompt_tokens, generation_completion_tokens), and the
+# page text's tokens (cl100k_base count of pages.text: 615 and 346 characters).
+EVAL_MEASURED = [
+    # page text tokens, human: (requests, prompt, cached), generated markup: (prompt, completion),
+    # model markup verdicts: (requests, prompt, cached)
+    {"page": "songkick/elysianfields_1", "page_tokens": 192, "human": (23, 7170, 6107), "gen": (824, 123),
+     "model": (8, 2621, 2127)},
+    {"page": "schema.org/CreativeWork.001", "page_tokens": 85, "human": (31, 6950, 5814), "gen": (762, 65),
+     "model": (4, 860, 590)},
+]
+# The paper's layout (claim before the page text, no shared prefix), benchmarks/factuality_prefix.py
+# in the README: 1,468 prompt tokens processed against 439 with the shared prefix, same 6 claims.
+PAPER_LAYOUT_TOKENS, SHARED_PREFIX_TOKENS = 1_468, 439
+
+# ---- the workload ------------------------------------------------------------------------------
+
+# WebDataCommons 2023-12 release (schema.org JSON-LD and more): the issue's figures.
+RELEASE_QUADS = 61.1e9
+RELEASE_FILES = 8_897
+RELEASE_GZIP_GB = 937
+EVAL_PAGES = 1_000_000
+CONTEXT_WINDOW = 8_192  # conf/pipeline.toml [evaluate] context_window
+MAX_GEN_TOKENS = 1_024  # [evaluate] max_tokens
+
+# ---- GPU throughput assumptions (public sources; see docs/capacity.md) --------------------------
+
+# Prefill, compute-bound: Llama-3.1-8B needs 2 x 8.03e9 FLOPs per prompt token; H100 SXM and H200
+# SXM both peak at 989.4 dense BF16 TFLOPS (same GH100 die). 40% model-FLOPs utilisation assumed.
+MODEL_PARAMS = 8.03e9
+PEAK_BF16_FLOPS = 989.4e12
+PREFILL_MFU = 0.40
+PREFILL_TOKENS_PER_S = PEAK_BF16_FLOPS * PREFILL_MFU / (2 * MODEL_PARAMS)
+# Decode, memory-bound: MLPerf Inference v5.1, Llama-3.1-8B, one H100, vLLM 0.10.0, FP8 weights,
+# Offline scenario: 5,777 tokens/s (Red Hat's submission). MLPerf counts generated tokens and the
+# time includes each request's prefill, so this understates pure decode.
+DECODE_TOKENS_PER_S = {"H100": 5_777.0}
+# H200: same compute, 4.8 TB/s HBM3e against 3.35 TB/s: decode scaled by the bandwidth ratio.
+DECODE_TOKENS_PER_S["H200"] = DECODE_TOKENS_PER_S["H100"] * 4.8 / 3.35
+GPUS_PER_NODE = 8  # p5.48xlarge / HGX H100 and H200
+
+# ---- scenarios (assumptions, not measurements) --------------------------------------------------
+# Page text length in tokens: the measured pages are the two shortest of the demo; the demo's
+# pages with text have a median of 720 and a mean of 1,020 cl100k tokens; Common Crawl pages with
+# product or article markup are longer.
+PAGE_TOKENS_SCENARIOS = [140, 1_000, 3_000, 6_000]
+# Tokens of one generated markup: 94 on the two short pages; a real page's markup is longer.
+GEN_OUTPUT_SCENARIO = {140: 94, 1_000: 400, 3_000: 700, 6_000: MAX_GEN_TOKENS}
+
+
+# ---- arithmetic ---------------------------------------------------------------------------------
+
+def linear_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """Least squares y = a + b x."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    b = sum((x - mx) * (y - my) for x, y in points) / sxx
+    return my - b * mx, b
+
+
+def csets_model() -> dict:
+    fixed_s, s_per_quad = linear_fit([(q, s) for q, s in CSETS_RUNS])
+    core_s_per_quad = s_per_quad * CSETS_CORES
+    return {"fixed_s": fixed_s, "core_s_per_quad": core_s_per_quad,
+            "quads_per_core_s": 1 / core_s_per_quad}
+
+
+def prompt_parts() -> dict:
+    """System+fence prefix and question tokens of one verdict request, from the measured runs."""
+    qs, prefixes, gen_fixed = [], [], []
+    for m in EVAL_MEASURED:
+        req, prompt, cached = m["human"]
+        per_request = prompt / req
+        # the first request of a page is processed whole, the others only past the cached prefix
+        q = (prompt - cached - per_request) / (req - 1)
+        qs.append(q)
+        prefixes.append(per_request - q - m["page_tokens"])
+        gen_fixed.append(m["gen"][0] - m["page_tokens"])
+    avg = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    human_v = avg([m["human"][0] for m in EVAL_MEASURED])
+    model_v = avg([m["model"][0] for m in EVAL_MEASURED])
+    return {"question": avg(qs), "prefix": avg(prefixes), "gen_fixed": avg(gen_fixed),
+            "human_verdicts": human_v, "model_verdicts": model_v}
+
+
+def page_tokens(t: int, gen_out: int, parts: dict, shared_prefix: bool = True) -> dict:
+    """Tokens one page costs the GPU: human markup verdicts, one generated markup, its verdicts."""
+    chunk = CONTEXT_WINDOW - MAX_GEN_TOKENS - parts["gen_fixed"]
+    chunks = max(1, math.ceil(t / chunk))
+    head = parts["prefix"] + t
+    out = {"chunks": chunks}
+    for src, v in (("human", parts["human_verdicts"]), ("model", parts["model_verdicts"])):
+        total = v * (head + parts["question"])
+        uncached = chunks * head + v * parts["question"] if shared_prefix else total
+        out[f"{src}_prompt"], out[f"{src}_uncached"] = total, uncached
+    out["gen_prompt"] = parts["gen_fixed"] + t
+    out["gen_output"] = gen_out
+    out["prefill"] = out["human_uncached"] + out["model_uncached"] + out["gen_prompt"]
+    # a verdict's one output token comes out of its prefill step; decode is the generated markup
+    out["decode"] = gen_out
+    return out
+
+
+def gpu_seconds(tok: dict, gpu: str) -> float:
+    return tok["prefill"] / PREFILL_TOKENS_PER_S + tok["decode"] / DECODE_TOKENS_PER_S[gpu]
+
+
+def fmt(x: float, digits: int = 0) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def tables() -> str:
+    out: list[str] = []
+    w = out.append
+    cs = csets_model()
+
+    w("### C-sets job: cost against input size (measured)\n")
+    w(f"Fit over the measured runs: wall = {cs['fixed_s']:.1f} s + {cs['core_s_per_quad'] * 1e6 / CSETS_CORES:.2f} s "
+      f"per million quads on {CSETS_CORES} cores, i.e. {fmt(cs['quads_per_core_s'])} quads per core-second at the margin.\n")
+    w("| input | quads | wall s | core-s | core-s per M quads | wall vs 1x | fit wall s |")
+    w("|---|---|---|---|---|---|---|")
+    q1, s1 = CSETS_RUNS[0]
+    for q, s in CSETS_RUNS:
+        fit = cs["fixed_s"] + cs["core_s_per_quad"] / CSETS_CORES * q
+        w(f"| {q / q1:.0f}x | {fmt(q)} | {s:.1f} | {s * CSETS_CORES:.1f} | {s * CSETS_CORES / (q / 1e6):.1f} | "
+          f"{s / s1:.2f}x | {fit:.1f} |")
+    w("")
+
+    total_core_h = RELEASE_QUADS * cs["core_s_per_quad"] / 3600
+    per_file_quads = RELEASE_QUADS / RELEASE_FILES
+    per_task_s = per_file_quads * cs["core_s_per_quad"]
+    w("### C-sets job on the full 2023-12 release\n")
+    w(f"{RELEASE_QUADS / 1e9:.1f} billion quads in {fmt(RELEASE_FILES)} gzip files ({fmt(RELEASE_GZIP_GB)} GB): "
+      f"{fmt(total_core_h)} core-hours at the marginal rate; one file (one task) holds "
+      f"{per_file_quads / 1e6:.1f} M quads on average, about {per_task_s / 60:.1f} core-minutes.\n")
+    w("| cores | executors (4 cores) | waves of tasks | hours | S3 read rate needed |")
+    w("|---|---|---|---|---|")
+    for cores in (128, 512, 1024, 2048, 4096, 8960):
+        waves = math.ceil(RELEASE_FILES / cores)
+        hours = (waves * per_task_s + cs["fixed_s"]) / 3600
+        w(f"| {fmt(cores)} | {fmt(cores // 4)} | {waves} | {hours:.1f} | {RELEASE_GZIP_GB * 8 / (hours * 3600):.1f} Gbit/s |")
+    w("")
+
+    pages_core_h = EVAL_PAGES / PAGES_PER_CPU_S / 3600
+    validity_core_s = 2 * EVAL_PAGES / VALIDITY_MARKUPS_PER_CPU_S
+    parts = prompt_parts()
+    requests_per_page = parts["human_verdicts"] + parts["model_verdicts"] + 1
+    harness_core_h = EVAL_PAGES * requests_per_page * HARNESS_CPU_MS_PER_REQUEST / 1000 / 3600
+    w("### CPU work around the model, for 1 million pages\n")
+    w("| step | rate (measured) | core-hours | on 64 cores |")
+    w("|---|---|---|---|")
+    w(f"| pages job: read record + extract | {PAGES_PER_CPU_S} pages/CPU-s | {pages_core_h:.1f} | {pages_core_h / 64 * 60:.0f} min |")
+    w(f"| validity, human + one model markup per page | {fmt(VALIDITY_MARKUPS_PER_CPU_S)} markups/CPU-s | "
+      f"{validity_core_s / 3600:.2f} | {validity_core_s / 64:.0f} s |")
+    w(f"| evaluation harness, {requests_per_page:.0f} model requests per page | {HARNESS_CPU_MS_PER_REQUEST} CPU-ms/request | "
+      f"{harness_core_h:.1f} | {harness_core_h / 64 * 60:.0f} min |")
+    w("")
+    w(f"The harness figure: {HARNESS_MEASURED} (benchmarks/evaluate_throughput.py); validity is part of it.\n")
+
+    w("### Evaluation: tokens per page\n")
+    w(f"From the measured runs: a verdict request is {parts['prefix']:.0f} tokens of instructions and fences, the page "
+      f"text, and a {parts['question']:.0f}-token question; a generation request is {parts['gen_fixed']:.0f} tokens "
+      f"of instructions, properties and example plus the page text; {parts['human_verdicts']:.1f} verdicts per human "
+      f"markup and {parts['model_verdicts']:.1f} per generated one. The model against the measured pages:\n")
+    w("| page | page tokens | human prompt measured / model | human processed measured / model | generation prompt measured / model |")
+    w("|---|---|---|---|---|")
+    for m in EVAL_MEASURED:
+        one = dict(parts, human_verdicts=m["human"][0], model_verdicts=m["model"][0])
+        tok = page_tokens(m["page_tokens"], m["gen"][1], one)
+        req, prompt, cached = m["human"]
+        w(f"| {m['page']} | {m['page_tokens']} | {fmt(prompt)} / {fmt(tok['human_prompt'])} | "
+          f"{fmt(prompt - cached)} / {fmt(tok['human_uncached'])} | {fmt(m['gen'][0])} / {fmt(tok['gen_prompt'])} |")
+    w("")
+    w("| page text tokens | markup tokens generated | prompt tokens sent | processed (not cached) | cached share | generated tokens |")
+    w("|---|---|---|---|---|---|")
+    scen = []
+    for t in PAGE_TOKENS_SCENARIOS:
+        tok = page_tokens(t, GEN_OUTPUT_SCENARIO[t], parts)
+        sent = tok["human_prompt"] + tok["model_prompt"] + tok["gen_prompt"]
+        scen.append((t, tok, sent))
+        w(f"| {fmt(t)} | {GEN_OUTPUT_SCENARIO[t]} | {fmt(sent)} | {fmt(tok['prefill'])} | "
+          f"{1 - tok['prefill'] / sent:.0%} | {tok['decode']} |")
+    w("")
+
+    w("### Evaluation of 1 million pages with an 8B model\n")
+    w(f"Assumed per GPU: prefill {fmt(PREFILL_TOKENS_PER_S)} tokens/s (H100 and H200); decode "
+      f"{fmt(DECODE_TOKENS_PER_S['H100'])} tokens/s (H100), {fmt(DECODE_TOKENS_PER_S['H200'])} (H200).\n")
+    w("| page text tokens | GPU | GPU-s per page | pages/hour/GPU | GPU-hours | 8-GPU nodes for 24 h | hours on one 8-GPU node | GPU-hours without prefix reuse |")
+    w("|---|---|---|---|---|---|---|---|")
+    for t, tok, _ in scen:
+        for gpu in ("H100", "H200"):
+            s = gpu_seconds(tok, gpu)
+            gpu_h = s * EVAL_PAGES / 3600
+            nocache = gpu_seconds(page_tokens(t, GEN_OUTPUT_SCENARIO[t], parts, shared_prefix=False), gpu) * EVAL_PAGES / 3600
+            w(f"| {fmt(t)} | {gpu} | {s:.3f} | {fmt(3600 / s)} | {fmt(gpu_h)} | "
+              f"{math.ceil(gpu_h / 24 / GPUS_PER_NODE)} | {gpu_h / GPUS_PER_NODE:.1f} | {fmt(nocache)} |")
+    w("")
+    per_page = parts["human_verdicts"] + parts["model_verdicts"] + 1
+    w(f"Requests: {per_page:.0f} per page (verdicts of both markups and one generation per chunk), "
+      f"{fmt(per_page * EVAL_PAGES / 1e6, 1)} million for the million pages, "
+      f"{fmt(per_page * EVAL_PAGES / (24 * 3600))} per second to finish in 24 hours.\n")
+    w(f"Prefix reuse measured on the same claims (benchmarks/factuality_prefix.py): {fmt(SHARED_PREFIX_TOKENS)} prompt "
+      f"tokens processed against {fmt(PAPER_LAYOUT_TOKENS)} in the paper's layout "
+      f"({SHARED_PREFIX_TOKENS / PAPER_LAYOUT_TOKENS:.2f}x).")
+    return "\n".join(out)
+
+
+DOC = PROJECT_ROOT / "docs" / "capacity.md"
+BEGIN, END = "<!-- tables: benchmarks/capacity.py -->", "<!-- end of tables -->"
+
+
+def update_doc(path: Path = DOC) -> None:
+    """Replace the generated block of docs/capacity.md with the current tables."""
+    text = path.read_text()
+    head, sep, rest = text.partition(BEGIN)
+    _, sep2, tail = rest.partition(END)
+    if not (sep and sep2):
+        raise SystemExit(f"{path}: markers {BEGIN!r} and {END!r} not found")
+    path.write_text(f"{head}{BEGIN}\n{tables()}\n{END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``benchmarks/capacity.py``: print the tables, or write them into docs/capacity.md."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--update-doc", action="store_true", help=f"write the tables into {DOC} instead of printing them")
+    args = ap.parse_args(argv)
+    if args.update_doc:
+        update_doc()
+        print(f"updated {DOC}")
+    else:
+        print(tables())
+    return 0
