@@ -28,7 +28,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
-SCANNED = ("udfs", "shapes", "jobs", "cluster", "benchmarks")  # folders whose modules are checked
+SCANNED = ("udfs", "shapes", "jobs", "cluster", "benchmarks", "experiments")  # folders whose modules are checked
 INTERNAL = SCANNED + ("tests",)  # top-level names an import must start with to be project-internal
 TABLE_HEADING = "who may import whom"
 NOTHING = {"nothing", "-", "—", ""}

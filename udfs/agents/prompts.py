@@ -168,7 +168,7 @@ def system_prompt(agent: str, strategy: str, prompts_dir: str | None) -> str:
 # The factuality question's variants (prompt files): the plain question, and one that also gives
 # the property's schema.org definition (a swapped value is easier to catch when the model knows
 # what the property means), and two rewordings of the plain question whose scores
-# benchmarks/judge_configs.py averages with the plain one (self-consistency over phrasings).
+# experiments/judge_configs averaged with the plain one (self-consistency over phrasings).
 FACTUALITY_QUESTIONS = {"plain": "factuality_question", "defined": "factuality_question_defined",
                         "says": "factuality_question_says", "claim": "factuality_question_claim",
                         "where": "factuality_question_where", "exemplified": "factuality_question_exemplified",

@@ -27,7 +27,7 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
   value only, ``udfs.agents.evidence.excerpt``, and ``choice``, the claim's property among the
   subject's other properties as lettered options, scored by the claimed one's share) and combines
   the scores of those that apply to the claim (``combined_score``): the mean of the questions
-  about the text (self-consistency over prompts, measured by ``benchmarks/judge_configs.py``), and
+  about the text (self-consistency over prompts, measured by ``experiments/judge_configs``), and
   where questions about the property (``udfs.agents.prompts.FITS_ASKS``) are asked too, the
   geometric mean of that mean and theirs.
 * Compliance: one yes/no per property value against the property's ``rdfs:comment``; a property

@@ -61,7 +61,7 @@ EVAL_MEASURED = [
     {"page": "schema.org/CreativeWork.001", "page_tokens": 85, "human": (31, 6950, 5814), "gen": (762, 65),
      "model": (4, 860, 590)},
 ]
-# The paper's layout (claim before the page text, no shared prefix), benchmarks/factuality_prefix.py
+# The paper's layout (claim before the page text, no shared prefix), experiments/factuality_prefix
 # in the README: 1,468 prompt tokens processed against 439 with the shared prefix, same 6 claims.
 PAPER_LAYOUT_TOKENS, SHARED_PREFIX_TOKENS = 1_468, 439
 
@@ -253,7 +253,7 @@ def tables() -> str:
     w(f"Requests: {per_page:.0f} per page (verdicts of both markups and one generation per chunk), "
       f"{fmt(per_page * EVAL_PAGES / 1e6, 1)} million for the million pages, "
       f"{fmt(per_page * EVAL_PAGES / (24 * 3600))} per second to finish in 24 hours.\n")
-    w(f"Prefix reuse measured on the same claims (benchmarks/factuality_prefix.py): {fmt(SHARED_PREFIX_TOKENS)} prompt "
+    w(f"Prefix reuse measured on the same claims (experiments/factuality_prefix): {fmt(SHARED_PREFIX_TOKENS)} prompt "
       f"tokens processed against {fmt(PAPER_LAYOUT_TOKENS)} in the paper's layout "
       f"({SHARED_PREFIX_TOKENS / PAPER_LAYOUT_TOKENS:.2f}x).")
     return "\n".join(out)

@@ -3,7 +3,7 @@ verdict with one chat request per verdict (what the evaluation sends) beside one
 request carrying ``k`` prompts (what vLLM and llama.cpp accept, given a prompt the client has
 templated itself).
 
-    .venv/bin/python benchmarks/request_batching.py [--verdicts 20000] [--in-flight 256] [--k 1,4,16,32]
+    .venv/bin/python experiments/request_batching/request_batching.py [--verdicts 20000] [--in-flight 256] [--k 1,4,16,32]
 
 The server is a minimal aiohttp app in its own process that answers both routes at once with a fixed
 yes/no body of the engines' shapes (a transport stub, never a model), so the figures are the

@@ -1,7 +1,7 @@
 """Which page text holds what the human markup says: the measurement behind ``[pages]
 text_extractor`` and ``judge_text_extractor``.
 
-    .venv/bin/python benchmarks/page_text.py [--microdata] [--budget-tokens N] [--pages]
+    .venv/bin/python experiments/page_text/page_text.py [--microdata] [--budget-tokens N] [--pages]
 
 Pages: every HTML response record of the bundled WARC files, read the way jobs/pages.py reads
 them (``udfs.corpus.warc.read_record``, ``udfs.corpus.html.decode_html``), in two corpora: the

@@ -1,7 +1,7 @@
 """The validity agent's two modes on the bundled markups: both shares, and why they differ.
 
-    .venv/bin/python benchmarks/validity_modes.py [--strict] [--examples 5]
-    .venv/bin/python benchmarks/validity_modes.py --paper-data data/llm4schemaorg
+    .venv/bin/python experiments/validity_modes/validity_modes.py [--strict] [--examples 5]
+    .venv/bin/python experiments/validity_modes/validity_modes.py --paper-data data/llm4schemaorg
 
 Markups: every readable JSON-LD markup of the schema.org examples and the extruct samples
 (``udfs.bench.markup_corpus.real_markups``, the demo's pages among them). Each is read by both

@@ -3,7 +3,7 @@
 (the claim before the text), side by side on the same page and claims, against a running service.
 
     python -m udfs.llm.serving start            # or any OpenAI-compatible endpoint with prefix caching
-    .venv/bin/python benchmarks/factuality_prefix.py --pages OUT/pages [--claims 6] [--url URL]
+    .venv/bin/python experiments/factuality_prefix/factuality_prefix.py --pages OUT/pages [--claims 6] [--url URL]
 
 Prints, per layout: requests, prompt tokens sent, tokens served from the engine's prefix cache,
 tokens processed (sent - cached), and seconds per verdict. No request cache, so every call is
