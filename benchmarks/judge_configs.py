@@ -379,7 +379,7 @@ def _f(v) -> str:
 
 def main(argv=None) -> int:
     from udfs.llm.client import LLMClient, first_model
-    from udfs.llm.serving import base_url, load_serving_conf
+    from udfs.llm.serving.config import base_url, load_serving_conf
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ground-truth", required=True, help="the folder jobs/agents_bench.py build writes")
