@@ -105,7 +105,8 @@ def test_an_unknown_key_names_file_section_and_key(tmp_path):
     assert error(path).startswith(f"{path}: [vllm] has unknown key max_num_seq (known: ")
     path = edited(tmp_path, "n_threads = 2\n", "n_threads = 2\nthreads = 2\n")
     assert error(path).startswith(f"{path}: [embedded] has unknown key threads (known: ")
-    path = edited(tmp_path, 'model_id = "qwen2.5-coder-0.5b"\n', 'model_id = "qwen2.5-coder-0.5b"\nctx = 9\n', CONSENSUS)
+    path = edited(tmp_path, 'model_id = "qwen2.5-coder-0.5b"\n', 'model_id = "qwen2.5-coder-0.5b"\nctx = 9\n',
+                  CONSENSUS)
     assert error(path).startswith(f"{path}: [[embedded.models]] #2 has unknown key ctx (known: ")
 
 

@@ -296,7 +296,8 @@ def test_parse_section_and_describe_section_on_a_small_dataclass():
         env: dict[str, str] = dataclasses.field(metadata={"doc": "variables"})
         size: int = dataclasses.field(default=3, metadata={"doc": "how big"})
 
-    assert C.parse_section(Small, "small", {"colour": "red", "env": {"A": "1"}}, "f.toml") == Small("red", {"A": "1"}, 3)
+    got = C.parse_section(Small, "small", {"colour": "red", "env": {"A": "1"}}, "f.toml")
+    assert got == Small("red", {"A": "1"}, 3)
     with pytest.raises(ConfigError, match=r"^f.toml: \[small\] colour must be one of 'red', 'blue', not 'green'$"):
         C.parse_section(Small, "small", {"colour": "green", "env": {}}, "f.toml")
     with pytest.raises(ConfigError, match=r"^f.toml: <x> env.A must be a string, not int 1$"):
