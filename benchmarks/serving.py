@@ -97,10 +97,11 @@ def main(argv=None) -> int:
     from ray import serve
 
     from udfs.llm.model_files import model_path
-    from udfs.llm.serving import load_serving_conf, run_app
+    from udfs.llm.serving.config import load_serving_conf
+    from udfs.llm.serving.process import run_app
 
     conf = load_serving_conf(overrides={"serving": {"port": free_port()}, "embedded": {"n_ctx": 4096}})
-    emb = conf["embedded"]
+    (emb,) = conf.engine_section("embedded").models
     # Ray starts workers at niceness 15; the bare engine runs at the driver's. On a shared machine
     # that alone halves the replica's CPU share, so both run at the same niceness here.
     os.environ.setdefault("RAY_worker_niceness", "0")
@@ -112,11 +113,11 @@ def main(argv=None) -> int:
     serve_ready = time.monotonic() - t0
 
     params = xllamacpp.CommonParams()
-    params.model.path = str(model_path(emb["model"]))
-    params.n_ctx = emb["n_ctx"]
-    params.n_parallel = emb["n_parallel"]
-    params.cpuparams.n_threads = emb["n_threads"]
-    params.cpuparams_batch.n_threads = emb["n_threads"]
+    params.model.path = str(model_path(emb.model))
+    params.n_ctx = emb.n_ctx
+    params.n_parallel = emb.n_parallel
+    params.cpuparams.n_threads = emb.n_threads
+    params.cpuparams_batch.n_threads = emb.n_threads
     params.warmup = False
     params.verbosity = -1
     t1 = time.monotonic()

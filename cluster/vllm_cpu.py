@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from udfs.llm.model_files import MODELS, model_path
-from udfs.llm.serving import load_serving_conf
+from udfs.llm.serving.config import ServingConfig, load_serving_conf, with_vllm_env
 
 SMALL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 
@@ -75,12 +75,12 @@ def convert(target: Path) -> Path:
     return target
 
 
-def serve_and_ask(conf: dict, temp_dir: str) -> dict:
+def serve_and_ask(conf: ServingConfig, temp_dir: str) -> dict:
     import ray
     from ray import serve
 
     from udfs.llm.client import LLMClient
-    from udfs.llm.serving import run_app
+    from udfs.llm.serving.process import run_app
 
     t0 = time.monotonic()
     ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, _temp_dir=temp_dir, log_to_driver=False,
@@ -89,7 +89,7 @@ def serve_and_ask(conf: dict, temp_dir: str) -> dict:
     try:
         url = run_app(conf, wait_s=900)
         report["ready_s"] = round(time.monotonic() - t0, 1)
-        model = conf["vllm"]["model_id"]
+        model = conf.engine_section("vllm").model_id
         client = LLMClient(url, model, timeout_s=300)
         sys_msg = {"role": "system", "content": "Answer the question with yes or no."}
         verdicts = {}
@@ -120,7 +120,7 @@ def serve_and_ask(conf: dict, temp_dir: str) -> dict:
     return report
 
 
-def hold(conf: dict, temp_dir: str) -> None:
+def hold(conf: ServingConfig, temp_dir: str) -> None:
     """Start the vLLM Serve app, print ``{"url", "ready_s"}`` on one line, serve until SIGTERM."""
     import signal
     import threading
@@ -128,14 +128,14 @@ def hold(conf: dict, temp_dir: str) -> None:
     import ray
     from ray import serve
 
-    from udfs.llm.serving import run_app
+    from udfs.llm.serving.process import run_app
 
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
     t0 = time.monotonic()
     os.environ.setdefault("RAY_worker_niceness", "0")
-    ray.init(num_cpus=int(conf["serving"].get("ray_num_cpus", 2)), include_dashboard=False, _temp_dir=temp_dir,
+    ray.init(num_cpus=conf.serving.ray_num_cpus, include_dashboard=False, _temp_dir=temp_dir,
              log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
     try:
         url = run_app(conf, wait_s=900)
@@ -156,13 +156,13 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, default=8011)
     args = parser.parse_args(argv)
     conf = load_serving_conf(args.config, {"serving": {"engine": "vllm", "port": args.port}})
-    target = Path(conf["vllm"]["model_source"]).expanduser()
+    target = Path(conf.engine_section("vllm").model_source).expanduser()
     if args.convert:
         convert(target)
     if not (args.serve or args.hold):
         return 0
     cache = Path(tempfile.mkdtemp(prefix="vllmcache"))
-    conf["vllm"].setdefault("env", {})["VLLM_CACHE_ROOT"] = str(cache)
+    conf = with_vllm_env(conf, VLLM_CACHE_ROOT=str(cache))
     temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
     shm_before = set(Path("/dev/shm").glob("psm_*"))
     try:

@@ -156,7 +156,7 @@ class AgentsBenchJob(Job):
         """The arguments of ``udfs.bench.commands.run`` from the flags (asking the service for its
         model when no --verdict-models names one)."""
         from udfs.llm.client import LLMError, first_model
-        from udfs.llm.serving import client_base_url
+        from udfs.llm.serving.config import client_base_url
 
         a = self.args
         url = client_base_url(a.base_url)

@@ -127,7 +127,7 @@ class EvaluateJob(Job):
         from udfs.evaluation.plan import plan_pages
         from udfs.evaluation.runner import run_local
         from udfs.llm.client import LLMError, first_model
-        from udfs.llm.serving import client_base_url
+        from udfs.llm.serving.config import client_base_url
         from udfs.runtime.inputs import InputReport
         from udfs.runtime.io import local_state_dir, parquet_dataset
         from udfs.runtime.rejects import FIXED_RAW_CHARS

@@ -53,7 +53,8 @@ def service(request):
     import ray
     from ray import serve
 
-    from udfs.llm.serving import load_serving_conf, run_app
+    from udfs.llm.serving.config import load_serving_conf
+    from udfs.llm.serving.process import run_app
 
     # Ray's socket paths must stay under 107 bytes: a short folder, not pytest's long one.
     temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))

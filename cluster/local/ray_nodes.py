@@ -1,5 +1,5 @@
 """A two-node Ray cluster on the loopback (``ray start --head`` and ``ray start --address``), with
-the Serve application of ``udfs/llm/serving.py`` deployed onto it, for the multi-node rehearsal.
+the Serve application of ``udfs/llm/serving/`` deployed onto it, for the multi-node rehearsal.
 
     python -m cluster.local.ray_nodes [--serve] -- jobs/evaluate.py --input OUT/pages --output OUT --limit 1
 
@@ -135,9 +135,10 @@ class RayNodes(LocalCluster):
         for section, values in (overrides or {}).items():
             conf.setdefault(section, {}).update(values)
         code = ("import json, ray\n"
-                "from udfs.llm.serving import load_serving_conf, run_app\n"
+                "from udfs.llm.serving.config import load_serving_conf\n"
+                "from udfs.llm.serving.process import run_app\n"
                 f"conf = load_serving_conf(overrides=json.loads({json.dumps(json.dumps(conf))}))\n"
-                "ray.init(address=conf['serving']['ray_address'], logging_level='ERROR', log_to_driver=False)\n"
+                "ray.init(address=conf.serving.ray_address, logging_level='ERROR', log_to_driver=False)\n"
                 f"print(run_app(conf, wait_s={wait_s}))\n")
         self.serve_url = self.python(code, timeout_s=wait_s + 60).strip().splitlines()[-1]
         return self.serve_url

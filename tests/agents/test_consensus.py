@@ -17,8 +17,8 @@ from udfs.agents import verdicts as agents
 from udfs.agents.verdicts import voter_model_and_strategy
 from udfs.evaluation.evaluator import _with_corrections
 from udfs.schemaorg.markup import parse_markup, to_jsonld
-from udfs.llm.serving import embedded_models, load_serving_conf
-from udfs.runtime.config import load_config
+from udfs.llm.serving.config import load_serving_conf
+from udfs.runtime.config import ConfigError, load_config
 
 CONF = ROOT / "conf" / "serving-consensus.toml"
 APP = "llm4schema-consensus"
@@ -30,17 +30,17 @@ PAGE = DATA / "html" / "extruct-samples" / "songkick" / "elysianfields_1.html"
 
 # ---- no model -----------------------------------------------------------------------------------
 def test_models_come_from_the_list_and_inherit_the_embedded_keys():
-    models = embedded_models(load_serving_conf(CONF))
-    assert [m["model_id"] for m in models] == [BIG, SMALL]
-    assert all(m["n_threads"] == 1 and m["num_cpus"] == 1 for m in models)
+    models = load_serving_conf(CONF).embedded.models
+    assert [m.model_id for m in models] == [BIG, SMALL]
+    assert all(m.n_threads == 1 and m.num_cpus == 1 for m in models)
     # without a list, [embedded] itself is the one model (the default conf, unchanged)
-    (single,) = embedded_models(load_serving_conf())
-    assert single["model_id"] == BIG and single["n_threads"] == 2
+    (single,) = load_serving_conf().embedded.models
+    assert single.model_id == BIG and single.n_threads == 2
     one = {"model": "qwen2.5-coder-0.5b-instruct-q4_k_m", "model_id": SMALL}
-    with pytest.raises(ValueError, match="unique; repeated: \\['qwen2.5-coder-0.5b'\\]"):
-        embedded_models(load_serving_conf(CONF, {"embedded": {"models": [one, one]}}))
-    with pytest.raises(ValueError, match="#2 needs both 'model' and 'model_id'"):
-        embedded_models(load_serving_conf(CONF, {"embedded": {"models": [one, {"model_id": "x"}]}}))
+    with pytest.raises(ConfigError, match="unique per model; repeated: \\['qwen2.5-coder-0.5b'\\]"):
+        load_serving_conf(CONF, {"embedded": {"models": [one, one]}})
+    with pytest.raises(ConfigError, match=r"serving-consensus.toml: \[\[embedded.models\]\] #2 is missing key model\b"):
+        load_serving_conf(CONF, {"embedded": {"models": [one, {"model_id": "x"}]}})
 
 
 def test_a_voter_is_a_model_or_a_model_with_a_strategy():
@@ -77,7 +77,8 @@ def two_models(service):
     module runs; one thread each, n_ctx kept small)."""
     from ray import serve
 
-    from udfs.llm.serving import build_app, wait_ready
+    from udfs.llm.serving.apps import build_app
+    from udfs.llm.serving.process import wait_ready
 
     conf = load_serving_conf(CONF, {"embedded": {"n_ctx": 2048, "num_cpus": 0}})
     url = service[: -len("/v1")] + "/consensus/v1"

@@ -177,10 +177,11 @@ def test_ray_cluster_yaml_is_valid_and_has_a_gpu_and_a_cpu_group():
 
 
 def test_gpu_serving_conf_is_read_by_the_serving_loader_and_fits_the_ray_cluster():
-    from udfs.llm.serving import load_serving_conf, vllm_llm_config_kwargs
+    from udfs.llm.serving.apps import vllm_llm_config_kwargs
+    from udfs.llm.serving.config import load_serving_conf
 
     conf = load_serving_conf(GPU_CONF)
-    assert conf["serving"]["engine"] == "vllm" and conf["serving"]["ray_address"] == "auto"
+    assert conf.serving.engine == "vllm" and conf.serving.ray_address == "auto"
     kw = vllm_llm_config_kwargs(conf)
     auto = kw["deployment_config"]["autoscaling_config"]
     assert 1 <= auto["min_replicas"] < auto["max_replicas"]
@@ -192,15 +193,15 @@ def test_gpu_serving_conf_is_read_by_the_serving_loader_and_fits_the_ray_cluster
     assert auto["upscale_delay_s"] < auto["downscale_delay_s"]
     assert kw["deployment_config"]["max_queued_requests"] > kw["deployment_config"]["max_ongoing_requests"]
     # a real instruct model of 7-8B parameters, named the same in the id and the folder
-    assert conf["vllm"]["model_id"] == "llama-3.1-8b-instruct"
-    assert Path(conf["vllm"]["model_source"]).name.lower() == "llama-3.1-8b-instruct"
+    assert conf.vllm.model_id == "llama-3.1-8b-instruct"
+    assert Path(conf.vllm.model_source).name.lower() == "llama-3.1-8b-instruct"
     # the replicas' accelerator is a resource the gpu node type offers, and all of them fit
     gpu = yaml.safe_load(RAY_YAML.read_text())["available_node_types"]["gpu"]
     per_node = gpu["resources"][f"accelerator_type:{kw['accelerator_type']}"]
     assert per_node == gpu["resources"]["GPU"]
     gpus_per_replica = kw["engine_kwargs"]["tensor_parallel_size"] * kw["engine_kwargs"]["pipeline_parallel_size"]
-    assert conf["vllm"]["replicas_per_node"] == gpu["resources"]["GPU"] // gpus_per_replica
-    assert auto["max_replicas"] <= gpu["max_workers"] * conf["vllm"]["replicas_per_node"]
+    assert conf.vllm.replicas_per_node == gpu["resources"]["GPU"] // gpus_per_replica
+    assert auto["max_replicas"] <= gpu["max_workers"] * conf.vllm.replicas_per_node
     # the evaluation's context window fits the served one
     from udfs.runtime.config import load_config
 
@@ -209,7 +210,8 @@ def test_gpu_serving_conf_is_read_by_the_serving_loader_and_fits_the_ray_cluster
 
 
 def test_the_cpu_check_runs_the_gpu_configuration_with_only_model_accelerator_and_sizes_changed():
-    from udfs.llm.serving import load_serving_conf, vllm_llm_config_kwargs
+    from udfs.llm.serving.apps import vllm_llm_config_kwargs
+    from udfs.llm.serving.config import load_serving_conf
 
     gpu = vllm_llm_config_kwargs(load_serving_conf(GPU_CONF))
     cpu = vllm_llm_config_kwargs(load_serving_conf())
@@ -229,7 +231,8 @@ from ray.serve.config import AutoscalingConfig
 from ray.serve.llm import LLMConfig
 from ray.llm._internal.serve.engines.vllm.vllm_models import VLLMEngineConfig
 from vllm.engine.arg_utils import AsyncEngineArgs
-from udfs.llm.serving import load_serving_conf, vllm_llm_config_kwargs
+from udfs.llm.serving.apps import vllm_llm_config_kwargs
+from udfs.llm.serving.config import load_serving_conf
 out = {}
 for path in sys.argv[1:]:
     kw = vllm_llm_config_kwargs(load_serving_conf(path))

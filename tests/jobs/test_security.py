@@ -336,14 +336,14 @@ def _outward_address() -> str | None:
 
 
 def test_serving_confs_bind_to_loopback_unless_configured_for_a_cluster():
-    from udfs.llm.serving import load_serving_conf
+    from udfs.llm.serving.config import load_serving_conf
 
-    assert load_serving_conf()["serving"]["host"] == "127.0.0.1"
+    assert load_serving_conf().serving.host == "127.0.0.1"
     for path in sorted((ROOT / "conf").glob("serving*.toml")):
         conf = load_serving_conf(path)
-        if conf["serving"]["host"] != "127.0.0.1":
+        if conf.serving.host != "127.0.0.1":
             # off loopback only on a cluster, and then the file says how the port is fenced
-            assert conf["serving"].get("ray_address") and "security group" in path.read_text(), path
+            assert conf.serving.ray_address and "security group" in path.read_text(), path
 
 
 @pytest.mark.model

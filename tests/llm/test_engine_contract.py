@@ -171,9 +171,9 @@ def vllm_engine(figures, tmp_path_factory):
         if os.environ.get("LLM4SCHEMA_REQUIRE_VLLM") == "1":
             pytest.fail(why)
         pytest.skip(why)
-    from udfs.llm.serving import load_serving_conf
+    from udfs.llm.serving.config import load_serving_conf
 
-    conf = load_serving_conf()["vllm"]
+    conf = load_serving_conf().vllm
     log = tmp_path_factory.mktemp("vllm") / "service.log"
     t0 = time.monotonic()
     with open(log, "wb") as err:
@@ -188,8 +188,8 @@ def vllm_engine(figures, tmp_path_factory):
             pytest.fail(f"the vLLM service exited ({proc.returncode}); {log} ends:\n"
                         + log.read_text(errors="replace")[-3000:])
         ready = json.loads(line)
-        eng = Engine("vllm", ready["url"], conf["model_id"], None, "served:vllm", True,
-                     figures=figures.setdefault("vllm", {"model": conf["model_id"]}))
+        eng = Engine("vllm", ready["url"], conf.model_id, None, "served:vllm", True,
+                     figures=figures.setdefault("vllm", {"model": conf.model_id}))
         eng.figures["start_s"] = round(time.monotonic() - t0, 1)
         yield eng
     finally:

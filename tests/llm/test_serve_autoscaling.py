@@ -3,7 +3,7 @@
 ``conf/serving-gpu.toml`` autoscales vLLM replicas on queue length (``target_ongoing_requests``
 per replica). This test gives the benchmark's stub deployment (``udfs.bench.stub_engine``, a
 harness stub answering after 200 ms, not a model) exactly the deployment options the vLLM
-application gets from that file (``udfs.llm.serving.vllm_llm_config_kwargs``: request limits and
+application gets from that file (``udfs.llm.serving.apps.vllm_llm_config_kwargs``: request limits and
 autoscaling), with two changes only so that it runs on a small machine in a minute: at most 2
 replicas and a 1 s upscale delay. It then keeps twice the target outstanding, as a corpus run
 does, and reads Serve's own status until the deployment runs a second replica.
@@ -23,7 +23,8 @@ import asyncio, json, sys, tempfile, time
 import ray
 from ray import serve
 from udfs.bench.stub_engine import serve_deployment
-from udfs.llm.serving import load_serving_conf, vllm_llm_config_kwargs
+from udfs.llm.serving.apps import vllm_llm_config_kwargs
+from udfs.llm.serving.config import load_serving_conf
 
 conf = load_serving_conf(sys.argv[1] + "/conf/serving-gpu.toml",
                          overrides={"vllm": {"max_replicas": 2, "upscale_delay_s": 1}})

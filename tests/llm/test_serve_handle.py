@@ -187,13 +187,13 @@ def test_the_evaluate_job_asks_through_handles(stub_app, tmp_path):
 
 @pytest.mark.model
 def test_the_embedded_service_through_its_handle(service, tmp_path):
-    """The embedded engine's ingress (udfs/llm/serving.py) answers through ``handle_http`` what its
+    """The embedded engine's ingress (udfs/llm/serving/apps.py) answers through ``handle_http`` what its
     HTTP routes answer: the model listing, a verdict's score, the tokenizer."""
     import ray
 
-    from udfs.llm.serving import load_serving_conf
+    from udfs.llm.serving.config import load_serving_conf
 
-    app = load_serving_conf()["serving"]["app_name"]
+    app = load_serving_conf().serving.app_name
     got = ask(tmp_path, ray.get_runtime_context().gcs_address, service, f"serve://{app}/v1", "qwen2.5-coder-1.5b",
               dict(os.environ))
     assert got["first_model"] == got["first_model_http"] == "qwen2.5-coder-1.5b"

@@ -8,7 +8,8 @@ import pytest
 from tests.conftest import DATA
 from udfs.llm.chunking import ServedTokenizer, chunk_text
 from udfs.llm.client import LLMClient
-from udfs.llm.serving import load_serving_conf, translate_request, vllm_llm_config_kwargs
+from udfs.llm.serving.apps import translate_request, vllm_llm_config_kwargs
+from udfs.llm.serving.config import load_serving_conf
 
 pytestmark = pytest.mark.model
 

@@ -285,3 +285,26 @@ def test_the_code_holds_no_default_of_a_setting():
     _required(keys.key_scores, ["ignore_keys", "max_order"])
     _required(matching.match_pairs, ["threshold", "batch_size", "threads"])
     _required(groundtruth.build_ground_truth, ["seed", "distant_max", "intrinsic", "max_value_chars", "distance"])
+
+
+# ---- (f) the shared checking: a default, choices, a table of strings, the reference rows ------------------
+
+def test_parse_section_and_describe_section_on_a_small_dataclass():
+    @dataclasses.dataclass(frozen=True)
+    class Small:
+        colour: str = dataclasses.field(metadata={"doc": "the colour", "choices": ("red", "blue")})
+        env: dict[str, str] = dataclasses.field(metadata={"doc": "variables"})
+        size: int = dataclasses.field(default=3, metadata={"doc": "how big"})
+
+    got = C.parse_section(Small, "small", {"colour": "red", "env": {"A": "1"}}, "f.toml")
+    assert got == Small("red", {"A": "1"}, 3)
+    with pytest.raises(ConfigError, match=r"^f.toml: \[small\] colour must be one of 'red', 'blue', not 'green'$"):
+        C.parse_section(Small, "small", {"colour": "green", "env": {}}, "f.toml")
+    with pytest.raises(ConfigError, match=r"^f.toml: <x> env.A must be a string, not int 1$"):
+        C.parse_section(Small, "small", {"colour": "red", "env": {"A": 1}}, "f.toml", label="<x>")
+    with pytest.raises(ConfigError, match=r"^f.toml: \[small\] is missing key env$"):
+        C.parse_section(Small, "small", {"colour": "red"}, "f.toml")
+    assert C.describe_section(Small, "small") == [
+        C.ConfigKey("small", "colour", "string", True, None, ("red", "blue"), "the colour"),
+        C.ConfigKey("small", "env", "table of str", True, None, (), "variables"),
+        C.ConfigKey("small", "size", "integer", False, 3, (), "how big")]

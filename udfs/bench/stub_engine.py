@@ -305,7 +305,7 @@ def serve_deployment(latency_ms: float = 0.0, max_ongoing_requests: int = 4096,
     no CPU reserved (on a small machine the job's workers still schedule), every request a plain
     Starlette request handed to a ``StubEngine``. ``deployment_config``: Serve deployment options
     instead (replicas or autoscaling, request limits), e.g. the vLLM app's from
-    ``udfs.llm.serving.vllm_llm_config_kwargs``."""
+    ``udfs.llm.serving.apps.vllm_llm_config_kwargs``."""
     from ray import serve
     from starlette.requests import Request
     from starlette.responses import Response

@@ -13,6 +13,11 @@ agent, ``python -m udfs.agents.validity``, the benchmark's embeddings).
 
 Lists in the TOML become tuples, so a config object can be shared and hashed without being changed
 under its readers.
+
+The checking is shared with the model service's files (``udfs.llm.serving.config``): :func:`read_toml`,
+:func:`parse_section` (one table into one dataclass; a field's ``metadata["choices"]`` limits its values)
+and :func:`describe_section` (the keys of a section with their meanings, ``metadata["doc"]``, for the
+configuration reference).
 """
 from __future__ import annotations
 
@@ -196,6 +201,8 @@ SECTIONS: dict[str, type] = {k: v for k, v in typing.get_type_hints(Config).item
 def _type_name(tp: Any) -> str:
     if typing.get_origin(tp) is tuple:
         return f"a list of {typing.get_args(tp)[0].__name__}"
+    if typing.get_origin(tp) is dict:
+        return f"a table of {typing.get_args(tp)[1].__name__}"
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}[tp]
 
 
@@ -210,6 +217,11 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         if not isinstance(value, list):
             raise bad()
         return tuple(_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value))
+    if typing.get_origin(tp) is dict:  # a table of one type, keyed by strings (environment variables)
+        item = typing.get_args(tp)[1]
+        if not isinstance(value, dict):
+            raise bad()
+        return {k: _coerce(v, item, f"{where}.{k}") for k, v in value.items()}
     if tp is bool:
         if not isinstance(value, bool):
             raise bad()
@@ -229,18 +241,60 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     raise TypeError(f"unsupported config field type {tp!r}")  # a programming error in this module
 
 
-def _section(cls: type, name: str, table: Any, path: str) -> Any:
+def parse_section(cls: type, name: str, table: Any, path: str, *, label: str | None = None) -> Any:
+    """``table`` (one TOML table) as the frozen dataclass ``cls``: every field a key of the same name,
+    of the field's type; a field with a default may be left out. A field whose metadata has
+    ``choices`` takes one of them only. ``label`` names the table in errors (default ``[name]``).
+    Any fault is a ConfigError naming ``path``, the table and the key."""
+    label = label or f"[{name}]"
     if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [{name}] must be a table of settings, not {type(table).__name__}")
+        raise ConfigError(f"{path}: {label} must be a table of settings, not {type(table).__name__}")
     hints = typing.get_type_hints(cls)
     unknown = sorted(set(table) - set(hints))
     if unknown:
-        raise ConfigError(f"{path}: [{name}] has unknown key{'s' if len(unknown) > 1 else ''} "
+        raise ConfigError(f"{path}: {label} has unknown key{'s' if len(unknown) > 1 else ''} "
                           f"{', '.join(unknown)} (known: {', '.join(hints) or 'none'})")
-    missing = [k for k in hints if k not in table]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    missing = [k for k in hints if k not in table and _required(fields[k])]
     if missing:
-        raise ConfigError(f"{path}: [{name}] is missing key{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
-    return cls(**{k: _coerce(table[k], tp, f"{path}: [{name}] {k}") for k, tp in hints.items()})
+        raise ConfigError(f"{path}: {label} is missing key{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    values = {k: _coerce(table[k], tp, f"{path}: {label} {k}") for k, tp in hints.items() if k in table}
+    for k, v in values.items():
+        choices = fields[k].metadata.get("choices")
+        if choices and v not in choices:
+            raise ConfigError(f"{path}: {label} {k} must be one of {', '.join(map(repr, choices))}, not {v!r}")
+    return cls(**values)
+
+
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+class ConfigKey(typing.NamedTuple):
+    """One key of a configuration file, for its reference documentation: the section (``embedded``,
+    ``embedded.models``...), the key, its TOML type, whether a file must give it, its default
+    (None when required), the allowed values (empty: any of the type) and a one-line meaning."""
+
+    section: str
+    key: str
+    type: str
+    required: bool
+    default: Any
+    choices: tuple[Any, ...]
+    doc: str
+
+
+def describe_section(cls: type, section: str) -> list[ConfigKey]:
+    """The keys of the dataclass ``cls`` read as ``[section]``, in declaration order; the meaning is
+    each field's ``metadata["doc"]`` (empty when it has none)."""
+    hints = typing.get_type_hints(cls)
+    rows = []
+    for f in dataclasses.fields(cls):
+        required = _required(f)
+        default = None if required else (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+        rows.append(ConfigKey(section, f.name, _type_name(hints[f.name]).split(" ", 1)[1], required, default,
+                              tuple(f.metadata.get("choices", ())), f.metadata.get("doc", "")))
+    return rows
 
 
 def parse_config(data: dict[str, Any], path: str = "<config>") -> Config:
@@ -253,22 +307,26 @@ def parse_config(data: dict[str, Any], path: str = "<config>") -> Config:
     if missing:
         raise ConfigError(f"{path}: missing section{'s' if len(missing) > 1 else ''} "
                           f"{', '.join(f'[{m}]' for m in missing)}")
-    return Config(path=path, **{name: _section(cls, name, data[name], path) for name, cls in SECTIONS.items()})
+    return Config(path=path, **{name: parse_section(cls, name, data[name], path) for name, cls in SECTIONS.items()})
 
 
-def load_config(path: str | Path | None = None) -> Config:
-    """Read ``path`` (default: conf/pipeline.toml) into a typed, frozen :class:`Config`."""
-    path = Path(path) if path else DEFAULT_CONF
+def read_toml(path: Path) -> dict[str, Any]:
+    """The parsed TOML of ``path``, or a ConfigError naming it (missing, a directory, not TOML)."""
     try:
         with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+            return tomllib.load(fh)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such configuration file") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, not a configuration file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return parse_config(data, str(path))
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read ``path`` (default: conf/pipeline.toml) into a typed, frozen :class:`Config`."""
+    path = Path(path) if path else DEFAULT_CONF
+    return parse_config(read_toml(path), str(path))
 
 
 def as_defaults(section: Any) -> dict[str, Any]:

@@ -1,0 +1,23 @@
+"""MkDocs hook: ``docs/configuration.md``'s marker becomes the configuration reference, generated
+from the typed configuration (udfs.runtime.reference), so the site never restates a default."""
+from __future__ import annotations
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    from udfs.llm.serving.config import reference_rows
+    from udfs.runtime.reference import MARKER, pipeline_rows, section_markdown
+
+    if MARKER not in markdown:
+        return markdown
+    pipeline = section_markdown(
+        "`conf/pipeline.toml`",
+        "Each job reads its own section; a flag on the command line wins over the file (`--help` shows "
+        "the result), and `--config FILE` replaces the whole file.",
+        {f"{name}": rows for name, rows in pipeline_rows().items()})
+    serving = section_markdown(
+        "`conf/serving*.toml`",
+        "The model service (`python -m udfs.llm.serving start --config FILE`). Shipped files: "
+        "`conf/serving.toml` (embedded llama.cpp, the CPU default), `conf/serving-gpu.toml` (vLLM on GPUs), "
+        "`conf/serving-consensus.toml` (several embedded models).",
+        reference_rows())
+    return markdown.replace(MARKER, pipeline + "\n\n" + serving)

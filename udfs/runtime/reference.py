@@ -1,0 +1,98 @@
+"""The configuration reference: every setting the project reads, as Markdown tables of key, type,
+default and meaning, generated from the typed configuration so that no value is written twice.
+
+- ``conf/pipeline.toml``: the keys and types come from :mod:`udfs.runtime.config`'s section
+  dataclasses, the defaults from the file itself (it is their only home), and the meaning from the
+  comment block right above each key (every key has one: ``tests/runtime/test_reference.py``).
+- ``conf/serving*.toml``: the keys, types, defaults and meanings come from the serving dataclasses
+  (:func:`udfs.llm.serving.config.reference_rows`, rows of the same shape).
+
+The documentation site renders both with :func:`section_markdown` in place of the marker
+``<!-- config-reference -->`` of ``docs/configuration.md`` (``docs/hooks/config_reference.py``),
+so ``mkdocs build`` always shows the configuration as the code reads it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import typing
+from pathlib import Path
+from typing import Any
+
+from udfs.runtime.config import SECTIONS, load_config
+from udfs.runtime.paths import DEFAULT_CONF
+
+MARKER = "<!-- config-reference -->"
+
+_SECTION = re.compile(r"^\[([A-Za-z0-9_.]+)\]\s*$")
+_KEY = re.compile(r"^([A-Za-z0-9_]+)\s*=")
+
+
+def toml_comments(path: str | Path) -> dict[tuple[str, str], str]:
+    """(section, key) -> the comment block right above the key in a TOML file, as one line of text
+    ("" for a key with none). A comment block followed by a blank line describes what follows in
+    general (the file, a section) and belongs to no key."""
+    comments: dict[tuple[str, str], str] = {}
+    section = ""
+    block: list[str] = []
+    for raw in Path(path).read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if m := _SECTION.match(line):
+            section, block = m.group(1), []
+        elif line.startswith("#"):
+            block.append(line.lstrip("#").strip())
+        elif not line:
+            block = []
+        elif (m := _KEY.match(line)) and section:
+            comments[(section, m.group(1))] = " ".join(block)
+            block = []
+    return comments
+
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) is tuple:
+        return f"list of {typing.get_args(tp)[0].__name__}"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return str(value)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(rows: list[tuple[str, str, str, str]]) -> list[str]:
+    lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{k}` | {t} | `{_cell(d)}` | {_cell(m)} |" for k, t, d, m in rows]
+    return lines
+
+
+def pipeline_rows(path: str | Path = DEFAULT_CONF) -> dict[str, list[tuple[str, str, str, str]]]:
+    """Section -> (key, type, default, meaning) rows of the pipeline file, in the dataclasses' order."""
+    config = load_config(path)
+    comments = toml_comments(path)
+    rows: dict[str, list[tuple[str, str, str, str]]] = {}
+    for name, cls in SECTIONS.items():
+        section = getattr(config, name)
+        hints = typing.get_type_hints(cls)
+        rows[name] = [(f.name, _type_name(hints[f.name]), _toml_value(getattr(section, f.name)),
+                       comments.get((name, f.name), "")) for f in dataclasses.fields(cls)]
+    return rows
+
+
+def section_markdown(title: str, intro: str, sections: dict[str, list[tuple[str, str, str, str]]]) -> str:
+    """One file's part of the reference: a heading, an introduction, a table per section."""
+    out = [f"## {title}", "", intro, ""]
+    for name, rows in sections.items():
+        out += [f"### `[{name}]`", ""]
+        out += _table(rows) if rows else ["(no settings)"]
+        out.append("")
+    return "\n".join(out)
