@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    from udfs.llm.serving.config import reference_rows
+    from udfs.llm.serving.config import config_reference
+    from udfs.runtime.config import SECTIONS
     from udfs.runtime.reference import MARKER, pipeline_rows, section_markdown
 
     if MARKER not in markdown:
@@ -13,11 +14,11 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         "`conf/pipeline.toml`",
         "Each job reads its own section; a flag on the command line wins over the file (`--help` shows "
         "the result), and `--config FILE` replaces the whole file.",
-        {f"{name}": rows for name, rows in pipeline_rows().items()})
+        pipeline_rows(), list(SECTIONS))
     serving = section_markdown(
         "`conf/serving*.toml`",
         "The model service (`python -m udfs.llm.serving start --config FILE`). Shipped files: "
         "`conf/serving.toml` (embedded llama.cpp, the CPU default), `conf/serving-gpu.toml` (vLLM on GPUs), "
         "`conf/serving-consensus.toml` (several embedded models).",
-        reference_rows())
+        config_reference())
     return markdown.replace(MARKER, pipeline + "\n\n" + serving)

@@ -7,17 +7,16 @@ from udfs.runtime.reference import pipeline_rows, toml_comments
 
 
 def test_every_pipeline_key_has_its_own_comment():
-    undocumented = [f"[{s}] {k}" for s, rows in pipeline_rows().items() for k, _, _, meaning in rows if not meaning]
+    undocumented = [f"[{r.section}] {r.key}" for r in pipeline_rows() if not r.doc]
     assert undocumented == []
 
 
 def test_reference_defaults_are_the_values_the_code_reads():
     config = load_config()
     rows = pipeline_rows()
-    assert list(rows) == list(SECTIONS)
-    evaluate = dict((k, d) for k, _, d, _ in rows["evaluate"])
-    assert evaluate["limit"] == str(config.evaluate.limit)
-    assert evaluate["order"] == f'"{config.evaluate.order}"'
+    assert [r.section for r in rows if r.section in SECTIONS] == [r.section for r in rows]
+    for r in rows:
+        assert r.default == getattr(getattr(config, r.section), r.key)
 
 
 def test_comments_belong_to_the_key_below_them(tmp_path):

@@ -5,7 +5,7 @@ default and meaning, generated from the typed configuration so that no value is 
   dataclasses, the defaults from the file itself (it is their only home), and the meaning from the
   comment block right above each key (every key has one: ``tests/runtime/test_reference.py``).
 - ``conf/serving*.toml``: the keys, types, defaults and meanings come from the serving dataclasses
-  (:func:`udfs.llm.serving.config.reference_rows`, rows of the same shape).
+  (:func:`udfs.llm.serving.config.config_reference`, rows of the same shape).
 
 The documentation site renders both with :func:`section_markdown` in place of the marker
 ``<!-- config-reference -->`` of ``docs/configuration.md`` (``docs/hooks/config_reference.py``),
@@ -19,7 +19,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from udfs.runtime.config import SECTIONS, load_config
+from udfs.runtime.config import SECTIONS, ConfigKey, load_config
 from udfs.runtime.paths import DEFAULT_CONF
 
 MARKER = "<!-- config-reference -->"
@@ -69,30 +69,36 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _table(rows: list[tuple[str, str, str, str]]) -> list[str]:
-    lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
-    lines += [f"| `{k}` | {t} | `{_cell(d)}` | {_cell(m)} |" for k, t, d, m in rows]
-    return lines
-
-
-def pipeline_rows(path: str | Path = DEFAULT_CONF) -> dict[str, list[tuple[str, str, str, str]]]:
-    """Section -> (key, type, default, meaning) rows of the pipeline file, in the dataclasses' order."""
+def pipeline_rows(path: str | Path = DEFAULT_CONF) -> list[ConfigKey]:
+    """Every key of the pipeline file, in the dataclasses' order; the default is the file's value
+    and the meaning its comment."""
     config = load_config(path)
     comments = toml_comments(path)
-    rows: dict[str, list[tuple[str, str, str, str]]] = {}
+    rows: list[ConfigKey] = []
     for name, cls in SECTIONS.items():
         section = getattr(config, name)
         hints = typing.get_type_hints(cls)
-        rows[name] = [(f.name, _type_name(hints[f.name]), _toml_value(getattr(section, f.name)),
-                       comments.get((name, f.name), "")) for f in dataclasses.fields(cls)]
+        rows += [ConfigKey(name, f.name, _type_name(hints[f.name]), True, getattr(section, f.name), (),
+                           comments.get((name, f.name), "")) for f in dataclasses.fields(cls)]
     return rows
 
 
-def section_markdown(title: str, intro: str, sections: dict[str, list[tuple[str, str, str, str]]]) -> str:
-    """One file's part of the reference: a heading, an introduction, a table per section."""
+def section_markdown(title: str, intro: str, rows: list[ConfigKey], sections: list[str] = ()) -> str:
+    """One file's part of the reference: a heading, an introduction, a table per section (in the
+    order of ``sections``, then of the rows; a listed section without keys says so)."""
+    by_section: dict[str, list[ConfigKey]] = {name: [] for name in sections}
+    for row in rows:
+        by_section.setdefault(row.section, []).append(row)
     out = [f"## {title}", "", intro, ""]
-    for name, rows in sections.items():
+    for name, keys in by_section.items():
         out += [f"### `[{name}]`", ""]
-        out += _table(rows) if rows else ["(no settings)"]
+        if not keys:
+            out += ["(no settings)", ""]
+            continue
+        out += ["| key | type | default | meaning |", "|---|---|---|---|"]
+        for k in keys:
+            default = "(required)" if k.default is None and k.required else f"`{_cell(_toml_value(k.default))}`"
+            choices = f" One of: {', '.join(f'`{_toml_value(c)}`' for c in k.choices)}." if k.choices else ""
+            out.append(f"| `{k.key}` | {k.type} | {default} | {_cell(k.doc)}{choices} |")
         out.append("")
     return "\n".join(out)
