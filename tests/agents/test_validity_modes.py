@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from udfs.agents.validity import (
-    BLANK_PROPERTY, DATATYPE, MULTI_TYPE, RETIRED, UNDEFINED_PROPERTY, UNDEFINED_TYPE, VALUE_STRING,
-    VALUE_TYPE, ModeComparison, ValidityAgent, counted_keys, paper_triples,
+from udfs.agents.validity import ModeComparison, ValidityAgent, counted_keys, paper_triples
+from udfs.agents.validity.findings import (
+    BLANK_PROPERTY, DATATYPE, MULTI_TYPE, RETIRED, UNDEFINED_PROPERTY, UNDEFINED_TYPE, VALUE_STRING, VALUE_TYPE,
 )
 from udfs.runtime.config import load_config
 from udfs.schemaorg.markup import Ref, parse_markup

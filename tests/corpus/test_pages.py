@@ -96,6 +96,20 @@ def test_graph_and_several_blocks():
     assert len(r["markups"]) == 2 and "Tove Styrke live" in r["text"]
 
 
+def test_a_typed_graph_holder_is_a_root_of_its_own():
+    """A top-level object holding @graph and describing a node itself is one root among the @graph's,
+    as the reader reads it: its own types, its own values, without the @graph."""
+    block = {"@context": "https://schema.org", "@type": "WebSite", "name": "w",
+             "@graph": [{"@type": "Person", "name": "p"}]}
+    html = f"<html><body><script type='application/ld+json'>{json.dumps(block)}</script></body></html>".encode()
+    r = P.process_html(html, "text/html", ["WebSite"], _cfg(text_extractor="html2text"))
+    assert r["status"] == P.OK and r["root_types"] == ["WebSite"]
+    assert json.loads(r["human_markup"]) == {"@context": "https://schema.org", "@type": "WebSite", "name": "w"}
+    r = P.process_html(html, "text/html", ["Person"], _cfg(text_extractor="html2text"))
+    assert r["status"] == P.OK and r["root_types"] == ["Person"]
+    assert json.loads(r["human_markup"]) == {"@context": "https://schema.org", "@type": "Person", "name": "p"}
+
+
 def test_invalid_jsonld_is_a_reason_and_other_blocks_still_count():
     good = CREATIVE.read_text(encoding="utf-8")
     broken = good.replace('"@type": "WebPage",', '"@type": "WebPage",,,', 1)

@@ -13,7 +13,7 @@ import pytest
 
 from udfs.corpus import html as P
 from udfs.schemaorg.markup import (MAX_CONTEXT_LAYERS, MarkupError, count_json_values, parse_markup,
-                                   to_jsonld)
+                                   root_documents, to_jsonld)
 
 
 class S(str):
@@ -143,3 +143,36 @@ def test_counting_json_values_stops_at_the_limit():
     # the count of a huge markup costs what the limit allows, not what the markup holds
     part = huge[:1000]
     assert operations(lambda: count_json_values(huge, 100)) == operations(lambda: count_json_values(part, 100))
+
+
+ROOT_SHAPES = [
+    {"@context": "https://schema.org", "@type": "Book", "name": "b"},
+    [{"@type": "Book", "name": "b"}, None, {"@context": "https://schema.org", "@type": "Person", "name": "p"}],
+    {"@context": "https://schema.org",
+     "@graph": [{"@type": "Book", "name": "b"}, None, {"@type": "Person", "name": "p"}]},
+    {"@context": "https://schema.org", "@type": "WebSite", "name": "w", "@graph": [{"@type": "Person", "name": "p"}]},
+    {"@context": "https://schema.org", "@id": "http://x.example/", "@graph": {"@type": "Event", "name": "e"}},
+    {"@context": "https://schema.org", "@type": "Event", "name": "e", "@graph": None},
+]
+
+
+@pytest.mark.parametrize("doc", ROOT_SHAPES)
+def test_root_documents_are_the_roots_the_reader_reads(doc):
+    """Each root document read alone describes the root the whole document's reading has at its
+    place, with the same types and values."""
+    whole = parse_markup(doc)
+    alone = [parse_markup(d) for d in root_documents(doc)]
+    assert len(alone) == len(whole.roots)
+    for rid, m in zip(whole.roots, alone):
+        ent, one = whole.entities[rid], m.entities[m.roots[0]]
+        assert (ent.types, {p: [v.key() for v in vs] for p, vs in ent.properties.items()}) == \
+            (one.types, {p: [v.key() for v in vs] for p, vs in one.properties.items()})
+
+
+def test_root_documents_refuse_what_the_reader_refuses():
+    for doc in ([{"@type": "Book"}, 5], {"@graph": [{"@type": "Book"}, "x"]}):
+        with pytest.raises(MarkupError, match="must be an object") as seen:
+            list(root_documents(doc))
+        with pytest.raises(MarkupError) as read:
+            parse_markup(doc)
+        assert seen.value.reason == read.value.reason

@@ -1,7 +1,7 @@
 """The verdict agents of LLM4Schema.org: factuality and compliance of a markup's claims, the
 FactCheck strategies, a multi-model majority vote and correction. (Generation is
 ``udfs/agents/generation.py``; prompts, fences and examples ``udfs/agents/prompts.py``; validity
-``udfs/agents/validity.py``.)
+``udfs/agents/validity/``.)
 
 Every model call goes through ``udfs.llm.client.LLMClient``; a verdict is the first token's yes/no
 logprobs, never free text. Claim values are untrusted and fenced in the prompts.

@@ -159,29 +159,6 @@ def extruct_items(blocks: list[JsonLdBlock]) -> list[Any]:
     return items
 
 
-def root_entities(data: Any) -> Iterator[tuple[dict, Any]]:
-    """The first-level entities of a block, with the context they inherit.
-
-    A block is a node, a list of nodes, or a node holding ``@graph``; the paper's root entity is
-    one of these first-level nodes.
-    """
-    if isinstance(data, list):
-        for x in data:
-            yield from root_entities(x)
-    elif isinstance(data, dict):
-        ctx = data.get("@context")
-        if "@graph" in data:
-            graph = data["@graph"]
-            for x in graph if isinstance(graph, list) else [graph]:
-                for node, inner in root_entities(x):
-                    yield node, inner if inner is not None else ctx
-            # a @graph holder with its own type is an entity too
-            if "@type" in data:
-                yield data, ctx
-        else:
-            yield data, ctx
-
-
 @dataclass
 class Selection:
     human_markup: dict | None = None
@@ -279,8 +256,7 @@ def select_markup(blocks: list[JsonLdBlock], cset_types: list[str] | None) -> Se
             whole = None
         contexts: dict = {}  # the block's contexts, applied once for all its roots
         followed: set[str] = set()
-        for root, ctx in root_entities(block.data):
-            doc = root if ("@context" in root or ctx is None) else {"@context": ctx, **root}
+        for doc in _readable_roots(block.data):
             try:
                 m = parse_markup(doc, contexts=contexts)
             except (MarkupError, RecursionError):
@@ -302,6 +278,17 @@ def select_markup(blocks: list[JsonLdBlock], cset_types: list[str] | None) -> Se
                 sel.block_index = block.index
                 return sel
     return sel
+
+
+def _readable_roots(data: Any) -> Iterator[dict]:
+    """The root documents of a block (:func:`udfs.schemaorg.markup.root_documents`), up to where
+    the reader refuses the block's structure: a root before that point is still a candidate."""
+    from udfs.schemaorg.markup import MarkupError, root_documents
+
+    try:
+        yield from root_documents(data)
+    except MarkupError:
+        return
 
 
 # ---- text -----------------------------------------------------------------------------------------

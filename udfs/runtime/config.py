@@ -110,7 +110,7 @@ class ScoresConf:
 
 @dataclass(frozen=True)
 class ValidityConf:
-    """The validity agent (udfs/agents/validity.py): engine, strict or lenient reading, release,
+    """The validity agent (udfs/agents/validity/): engine, strict or lenient reading, release,
     mode (schemaorg or paper)."""
 
     engine: str

@@ -27,7 +27,9 @@ the namespace spelling; terms of other vocabularies keep their full IRI. JSON ``
 no triples.
 
 Use :func:`parse_markup` to read, :meth:`Markup.triples` for the triple view and :func:`to_jsonld`
-to write a markup back, optionally without some of its property values.
+to write a markup back, optionally without some of its property values; :func:`root_documents`
+gives each top-level node of a document as a document of its own (the pages job keeps a page's
+human markup so), by the same reading of the top level as :func:`parse_markup`.
 """
 from __future__ import annotations
 
@@ -364,6 +366,48 @@ def parse_markup(markup: str | bytes | dict | list, *, allow_empty: bool = False
     return _Reader(contexts).read(markup, allow_empty)
 
 
+def _top_level_items(doc: dict | list) -> Iterator[tuple[dict, Iterator[dict]]]:
+    """The top-level structure of a JSON-LD document as :func:`parse_markup` reads it: each
+    top-level object (the document, or each item of a top-level array; JSON ``null`` items
+    skipped) with its top-level node objects, produced as they are read: the items of its
+    ``@graph`` (``null`` skipped), then the object itself without ``@graph`` when it says more
+    than ``@id`` and ``@context`` (a node in its own right); an object without ``@graph`` is the
+    one node. The nodes inherit the object's ``@context``. Raises :class:`MarkupError` on an item
+    that is not an object, when it is reached."""
+    for item in doc if isinstance(doc, list) else [doc]:
+        if item is None:
+            continue
+        if not isinstance(item, dict):
+            raise MarkupError(f"top-level array item must be an object, got {type(item).__name__}")
+        yield item, _item_nodes(item)
+
+
+def _item_nodes(item: dict) -> Iterator[dict]:
+    graph = item.get("@graph")
+    if graph is None:
+        yield item
+        return
+    for g in graph if isinstance(graph, list) else [graph]:
+        if g is None:
+            continue
+        if not isinstance(g, dict):
+            raise MarkupError(f"@graph item must be an object, got {type(g).__name__}")
+        yield g
+    if {k for k in item if k not in ("@context", "@graph")} - {"@id"}:
+        yield {k: v for k, v in item.items() if k != "@graph"}
+
+
+def root_documents(doc: dict | list) -> Iterator[dict]:
+    """Each top-level node object of a JSON-LD document (:func:`_top_level_items`) as a document of
+    its own, as a page's human markup is kept: the node with the ``@context`` of its top-level
+    object added, unless the node has one of its own (which it then keeps alone). Raises
+    :class:`MarkupError` where :func:`parse_markup` refuses the document's structure."""
+    for item, nodes in _top_level_items(doc):
+        ctx = item.get("@context")
+        for node in nodes:
+            yield node if ("@context" in node or ctx is None) else {"@context": ctx, **node}
+
+
 class _Reader:
     def __init__(self, contexts: dict | None = None) -> None:
         self.entities: dict[str, Entity] = {}
@@ -392,32 +436,12 @@ class _Reader:
 
     def read(self, doc: dict | list, allow_empty: bool = False) -> Markup:
         base = _schema_context()
-        items = doc if isinstance(doc, list) else [doc]
-        for item in items:
-            if item is None:
-                continue
-            if not isinstance(item, dict):
-                raise MarkupError(f"top-level array item must be an object, got {type(item).__name__}")
+        for item, nodes in _top_level_items(doc):
             # JSON-LD starts an inline context from nothing (no schema.org term coercions); terms
             # it leaves undefined are still read in schema.org, as a markup without @context is.
             ctx = self._apply(base if item.get("@context") is None else _BARE, item.get("@context"))
-            graph = item.get("@graph")
-            if graph is not None:
-                graph_items = graph if isinstance(graph, list) else [graph]
-                for g in graph_items:
-                    if g is None:
-                        continue
-                    if not isinstance(g, dict):
-                        raise MarkupError(f"@graph item must be an object, got {type(g).__name__}")
-                    ref = self._node(g, ctx, 0)
-                    self._root(ref.id)
-                rest = {k for k in item if k not in ("@context", "@graph")}
-                if rest - {"@id"}:  # a top-level node carrying @graph is a node in its own right
-                    ref = self._node({k: v for k, v in item.items() if k != "@graph"}, ctx, 0)
-                    self._root(ref.id)
-            else:
-                ref = self._node(item, ctx, 0)
-                self._root(ref.id)
+            for node in nodes:
+                self._root(self._node(node, ctx, 0).id)
         if not self.entities and not allow_empty:
             raise MarkupError("no entity in markup")
         return Markup(self.entities, self.roots, self.notes)
