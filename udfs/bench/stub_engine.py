@@ -52,6 +52,8 @@ import zlib
 from collections import OrderedDict
 from typing import Any, Iterator
 
+from udfs.schemaorg.namespace import SCHEMA_CONTEXT_URL
+
 MODEL = "stub"
 MAX_MODEL_LEN = 8192
 PREFIXES_KEPT = 50_000
@@ -226,7 +228,7 @@ def _markup(prompt: str, h: int) -> dict[str, Any]:
     for k in range(1 + h % 2):
         if others:
             chosen.append(others[(h >> (8 * k)) % len(others)])
-    doc: dict[str, Any] = {"@context": "https://schema.org", "@type": kind}
+    doc: dict[str, Any] = {"@context": SCHEMA_CONTEXT_URL, "@type": kind}
     for k, p in enumerate(dict.fromkeys(chosen)):
         # the prompt's hash makes each value its own, so no two pages share a claim
         doc[p] = f"{_page_words(prompt, h >> k, 12 if p == 'description' else 3) or p} {h:08x}"
