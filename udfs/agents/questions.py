@@ -372,17 +372,39 @@ def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None
     return hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
-class Identity:
-    """What names an agent's questions in a calibration file: their key and the prompts' fingerprint."""
+def identities(judge, prompts_dir: str | None = None) -> dict[str, tuple[str, str]]:
+    """Per agent, what names the questions of ``judge`` (a ``udfs.runtime.config.JudgeConf``) in a
+    calibration file: (:func:`questions_key`, :func:`prompt_fingerprint` under its strategy)."""
+    out = {}
+    for agent in AGENTS:
+        qs = judge.factuality_questions if agent == "factuality" else judge.compliance_questions
+        out[agent] = (questions_key(qs, agent), prompt_fingerprint(agent, judge.strategy, prompts_dir, qs))
+    return out
 
-    key: str
-    fingerprint: str
 
+# ---- the judge's flags ------------------------------------------------------------------------
+def add_judge_arguments(group) -> None:
+    """The flags of ``[judge]`` (``udfs.runtime.config.JudgeConf``), the same on every job that
+    judges (a job lists "judge" in ``Job.shared_sections`` for their defaults); the questions'
+    choices and help are the registry's."""
+    from udfs.agents.prompts import STRATEGIES
 
-def identities(strategy: str, questions: dict[str, Sequence[str]],
-               prompts_dir: str | None = None) -> dict[str, Identity]:
-    """Per agent (``questions``: agent -> its questions) the :class:`Identity` of its questions."""
-    return {a: Identity(questions_key(qs, a), prompt_fingerprint(a, strategy, prompts_dir, qs))
-            for a, qs in questions.items()}
-
+    group.add_argument("--strategy", choices=STRATEGIES, help="FactCheck verdict strategy")
+    group.add_argument("--factuality-questions", nargs="+", choices=list(FACTUALITY), metavar="Q",
+                       help="factuality questions asked of every claim, the text questions' scores averaged, and "
+                       "where questions about the property (" + ", ".join(q.name for q in FACTUALITY.values()
+                                                                         if q.fits)
+                       + ") are asked too, the geometric mean of that mean and theirs: " + help_text("factuality"))
+    group.add_argument("--compliance-questions", nargs="+", choices=list(COMPLIANCE), metavar="Q",
+                       help="compliance questions asked of every claim, their scores averaged: "
+                       + help_text("compliance"))
+    group.add_argument("--factuality-threshold", type=float, help="a claim is factual at this score or above; "
+                       "given here, it wins over the calibration file's")
+    group.add_argument("--compliance-threshold", type=float, help="a claim is compliant at this score or above; "
+                       "given here, it wins over the calibration file's")
+    group.add_argument("--verdict-models", nargs="*", help="models that judge; several: majority vote with "
+                       "--judge-model breaking ties; empty: the first model the service lists")
+    group.add_argument("--judge-model", help="breaks ties between several --verdict-models (\"\": none)")
+    group.add_argument("--calibration", help="calibration file (jobs/agents_bench.py calibrate writes it): the "
+                       "threshold and probability map of the entry for these verdict models, strategy and "
+                       "questions, where the threshold is not given on the command line; \"\": none")
