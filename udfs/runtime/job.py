@@ -239,7 +239,7 @@ class Job:
             choices = settings[dest].choices
             for item in value if isinstance(value, list) else [value]:
                 if choices is not None and item not in choices:
-                    raise ConfigError(f"{where} {dest} = {value!r}: {item!r} is not one of "
+                    raise ConfigError(f"{config.path}: [{sections[dest]}] {dest} = {value!r}: {item!r} is not one of "
                                       f"{', '.join(map(repr, choices))}")
         parser.set_defaults(**values)
         parser.setting_dests = tuple(settings)  # for checks: the keys [<name>] must hold
