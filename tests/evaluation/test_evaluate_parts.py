@@ -318,9 +318,11 @@ def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
     q = prompts / "factuality_question.txt"
     q.write_text(q.read_text() + " ")
     assert settings_hash(cfg, prompts_dir=prompts)[0] != h0
-    assert settings_hash(dataclasses.replace(cfg, judge=judge(factuality_threshold=0.6)), prompts_dir=PROMPTS_DIR)[0] != h0
+    assert settings_hash(dataclasses.replace(cfg, judge=judge(factuality_threshold=0.6)),
+                         prompts_dir=PROMPTS_DIR)[0] != h0
     # where a threshold came from is not a setting: the same value given on the command line is the same run
-    given = resolve_judge(settings, identities(settings), origin={**origin, "factuality_threshold": "--factuality-threshold"})
+    given = resolve_judge(settings, identities(settings),
+                          origin={**origin, "factuality_threshold": "--factuality-threshold"})
     assert settings_hash(dataclasses.replace(cfg, judge=given), prompts_dir=prompts)[0] == \
         settings_hash(cfg, prompts_dir=prompts)[0]
     a, b = tmp_path / "a.json", tmp_path / "b" / "a.json"
@@ -335,7 +337,8 @@ def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
     a.write_text('{"version": 1, "entries": []}')
     with_a, _ = settings_hash(dataclasses.replace(cfg, judge=judge(calibration=str(a))), prompts_dir=PROMPTS_DIR)
     a.write_text('{"version": 1, "entries": [] }')
-    assert settings_hash(dataclasses.replace(cfg, judge=judge(calibration=str(a))), prompts_dir=PROMPTS_DIR)[0] != with_a
+    again, _ = settings_hash(dataclasses.replace(cfg, judge=judge(calibration=str(a))), prompts_dir=PROMPTS_DIR)
+    assert again != with_a
 
 
 def test_an_s3_output_root_holds_parts_and_markers_read_back_with_duckdb(stub, s3_server, s3_keys, tmp_path,

@@ -70,7 +70,7 @@ def test_a_node_that_did_not_reach_the_stage_is_left_alone():
     assert "factual" not in offers and not _alive(offers, "factuality")
 
 
-CONFIGURED = {"factuality_threshold": "conf/pipeline.toml [judge]", "compliance_threshold": "conf/pipeline.toml [judge]"}
+CONFIGURED = {f"{a}_threshold": "conf/pipeline.toml [judge]" for a in ("factuality", "compliance")}
 
 
 def judge(*, served_model=None, origin=CONFIGURED, apply=True, **kw):
@@ -78,8 +78,9 @@ def judge(*, served_model=None, origin=CONFIGURED, apply=True, **kw):
     unless given), its thresholds configured by the file unless ``origin`` says a flag gave them."""
     from udfs.agents.questions import identities
 
-    settings = dataclasses.replace(CONF.judge, **{"factuality_questions": ("plain",), "compliance_questions": ("plain",),
-                                                  "verdict_models": ("m",), "calibration": "", **kw})
+    settings = dataclasses.replace(CONF.judge, **{"factuality_questions": ("plain",),
+                                                  "compliance_questions": ("plain",), "verdict_models": ("m",),
+                                                  "calibration": "", **kw})
     return cal.resolve_judge(settings, identities(settings), served_model=served_model, origin=origin, apply=apply)
 
 

@@ -132,7 +132,8 @@ async def _judge_group(cfg: VerdictConfig, agent: str, key: str | None, claims: 
     # factuality groups by text, compliance by the items' own definition (None: schema.org's)
     text, vocab = (key, None) if agent == "factuality" else (None, _Definitions({c.property: key for c in claims})
                                                               if key else None)
-    return await agents.vote(lambda name: _voter(cfg, agent, name, text, vocab), cfg.models, claims, judge=cfg.judge_model)
+    return await agents.vote(lambda name: _voter(cfg, agent, name, text, vocab), cfg.models, claims,
+                             judge=cfg.judge_model)
 
 
 async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -29,7 +29,8 @@ key, each with its threshold, knots, seed, fit fraction, ground-truth hash, fit 
 test metrics. Writing replaces the entries of the keys written and keeps the others.
 :func:`resolve` picks the entries of one evaluation's verdict models and strategy and says what
 matched; :func:`resolve_judge` makes the judge a run uses (``ResolvedJudge``): the configured
-settings with each threshold resolved and its provenance said. Pure apart from reading and writing that file (through ``udfs.runtime.io.Folder``).
+settings with each threshold resolved and its provenance said. Pure apart from reading and
+writing that file (through ``udfs.runtime.io.Folder``).
 """
 from __future__ import annotations
 
@@ -368,7 +369,8 @@ class ResolvedJudge:
 
 def _fitted_on(path: str, e: dict[str, Any]) -> str:
     fit = e.get("fit") or {}
-    return (f"{e['threshold']:g} from {shown_path(project_file(path))}, entry {e['layout']} ({e['model']}, {e['strategy']}), "
+    return (f"{e['threshold']:g} from {shown_path(project_file(path))}, "
+            f"entry {e['layout']} ({e['model']}, {e['strategy']}), "
             f"fitted on {fit.get('n')} items in {fit.get('groups')} groups of ground truth "
             f"{str(e.get('ground_truth_sha256'))[:12]}, created {e.get('created_at')}")
 
@@ -399,7 +401,8 @@ def resolve_judge(settings: JudgeConf, questions: dict[str, tuple[str, str]], *,
             if entry is not None:
                 for taken in (applied.entries, applied.thresholds, applied.maps):
                     taken.pop(agent, None)
-                provenance[agent] += f" (the calibration entry {entry['layout']} not taken: fitted for its own threshold)"
+                provenance[agent] += (f" (the calibration entry {entry['layout']} not taken: "
+                                      "fitted for its own threshold)")
                 applied.note += f"; not taken for {agent}: its threshold is the command line's"
         elif entry is not None:
             thresholds[agent], provenance[agent] = float(entry["threshold"]), _fitted_on(path, entry)
