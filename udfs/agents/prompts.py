@@ -11,7 +11,7 @@ every agent's messages are built from.
   steps), ``fewshot`` (guided, plus solved examples built from the schema.org examples);
   ``system_prompt`` builds a verdict agent's system message for one of them.
 * What a question shows of a claim: a property's definition as plain text (``plain_definition``),
-  a named node's type and a claim's subject (``typed_suffix``, ``subject_suffix``); the questions
+  a named node's type (``typed_suffix``); the questions
   are ``udfs.agents.questions``' registry.
 * Page text to prompt size: ``page_chunks`` cuts the text with the paper's formula
   (``udfs.llm.chunking``) so the instructions, one chunk and the answer fit the context window.
@@ -190,16 +190,6 @@ def typed_suffix(value_type: str | None) -> str:
     if not value_type:
         return ""
     return f" ({'an' if value_type[:1].lower() in 'aeiou' else 'a'} {value_type})"
-
-
-def subject_suffix(subject: str | None) -> str:
-    """What follows the entity type in the ``subject`` question: ' "Freedom Savings Account"' or
-    ' (the byArtist of the MusicRecording "It Ain't Me, Babe")' (``Claim.subject``, without fence
-    markers); '' without one."""
-    if not subject:
-        return ""
-    subject = unfence(subject)
-    return f" {subject}" if subject.startswith('"') else f" ({subject})"
 
 
 # ---- page text to prompt size ---------------------------------------------------------------

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from udfs.agents.evidence import answer_match, best_answer_match, excerpt, soft_answer_match
-from udfs.agents.prompts import (fence, load_prompt, plain_definition, subject_suffix, system_prompt, typed_suffix,
-                                 unfence)
+from udfs.agents.prompts import fence, load_prompt, plain_definition, system_prompt, typed_suffix, unfence
 from udfs.schemaorg.vocab import load_vocabulary
 
 AGENTS = ("factuality", "compliance")
@@ -49,7 +48,8 @@ class Claim:
     # The other properties the markup gives the claim's subject (sorted, each once).
     siblings: tuple[str, ...] = ()
     # Which node the claim is about (``udfs.agents.verdicts.subject_of``): its name in quotes, or
-    # the property and node that hold it; None where neither says more than the type.
+    # the property and node that hold it; None where neither says more than the type. No question
+    # shows it; the benchmark's ground truth keeps it.
     subject: str | None = None
 
 
@@ -151,6 +151,8 @@ class Question:
     prompts: tuple[str, ...]
     answer: Answer = VERDICT
     fits: bool = False  # factuality: about the value fitting the property, not the text stating it
+    # factuality: the requests (AGAIN) asked too where its answer is none of a value the text states
+    again: tuple[str, ...] = ()
 
     def messages(self, chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
                  other_than: str | None = None, layout: str = SHARED_PREFIX) -> Messages | None:
@@ -169,14 +171,12 @@ class Question:
 @dataclass(frozen=True)
 class Worded(Question):
     """A yes/no factuality question worded by its prompt file (``prompts[0]``): the claim's entity
-    type, property and value (fence markers removed), with ``{typed}`` a named node's type and
-    ``{subject}`` the claim's subject where the wording shows them. In the paper's layout the
-    question comes before the text, and shows neither."""
+    type, property and value (fence markers removed), with ``{typed}`` a named node's type where
+    the wording shows it. In the paper's layout the question comes before the text, and shows no type."""
 
     def question(self, claim: Claim, prompts_dir: str | None, said: bool = True) -> str:
         fields = {"entity_type": claim.entity_type or "entity", "property": claim.property,
-                  "value": unfence(claim.value), "typed": typed_suffix(claim.value_type if said else None),
-                  "subject": subject_suffix(claim.subject if said else None)}
+                  "value": unfence(claim.value), "typed": typed_suffix(claim.value_type if said else None)}
         return load_prompt(self.prompts[0], prompts_dir).format(**fields)
 
     def messages(self, chunk, claim, strategy, prompts_dir=None, other_than=None, layout=SHARED_PREFIX):
@@ -215,7 +215,6 @@ class ExtractSoft(Extract):
     largest score kept (``udfs.agents.verdicts.judge_factuality``)."""
 
     reads_value = True
-    again: tuple[str, ...] = ()  # names of AGAIN
 
     def probe(self, claim, strategy, prompts_dir):
         mine = self.messages("text", claim, strategy, prompts_dir)

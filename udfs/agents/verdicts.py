@@ -303,7 +303,7 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
             else:
                 messages = [q.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) for i in pending]
             asked[q.name] = await q.answer.scores(client, messages, [claims[i] for i in pending], chunk)
-            if getattr(q, "again", ()):
+            if q.again:
                 asked[q.name], completions = await _past_none(client, chunk, [claims[i] for i in pending],
                                                               asked[q.name], [AGAIN[a] for a in q.again], prompts_dir)
                 for k, i in enumerate(pending):
