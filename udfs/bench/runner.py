@@ -245,7 +245,8 @@ def summary_markdown(config: dict[str, Any], metrics: Sequence[dict[str, Any]], 
     lines.append("|" + "---|" * len(_COLS))
     for m in metrics:
         lines.append("| " + " | ".join(_fmt(m.get(k)) for k, _ in _COLS) + " |")
-    lines += ["", "P/R/F1 of the true class at the configured threshold (paper F1: Mixtral-8x7B, Tables 2 and 4); "
+    lines += ["", "P/R/F1 of the true class at the judge's threshold (where it came from: above; paper F1: "
+              "Mixtral-8x7B, Tables 2 and 4); "
               "F1 false: F1 of the false class; s/verdict: mean after dropping IQR outliers, cached answers left out."]
     return "\n".join(lines) + "\n"
 
