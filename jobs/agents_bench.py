@@ -6,9 +6,9 @@ kappa of MeMR against human votes (Table 9).
            [--intrinsic distant|paper]
     python jobs/agents_bench.py run   --input OUT/agents_bench/ground_truth --output OUT [--limit 40]
            [--verdict-models m1 [m2 m3 --judge-model j]] [--strategy direct|guided|fewshot]
-           [--factuality-threshold 0.5] [--compliance-threshold 0.5]
+           [--factuality-threshold 0.5] [--compliance-threshold 0.5] [--calibration conf/calibration.json]
     python jobs/agents_bench.py calibrate --input OUT/agents_bench/ground_truth --output OUT [run's flags]
-           [--fit-fraction 0.5] [--calibration-file conf/calibration.json]
+           [--fit-fraction 0.5] [--calibration conf/calibration.json]
     python jobs/agents_bench.py kappa --input votes.csv --output OUT
 
 build: OUT/agents_bench/ground_truth/{factuality,compliance}.parquet (udfs/bench/groundtruth.py);
@@ -16,12 +16,16 @@ build: OUT/agents_bench/ground_truth/{factuality,compliance}.parquet (udfs/bench
 run: OUT/agents_bench/results/<config>/ verdicts/ (one part per batch: a killed run resumes from
 its parts, and answers come from the request cache OUT/cache/llm.sqlite), metrics.parquet,
 sweep.parquet, alignment.parquet, summary.md, summary.html, pr.png. --limit N takes N items per
-task, half positives and half negatives, the same seeded picks every time.
+task, half positives and half negatives, the same seeded picks every time. The judge is [judge]'s
+with its thresholds resolved as jobs/evaluate.py resolves them (the calibration file's entry for
+these models, strategy and questions, unless a threshold is given on the command line), so the
+benchmark measures the judge the evaluation runs; the run record says where each came from.
 calibrate: a run (resumed: nothing asked twice), then per agent the threshold (max F1) and an
 isotonic score-to-probability map fitted on a seeded fit split of the example texts, P/R/F1/AUROC
-on the test split; the entries go to --calibration-file (jobs/evaluate.py's --calibration) and
-results/<config>/calibration.{json,md}. run and calibrate take the folder build writes or any
-Parquet file with text, property, value, entity_type, label (bool), kind and optionally definition.
+on the test split, from the raw scores (its run judges at the configured thresholds); the entries
+go to --calibration (the file jobs/evaluate.py reads) and results/<config>/calibration.{json,md}.
+run and calibrate take the folder build writes or any Parquet file with text, property, value,
+entity_type, label (bool), kind and optionally definition.
 kappa: a votes table (CSV or Parquet) with human_vote (human | llm | tie) and either memr_choice
 (human | llm | tie) or memr_h and memr_l, optionally group (e.g. the model) and page; a tie counts
 for both sides. Writes OUT/agents_bench/kappa/kappa.parquet.
@@ -32,11 +36,12 @@ import argparse
 import logging
 import sys
 
-from udfs.agents.prompts import COMPLIANCE_ASKS, FACTUALITY_ASKS, STRATEGIES
+from udfs.agents.questions import add_judge_arguments
 from udfs.bench.groundtruth import INTRINSIC_CHOICES, TASKS
 from udfs.runtime.io import Folder, local_state_dir
 from udfs.runtime.job import Job
 
+THRESHOLDS = ("factuality_threshold", "compliance_threshold")  # settings a calibration entry may give
 log = logging.getLogger("llm4schema.agents_bench")
 COMMANDS = ("build", "run", "calibrate", "kappa")
 USAGE = __doc__  # the module's: inside the class body __doc__ is the class's own
@@ -50,6 +55,7 @@ class AgentsBenchJob(Job):
     description = USAGE
     input_help = ("build: the schema.org examples file; run, calibrate: the ground_truth folder written by "
                   "build, or any Parquet ground truth; kappa: a votes table (CSV or Parquet)")
+    shared_sections = ("judge",)
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("command", choices=COMMANDS, help="build the ground truth, run a verdict configuration "
@@ -69,17 +75,6 @@ class AgentsBenchJob(Job):
         g.add_argument("--tasks", nargs="+", choices=list(TASKS),
                        help="tasks benchmarked")
         g.add_argument("--limit", type=int, help="items per task, half positive (0: all)")
-        g.add_argument("--verdict-models", nargs="*", help="models that judge; several: majority vote with "
-                       "--judge-model breaking ties; empty: the first model the service lists")
-        g.add_argument("--judge-model", default=None, help="breaks ties between several --verdict-models")
-        g.add_argument("--strategy", choices=STRATEGIES, help="verdict strategy")
-        g.add_argument("--factuality-questions", nargs="+", choices=FACTUALITY_ASKS, metavar="Q",
-                       help=f"factuality questions asked per claim: {', '.join(FACTUALITY_ASKS)} (the text "
-                       "questions' mean, geometric with the property questions' where both are asked)")
-        g.add_argument("--compliance-questions", nargs="+", choices=COMPLIANCE_ASKS, metavar="Q",
-                       help=f"compliance questions averaged per claim: {', '.join(COMPLIANCE_ASKS)}")
-        g.add_argument("--factuality-threshold", type=float, help="a claim is factual at this score or above")
-        g.add_argument("--compliance-threshold", type=float, help="a claim is compliant at this score or above")
         g.add_argument("--batch-size", type=int, help="items judged per results part")
         g.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: $OPENAI_BASE_URL, "
                        "else conf/serving.toml's service")
@@ -94,11 +89,10 @@ class AgentsBenchJob(Job):
                        "batching engine (vLLM on a GPU)")
         g.add_argument("--overwrite", action=argparse.BooleanOptionalAction, default=False,
                        help="drop this configuration's earlier verdicts")
+        add_judge_arguments(p.add_argument_group("run and calibrate: the judge (defaults: [judge])"))
         g = p.add_argument_group("calibrate (and every run flag)")
         g.add_argument("--fit-fraction", type=float, help="share of the example texts the threshold and "
                        "probability map are fitted on; the rest is the test split")
-        g.add_argument("--calibration-file", help="calibration file the entries are written to (other "
-                       "entries kept; relative: from the project root); [evaluate] calibration reads it")
 
     @property
     def table_dir(self) -> Folder:
@@ -134,17 +128,24 @@ class AgentsBenchJob(Job):
                               scores=self.config.scores, timer=self.record.time)
 
     def verdict_config(self, models: list[str] | None = None):
-        """The verdict configuration of the flags; ``models`` replaces --verdict-models. Once a run has
-        asked the service for its model, that configuration (and results folder) is the run's."""
+        """The verdict configuration of the flags; ``models`` replaces --verdict-models. ``run``
+        judges with the judge resolved against its calibration file as the evaluation's is (the
+        benchmark measures the judge that runs); ``calibrate`` with the configured thresholds (it
+        fits them on the raw scores). Once a run has asked the service for its model, that
+        configuration (and results folder) is the run's."""
+        from udfs.agents.questions import identities
         from udfs.bench.runner import VerdictConfig
+        from udfs.runtime.config import judge_of
+        from udfs.scores.calibration import resolve_judge
 
         if models is None and getattr(self, "_verdicts", None) is not None:
             return self._verdicts
         a = self.args
-        return VerdictConfig(models or a.verdict_models or ["default"], a.strategy, a.factuality_threshold,
-                             a.compliance_threshold, a.judge_model,
-                             factuality_questions=list(a.factuality_questions),
-                             compliance_questions=list(a.compliance_questions))
+        settings = judge_of(a)
+        voters = models or a.verdict_models or ["default"]
+        judge = resolve_judge(settings, identities(settings), served_model=voters[0],
+                              origin={d: self.setting_origin(d) for d in THRESHOLDS}, apply=a.command == "run")
+        return VerdictConfig(list(voters), judge)
 
     def _run(self):
         from udfs.bench import commands
@@ -176,9 +177,11 @@ class AgentsBenchJob(Job):
     def _calibrate(self):
         from udfs.bench import commands
 
+        if not self.args.calibration:
+            self.fail("calibrate writes its entries to --calibration: give a file (\"\" names none)")
         kw = self._run_arguments()
         return commands.calibrate(kw.pop("ground_truth"), kw.pop("out"), kw.pop("cfg"),
-                                  calibration_file=self.args.calibration_file, fit_fraction=self.args.fit_fraction, **kw)
+                                  calibration_file=self.args.calibration, fit_fraction=self.args.fit_fraction, **kw)
 
     def _kappa(self):
         from udfs.bench import commands

@@ -15,16 +15,18 @@ answer; an output holding other settings' results is refused unless ``--overwrit
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from pathlib import Path
 
-from udfs.agents.prompts import COMPLIANCE_ASKS, FACTUALITY_ASKS, STRATEGIES
+from udfs.agents.questions import add_judge_arguments
 from udfs.runtime.job import Job
 from udfs.runtime.paths import project_file
 from udfs.runtime.progress import Progress
 from udfs.runtime.rejects import reject_row
 
+THRESHOLDS = ("factuality_threshold", "compliance_threshold")  # settings a calibration entry may give
 log = logging.getLogger("llm4schema.evaluate")
 TABLES = ("markups", "triples", "scores")
 # Progress shows these per second beside their totals.
@@ -38,6 +40,7 @@ class EvaluateJob(Job):
     next_step = "llm4schema-report --input {output}/scores --output {output}"
     description = __doc__
     input_help = "the pages/ table (jobs/pages.py), or any Parquet with page_url, text, human_markup, root_types"
+    shared_sections = ("judge",)
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--limit", type=int, help="pages evaluated at most, in --order (0: all)")
@@ -49,34 +52,11 @@ class EvaluateJob(Job):
         p.add_argument("--generation", action=argparse.BooleanOptionalAction, default=True,
                        help="generate model markup; --no-generation judges the human markup only")
         p.add_argument("--stages", nargs="+", help="agents run, in this order of the pipeline")
-        p.add_argument("--strategy", choices=STRATEGIES,
-                       help="FactCheck verdict strategy")
-        p.add_argument("--factuality-questions", nargs="+", choices=FACTUALITY_ASKS, metavar="Q",
-                       help="factuality questions asked of every claim: "
-                       f"{', '.join(FACTUALITY_ASKS)} (extract: the value read off the text; extract-all: every "
-                       "value listed, the best line; extract-soft: extract's answer, or the share of its first "
-                       "token that went to the claim's value; extract-other: where that answer is another "
-                       "value the text states, extract asked again past it, scored so; extract-soft-all: "
-                       "extract-soft, or where it answers none of a value the text states, extract-all's best "
-                       "line if larger; extract-soft-all-near: extract-soft-all, and where it asks again, extract-soft of the "
-                       "text around the value too, the largest; names: the property the text gives the value as); "
-                       "the text questions' scores averaged, and "
-                       "where questions about the property (complies, complies-ranged, names, choice) "
-                       "are asked too, the geometric mean of that mean and theirs")
-        p.add_argument("--compliance-questions", nargs="+", choices=COMPLIANCE_ASKS, metavar="Q",
-                       help="compliance questions asked of every claim, their scores averaged: "
-                       f"{', '.join(COMPLIANCE_ASKS)} (property-of: the property the value belongs to)")
-        p.add_argument("--factuality-threshold", type=float, help="a claim is factual at this score or above")
-        p.add_argument("--compliance-threshold", type=float, help="a claim is compliant at this score or above")
-        p.add_argument("--verdict-models", nargs="*",
-                       help="models that judge; several: majority vote with --judge-model breaking ties")
-        p.add_argument("--judge-model", default=None, help="breaks ties between several --verdict-models")
+        add_judge_arguments(p.add_argument_group("judge (defaults: [judge])"))
         p.add_argument("--context-window", type=int, help="tokens per request (the served n_ctx)")
         p.add_argument("--max-tokens", type=int, help="most tokens of one generated markup")
         p.add_argument("--max-claims", type=int,
                        help="distinct claims judged per markup and agent (0: all); the rest are recorded as not judged")
-        p.add_argument("--calibration", help="calibration file (jobs/agents_bench.py calibrate): its thresholds and "
-                       "probability maps where an entry matches the verdict models and strategy; \"\": none")
         p.add_argument("--correct", action=argparse.BooleanOptionalAction, default=False, help="GraphCorrect: correct non-factual claims "
                        "from the text and re-verify (corrected triples are marked)")
         p.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: $OPENAI_BASE_URL, "
@@ -102,25 +82,27 @@ class EvaluateJob(Job):
         p.add_argument("--timeout-s", type=float, help="per model request")
 
     def eval_config(self, models: list[str]):
-        """The EvalConfig of this run: the flags (defaults: [evaluate]), the validity agent of
-        [validity] and the scores' settings of [scores]; ``models`` generate markup."""
+        """The EvalConfig of this run: the flags (defaults: [evaluate], [judge]), the judge resolved
+        against its calibration file (``udfs.scores.calibration.resolve_judge``), the validity agent
+        of [validity] and the scores' settings of [scores]; ``models`` generate markup."""
+        from udfs.agents.questions import identities
         from udfs.evaluation.evaluator import HUMAN, EvalConfig
+        from udfs.runtime.config import judge_of
+        from udfs.scores.calibration import resolve_judge
 
         a, v = self.args, self.config.validity
-        return EvalConfig(stages=list(a.stages), strategy=a.strategy, factuality_threshold=a.factuality_threshold,
-                          compliance_threshold=a.compliance_threshold, verdict_models=list(a.verdict_models),
+        settings = dataclasses.replace(judge_of(a), calibration=project_file(a.calibration))
+        # the verdict model is the service's first when none is named: the default generator
+        served = models[0] if models and a.generation and not a.generators else None
+        judge = resolve_judge(settings, identities(settings), served_model=served,
+                              origin={d: self.setting_origin(d) for d in THRESHOLDS})
+        return EvalConfig(stages=list(a.stages), judge=judge,
                           context_window=a.context_window, max_tokens=a.max_tokens, max_claims=a.max_claims,
                           validity_engine=v.engine, validity_strict=v.strict, validity_vocab=v.vocab,
-                          validity_mode=v.mode,
-                          scores=self.config.scores, models=list(models), sources=[HUMAN, *models],
-                          judge_model=a.judge_model, correction=a.correct, calibration=project_file(a.calibration),
-                          factuality_questions=list(a.factuality_questions),
-                          compliance_questions=list(a.compliance_questions),
-                          # the verdict model is the service's first when none is named: the default generator
-                          served_model=models[0] if models and a.generation and not a.generators else None)
+                          validity_mode=v.mode, scores=self.config.scores, models=list(models),
+                          sources=[HUMAN, *models], correction=a.correct)
 
     def run(self) -> None:
-        import dataclasses
         import os
 
         from udfs.evaluation.parts import SettingsMismatch, committed, remove_leftovers, settings_hash, write_rejects

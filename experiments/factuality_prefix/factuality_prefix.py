@@ -35,7 +35,7 @@ def main() -> int:
     page = next(r for r in rows if r["page_url"] == a.page_url) if a.page_url else min(rows, key=lambda r: len(r["text"]))
     claims = list(dict.fromkeys(c for c in agents.claims_of(parse_markup(page["human_markup"])) if c))[: a.claims]
     client = LLMClient(a.url, timeout_s=900)
-    conf = load_config().evaluate
+    conf = load_config().judge
     print(f"page {page['page_url']}: {len(page['text'])} chars of text, {len(claims)} claims")
     results = {}
     for layout in ("paper", "shared_prefix"):

@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     conf = load_config()
     tok = TiktokenTokenizer()
-    budget = args.budget_tokens or budget_tokens(tok, conf.evaluate.context_window, conf.evaluate.strategy)
+    budget = args.budget_tokens or budget_tokens(tok, conf.evaluate.context_window, conf.judge.strategy)
     extractors = list(P.TEXT_EXTRACTORS)
     print(f"values: literal values of the pages' JSON-LD{' and microdata' if args.microdata else ''}; "
           f"budget: first {budget} tokens (cl100k_base)\n")

@@ -13,7 +13,7 @@ from udfs.runtime.config import load_config
 from udfs.runtime.paths import PROMPTS_DIR
 from udfs.schemaorg.markup import Literal, parse_markup
 
-EVAL = load_config().evaluate  # the verdicts' strategy and thresholds of conf/pipeline.toml
+EVAL = load_config().judge  # the verdicts' strategy and thresholds of conf/pipeline.toml
 
 MODEL_ID = "qwen2.5-coder-1.5b"
 
@@ -62,16 +62,6 @@ def test_claims_name_nodes_phrase_terms_and_never_ask_a_blank_node():
     assert by[("url", "Organization")].subject == "the seller of the Offer"
     assert by[("name", "Brand")].subject == 'the brand of the Product "Shoe"'  # a claim about a name
     assert by[("name", "Product")].subject is None  # the top node's own name: nothing more to say
-    brand = by[("brand", "Product")]
-    assert agents.factuality_messages("t", brand, "direct", question="subject")[1]["content"].endswith(
-        'Fact: the Product "Shoe" has brand = Acme\nIs this fact supported by the page text? Answer yes or no.')
-    nameless = by[("name", "Product")]
-    assert agents.factuality_messages("t", nameless, "direct", question="subject") == \
-        agents.factuality_messages("t", nameless, "direct")  # plain's very request
-    assert agents.factuality_messages("t", brand, "direct", question="claim-subject")[1]["content"].endswith(
-        'Claim: Acme is the brand of this Product "Shoe".\nIs the claim true according to the page text? Answer yes or no.')
-    assert agents.factuality_messages("t", nameless, "direct", question="claim-subject") == \
-        agents.factuality_messages("t", nameless, "direct", question="claim")
     assert by[("availability", "Offer")].value == "in stock"
     assert by[("itemCondition", "Product")].value == "new condition"
     assert by[("url", "Organization")].value == "https://shop.example"  # an outside IRI as it is
@@ -153,25 +143,25 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     assert key(["plain"]) == key([]) == cal.SHARED_PREFIX
     assert key(["plain", "says", "extract"]) == "shared_prefix:plain+says+extract"
     # text and property questions are combined, not averaged: their scores have a name of their own
-    assert key(["complies-ranged", "plain", "choice", "claim"]) == "shared_prefix:plain+claim^complies-ranged+choice"
-    assert key(["complies"]) == "shared_prefix:complies"
+    assert key(["complies-ranged", "plain", "claim"]) == "shared_prefix:plain+claim^complies-ranged"
+    assert key(["complies-ranged"]) == "shared_prefix:complies-ranged"
     # each agent's key names its own questions: compliance's plain question keeps the bare layout
     assert key(["plain"], "compliance") == cal.SHARED_PREFIX
-    assert key(["plain", "property-of"], "compliance") == "shared_prefix:plain+property-of"
-    with pytest.raises(ValueError, match="property-of"):
+    assert key(["plain", "ranged"], "compliance") == "shared_prefix:plain+ranged"
+    with pytest.raises(ValueError, match="ranged"):
         agents.check_questions(["plain", "says"], "compliance")
     plain_c = agents.prompt_fingerprint("compliance", "direct")
     assert agents.prompt_fingerprint("compliance", "direct", questions=["plain"]) == plain_c
-    assert agents.prompt_fingerprint("compliance", "direct", questions=["plain", "property-of"]) != plain_c
+    assert agents.prompt_fingerprint("compliance", "direct", questions=["plain", "ranged"]) != plain_c
     # extract asks for the property without the claim's value, over the same fenced text
     text = example("#eg-0013").text
     m = agents.factuality_messages(text, agents.Claim("cookTime", "1 hour", "Recipe"), "direct", question="extract")
     question = m[1]["content"].rsplit("\n\n", 1)[1]
     assert "cookTime" in question and "Recipe" in question and "1 hour" not in question
     assert text in m[1]["content"]
-    # extract-all asks for every value of the property, over the same text, with its own prefix
-    m_all = agents.factuality_messages(text, agents.Claim("cookTime", "1 hour", "Recipe"), "direct",
-                                       question="extract-all")
+    # the listing extract-soft-all asks again asks for every value of the property, over the same
+    # text, with its own prefix
+    m_all = agents.extract_messages(text, agents.Claim("cookTime", "1 hour", "Recipe"), every=True)
     question_all = m_all[1]["content"].rsplit("\n\n", 1)[1]
     assert "every cookTime" in question_all and "1 hour" not in question_all and text in m_all[1]["content"]
     assert m_all[0] != m[0] and question_all != question
@@ -193,51 +183,35 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     assert agents.factuality_messages(text, claim, "direct", question="extract-other") is None
     assert agents.prompt_fingerprint("factuality", "direct", questions=["extract-soft", "extract-other"]) != \
         agents.prompt_fingerprint("factuality", "direct", questions=["extract-soft"])
-    assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract-all"]) != \
-        agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract"])
     # extract-soft-all asks extract-soft's very request first (extract-all's after it, only where the
     # answer is none of a stated value); its fingerprint covers both prompts
     assert agents.factuality_messages(text, claim, "direct", question="extract-soft-all") == m
     assert agents.paper_factuality_messages(text, claim, "direct", question="extract-soft-all") == m
     assert len({agents.prompt_fingerprint("factuality", "direct", questions=[q])
-                for q in ("extract-soft", "extract-all", "extract-soft-all", "extract-soft-all-near")}) == 4
+                for q in ("extract-soft", "extract-soft-all", "extract-soft-all-near")}) == 3
     # so does extract-soft-all-near, whose third request is extract-soft's over the excerpt
     assert agents.factuality_messages(text, claim, "direct", question="extract-soft-all-near") == m
     assert agents.paper_factuality_messages(text, claim, "direct", question="extract-soft-all-near") == m
-    # complies is the compliance question against schema.org's definition (no text); a property
-    # schema.org does not define has none to ask
+    # complies-ranged is the compliance question ranged against schema.org's definition (no text); a
+    # property schema.org does not define has none to ask
     claim = agents.Claim("cookTime", "1 hour", "Recipe")
     definition = prompts.load_vocabulary().comments["cookTime"]
-    assert agents.factuality_messages(text, claim, "direct", question="complies") == \
-        agents.compliance_messages(claim, definition, "direct")
     assert agents.factuality_messages(text, agents.Claim("http://example.org/x", "1", "Recipe"), "direct",
-                                      question="complies") is None
+                                      question="complies-ranged") is None
     # complies-ranged is the compliance question that also shows the property's expected types
     ranged = agents.factuality_messages(text, claim, "direct", question="complies-ranged")
     assert ranged == agents.compliance_messages(claim, definition, "direct", question="ranged")
     assert "Duration" in ranged[1]["content"] and text not in ranged[1]["content"]
     assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "complies-ranged"]) != \
-        agents.prompt_fingerprint("factuality", "direct", questions=["plain", "complies"])
-    # excerpt asks about the stretch of the text around the value only; not at all without it
-    m = agents.factuality_messages(text, claim, "direct", question="excerpt")
-    assert "1 hour" in m[1]["content"] and len(m[1]["content"]) < len(text) + 300
-    assert agents.factuality_messages(text, agents.Claim("cookTime", "9 hours", "Recipe"), "direct",
-                                      question="excerpt") is None
-    with_excerpt = agents.prompt_fingerprint("factuality", "direct", questions=["plain", "excerpt"])
+        agents.prompt_fingerprint("factuality", "direct", questions=["plain"])
+    # a prompt file edited is another fingerprint
+    with_claim = agents.prompt_fingerprint("factuality", "direct", questions=["plain", "claim"])
     edited = tmp_path / "prompts"
     shutil.copytree(PROMPTS_DIR, edited)
-    (edited / "factuality_question_excerpt.txt").write_text("Is {value} the {property} of the {entity_type}?")
-    assert with_excerpt != agents.prompt_fingerprint("factuality", "direct", questions=["plain", "claim"])
-    assert with_excerpt != agents.prompt_fingerprint("factuality", "direct", questions=["plain", "excerpt"],
-                                                     prompts_dir=str(edited))
-    # names shows the value and the type over the same fenced text, never the claim's property
-    m = agents.factuality_messages(text, claim, "direct", question="names")
-    question = m[1]["content"].rsplit("\n\n", 1)[1]
-    assert "1 hour" in question and "Recipe" in question and "cookTime" not in question
-    assert text in m[1]["content"] and "VALUE>>>" in question
-    # property-of asks the same without any text; neither shows the property's definition
-    m = agents.compliance_messages(claim, definition, "direct", question="property-of")
-    assert "1 hour" in m[1]["content"] and "cookTime" not in str(m) and definition not in str(m)
+    (edited / "factuality_question_claim.txt").write_text("Is {value} the {property} of the {entity_type}?")
+    assert with_claim != agents.prompt_fingerprint("factuality", "direct", questions=["plain", "says"])
+    assert with_claim != agents.prompt_fingerprint("factuality", "direct", questions=["plain", "claim"],
+                                                   prompts_dir=str(edited))
     # ranged is the plain compliance question with the property's expected types (schema.org's
     # rangeIncludes) beside the definition
     plain_q = agents.compliance_messages(claim, definition, "direct")[1]["content"]
@@ -300,16 +274,16 @@ def test_factuality_on_a_real_example_text(client):
 
 
 def test_a_claims_score_is_the_geometric_mean_of_the_text_questions_and_the_property_questions():
-    # a value the text states (0.9, 0.7) that does not fit the property (0.1, 0.3): sqrt(0.8 * 0.2)
-    scores = {"plain": 0.9, "complies-ranged": 0.1, "claim": 0.7, "choice": 0.3}
+    # a value the text states (0.9, 0.7) that does not fit the property (0.2): sqrt(0.8 * 0.2)
+    scores = {"plain": 0.9, "complies-ranged": 0.2, "claim": 0.7}
     assert agents.combined_score(scores) == pytest.approx(0.4)
-    assert agents.combined_score(scores) < sum(scores.values()) / 4  # the mean would say 0.5
+    assert agents.combined_score(scores) < sum(scores.values()) / 3  # the mean would say 0.6
     # either kind alone: its mean
     assert agents.combined_score({"plain": 0.9, "claim": 0.7}) == pytest.approx(0.8)
-    assert agents.combined_score({"complies": 0.2, "names": 0.6}) == pytest.approx(0.4)
+    assert agents.combined_score({"complies-ranged": 0.4}) == pytest.approx(0.4)
     # one kind at zero rejects whatever the other says
-    assert agents.combined_score({"plain": 1.0, "complies": 0.0}) == 0.0
-    assert agents.questions_key(["plain", "complies", "extract"]) == "plain+extract^complies"
+    assert agents.combined_score({"plain": 1.0, "complies-ranged": 0.0}) == 0.0
+    assert agents.questions_key(["plain", "complies-ranged", "extract"]) == "plain+extract^complies-ranged"
     assert agents.questions_key(["says", "plain"]) == "says+plain"
 
 
@@ -322,7 +296,7 @@ def test_several_factuality_questions_combine_the_text_questions_mean_with_the_p
     false = agents.Claim("name", "Lupo's Heartbreak Hotel", "Recipe")
     undefined = agents.Claim("http://example.org/dish", ex.jsonld["name"], "Recipe")  # no definition
     claims = [true, false, undefined]
-    qs = ["plain", "says", "extract", "complies"]
+    qs = ["plain", "says", "extract", "complies-ranged"]
     # a request cache, so that each question asked alone gets the very answer the score was made of
     c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
     try:
@@ -336,9 +310,9 @@ def test_several_factuality_questions_combine_the_text_questions_mean_with_the_p
         assert both[k].error is None and both[k].requests == 4
         stated = sum(alone[q][k].score for q in qs[:3]) / 3
         # the text questions' mean and the property question, geometric: each bounds the score
-        assert both[k].score == pytest.approx((stated * alone["complies"][k].score) ** 0.5)
-    # complies does not apply where schema.org defines nothing: the text questions' mean alone
-    assert both[2].requests == 3 and alone["complies"][2].score is None
+        assert both[k].score == pytest.approx((stated * alone["complies-ranged"][k].score) ** 0.5)
+    # complies-ranged does not apply where schema.org defines nothing: the text questions' mean alone
+    assert both[2].requests == 3 and alone["complies-ranged"][2].score is None
     assert both[2].score == pytest.approx(sum(alone[q][2].score for q in qs[:3]) / 3)
     # the name the model reads off the text is the recipe's: it matches the true claim only
     assert alone["extract"][0].score > 0.5 and alone["extract"][1].score == 0.0
@@ -425,12 +399,12 @@ def test_extract_soft_all_near_reads_a_missed_value_off_the_lines_around_it(serv
 
 
 @pytest.mark.model
-def test_several_compliance_questions_score_the_mean_and_name_the_property(service, tmp_path):
+def test_several_compliance_questions_score_the_mean(service, tmp_path):
     from udfs.llm.client import LLMClient
 
     good = agents.Claim("recipeIngredient", "2 cups of flour", "Recipe")
     bad = agents.Claim("telephone", "Eiffel Tower, Paris", "Hotel")
-    qs = ["plain", "ranged", "property-of"]
+    qs = ["plain", "ranged"]
     c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
     try:
         mean = c.run(agents.judge_compliance(c, [good, bad], strategy=EVAL.strategy, threshold=0.5, questions=qs))
@@ -439,10 +413,8 @@ def test_several_compliance_questions_score_the_mean_and_name_the_property(servi
     finally:
         c.close()
     for k in range(2):
-        assert mean[k].error is None and mean[k].requests == 3
-        assert mean[k].score == pytest.approx(sum(alone[q][k].score for q in qs) / 3)
-    # asked which property of a Hotel "Eiffel Tower, Paris" is, the model does not say telephone
-    assert alone["property-of"][1].score < 1.0
+        assert mean[k].error is None and mean[k].requests == 2
+        assert mean[k].score == pytest.approx(sum(alone[q][k].score for q in qs) / 2)
     assert mean[0].score > mean[1].score
 
 

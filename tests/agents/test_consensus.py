@@ -23,7 +23,7 @@ from udfs.runtime.config import ConfigError, load_config
 CONF = ROOT / "conf" / "serving-consensus.toml"
 APP = "llm4schema-consensus"
 BIG, SMALL = "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"
-EVAL = load_config().evaluate
+EVAL = load_config().judge
 THRESHOLD = EVAL.factuality_threshold
 PAGE = DATA / "html" / "extruct-samples" / "songkick" / "elysianfields_1.html"
 

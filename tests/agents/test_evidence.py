@@ -159,23 +159,6 @@ def test_missed_stated_value_is_an_answer_of_none_where_the_text_states_the_valu
     assert not E.missed_stated_value("none", "Sunday", text)
 
 
-def test_property_match_reads_the_named_property_and_scores_its_words():
-    known = {"telephone", "addressLocality", "streetAddress", "datePublished"}
-    assert E.property_match("addressLocality", "addressLocality") == 1.0
-    assert E.property_match("  AddressLocality.", "addressLocality") == 1.0  # case and punctuation
-    assert E.property_match("schema:datePublished", "datePublished") == 1.0
-    assert E.property_match("https://schema.org/telephone", "telephone") == 1.0
-    # the first known property of a sentence, where the vocabulary is given
-    assert E.property_match("The property is telephone.", "telephone", known) == 1.0
-    assert E.property_match("The property is telephone.", "telephone") == 0.0  # "The" read as the name
-    # another property scores by the words of the two names: 1 of 2 words, P 1, R 1/2
-    assert abs(E.property_match("address", "streetAddress") - 2 / 3) < 1e-9
-    assert E.property_match("telephone", "addressLocality") == 0.0
-    assert E.property_match("author", "creator") == 0.0
-    for none in ("none", "None.", "", None, "N/A", "  "):
-        assert E.property_match(none, "name") == 0.0
-
-
 def test_excerpt_cuts_the_text_around_each_statement_of_the_value():
     text = " ".join(f"w{i}" for i in range(40)) + "\nTranslator: Robert Martin Adams\n" + \
         " ".join(f"v{i}" for i in range(40))

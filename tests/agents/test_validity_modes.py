@@ -261,8 +261,7 @@ def test_the_evaluation_validity_stage_follows_the_mode():
     page = {"page_key": "k", "page_url": "http://ex.org/pie", "text": "Pie", "human_markup": json.dumps(doc)}
     kept = {}
     for mode in ("schemaorg", "paper"):
-        cfg = EvalConfig(stages=["validity"], strategy=conf.evaluate.strategy, factuality_threshold=0.5,
-                         compliance_threshold=0.5, verdict_models=[], context_window=conf.evaluate.context_window,
+        cfg = EvalConfig(stages=["validity"], judge=configured_judge(conf), context_window=conf.evaluate.context_window,
                          max_tokens=conf.evaluate.max_tokens, max_claims=0, validity_engine="compiled",
                          validity_strict=False, validity_vocab=CONF.vocab, validity_mode=mode, scores=conf.scores)
         # validity only, human markup only: no model is asked (the address is never reached)
@@ -298,8 +297,7 @@ def test_report_table7_says_which_counting_it_shows(tmp_path):
               / "Elysian Fields Brooklyn Tickets, The Owl Music Parlor, 31 Oct 2015.jsonld").read_text()
     page = {"page_key": "k", "page_url": "http://ex.org/owl", "text": "", "human_markup": markup}
     for mode in ("paper", "schemaorg"):
-        cfg = EvalConfig(stages=["validity"], strategy=conf.evaluate.strategy, factuality_threshold=0.5,
-                         compliance_threshold=0.5, verdict_models=[], context_window=conf.evaluate.context_window,
+        cfg = EvalConfig(stages=["validity"], judge=configured_judge(conf), context_window=conf.evaluate.context_window,
                          max_tokens=conf.evaluate.max_tokens, max_claims=0, validity_engine="compiled",
                          validity_strict=False, validity_vocab=CONF.vocab, validity_mode=mode, scores=conf.scores)
         (score,) = PageEvaluator("http://127.0.0.1:9/v1", cfg, use_served_tokenizer=False).evaluate(page)["scores"]
@@ -320,3 +318,12 @@ def test_report_table7_says_which_counting_it_shows(tmp_path):
             assert counting == "rows" and score.get("n_triples_paper") is None
             assert (row["triples_in"], row["after_validity"]) == (score["n_triples"], score["n_valid"])
         assert table7_text(tables(con, counting)["table7"], counting).endswith(COUNTINGS[counting])
+
+
+def configured_judge(conf):
+    """[judge] with its configured thresholds (validity asks no model: nothing is calibrated)."""
+    from udfs.agents.questions import identities
+    from udfs.scores.calibration import resolve_judge
+
+    origin = {f"{a}_threshold": "conf/pipeline.toml [judge]" for a in ("factuality", "compliance")}
+    return resolve_judge(conf.judge, identities(conf.judge), origin=origin, apply=False)

@@ -11,7 +11,7 @@ import pytest
 
 from udfs.agents import verdicts as agents
 from udfs.bench import commands
-from udfs.bench.runner import VERDICTS_SCHEMA, VerdictConfig, to_table
+from udfs.bench.runner import VERDICTS_SCHEMA, to_table
 from udfs.runtime.io import Folder
 from udfs.scores import calibration as cal
 
@@ -98,7 +98,13 @@ def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path):
     path = write_ground_truth(tmp_path / "gt.parquet", own_ground_truth())
     gt = commands.load_ground_truth(Folder(str(path)))
     out = tmp_path / "out"
-    results = Folder(str(out / "agents_bench/results" / VerdictConfig(["m"], "direct", 0.5, 0.5).name))
+    calib = tmp_path / "conf/calibration.json"
+    argv = ["calibrate", "--input", str(path), "--output", str(out), "--verdict-models", "m", "--limit", "0",
+            "--seed", "3", "--fit-fraction", "0.5", "--calibration", str(calib),
+            "--factuality-questions", "plain", "--compliance-questions", "plain"]  # the verdicts below
+    # calibrate judges at the configured thresholds, whatever the file holds: its folder is theirs
+    assert AgentsBenchJob(argv).verdict_config().name == "m_direct_f0.5_c0.5"
+    results = Folder(str(out / "agents_bench/results/m_direct_f0.5_c0.5"))
     # the verdicts a run of model m wrote, for every item (so calibrate asks nothing)
     rows = [{"agent": agent, "item_id": r["item_id"], "kind": r["kind"], "label": r["label"],
              "property": r["property"], "value": r["value"], "entity_type": r["entity_type"],
@@ -107,11 +113,6 @@ def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path):
              "cached_prompt_tokens": 0, "completion_tokens": 0}
             for agent, table in gt.tables.items() for r in table]
     results.write_parquet("verdicts/part-00000.parquet", to_table(rows, VERDICTS_SCHEMA))
-    calib = tmp_path / "conf/calibration.json"
-    argv = ["calibrate", "--input", str(path), "--output", str(out), "--verdict-models", "m", "--limit", "0",
-            "--seed", "3", "--fit-fraction", "0.5", "--calibration-file", str(calib),
-            "--factuality-threshold", "0.5", "--compliance-threshold", "0.5",
-            "--factuality-questions", "plain", "--compliance-questions", "plain"]  # the verdicts above
     assert AgentsBenchJob(argv).main() == 0
     doc = json.loads(calib.read_text())
     entries = {e["agent"]: e for e in doc["entries"]}
@@ -133,9 +134,21 @@ def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path):
     assert record["counters"]["judged_now"] == 0 and record["counters"]["already_judged"] == 6 * TEXTS
     assert record["calibration"]["file"] == str(calib) and record["calibration"]["sha256"] == cal.sha256(str(calib))
     assert "| m | factuality | intrinsic |" in (results.local_path / "calibration.md").read_text()
+    assert record["benchmark"]["resolved_judge"]["provenance"]["factuality"].startswith(
+        "0.5 from conf/pipeline.toml [judge]; calibration: not applied: calibrate fits")
     # an evaluation with model m and strategy direct takes these thresholds
     applied = cal.resolve(str(calib), ["m"], "direct")
     assert applied.thresholds == {a: e["threshold"] for a, e in entries.items()}
+    # and so does the benchmark's run: it measures the judge that runs
+    run = AgentsBenchJob(["run", *argv[1:]]).verdict_config()
+    assert {a: run.threshold(a) for a in entries} == {a: e["threshold"] for a, e in entries.items()}
+    assert run.judge.provenance["compliance"].startswith(f"{entries['compliance']['threshold']:g} from {calib}, "
+                                                         "entry shared_prefix (m, direct)")
+    assert run.name != "m_direct_f0.5_c0.5"
+    # unless the command line gives a threshold
+    given = AgentsBenchJob(["run", *argv[1:], "--factuality-threshold", "0.5"]).verdict_config()
+    assert given.threshold("factuality") == 0.5 and given.judge.provenance["factuality"].startswith(
+        "0.5 from --factuality-threshold")
 
 
 @pytest.mark.model
@@ -147,7 +160,7 @@ def test_calibrate_on_the_embedded_model(service, tmp_path):
     path = write_ground_truth(tmp_path / "gt.parquet", own_ground_truth()[:6 * 4])
     calib = tmp_path / "calibration.json"
     argv = ["calibrate", "--input", str(path), "--output", str(tmp_path / "out"), "--base-url", service,
-            "--verdict-models", SERVED_MODEL_ID, "--limit", "4", "--seed", "1", "--calibration-file", str(calib)]
+            "--verdict-models", SERVED_MODEL_ID, "--limit", "4", "--seed", "1", "--calibration", str(calib)]
     assert AgentsBenchJob(argv).main() == 0
     entries = {e["agent"]: e for e in json.loads(calib.read_text())["entries"]}
     assert set(entries) == {"factuality", "compliance"}

@@ -294,13 +294,21 @@ def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
     import dataclasses
     import shutil
 
+    from udfs.agents.questions import identities
     from udfs.evaluation.evaluator import EvalConfig
     from udfs.evaluation.parts import settings_hash
     from udfs.runtime.config import load_config
     from udfs.runtime.paths import PROMPTS_DIR
+    from udfs.scores.calibration import resolve_judge
 
-    cfg = EvalConfig(stages=["validity", "factuality"], strategy="direct", factuality_threshold=0.5,
-                     compliance_threshold=0.5, verdict_models=[], context_window=2048, max_tokens=64, max_claims=0,
+    settings = dataclasses.replace(load_config().judge, verdict_models=(), calibration="")
+    origin = {f"{a}_threshold": "conf/pipeline.toml [judge]" for a in ("factuality", "compliance")}
+
+    def judge(**kw):
+        s = dataclasses.replace(settings, **kw)
+        return resolve_judge(s, identities(s), origin=origin)
+
+    cfg = EvalConfig(stages=["validity", "factuality"], judge=judge(), context_window=2048, max_tokens=64, max_claims=0,
                      validity_engine="compiled", validity_strict=False, validity_vocab="30.0", validity_mode="schemaorg",
                      scores=load_config().scores)
     prompts = tmp_path / "prompts"
@@ -310,7 +318,13 @@ def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
     q = prompts / "factuality_question.txt"
     q.write_text(q.read_text() + " ")
     assert settings_hash(cfg, prompts_dir=prompts)[0] != h0
-    assert settings_hash(dataclasses.replace(cfg, factuality_threshold=0.6), prompts_dir=PROMPTS_DIR)[0] != h0
+    assert settings_hash(dataclasses.replace(cfg, judge=judge(factuality_threshold=0.6)),
+                         prompts_dir=PROMPTS_DIR)[0] != h0
+    # where a threshold came from is not a setting: the same value given on the command line is the same run
+    given = resolve_judge(settings, identities(settings),
+                          origin={**origin, "factuality_threshold": "--factuality-threshold"})
+    assert settings_hash(dataclasses.replace(cfg, judge=given), prompts_dir=prompts)[0] == \
+        settings_hash(cfg, prompts_dir=prompts)[0]
     a, b = tmp_path / "a.json", tmp_path / "b" / "a.json"
     b.parent.mkdir()
     a.write_text("{}")
@@ -319,6 +333,12 @@ def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
     assert settings_hash(dataclasses.replace(cfg, validity_vocab=str(a)), prompts_dir=PROMPTS_DIR)[0] == with_a
     b.write_text('{"x": 1}')
     assert settings_hash(dataclasses.replace(cfg, validity_vocab=str(b)), prompts_dir=PROMPTS_DIR)[0] != with_a
+    # the judge's calibration file, inside the judge's settings, is hashed by its content too
+    a.write_text('{"version": 1, "entries": []}')
+    with_a, _ = settings_hash(dataclasses.replace(cfg, judge=judge(calibration=str(a))), prompts_dir=PROMPTS_DIR)
+    a.write_text('{"version": 1, "entries": [] }')
+    again, _ = settings_hash(dataclasses.replace(cfg, judge=judge(calibration=str(a))), prompts_dir=PROMPTS_DIR)
+    assert again != with_a
 
 
 def test_an_s3_output_root_holds_parts_and_markers_read_back_with_duckdb(stub, s3_server, s3_keys, tmp_path,

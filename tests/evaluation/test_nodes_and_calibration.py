@@ -2,6 +2,8 @@
 the verdicts of the claims inside that node (and the curated markup keeps the node exactly while
 one of them stays), and the calibration file replaces the configured thresholds only where an
 entry matches the verdict models and strategy, saying so for the run record."""
+import dataclasses
+
 import pytest
 
 from udfs.agents import verdicts as agents
@@ -68,49 +70,98 @@ def test_a_node_that_did_not_reach_the_stage_is_left_alone():
     assert "factual" not in offers and not _alive(offers, "factuality")
 
 
+CONFIGURED = {f"{a}_threshold": "conf/pipeline.toml [judge]" for a in ("factuality", "compliance")}
+
+
+def judge(*, served_model=None, origin=CONFIGURED, apply=True, **kw):
+    """The resolved judge of [judge] with ``kw`` over it (plain questions, model "m", no calibration
+    unless given), its thresholds configured by the file unless ``origin`` says a flag gave them."""
+    from udfs.agents.questions import identities
+
+    settings = dataclasses.replace(CONF.judge, **{"factuality_questions": ("plain",),
+                                                  "compliance_questions": ("plain",), "verdict_models": ("m",),
+                                                  "calibration": "", **kw})
+    return cal.resolve_judge(settings, identities(settings), served_model=served_model, origin=origin, apply=apply)
+
+
 def config(**kw):
     ev = CONF.evaluate
-    base = dict(stages=["validity", "factuality", "compliance"], strategy="direct", factuality_threshold=0.5,
-                compliance_threshold=0.5, verdict_models=["m"], context_window=ev.context_window,
-                max_tokens=ev.max_tokens, max_claims=0, validity_engine="compiled", validity_strict=False,
-                validity_vocab=CONF.validity.vocab, validity_mode="schemaorg", scores=CONF.scores)
-    return EvalConfig(**{**base, **kw})
+    return EvalConfig(stages=["validity", "factuality", "compliance"], judge=judge(**kw),
+                      context_window=ev.context_window, max_tokens=ev.max_tokens, max_claims=0,
+                      validity_engine="compiled", validity_strict=False, validity_vocab=CONF.validity.vocab,
+                      validity_mode="schemaorg", scores=CONF.scores)
 
 
 def entry(agent, threshold, model="m", strategy="direct"):
     return {"model": model, "agent": agent, "strategy": strategy, "layout": cal.SHARED_PREFIX,
             "threshold": threshold, "knots": {"x": [0.1, 0.9], "y": [0.0, 1.0]}, "seed": 1, "fit_fraction": 0.5,
-            "ground_truth_sha256": "g", "fit": {"n": 10}, "test": {"n": 10, "tp": 4, "fn": 1, "tn": 4, "fp": 1,
-                                                                 "precision": 0.8, "recall": 0.8, "f1": 0.8,
-                                                                 "auroc": 0.9, "tasks": {}}}
+            "ground_truth_sha256": "g" * 64, "fit": {"n": 10, "groups": 4}, "created_at": "2026-12-01T00:00:00+00:00",
+            "test": {"n": 10, "tp": 4, "fn": 1, "tn": 4, "fp": 1, "precision": 0.8, "recall": 0.8, "f1": 0.8,
+                     "auroc": 0.9, "tasks": {}}}
 
 
-def test_the_calibration_replaces_thresholds_only_where_it_matches(tmp_path):
+def test_the_calibration_gives_the_thresholds_only_where_it_matches_and_says_where_each_came_from(tmp_path):
     path = str(tmp_path / "calibration.json")
     cal.write(path, [entry("factuality", 0.31), entry("compliance", 0.27), entry("factuality", 0.7, model="other")])
-    cfg = config(calibration=path)
-    assert (cfg.factuality_threshold, cfg.compliance_threshold) == (0.31, 0.27)
-    rec = cfg.calibration_applied
+    j = config(calibration=path).judge
+    assert (j.factuality_threshold, j.compliance_threshold) == (0.31, 0.27)
+    assert j.provenance["factuality"] == (f"0.31 from {path}, entry shared_prefix (m, direct), fitted on 10 items in "
+                                          "4 groups of ground truth gggggggggggg, created 2026-12-01T00:00:00+00:00")
+    rec = j.calibration
     assert rec["file"] == path and rec["sha256"] == cal.sha256(path)
-    assert rec["agents"]["factuality"]["matched"] and rec["configured_thresholds"] == {"factuality": 0.5,
-                                                                                    "compliance": 0.5}
-    assert rec["maps"]["factuality"] == {"x": [0.1, 0.9], "y": [0.0, 1.0]}
-    # resolved once: a copy of the config keeps what it took
-    import dataclasses
-
-    assert dataclasses.replace(cfg).calibration_applied == rec
+    assert rec["agents"]["factuality"]["matched"] and rec["agents"]["compliance"]["matched"]
+    assert j.maps["factuality"] == {"x": [0.1, 0.9], "y": [0.0, 1.0]}
+    assert cal.apply_map(j.maps["factuality"], 0.5) == pytest.approx(0.5)
+    # the configured settings are kept as they were written
+    assert (j.settings.factuality_threshold, j.settings.compliance_threshold) == (0.5, 0.5)
     # another strategy, an unknown model, the service's default model unnamed, no file
-    for other in (config(calibration=path, strategy="guided"), config(calibration=path, verdict_models=["x"]),
-                  config(calibration=path, verdict_models=[]), config()):
+    for other in (judge(calibration=path, strategy="guided"), judge(calibration=path, verdict_models=("x",)),
+                  judge(calibration=path, verdict_models=()), judge()):
         assert (other.factuality_threshold, other.compliance_threshold) == (0.5, 0.5)
-        assert not other.calibration_applied["agents"]["factuality"]["matched"]
+        assert not other.calibration["agents"]["factuality"]["matched"] and not other.maps
+        assert other.provenance["factuality"].startswith("0.5 from conf/pipeline.toml [judge]; calibration: ")
+    assert judge().provenance["compliance"] == ("0.5 from conf/pipeline.toml [judge]; calibration: no calibration "
+                                                "file configured: the configured thresholds")
     # the default generator is the service's first model: named, it matches
-    assert config(calibration=path, verdict_models=[], served_model="m").factuality_threshold == 0.31
-    assert cal.apply_map(cfg.calibration_applied["maps"]["factuality"], 0.5) == pytest.approx(0.5)
+    assert judge(calibration=path, verdict_models=(), served_model="m").factuality_threshold == 0.31
     # an entry fitted on other prompts is not taken; one fitted on these is
     stale = str(tmp_path / "stale.json")
     cal.write(stale, [{**entry("factuality", 0.31), "prompts_sha256": "0" * 16},
                       {**entry("compliance", 0.27), "prompts_sha256": agents.prompt_fingerprint("compliance", "direct")}])
-    cfg = config(calibration=stale)
-    assert (cfg.factuality_threshold, cfg.compliance_threshold) == (0.5, 0.27)
-    assert "other prompts" in cfg.calibration_applied["note"]
+    j = judge(calibration=stale)
+    assert (j.factuality_threshold, j.compliance_threshold) == (0.5, 0.27)
+    assert "other prompts" in j.calibration["note"] and "other prompts" in j.provenance["factuality"]
+
+
+def test_a_threshold_the_command_line_gives_wins_over_the_calibration(tmp_path):
+    path = str(tmp_path / "calibration.json")
+    cal.write(path, [entry("factuality", 0.31), entry("compliance", 0.27)])
+    j = judge(calibration=path, factuality_threshold=0.5,
+              origin={**CONFIGURED, "factuality_threshold": "--factuality-threshold"})
+    assert (j.factuality_threshold, j.compliance_threshold) == (0.5, 0.27)
+    assert j.provenance["factuality"].startswith("0.5 from --factuality-threshold (the calibration entry shared_prefix "
+                                                 "not taken")
+    # nor its map or its test counts: they describe another threshold (the corrected rates need them)
+    assert "factuality" not in j.maps and not j.calibration["agents"]["factuality"]["matched"]
+    assert j.calibration["agents"]["compliance"]["matched"]
+    # a calibration run fits the thresholds: it judges at the configured ones, whatever the file holds
+    raw = judge(calibration=path, apply=False)
+    assert (raw.factuality_threshold, raw.compliance_threshold) == (0.5, 0.5) and not raw.maps
+    assert raw.provenance["factuality"] == ("0.5 from conf/pipeline.toml [judge]; calibration: not applied: "
+                                            "calibrate fits the thresholds on the raw scores")
+
+
+def test_the_shipped_calibration_gives_the_default_judge_its_thresholds():
+    """[judge] as shipped, the embedded model serving: both agents take conf/calibration.json's
+    entry for the default questions (a prompt edit without a new calibration fails here)."""
+    from udfs.agents.questions import identities
+    from udfs.runtime.paths import project_file
+
+    settings = dataclasses.replace(CONF.judge, calibration=project_file(CONF.judge.calibration))
+    model = next(e["model"] for e in cal.read(settings.calibration)["entries"])
+    j = cal.resolve_judge(settings, identities(settings), served_model=model, origin=CONFIGURED)
+    assert (round(j.factuality_threshold, 3), round(j.compliance_threshold, 3)) == (0.287, 0.318)
+    assert j.provenance["factuality"].startswith(
+        "0.286544 from conf/calibration.json, entry shared_prefix:plain+claim+extract-soft-all-near+extract-other"
+        "^complies-ranged (qwen2.5-coder-1.5b, direct), fitted on 297 items in 121 groups of ground truth ")
+    assert j.provenance["compliance"].startswith("0.317921 from conf/calibration.json, entry shared_prefix:ranged")

@@ -134,8 +134,10 @@ def root(tmp_path_factory) -> Path:
         "finished_at": "2026-11-30T10:05:00+00:00", "python": "3.11.7",
         "counters": {"evaluated": 2, "over_limit": 1},
         "config": {"limit": 2, "order": "shortest", "models": [MODEL], "config": "conf/pipeline.toml"},
-        "evaluation": {"stages": ["validity", "factuality", "compliance"], "strategy": "direct",
-                       "factuality_threshold": 0.5, "compliance_threshold": 0.5}}))
+        "evaluation": {"stages": ["validity", "factuality", "compliance"], "judge": {
+            "settings": {"strategy": "direct"}, "factuality_threshold": 0.5, "compliance_threshold": 0.5,
+            "provenance": {"factuality": "0.5 from --factuality-threshold",
+                           "compliance": "0.5 from conf/pipeline.toml [judge]; calibration: none"}}}}))
     (out / "samples").mkdir()
     pq.write_table(pa.Table.from_pylist([{"page_url": u, "feature": f} for u in PAGES for f in ("a", "b")]),
                    out / "samples" / "part-0.parquet")

@@ -27,7 +27,7 @@ from udfs.runtime.inputs import InputError, resolve_inputs
 from udfs.schemaorg.markup import MarkupError, parse_markup
 
 ROOT = Path(__file__).resolve().parents[2]
-EVAL = load_config().evaluate  # the verdicts' strategy and threshold of conf/pipeline.toml
+EVAL = load_config().judge  # the verdicts' strategy and threshold of conf/pipeline.toml
 DATA = ROOT / "data"
 ONE_PAGE_WARC = DATA / "warc" / "cc-main-2024-22-one-page.warc.gz"
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import httpx
 import pyarrow.parquet as pq
 import pytest
 

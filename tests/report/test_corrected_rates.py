@@ -24,9 +24,9 @@ def scores_table(pages=300, claims=10, false_share=0.3, sens=0.8, spec=0.9, seed
 
 def record(matched=True):
     test = {"n": 600, "tp": 240, "fn": 60, "tn": 270, "fp": 30}  # sens 0.8, spec 0.9
-    return {"evaluation": {"stages": ["validity", "factuality", "compliance"], "calibration_applied": {
+    return {"evaluation": {"stages": ["validity", "factuality", "compliance"], "judge": {"calibration": {
         "file": "/x/conf/calibration.json", "sha256": "ab" * 32, "note": "calibrated (factuality) for m, direct",
-        "agents": {"factuality": {"matched": matched, "test": test}, "compliance": {"matched": False}}}}}
+        "agents": {"factuality": {"matched": matched, "test": test}, "compliance": {"matched": False}}}}}}
 
 
 def test_the_corrected_rate_recovers_the_known_share_and_unmatched_agents_say_so():

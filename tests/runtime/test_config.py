@@ -23,6 +23,7 @@ JOBS = {"csets": "CsetsJob", "sample": "SampleJob", "warc_index": "WarcIndexJob"
         "extract_quads": "ExtractQuadsJob", "pages": "PagesJob", "evaluate": "EvaluateJob",
         "report": "ReportJob", "agents_bench": "AgentsBenchJob"}
 LIBRARY_SECTIONS = ("scores", "validity")  # sections that configure library objects, not one job's flags
+SHARED = {"judge": ("evaluate", "agents_bench")}  # sections whose flags several jobs take, and those jobs
 
 
 def job_class(name: str):
@@ -66,7 +67,7 @@ def parse_error(job: str, argv: list[str], capsys) -> str:
 
 def test_the_sections_are_the_jobs_and_the_library_objects():
     conf = load_config()
-    assert set(C.SECTIONS) == set(JOBS) | set(LIBRARY_SECTIONS)
+    assert set(C.SECTIONS) == set(JOBS) | set(LIBRARY_SECTIONS) | set(SHARED)
     for name, cls in C.SECTIONS.items():
         assert isinstance(getattr(conf, name), cls)
 
@@ -76,11 +77,42 @@ def test_each_job_section_holds_exactly_the_jobs_setting_flags(job):
     conf = load_config()
     cls = job_class(job)
     parser = cls.__new__(cls).build_parser(conf)  # the command line only: nothing parsed yet
-    keys = {f.name for f in dataclasses.fields(conf.section(job))}
-    assert set(parser.setting_dests) == keys
+    shared = [s for s, jobs in SHARED.items() if job in jobs]
+    assert tuple(shared) == cls.shared_sections
+    defaults = {k: v for s in (job, *shared) for k, v in C.as_defaults(conf.section(s)).items()}
+    assert set(parser.setting_dests) == set(defaults)
+    assert parser.setting_sections == {k: s for s in (job, *shared) for k in C.as_defaults(conf.section(s))}
     # and the parsed defaults are the file's values
     args = vars(parser.parse_args(["--input", "x", "--output", "y"] + (["build"] if job == "agents_bench" else [])))
-    assert {k: args[k] for k in keys} == C.as_defaults(conf.section(job))
+    assert {k: args[k] for k in defaults} == defaults
+
+
+@pytest.mark.parametrize("job", sorted(SHARED["judge"]))
+def test_the_judge_flags_default_to_the_judge_section_and_say_where_a_value_came_from(job, tmp_path):
+    """Both judging jobs take [judge]'s flags; a key of [judge] written in the job's own section is
+    refused (one home per setting), and ``setting_origin`` says the flag when the command line gave the setting, else
+    the file and section."""
+    head = ["--input", "x", "--output", str(tmp_path)] + (["run"] if job == "agents_bench" else [])
+    path = conf_with(tmp_path, "judge", replace=("factuality_threshold", "0.4"))
+    j = job_class(job)(head + ["--config", str(path), "--compliance-threshold", "0.7"])
+    assert (j.args.factuality_threshold, j.args.compliance_threshold) == (0.4, 0.7)
+    assert j.given == {"compliance_threshold"}
+    assert j.setting_origin("compliance_threshold") == "--compliance-threshold"
+    assert j.setting_origin("factuality_threshold") == f"{path} [judge]"
+    assert j.setting_origin("strategy") == f"{path} [judge]"
+    default = job_class(job)(head)
+    assert default.given == frozenset()
+    assert default.setting_origin("factuality_threshold") == "conf/pipeline.toml [judge]"
+    twice = conf_with(tmp_path, job, add='strategy = "direct"')
+    with pytest.raises(ConfigError, match=r"\[" + job + r"\] has unknown key strategy"):
+        load_config(twice)
+
+
+def test_a_judge_settings_object_is_made_from_the_flags():
+    conf = load_config()
+    assert C.judge_of(conf.judge) == conf.judge
+    args = type("Args", (), {**C.as_defaults(conf.judge), "factuality_questions": ["plain"]})
+    assert C.judge_of(args) == dataclasses.replace(conf.judge, factuality_questions=("plain",))
 
 
 def _attribute_names(folders: tuple[str, ...]) -> set[str]:
@@ -269,10 +301,9 @@ def test_the_code_holds_no_default_of_a_setting():
         assert not hasattr(module, name), f"{module.__name__}.{name}"
     for cls in C.SECTIONS.values():
         _no_default(cls, [f.name for f in dataclasses.fields(cls)])
-    _no_default(EvalConfig, ["stages", "strategy", "factuality_threshold", "compliance_threshold", "verdict_models",
-                             "context_window", "max_tokens", "max_claims", "validity_engine", "validity_strict",
-                             "validity_vocab", "validity_mode", "scores"])
-    _no_default(runner.VerdictConfig, ["strategy", "factuality_threshold", "compliance_threshold"])
+    _no_default(EvalConfig, ["stages", "judge", "context_window", "max_tokens", "max_claims", "validity_engine",
+                             "validity_strict", "validity_vocab", "validity_mode", "scores"])
+    _no_default(runner.VerdictConfig, ["models", "judge"])
     _no_default(html.PageConfig, [f.name for f in dataclasses.fields(html.PageConfig)])
     _no_default(csets.CsetConfig, ["subject_scope", "sample_urls", "reject_raw_chars", "max_line_bytes"])
     for fn in (verdicts.judge_factuality, verdicts.judge_compliance, verdicts.verdict_voter, verdicts.correct):

@@ -1,6 +1,7 @@
 """udfs/runtime/summary.py: the end-of-run block of every job and the demo's closing summary."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -100,33 +101,40 @@ def test_job_summary_of_the_report_links_it_once_and_skips_empty_rejects(demo_ro
     assert text.splitlines() == ["report: done in 1.5 s", f"  report: file://{report.local_path / 'index.html'}"]
 
 
-def _write_applied(root, applied, configured):
+def _write_judge(root, judge):
     rec = json.loads((root / "scores").read_text("_run.json"))
-    rec["evaluation"] = {"calibration_applied": {**applied.record(), "configured_thresholds": configured}}
+    rec["evaluation"] = {"judge": dataclasses.asdict(judge)}
     (root / "scores").write_text("_run.json", json.dumps(rec))
 
 
 def test_the_summary_says_which_thresholds_decided_and_the_shipped_calibration_fits_the_default(demo_root):
-    """The shipped conf/calibration.json is taken by a default evaluation (its entries were fitted
-    on today's prompts: a prompt edit without a new calibration fails here), and the summary says
-    its thresholds; a verdict model it does not hold keeps the configured ones."""
-    from udfs.agents.verdicts import prompt_fingerprint
+    """The shipped conf/calibration.json is taken by the default judge ([judge]: its entries were
+    fitted on today's prompts: a prompt edit without a new calibration fails here), and the summary
+    says its thresholds; a verdict model it does not hold keeps the configured ones, and a
+    threshold given on the command line is said so."""
+    from udfs.agents.questions import identities
     from udfs.runtime.config import load_config
     from udfs.runtime.paths import project_file
     from udfs.scores import calibration as cal
 
-    ev = load_config().evaluate
-    path = project_file(ev.calibration)
-    fingerprints = {a: prompt_fingerprint(a, ev.strategy) for a in cal.AGENTS}
+    settings = load_config().judge
+    path = project_file(settings.calibration)
+    conf = {"factuality_threshold": "conf/pipeline.toml [judge]", "compliance_threshold": "conf/pipeline.toml [judge]"}
     model = next(e["model"] for e in cal.read(path)["entries"])
-    applied = cal.resolve(path, [model], ev.strategy, prompts=fingerprints)
-    assert sorted(applied.entries) == ["compliance", "factuality"], applied.note
-    _write_applied(demo_root, applied, {"factuality": 0.5, "compliance": 0.5})
+    judge = cal.resolve_judge(settings, identities(settings), served_model=model, origin=conf)
+    assert all(judge.calibration["agents"][a]["matched"] for a in cal.AGENTS), judge.calibration["note"]
+    _write_judge(demo_root, judge)
     line = next(x for x in demo_summary(demo_root).splitlines() if x.startswith("verdict thresholds:"))
     for agent in ("factuality", "compliance"):
-        assert f"{agent} {applied.thresholds[agent]:.3g} (calibrated)" in line
+        assert f"{agent} {judge.threshold(agent):.3g} (calibrated)" in line
     assert line.endswith(f"calibration file {path}")
 
-    other = cal.resolve(path, ["another-model"], ev.strategy, prompts=fingerprints)
-    _write_applied(demo_root, other, {"factuality": 0.5, "compliance": 0.4})
+    other = cal.resolve_judge(dataclasses.replace(settings, compliance_threshold=0.4), identities(settings),
+                              served_model="another-model", origin=conf)
+    _write_judge(demo_root, other)
     assert "verdict thresholds: factuality 0.5 (configured), compliance 0.4 (configured)" in demo_summary(demo_root)
+    given = cal.resolve_judge(settings, identities(settings), served_model=model,
+                              origin={**conf, "factuality_threshold": "--factuality-threshold"})
+    _write_judge(demo_root, given)
+    assert "verdict thresholds: factuality 0.5 (command line), compliance 0.318 (calibrated)" in demo_summary(demo_root)
+

@@ -10,6 +10,9 @@ every agent's messages are built from.
 * Strategies (FactCheck): ``direct`` (the question alone), ``guided`` (zero-shot verification
   steps), ``fewshot`` (guided, plus solved examples built from the schema.org examples);
   ``system_prompt`` builds a verdict agent's system message for one of them.
+* What a question shows of a claim: a property's definition as plain text (``plain_definition``),
+  a named node's type (``typed_suffix``); the questions
+  are ``udfs.agents.questions``' registry.
 * Page text to prompt size: ``page_chunks`` cuts the text with the paper's formula
   (``udfs.llm.chunking``) so the instructions, one chunk and the answer fit the context window.
 """
@@ -164,103 +167,8 @@ def system_prompt(agent: str, strategy: str, prompts_dir: str | None) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-# ---- factuality questions -------------------------------------------------------------------
-# The factuality question's variants (prompt files): the plain question, and one that also gives
-# the property's schema.org definition (a swapped value is easier to catch when the model knows
-# what the property means), and two rewordings of the plain question whose scores
-# experiments/judge_configs averaged with the plain one (self-consistency over phrasings).
-FACTUALITY_QUESTIONS = {"plain": "factuality_question", "defined": "factuality_question_defined",
-                        "says": "factuality_question_says", "claim": "factuality_question_claim",
-                        "where": "factuality_question_where", "exemplified": "factuality_question_exemplified",
-                        "excerpt": "factuality_question_excerpt", "typed": "factuality_question_typed",
-                        "claim-typed": "factuality_question_claim_typed", "subject": "factuality_question_subject",
-                        "claim-subject": "factuality_question_claim_subject"}
-# ``typed`` and ``claim-typed`` are ``plain`` and ``claim`` with a named node's type after its name
-# ("Music Resource Centre (an Organization)"): a bare name reads as any string the page holds. For
-# a literal they are the very requests of ``plain`` and ``claim``.
-# ``subject`` is ``plain`` with the claim's subject said: by its name ('the DepositAccount "Freedom
-# Savings Account"'), or where it has none (or the claim is about its name) by the node that holds
-# it ('the MusicGroup (the byArtist of the MusicRecording "It Ain't Me, Babe")'): "the MusicGroup"
-# alone reads as any of the page's groups. With no subject to say, the very request of ``plain``;
-# ``claim-subject`` is ``claim`` so.
-# ``excerpt`` shows the model only the stretches of the text around the value
-# (``udfs.agents.evidence.excerpt``) and does not apply where the text does not state the value.
-EXCERPT = "excerpt"
-# A factuality score can also come from the model reading the property's value off the text without
-# being shown the claim's (``udfs.agents.verdicts.extract_messages``), or from the compliance
-# question about the claim (does the value fit the property's definition; no page text): a value
-# moved from another property is rarely the kind of value this one takes. What a configuration may ask.
-EXTRACT = "extract"
-# ``extract`` asks for *the* value; where the text has several entities of the type or several
-# values of the property the model reads off another one. ``extract-all`` asks for every value
-# of the property the text gives, one per line, and scores the best line.
-EXTRACT_ALL = "extract-all"
-# ``extract``'s very question, its answer scored softly: where the model reads off another value
-# (or none), the share of its first answer token that went to the claim's value
-# (``udfs.agents.evidence.soft_answer_match``), so a value the model weighs second still counts.
-EXTRACT_SOFT = "extract-soft"
-# Where ``extract-soft``'s answer is another value the text states (a list's first member, or the
-# value of a neighbouring property), ``extract``'s question again, "other than" that answer, scored
-# as ``extract-soft``: a list's further members come next, a value the text gives as another property
-# rarely does. Not asked of other claims; asks ``extract-soft``'s request first where that is not
-# asked too (``udfs.agents.verdicts.judge_factuality``).
-EXTRACT_OTHER = "extract-other"
-# ``extract-soft``, and where its answer is none although the text states the claim's value (the
-# model missed a value it was to read off: most often one of a list, such as a day among the week's),
-# ``extract-all``'s best line where that is larger: the listing finds the members the single answer
-# passes over. A text that does not state the value is not asked again, so a guess gains nothing.
-EXTRACT_SOFT_ALL = "extract-soft-all"
-# ``extract-soft-all``, and where it asks again, ``extract-soft``'s question also asked of the
-# stretches of the text around the value (``udfs.agents.evidence.excerpt``, as ``excerpt`` shows
-# them), the largest of the three scores kept: in a long text the model passes over a value that it
-# reads off a few lines around it.
-EXTRACT_SOFT_NEAR = "extract-soft-all-near"
-COMPLIES = "complies"
-# The same with the property's expected types (the compliance question ``ranged``): a value moved
-# from a distant property is often of another type than this one takes (a date, a phone number).
-COMPLIES_RANGED = "complies-ranged"
-# Or from the model naming the property the text gives the claim's value as (the claim's property
-# not shown), matched against the claim's (``udfs.agents.evidence.property_match``): a value moved
-# from another property is named as that one.
-NAMES = "names"
-# Or from the model choosing, among the properties the markup gives the claim's subject (lettered
-# options, and "none of them"), the one the text gives the claim's value as: ``names`` with the
-# answer held to the markup's own properties, so the model weighs the claimed property against the
-# others rather than against every property it knows (``udfs.agents.verdicts.choice_messages``).
-CHOICE = "choice"
-FACTUALITY_ASKS = (*FACTUALITY_QUESTIONS, EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_OTHER, EXTRACT_SOFT_ALL,
-                   EXTRACT_SOFT_NEAR,
-                   COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
-# The questions above ask one of two things: does the text state the value (the rewordings,
-# ``extract`` and its variants, ``excerpt``), or does the value fit the claim's property
-# (``FITS_ASKS``: the compliance questions, and the two that weigh the claimed property against
-# others). A claim holds when both do, so where a configuration asks both kinds a claim's
-# score is the geometric mean of the two kinds' means (``udfs.agents.verdicts.combined_score``),
-# not the mean of all: a value the text states cannot make up for one that is not this property's,
-# and the reverse (README "Stated and fitting").
-FITS_ASKS = (COMPLIES, COMPLIES_RANGED, NAMES, CHOICE)
-
-
-def questions_key(questions: Sequence[str], agent: str = "factuality") -> str:
-    """How an agent's set of questions is named where its scores are kept (calibration layouts,
-    ``udfs.scores.calibration.layout_key``; benchmark result folders): the questions joined by "+"
-    ("plain" for none), and where factuality questions of both kinds are asked the text ones, "^"
-    (and), then the property ones: ``plain+claim+extract^complies-ranged``. Scores of another
-    combination are another scale, so they never share a name."""
-    qs = list(questions) or ["plain"]
-    stated = [q for q in qs if q not in FITS_ASKS]
-    fits = [q for q in qs if q in FITS_ASKS]
-    if agent == "factuality" and stated and fits:
-        return "+".join(stated) + "^" + "+".join(fits)
-    return "+".join(qs)
-# The compliance question's variants: the plain question, and one that asks whether the value is a
-# sensible value of the property rather than of another; and a compliance score can come from the
-# model naming the property of the entity type the value belongs to (neither the claim's property
-# nor its definition shown), matched against the claim's (``udfs.agents.evidence.property_match``).
-COMPLIANCE_QUESTIONS = {"plain": "compliance_question", "fits": "compliance_question_fits",
-                        "exemplified": "compliance_question_exemplified", "ranged": "compliance_question_ranged"}
-PROPERTY_OF = "property-of"
-COMPLIANCE_ASKS = (*COMPLIANCE_QUESTIONS, PROPERTY_OF)
+# ---- what the questions show --------------------------------------------------------------
+# The questions themselves are udfs.agents.questions' registry; these are the pieces they format.
 _DOC_LINK = re.compile(r"\[\[([^\]]+)\]\]|\[([^\]]+)\]\([^)]*\)|<[^>]+>")
 
 
@@ -282,65 +190,6 @@ def typed_suffix(value_type: str | None) -> str:
     if not value_type:
         return ""
     return f" ({'an' if value_type[:1].lower() in 'aeiou' else 'a'} {value_type})"
-
-
-def subject_suffix(subject: str | None) -> str:
-    """What follows the entity type in the ``subject`` question: ' "Freedom Savings Account"' or
-    ' (the byArtist of the MusicRecording "It Ain't Me, Babe")' (``Claim.subject``, without fence
-    markers); '' without one."""
-    if not subject:
-        return ""
-    subject = unfence(subject)
-    return f" {subject}" if subject.startswith('"') else f" ({subject})"
-
-
-def factuality_question(entity_type: str | None, prop: str, value: str, variant: str = "plain",
-                        prompts_dir: str | None = None, vocab=None, exemplars: str = "(none)",
-                        value_type: str | None = None, subject: str | None = None) -> str:
-    """The factuality question of a variant of ``FACTUALITY_QUESTIONS`` about one claim (the
-    value without fence markers); an unknown variant is a ValueError naming the known ones.
-    ``exemplified`` shows ``exemplars``, values of the property from schema.org's examples as
-    ``udfs.agents.exemplars.shown`` gives them (``udfs.agents.verdicts.factuality_messages``)."""
-    if variant not in FACTUALITY_QUESTIONS:
-        raise ValueError(f"unknown factuality question {variant!r}: one of {', '.join(FACTUALITY_QUESTIONS)}")
-    fields = {"entity_type": entity_type or "entity", "property": prop, "value": unfence(value),
-              "typed": typed_suffix(value_type), "subject": subject_suffix(subject)}
-    if variant == "defined":
-        fields["definition"] = plain_definition(prop, vocab) or "(no schema.org definition)"
-    if variant == "exemplified":
-        fields["exemplars"] = exemplars
-    return load_prompt(FACTUALITY_QUESTIONS[variant], prompts_dir).format(**fields)
-
-
-def extract_question(entity_type: str | None, prop: str, prompts_dir: str | None = None, vocab=None,
-                     every: bool = False, other_than: str | None = None) -> str:
-    """The question that asks for a property's value in the text (``every``: all its values, one
-    per line; ``other_than``: a value besides that one, ``extract-other``): its name, its schema.org
-    definition and the entity type, never the claim's value."""
-    name = ("extract_all_question" if every else
-            "extract_other_question" if other_than is not None else "extract_question")
-    return load_prompt(name, prompts_dir).format(
-        property=prop, entity_type=entity_type or "entity",
-        definition=plain_definition(prop, vocab) or "(no schema.org definition)", other_than=other_than)
-
-
-def names_question(entity_type: str | None, value: str, prompts_dir: str | None = None) -> str:
-    """The question that asks which property of the entity the text gives a value as: the value
-    (fenced) and the entity type, never the claim's property."""
-    return load_prompt("names_question", prompts_dir).format(value=unfence(value), entity_type=entity_type or "entity")
-
-
-def choice_question(entity_type: str | None, value: str, options: Sequence[str], none_option: str,
-                    prompts_dir: str | None = None) -> str:
-    """The ``choice`` question: the value (fenced), then the lettered options (``options`` are
-    property names, ``none_option`` the last one's words), never which of them is claimed."""
-    lines = [f"{label}. {name}" for label, name in zip(CHOICE_LABELS, [*options, none_option])]
-    return load_prompt("choice_question", prompts_dir).format(
-        value=unfence(value), entity_type=entity_type or "entity", options="\n".join(lines))
-
-
-# the option letters of ``choice`` (one token each)
-CHOICE_LABELS = "ABCDEFGHIJKLMNOP"
 
 
 # ---- page text to prompt size ---------------------------------------------------------------

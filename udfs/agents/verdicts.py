@@ -13,26 +13,14 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
   any chunk says yes (OR). The messages put the fixed instructions and the page text first and the
   question last, so every question about one page shares a prompt prefix the engine's prefix cache
   serves; ``prompt_tokens`` vs ``cached_prompt_tokens`` in the accounting shows what that saves.
-  ``questions`` asks several (``udfs.agents.prompts.FACTUALITY_ASKS``: rewordings of the question,
-  ``extract``, the property's value read off the text and matched against the claim's,
-  ``udfs.agents.evidence.answer_match``; ``extract-all``, every value listed, the best line's match;
-  ``extract-soft``, ``extract``'s answer or the share of its first token that went to the claim's
-  value (``udfs.agents.evidence.soft_answer_match``); ``extract-other``, extract's question past
-  another value it read off; ``extract-soft-all``, extract-soft's, or where it answers none of a
-  value the text states, ``extract-all``'s best line if larger;
-  ``names``, the property the text gives the value as,
-  matched against the claim's, ``udfs.agents.evidence.property_match``, ``complies`` and
-  ``complies-ranged``, the compliance question about the claim (the second with the property's
-  expected types), ``excerpt``, the question asked of the stretches of the text around the
-  value only, ``udfs.agents.evidence.excerpt``, and ``choice``, the claim's property among the
-  subject's other properties as lettered options, scored by the claimed one's share) and combines
-  the scores of those that apply to the claim (``combined_score``): the mean of the questions
-  about the text (self-consistency over prompts, measured by ``experiments/judge_configs``), and
-  where questions about the property (``udfs.agents.prompts.FITS_ASKS``) are asked too, the
-  geometric mean of that mean and theirs.
+  ``questions`` asks several (the registry ``udfs.agents.questions.FACTUALITY``: rewordings of
+  the question, the property's value read off the text and matched against the claim's, softly or
+  not, and the compliance question about the claim) and combines the scores of those that apply
+  to the claim (``combined_score``): the mean of the questions about the text, and where
+  questions about the property (``fits``) are asked too, the geometric mean of that mean and theirs.
 * Compliance: one yes/no per property value against the property's ``rdfs:comment``; a property
   without a definition is kept (``compliant`` True) and marked (``compliant_note``). ``questions``
-  (``udfs.agents.prompts.COMPLIANCE_ASKS``) averages several, as factuality does.
+  (``udfs.agents.questions.COMPLIANCE``) averages several, as factuality does.
 * Strategies (FactCheck, ``udfs.agents.prompts.STRATEGIES``): ``direct``, ``guided``, ``fewshot``.
 * Consensus: each voter (a model, or a model with a strategy) judges every item; the majority of
   the voters that answered decides, a tie goes to the judge; every vote is kept.
@@ -50,42 +38,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from udfs.agents.evidence import (answer_match, best_answer_match, excerpt, missed_stated_value, other_stated_value,
-                                  property_match, soft_answer_match)
-from udfs.agents.exemplars import shown as shown_exemplars
-from udfs.agents.prompts import (CHOICE, CHOICE_LABELS, COMPLIANCE_ASKS, COMPLIANCE_QUESTIONS, COMPLIES,
-                                 COMPLIES_RANGED, EXCERPT, EXTRACT, EXTRACT_ALL, EXTRACT_OTHER, EXTRACT_SOFT,
-                                 EXTRACT_SOFT_ALL, EXTRACT_SOFT_NEAR,
-                                 FACTUALITY_ASKS, FITS_ASKS, NAMES, PROPERTY_OF, STRATEGIES, choice_question,
-                                 extract_question, factuality_question, fence, load_prompt, names_question,
-                                 questions_key, system_prompt, unfence)
-from udfs.llm.client import first_token_mass
+from udfs.agents.evidence import missed_stated_value, other_stated_value
+from udfs.agents.prompts import STRATEGIES, fence, load_prompt, unfence
+from udfs.agents.questions import (AGAIN, COMPLIANCE, FACTUALITY, NOT_ASKED, PAPER, PLAIN, SHARED_PREFIX,  # noqa: F401
+                                   Again, Claim, check_questions, compliance_messages, extract_messages,
+                                   prompt_fingerprint, questions_key)
 from udfs.schemaorg.markup import Literal, Markup, Ref
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
 
-# No default strategy or threshold here: they are settings of conf/pipeline.toml ([evaluate],
-# [agents_bench]), passed in by whoever asks for verdicts.
+# No default strategy or threshold here: they are settings of conf/pipeline.toml ([judge]), passed
+# in by whoever asks for verdicts. Claim, the message builders, check_questions, questions_key and
+# prompt_fingerprint are udfs.agents.questions' (the registry), named here for the callers.
 
 
 # ---- verdicts ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Claim:
-    """What a verdict is about: a property value of an entity of a type, as text for the prompt."""
-
-    property: str
-    value: str
-    entity_type: str | None
-    # A named node's type ("Organization" for a seller named "Music Resource Centre"); None for a
-    # literal or an IRI. Only the ``typed`` and ``claim-typed`` questions show it.
-    value_type: str | None = None
-    # The other properties the markup gives the claim's subject (sorted, each once): the options
-    # of the ``choice`` question beside the claim's own. Only ``choice`` reads them.
-    siblings: tuple[str, ...] = ()
-    # Which node the claim is about, for the ``subject`` question (``subject_of``): its name in
-    # quotes, or the property and node that hold it; None where neither says more than the type.
-    subject: str | None = None
-
-
 NAME_PROPERTIES = ("name", "headline", "alternateName", "title")  # what names a node, in this order
 _CAMEL_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _TERM = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -231,230 +197,21 @@ class Judged:
     model: str | None = None
 
 
-# The longest value ``extract`` reads off a text (``extract-all``: the values it lists), and the
-# longest property name ``names`` gives: values are mostly a few words, and every token generated
-# costs as much as a verdict's only one.
-EXTRACT_TOKENS = 32
-EXTRACT_ALL_TOKENS = 64
-NAMES_TOKENS = 12
-PLAIN = ("plain",)
-
-
-def _known_properties() -> frozenset[str]:
-    return frozenset(load_vocabulary().properties)
-
-
-# The questions answered in words rather than yes/no: (most tokens, score of the answer for a claim).
-GENERATED = {
-    EXTRACT: (EXTRACT_TOKENS, lambda answer, claim: answer_match(answer, claim.value)),
-    EXTRACT_ALL: (EXTRACT_ALL_TOKENS, lambda answer, claim: best_answer_match(answer, claim.value)),
-    NAMES: (NAMES_TOKENS, lambda answer, claim: property_match(answer, claim.property, _known_properties())),
-    PROPERTY_OF: (NAMES_TOKENS, lambda answer, claim: property_match(answer, claim.property, _known_properties())),
-}
-
-
-# Factuality questions that are compliance questions about the claim (no page text): the
-# compliance question each one asks.
-SUBJECT_TWINS = {"subject": "plain", "claim-subject": "claim"}  # the question each is with a subject said
-FACTUALITY_COMPLIANCE = {COMPLIES: "plain", COMPLIES_RANGED: "ranged"}
-
-
 def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
                         question: str = "plain", other_than: str | None = None) -> list[dict[str, str]] | None:
-    """Instructions, then the fenced page text, then the question (a variant of
-    ``FACTUALITY_QUESTIONS``; ``extract``: :func:`extract_messages`; ``extract-other``: the same
-    with the value ``other_than`` it asks past, None without one; ``complies``, ``complies-ranged``:
-    the compliance question against schema.org's definition, no text, None for a property it does
-    not define; ``excerpt``: the chunk cut to the stretches around the value, None where it does
-    not state the value):
-    everything before the question is the same for every claim about this chunk (the shared prefix)."""
-    if question == EXTRACT_OTHER:
-        return None if other_than is None else extract_messages(chunk, claim, prompts_dir, other_than=other_than)
-    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_SOFT_ALL, EXTRACT_SOFT_NEAR):
-        return extract_messages(chunk, claim, prompts_dir, every=question == EXTRACT_ALL)
-    if question == NAMES:
-        return names_messages(chunk, claim, prompts_dir)
-    if question == CHOICE:
-        return choice_messages(chunk, claim, prompts_dir)
-    if question in FACTUALITY_COMPLIANCE:
-        definition = load_vocabulary().comments.get(claim.property)
-        return compliance_messages(claim, definition, strategy, prompts_dir,
-                                   FACTUALITY_COMPLIANCE[question]) if definition else None
-    if question == EXCERPT:
-        chunk = excerpt(chunk, claim.value)
-        if chunk is None:
-            return None
-    # exemplars never come from the example whose text is judged (the benchmark judges against them)
-    exemplars = shown_exemplars(claim.property, value=unfence(claim.value), text=chunk) \
-        if question == "exemplified" else "(none)"
-    if question in SUBJECT_TWINS and not claim.subject:
-        question = SUBJECT_TWINS[question]  # nothing more to say than the type: the twin's very request
-    q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir,
-                            exemplars=exemplars, value_type=claim.value_type, subject=claim.subject)
-    return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
-            {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
+    """The request of a factuality question of the registry (``udfs.agents.questions.FACTUALITY``)
+    about ``claim`` against ``chunk``: instructions, then the fenced page text, then the question,
+    so everything before the question is the same for every claim about this chunk (the shared
+    prefix). None where the question does not apply (``extract-other`` without ``other_than``,
+    ``complies-ranged`` for a property schema.org does not define)."""
+    return FACTUALITY[question].messages(chunk, claim, strategy, prompts_dir, other_than)
 
 
 def paper_factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
                               question: str = "plain", other_than: str | None = None) -> list[dict[str, str]] | None:
-    """The same question in the paper's layout (the triple before the text): nothing after the
-    instructions is shared between claims; kept for the prompt-token comparison."""
-    if question in (EXTRACT, EXTRACT_ALL, EXTRACT_SOFT, EXTRACT_OTHER, EXTRACT_SOFT_ALL, EXTRACT_SOFT_NEAR, NAMES,
-                    CHOICE, EXCERPT,
-                    *FACTUALITY_COMPLIANCE):
-        return factuality_messages(chunk, claim, strategy, prompts_dir, question, other_than)
-    q = factuality_question(claim.entity_type, claim.property, claim.value, question, prompts_dir)
-    return [{"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)},
-            {"role": "user", "content": f"{q}\n\n{fence(chunk)}"}]
-
-
-def extract_messages(chunk: str, claim: Claim, prompts_dir: str | None = None,
-                     every: bool = False, other_than: str | None = None) -> list[dict[str, str]]:
-    """Instructions, the fenced page text, then the property asked for (``every``: all its values,
-    ``extract-all``; ``other_than``: a value besides that one, read off the text before, fence
-    markers removed, ``extract-other``): the claim's value is not in the prompt, so the answer
-    cannot echo it. The same prefix for every claim about the chunk (a prefix of its own: the
-    instructions differ from the yes/no questions')."""
-    q = extract_question(claim.entity_type, claim.property, prompts_dir, every=every,
-                         other_than=None if other_than is None else unfence(other_than))
-    system = "extract_all_system" if every else "extract_system"
-    return [{"role": "system", "content": load_prompt(system, prompts_dir)},
-            {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
-
-
-def names_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -> list[dict[str, str]]:
-    """Instructions, the fenced page text, then the claim's value with the question which property
-    of the entity the text gives it as: the claim's property is not in the prompt, so the answer
-    cannot echo it (a prefix of its own, as ``extract``'s)."""
-    q = names_question(claim.entity_type, claim.value, prompts_dir)
-    return [{"role": "system", "content": load_prompt("names_system", prompts_dir)},
-            {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
-
-
-# The most options ``choice`` shows besides "none of them" (the claim's property and its siblings):
-# a subject with more properties keeps a fixed pick of them, the same whichever is claimed.
-CHOICE_MAX_OPTIONS = 12
-CHOICE_NONE = "none of them (the text does not give this value)"
-CHOICE_TOP_LOGPROBS = 20  # as a yes/no verdict reads: every option letter is among them
-EXTRACT_TOP_LOGPROBS = 20
-
-
-def first_candidates(logprobs: list[dict[str, Any]] | None) -> list[tuple[str, float]]:
-    """The first answer token's top logprobs as (token, logprob) pairs; none without logprobs."""
-    if not logprobs:
-        return []
-    first = logprobs[0]
-    return [(str(c.get("token", "")), c.get("logprob")) for c in (first.get("top_logprobs") or [first])]
-
-
-def choice_options(claim: Claim) -> list[str] | None:
-    """The properties ``choice`` offers for a claim, sorted by name so that where the claimed one
-    stands says nothing about it; None when the subject has no other property (nothing to choose
-    from). Past ``CHOICE_MAX_OPTIONS`` the siblings kept are the first in the order of their names'
-    sha256."""
-    siblings = [p for p in claim.siblings if p != claim.property]
-    if not siblings:
-        return None
-    if len(siblings) >= CHOICE_MAX_OPTIONS:
-        siblings = sorted(siblings, key=lambda p: hashlib.sha256(p.encode()).hexdigest())[:CHOICE_MAX_OPTIONS - 1]
-    return sorted([claim.property, *siblings])
-
-
-def choice_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -> list[dict[str, str]] | None:
-    """Instructions, the fenced page text, then the claim's value and the lettered options
-    (:func:`choice_options`, then "none of them"): the claimed property is one option among the
-    markup's others, not marked (a prefix of its own, as ``extract``'s). None without options."""
-    options = choice_options(claim)
-    if options is None:
-        return None
-    q = choice_question(claim.entity_type, claim.value, options, CHOICE_NONE, prompts_dir)
-    return [{"role": "system", "content": load_prompt("choice_system", prompts_dir)},
-            {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
-
-
-def choice_letters(claim: Claim) -> str:
-    """The option letters of ``choice`` for a claim: one per option and one for "none of them"."""
-    return CHOICE_LABELS[:len(choice_options(claim) or ()) + 1]
-
-
-def choice_score(logprobs: list[dict[str, Any]] | None, claim: Claim) -> float | None:
-    """The claimed property's share of the options' probability in the answer's first token
-    (``udfs.llm.client.first_token_mass``), or None when no option letter is among its top logprobs."""
-    options = choice_options(claim)
-    if options is None:
-        return None
-    mass = first_token_mass(logprobs, choice_letters(claim))
-    total = sum(mass.values())
-    return mass[CHOICE_LABELS[options.index(claim.property)].lower()] / total if total > 0 else None
-
-
-def check_questions(questions: Sequence[str], agent: str = "factuality") -> tuple[str, ...]:
-    """The questions of a configuration for ``agent`` (``FACTUALITY_ASKS``, ``COMPLIANCE_ASKS``),
-    checked: empty means the plain question; an unknown one or a repeat is a ValueError naming the
-    known ones."""
-    known = FACTUALITY_ASKS if agent == "factuality" else COMPLIANCE_ASKS
-    qs = tuple(questions) or PLAIN
-    bad = [q for q in qs if q not in known]
-    if bad or len(set(qs)) != len(qs):
-        raise ValueError(f"{agent} questions {list(qs)}: each once, any of {', '.join(known)}")
-    return qs
-
-
-def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None,
-                       questions: Sequence[str] = PLAIN) -> str:
-    """A short sha256 of the messages an agent sends for a fixed probe claim with ``strategy``
-    and each of the agent's ``questions``: it changes whenever the instructions, the questions or
-    their layout change, so a threshold calibrated on other prompts is not taken for these
-    (``udfs.scores.calibration.resolve``). One plain question keeps the fingerprint it always had."""
-    # the probe value is a typed node of a named subject, so a typed or subject question's
-    # fingerprint is not its plain twin's
-    claim = Claim("property", "value", "Thing", "Thing", ("name",), '"subject"')
-    qs = check_questions(questions, agent)
-    if agent != "factuality":
-        msgs: Any = (compliance_messages(claim, "definition", strategy, prompts_dir) if qs == PLAIN else
-                     [compliance_messages(claim, "definition", strategy, prompts_dir, q) for q in qs])
-    elif qs == PLAIN:
-        msgs = factuality_messages("text", claim, strategy, prompts_dir)
-    else:
-        # the probe text of excerpt states the probe value (any other asks nothing)
-        msgs = [compliance_messages(claim, "definition", strategy, prompts_dir, FACTUALITY_COMPLIANCE[q])
-                if q in FACTUALITY_COMPLIANCE
-                else [factuality_messages("text", claim, strategy, prompts_dir, a) for a in (EXTRACT_SOFT, EXTRACT_ALL)]
-                if q == EXTRACT_SOFT_ALL
-                else [factuality_messages(chunk, claim, strategy, prompts_dir, a)
-                      for chunk, a in (("text", EXTRACT_SOFT), ("text", EXTRACT_ALL), ("value", EXTRACT_SOFT))]
-                if q == EXTRACT_SOFT_NEAR
-                else factuality_messages("value" if q == EXCERPT else "text", claim, strategy, prompts_dir, q,
-                                         "answer" if q == EXTRACT_OTHER else None)
-                for q in qs]
-    return hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def compliance_messages(claim: Claim, definition: str, strategy: str,
-                        prompts_dir: str | None = None, question: str = "plain",
-                        text: str | None = None) -> list[dict[str, str]]:
-    """The compliance question (a variant of ``COMPLIANCE_QUESTIONS``, or ``PROPERTY_OF``:
-    :func:`property_of_messages`) about a claim against a property's definition; no page text."""
-    if question == PROPERTY_OF:
-        return property_of_messages(claim, prompts_dir)
-    fields = {"property": claim.property, "definition": definition, "entity_type": claim.entity_type or "entity",
-              "value": unfence(claim.value)}
-    if question == "exemplified":
-        fields["exemplars"] = shown_exemplars(claim.property, value=fields["value"], text=text)
-    if question == "ranged":
-        fields["ranges"] = " or ".join(sorted(load_vocabulary().ranges.get(claim.property, ()))) or "(not given)"
-    content = load_prompt(COMPLIANCE_QUESTIONS[question], prompts_dir).format(**fields)
-    return [{"role": "system", "content": system_prompt("compliance", strategy, prompts_dir)},
-            {"role": "user", "content": content}]
-
-
-def property_of_messages(claim: Claim, prompts_dir: str | None = None) -> list[dict[str, str]]:
-    """Which property of the entity type the claim's value belongs to, asked without the claim's
-    property or any text (the answer is matched against the claim's, ``PROPERTY_OF``)."""
-    q = load_prompt("property_of_question", prompts_dir).format(
-        value=unfence(claim.value), entity_type=claim.entity_type or "entity")
-    return [{"role": "system", "content": load_prompt("property_of_system", prompts_dir)},
-            {"role": "user", "content": q}]
+    """The same question in the paper's layout (a worded question before the text): nothing after
+    the instructions is shared between claims; kept for the prompt-token comparison."""
+    return FACTUALITY[question].messages(chunk, claim, strategy, prompts_dir, other_than, layout=PAPER)
 
 
 def _account(j: Judged, c) -> None:
@@ -466,64 +223,24 @@ def _account(j: Judged, c) -> None:
     j.model = j.model or c.model
 
 
-NOT_ASKED = (None, None, None)  # a question that does not apply to a claim (no definition to comply with)
-
-
-async def _scores(client, question: str, messages: list[list[dict[str, str]] | None],
-                  claims: Sequence[Claim], text: str = "") -> list[tuple[float | None, str | None, Any]]:
-    """(score, error, completion) per claim for one question: a yes/no verdict's score, or for a
-    question answered in words (``GENERATED``: ``extract``, ``names``; ``extract-soft`` with its
-    first token's top logprobs and the page ``text`` it was asked of) its answer's match with the
-    claim; ``NOT_ASKED`` where the question has no messages for the claim."""
-    asked = [k for k, m in enumerate(messages) if m is not None]
-    out: list[tuple[float | None, str | None, Any]] = [NOT_ASKED] * len(messages)
-    if question == CHOICE:
-        done = await client.chat_many([{"messages": messages[k], "max_tokens": 1, "logprobs": True,
-                                        "top_logprobs": CHOICE_TOP_LOGPROBS, "choices": list(choice_letters(claims[k]))}
-                                       for k in asked])
-        for k, c in zip(asked, done):
-            score = choice_score(c.logprobs, claims[k]) if c.ok else None
-            if c.ok and score is None:
-                c.error = (f"no option letter among the first token's top {CHOICE_TOP_LOGPROBS} logprobs "
-                           f"(answer {c.text!r})")
-            out[k] = (score, c.error, c)
-        return out
-    if question in (EXTRACT_SOFT, EXTRACT_OTHER, EXTRACT_SOFT_ALL, EXTRACT_SOFT_NEAR):
-        done = await client.chat_many([{"messages": messages[k], "max_tokens": EXTRACT_TOKENS, "logprobs": True,
-                                        "top_logprobs": EXTRACT_TOP_LOGPROBS} for k in asked])
-        for k, c in zip(asked, done):
-            out[k] = (soft_answer_match(c.text, first_candidates(c.logprobs), claims[k].value, text)
-                      if c.ok else None, c.error, c)
-        return out
-    if question in GENERATED:
-        max_tokens, score_of = GENERATED[question]
-        done = await client.chat_many([{"messages": messages[k], "max_tokens": max_tokens} for k in asked])
-        for k, c in zip(asked, done):
-            out[k] = (score_of(c.text, claims[k]) if c.ok else None, c.error, c)
-        return out
-    verdicts = await client.verdict_many([{"messages": messages[k]} for k in asked])
-    for k, v in zip(asked, verdicts):
-        out[k] = (v.score, v.error, v.completion)
-    return out
-
-
 async def _past_none(client, chunk: str, claims: Sequence[Claim], read: list[tuple[float | None, str | None, Any]],
-                     again: Sequence[tuple[str, Callable[[Claim], list[dict[str, str]] | None]]]) -> tuple[list, list]:
+                     again: Sequence[Again], prompts_dir: str | None) -> tuple[list, list]:
     """``extract-soft-all``'s (or ``extract-soft-all-near``'s) (score, error, completion) per claim
     from ``extract-soft``'s (``read``): where the answer is none although the ``chunk`` states the
     claim's value (``udfs.agents.evidence.missed_stated_value``), the largest of its score and those
-    of the requests asked ``again`` ((question it is scored as, a claim's messages) pairs:
-    ``extract-all``'s listing, scored by its best line; ``extract-soft`` over the excerpt), the
-    completion still extract-soft's (its answer is what ``extract-other`` asks past); and the
-    completions asked again per claim (empty where not asked), for the accounting. A request asked
-    again without an answer leaves the claim unscored with its error."""
+    of the requests asked ``again`` (``udfs.agents.questions.AGAIN``: the listing, scored by its best
+    line; ``extract-soft`` over the excerpt), the completion still extract-soft's (its answer is
+    what ``extract-other`` asks past); and the completions asked again per claim (empty where not
+    asked), for the accounting. A request asked again without an answer leaves the claim unscored
+    with its error."""
     missed = {k for k, (score, _, c) in enumerate(read)
               if score is not None and missed_stated_value(c.text, claims[k].value, chunk)}
     scored = list(read)
     completions: list[list[Any]] = [[] for _ in claims]
-    for question, messages_of in again:
-        got = await _scores(client, question, [messages_of(c) if k in missed else None for k, c in enumerate(claims)],
-                            claims, chunk)  # the chunk states the value, so a first token's share counts
+    for request in again:
+        got = await request.answer.scores(
+            client, [request.messages(chunk, c, prompts_dir) if k in missed else None for k, c in enumerate(claims)],
+            claims, chunk)  # the chunk states the value, so a first token's share counts
         for k in missed:
             score, error, c = got[k]
             if c is None:  # not asked (no excerpt)
@@ -534,21 +251,14 @@ async def _past_none(client, chunk: str, claims: Sequence[Claim], read: list[tup
     return scored, completions
 
 
-def _excerpt_messages(build, chunk: str, claim: Claim, strategy: str, prompts_dir: str | None):
-    """``extract-soft``'s request over the stretches of ``chunk`` around the claim's value; None where
-    the chunk does not state it."""
-    near = excerpt(chunk, claim.value)
-    return None if near is None else build(near, claim, strategy, prompts_dir, EXTRACT_SOFT)
-
-
 def combined_score(scores: dict[str, float]) -> float:
     """One claim's factuality score from the scores of the questions that apply to it (question ->
     score, at least one): the mean of the questions about the text, and where questions about the
-    property (``FITS_ASKS``) apply too, sqrt(mean(stated) * mean(fits)): a claim holds when the
-    text states the value and the value fits the property, so each kind bounds the score. With one
-    kind only, the mean of its scores."""
-    stated = [s for q, s in scores.items() if q not in FITS_ASKS]
-    fits = [s for q, s in scores.items() if q in FITS_ASKS]
+    property (``fits`` in the registry) apply too, sqrt(mean(stated) * mean(fits)): a claim holds
+    when the text states the value and the value fits the property, so each kind bounds the score.
+    With one kind only, the mean of its scores."""
+    stated = [s for q, s in scores.items() if not FACTUALITY[q].fits]
+    fits = [s for q, s in scores.items() if FACTUALITY[q].fits]
     if stated and fits:
         return math.sqrt(sum(stated) / len(stated) * sum(fits) / len(fits))
     kind = stated or fits
@@ -556,20 +266,17 @@ def combined_score(scores: dict[str, float]) -> float:
 
 
 async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim], *, strategy: str,
-                           threshold: float, layout: str = "shared_prefix",
+                           threshold: float, layout: str = SHARED_PREFIX,
                            prompts_dir: str | None = None, questions: Sequence[str] = PLAIN) -> list[Judged]:
     """One verdict per claim; chunks in order, and a claim some chunk already supports is not asked
     again (OR over chunks). Claims of one chunk go out together, question by question, so the
     engine serves each question's shared prefix from its cache. With several ``questions`` a
-    chunk's score is the :func:`combined_score` of those that apply to the claim (``complies`` does
-    not to a property schema.org leaves undefined, ``excerpt`` not to a chunk that does not state
-    the value, ``choice`` not to a subject with no other property, ``extract-other`` only where
-    ``extract-soft``'s answer is another value the chunk states; ``extract-soft-all`` asks
-    ``extract-all`` only where that answer is none of a value the chunk states, and
-    ``extract-soft-all-near`` ``extract-soft`` over the excerpt as well); a question
-    without an answer leaves the chunk unscored."""
-    build = factuality_messages if layout == "shared_prefix" else paper_factuality_messages
-    qs = check_questions(questions)
+    chunk's score is the :func:`combined_score` of those that apply to the claim (``complies-ranged``
+    does not to a property schema.org leaves undefined, ``extract-other`` only where a question
+    that reads the value off (``extract-soft`` and its variants) answered another value the chunk
+    states; the variants ask their ``again`` requests only where that answer is none of a value the
+    chunk states); a question without an answer leaves the chunk unscored."""
+    qs = [FACTUALITY[q] for q in check_questions(questions)]
     out = [Judged(None, None) for _ in claims]
     errors: list[list[str]] = [[] for _ in claims]
     for chunk in chunks or [""]:
@@ -577,36 +284,34 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
         if not pending:
             break
         asked = {}
-        # extract-other asks past extract-soft's answer, so after it (the others in their order)
-        for q in sorted(qs, key=lambda q: q == EXTRACT_OTHER):
-            if q == EXTRACT_OTHER:
-                read = next((asked[a] for a in (EXTRACT_SOFT, EXTRACT_SOFT_ALL, EXTRACT_SOFT_NEAR) if a in asked), None)
-                if read is None:  # not among the questions: its request, for the answer alone
-                    read = await _scores(client, EXTRACT_SOFT, [build(chunk, claims[i], strategy, prompts_dir,
-                                                                      EXTRACT_SOFT) for i in pending],
-                                         [claims[i] for i in pending], chunk)
+        # a question that asks past a value read off goes after the others (they in their order)
+        for q in sorted(qs, key=lambda q: q.asks_past):
+            if q.asks_past:
+                read = next((asked[a.name] for a in FACTUALITY.values() if a.reads_value and a.name in asked), None)
+                if read is None:  # none of them among the questions: extract-soft's request, for the answer alone
+                    soft = FACTUALITY["extract-soft"]
+                    read = await soft.answer.scores(client, [soft.messages(chunk, claims[i], strategy, prompts_dir,
+                                                                           layout=layout) for i in pending],
+                                                    [claims[i] for i in pending], chunk)
                     for k, i in enumerate(pending):
                         if read[k][2] is not None:
                             _account(out[i], read[k][2])
                 past = [other_stated_value(c.text, claims[i].value, chunk) if c is not None and c.ok else None
                         for (_, _, c), i in zip(read, pending)]
-                messages = [build(chunk, claims[i], strategy, prompts_dir, q, other_than=p)
+                messages = [q.messages(chunk, claims[i], strategy, prompts_dir, p, layout=layout)
                             for i, p in zip(pending, past)]
             else:
-                messages = [build(chunk, claims[i], strategy, prompts_dir, q) for i in pending]
-            asked[q] = await _scores(client, q, messages, [claims[i] for i in pending], chunk)
-            if q in (EXTRACT_SOFT_ALL, EXTRACT_SOFT_NEAR):
-                again = [(EXTRACT_ALL, lambda claim: build(chunk, claim, strategy, prompts_dir, EXTRACT_ALL))]
-                if q == EXTRACT_SOFT_NEAR:
-                    again.append((EXTRACT_SOFT, lambda claim: _excerpt_messages(build, chunk, claim, strategy,
-                                                                                prompts_dir)))
-                asked[q], completions = await _past_none(client, chunk, [claims[i] for i in pending], asked[q], again)
+                messages = [q.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) for i in pending]
+            asked[q.name] = await q.answer.scores(client, messages, [claims[i] for i in pending], chunk)
+            if q.again:
+                asked[q.name], completions = await _past_none(client, chunk, [claims[i] for i in pending],
+                                                              asked[q.name], [AGAIN[a] for a in q.again], prompts_dir)
                 for k, i in enumerate(pending):
                     for c in completions[k]:
                         _account(out[i], c)
         for k, i in enumerate(pending):
             j = out[i]
-            got = {q: asked[q][k] for q in qs if asked[q][k] is not NOT_ASKED}
+            got = {q.name: asked[q.name][k] for q in qs if asked[q.name][k] is not NOT_ASKED}
             for _, _, c in got.values():
                 _account(j, c)
             if not got or any(score is None for score, _, _ in got.values()):
@@ -626,10 +331,10 @@ async def judge_compliance(client, claims: Sequence[Claim], *, vocab=None, strat
                            threshold: float, prompts_dir: str | None = None,
                            questions: Sequence[str] = PLAIN) -> list[Judged]:
     """One verdict per claim against the property's definition, the mean of ``questions``' scores
-    (``COMPLIANCE_ASKS``); no definition: kept and marked, nothing asked. A question without an
-    answer leaves the claim unscored, with the error."""
+    (``udfs.agents.questions.COMPLIANCE``); no definition: kept and marked, nothing asked. A
+    question without an answer leaves the claim unscored, with the error."""
     vocab = vocab or load_vocabulary()
-    qs = check_questions(questions, "compliance")
+    qs = [COMPLIANCE[q] for q in check_questions(questions, "compliance")]
     out = [Judged(None, None) for _ in claims]
     asked: list[tuple[int, str]] = []
     for i, c in enumerate(claims):
@@ -641,8 +346,8 @@ async def judge_compliance(client, claims: Sequence[Claim], *, vocab=None, strat
             asked.append((i, definition))
     if not asked:
         return out
-    answers = [await _scores(client, q, [compliance_messages(claims[i], d, strategy, prompts_dir, q) for i, d in asked],
-                             [claims[i] for i, _ in asked]) for q in qs]
+    answers = [await q.answer.scores(client, [compliance_messages(claims[i], d, strategy, prompts_dir, q.name)
+                                              for i, d in asked], [claims[i] for i, _ in asked]) for q in qs]
     for k, (i, _) in enumerate(asked):
         j = out[i]
         got = [a[k] for a in answers]

@@ -261,14 +261,16 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
     clients = {m: LLMClient(base_url, m, cache_path=cache_path, timeout_s=timeout_s, max_concurrency=concurrency,
                             api_key=api_key)
                for m in dict.fromkeys(voter_model_and_strategy(v, cfg.strategy)[0]
-                                      for v in [*models, *([cfg.judge] if cfg.judge else [])])}
+                                      for v in [*models, *([cfg.judge_model] if cfg.judge_model else [])])}
     cfg.clients = clients
     cfg.one_at_a_time = concurrency <= 1
     report = Report()
-    report.facts["benchmark"] = {"base_url": base_url, "config": cfg.name, "models": models, "judge": cfg.judge,
+    report.facts["benchmark"] = {"base_url": base_url, "config": cfg.name, "models": models, "judge": cfg.judge_model,
                                  "strategy": cfg.strategy, "limit_per_task": limit, "seed": seed,
                                  "tasks": {t: len(v) for t, v in task_items.items()},
-                                 "ground_truth": gt.source, "ground_truth_sha256": gt.sha256}
+                                 "ground_truth": gt.source, "ground_truth_sha256": gt.sha256,
+                                 # the settings, the thresholds applied and where each came from
+                                 "resolved_judge": cfg.judge.record()}
     log.info("%d items (%d judged before) for %s", c["items"], c["already_judged"], cfg.name)
     n_part = len(parts.ls("part-*.parquet"))
     judged = 0
@@ -307,9 +309,9 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
     out.write_parquet("sweep.parquet", ab.to_table(sweep, ab.SWEEP_SCHEMA))
     out.write_parquet("alignment.parquet", ab.to_table(alignment, ab.ALIGNMENT_SCHEMA))
     wall = time.monotonic() - t0
-    conf = {"name": cfg.name, "models": " + ".join(models), "judge": cfg.judge or "–",
-            "strategy": cfg.strategy, "factuality threshold": cfg.factuality_threshold,
-            "compliance threshold": cfg.compliance_threshold, "items per task": limit or "all", "seed": seed}
+    conf = {"name": cfg.name, "models": " + ".join(models), "judge": cfg.judge_model or "–",
+            "strategy": cfg.strategy, "factuality threshold": cfg.judge.provenance["factuality"],
+            "compliance threshold": cfg.judge.provenance["compliance"], "items per task": limit or "all", "seed": seed}
     ab.plot_precision_recall(sweep, metrics, out / "pr.png", curves)
     md = ab.summary_markdown(conf, metrics, wall)
     out.write_text("summary.md", md)
@@ -343,7 +345,7 @@ def calibrate(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, calib
     for r in (out / "verdicts").read().to_pylist():  # a later answer replaces an earlier failure
         if r["score"] is not None or (r["agent"], r["item_id"]) not in scores:
             scores[(r["agent"], r["item_id"])] = r["score"]
-    model = cal.model_key(list(cfg.models), cfg.judge)
+    model = cal.model_key(list(cfg.models), cfg.judge_model)
     entries = []
     for agent in dict.fromkeys(TASKS[t][0] for t in task_items):
         items: dict[str, cal.Item] = {}

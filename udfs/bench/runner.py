@@ -22,6 +22,7 @@ from udfs.agents import verdicts as agents
 from udfs.bench import metrics as bm
 from udfs.bench.groundtruth import TASKS
 from udfs.runtime.io import Folder
+from udfs.scores.calibration import ResolvedJudge
 
 FACTUALITY_SCHEMA = pa.schema([
     ("item_id", pa.string()), ("example_id", pa.string()), ("text_example_id", pa.string()), ("text", pa.string()),
@@ -74,37 +75,41 @@ def to_table(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Table:
 
 @dataclass
 class VerdictConfig:
-    """Who judges and how: one model, or several voting (majority; ties to ``judge``). The
-    strategy and thresholds are conf/pipeline.toml's ``[agents_bench]`` (through the job's flags):
-    no default here."""
+    """Who judges and how: the voters (``models``: one model, or several voting, ties to the
+    judge's ``judge_model``) and the judge (``udfs.scores.calibration.ResolvedJudge``: the
+    ``[judge]`` settings through the job's flags, thresholds resolved as the evaluation resolves
+    them, so the benchmark measures the judge that runs)."""
 
     models: list[str]
-    strategy: str
-    factuality_threshold: float
-    compliance_threshold: float
-    judge: str | None = None
+    judge: ResolvedJudge
     prompts_dir: str | None = None
-    factuality_questions: list[str] = field(default_factory=lambda: ["plain"])  # combined per claim
-    compliance_questions: list[str] = field(default_factory=lambda: ["plain"])  # likewise
     one_at_a_time: bool = True  # False: every claim of a batch at once (latency then includes queueing)
     clients: dict[str, Any] = field(default_factory=dict, repr=False)  # model id -> LLMClient
 
+    @property
+    def strategy(self) -> str:
+        return self.judge.strategy
+
+    @property
+    def judge_model(self) -> str | None:
+        return self.judge.judge_model
+
     def threshold(self, agent: str) -> float:
-        return self.factuality_threshold if agent == "factuality" else self.compliance_threshold
+        return self.judge.threshold(agent)
 
     def questions(self, agent: str) -> list[str]:
-        return self.factuality_questions if agent == "factuality" else self.compliance_questions
+        return self.judge.questions(agent)
 
     @property
     def name(self) -> str:
         parts = ["+".join(self.models), self.strategy,
-                 f"f{self.factuality_threshold:g}", f"c{self.compliance_threshold:g}"]
-        if self.judge and len(self.models) > 1:
-            parts.append(f"judge-{self.judge}")
-        if list(self.factuality_questions or ["plain"]) != ["plain"]:
-            parts.append("q-" + agents.questions_key(self.factuality_questions))
-        if list(self.compliance_questions or ["plain"]) != ["plain"]:
-            parts.append("cq-" + "+".join(self.compliance_questions))
+                 f"f{self.judge.factuality_threshold:g}", f"c{self.judge.compliance_threshold:g}"]
+        if self.judge_model and len(self.models) > 1:
+            parts.append(f"judge-{self.judge_model}")
+        if (self.questions("factuality") or ["plain"]) != ["plain"]:
+            parts.append("q-" + agents.questions_key(self.questions("factuality")))
+        if (self.questions("compliance") or ["plain"]) != ["plain"]:
+            parts.append("cq-" + "+".join(self.questions("compliance")))
         return "_".join(parts).replace("/", "-")
 
 
@@ -127,7 +132,8 @@ async def _judge_group(cfg: VerdictConfig, agent: str, key: str | None, claims: 
     # factuality groups by text, compliance by the items' own definition (None: schema.org's)
     text, vocab = (key, None) if agent == "factuality" else (None, _Definitions({c.property: key for c in claims})
                                                               if key else None)
-    return await agents.vote(lambda name: _voter(cfg, agent, name, text, vocab), cfg.models, claims, judge=cfg.judge)
+    return await agents.vote(lambda name: _voter(cfg, agent, name, text, vocab), cfg.models, claims,
+                             judge=cfg.judge_model)
 
 
 async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -239,7 +245,8 @@ def summary_markdown(config: dict[str, Any], metrics: Sequence[dict[str, Any]], 
     lines.append("|" + "---|" * len(_COLS))
     for m in metrics:
         lines.append("| " + " | ".join(_fmt(m.get(k)) for k, _ in _COLS) + " |")
-    lines += ["", "P/R/F1 of the true class at the configured threshold (paper F1: Mixtral-8x7B, Tables 2 and 4); "
+    lines += ["", "P/R/F1 of the true class at the judge's threshold (where it came from: above; paper F1: "
+              "Mixtral-8x7B, Tables 2 and 4); "
               "F1 false: F1 of the false class; s/verdict: mean after dropping IQR outliers, cached answers left out."]
     return "\n".join(lines) + "\n"
 

@@ -94,17 +94,14 @@ def page_key(page_url: str, human_markup: str | None) -> str:
 
 @dataclass
 class EvalConfig:
-    """How pages are evaluated. The settings are conf/pipeline.toml's ([evaluate] through the
-    job's flags, [validity], [scores]; ``jobs/evaluate.py`` fills them): none has a default here.
-    The fields with defaults are choices of one run, not settings of the file."""
+    """How pages are evaluated. The settings are conf/pipeline.toml's ([evaluate] and [judge]
+    through the job's flags, [validity], [scores]; ``jobs/evaluate.py`` fills them): none has a
+    default here. The fields with defaults are choices of one run, not settings of the file."""
 
     stages: list[str]
-    strategy: str
-    factuality_threshold: float
-    compliance_threshold: float
-    # one: that model; several: majority vote. Each is a model id, or "model/strategy" to judge
-    # with another strategy than ``strategy`` (a judge that asks differently from the voters).
-    verdict_models: list[str]
+    # the verdict agents' judge, its thresholds resolved against the calibration file
+    # (udfs.scores.calibration.resolve_judge: the run record keeps where each came from)
+    judge: calibration.ResolvedJudge
     context_window: int
     max_tokens: int
     max_claims: int  # 0: judge every distinct claim of a markup
@@ -115,48 +112,16 @@ class EvalConfig:
     scores: ScoresConf  # the key scores' ignore_keys and bleu_max_order
     models: list[str] = field(default_factory=list)  # generating models (sources besides human)
     sources: list[str] = field(default_factory=lambda: [HUMAN])
-    judge_model: str | None = None
     correction: bool = False  # GraphCorrect: correct non-factual claims from the text, re-verify
-    # A calibration file (udfs.scores.calibration; "": none). Where an entry matches the verdict
-    # models, strategy and layout, its threshold replaces the configured one and its map gives the
-    # *_p columns; calibration_applied says what was taken (the run record keeps it, with the
-    # configured thresholds). served_model: the service's first model, the verdict model when
-    # verdict_models names none (None: not known, so nothing matches).
-    calibration: str = ""
-    served_model: str | None = None
-    calibration_applied: dict[str, Any] = field(default_factory=dict)
-    # The factuality questions asked of every claim, their scores combined
-    # (udfs.agents.verdicts.combined_score); a calibration entry must be for the same ones.
-    factuality_questions: list[str] = field(default_factory=lambda: ["plain"])
-    # The compliance questions, likewise (udfs.agents.verdicts.judge_compliance).
-    compliance_questions: list[str] = field(default_factory=lambda: ["plain"])
 
     def __post_init__(self) -> None:
         bad = set(self.stages) - set(STAGES)
         if bad:
             raise ValueError(f"unknown stages {sorted(bad)}: any of {', '.join(STAGES)}")
-        if self.strategy not in prompts.STRATEGIES:
-            raise ValueError(f"unknown strategy {self.strategy!r}")
-        self.factuality_questions = list(agents.check_questions(self.factuality_questions))
-        self.compliance_questions = list(agents.check_questions(self.compliance_questions, "compliance"))
-        if not self.calibration_applied:  # once: a copy of a resolved config keeps what it took
-            fingerprints = ({a: agents.prompt_fingerprint(a, self.strategy, questions=self.questions(a))
-                             for a in calibration.AGENTS} if self.calibration else None)
-            applied = calibration.resolve(
-                self.calibration, self.verdict_models or [self.served_model], self.strategy,
-                calibration.layout_key(agents.questions_key(self.factuality_questions)), judge=self.judge_model,
-                prompts=fingerprints,
-                compliance_layout=calibration.layout_key(agents.questions_key(self.compliance_questions, "compliance")))
-            self.calibration_applied = {
-                **applied.record(), "maps": applied.maps,
-                "configured_thresholds": {"factuality": self.factuality_threshold,
-                                          "compliance": self.compliance_threshold}}
-            self.factuality_threshold = applied.thresholds.get("factuality", self.factuality_threshold)
-            self.compliance_threshold = applied.thresholds.get("compliance", self.compliance_threshold)
-
-    def questions(self, agent: str) -> list[str]:
-        """The questions ``agent`` asks of every claim."""
-        return self.factuality_questions if agent == "factuality" else self.compliance_questions
+        if self.judge.strategy not in prompts.STRATEGIES:
+            raise ValueError(f"unknown strategy {self.judge.strategy!r}")
+        for agent in calibration.AGENTS:
+            agents.check_questions(self.judge.questions(agent), agent)
 
 
 NOT_JUDGED = "not judged: over"
@@ -235,19 +200,19 @@ class PageEvaluator:
 
     # ---- verdict functions (one model, or a vote) ----------------------------------------------
     def _voter(self, agent: str, name: str | None, chunks: list[str]):
-        model, strategy = agents.voter_model_and_strategy(name, self.cfg.strategy)
-        threshold = self.cfg.factuality_threshold if agent == "factuality" else self.cfg.compliance_threshold
-        return agents.verdict_voter(agent, self.client(model), chunks=chunks, strategy=strategy, threshold=threshold,
-                                    questions=self.cfg.questions(agent))
+        judge = self.cfg.judge
+        model, strategy = agents.voter_model_and_strategy(name, judge.strategy)
+        return agents.verdict_voter(agent, self.client(model), chunks=chunks, strategy=strategy,
+                                    threshold=judge.threshold(agent), questions=judge.questions(agent))
 
     async def _judge(self, agent: str, claims: list, chunks: list[str]) -> list[agents.Judged]:
-        return await agents.vote(lambda name: self._voter(agent, name, chunks), self.cfg.verdict_models or [None],
-                                 claims, judge=self.cfg.judge_model)
+        return await agents.vote(lambda name: self._voter(agent, name, chunks), self.cfg.judge.verdict_models or [None],
+                                 claims, judge=self.cfg.judge.judge_model)
 
     def _factuality_chunks(self, text: str) -> list[str]:
         if self.tokenizer is None:
             return [text]
-        probe = agents.factuality_messages("", agents.Claim("p", "v" * 40, "Thing"), self.cfg.strategy)
+        probe = agents.factuality_messages("", agents.Claim("p", "v" * 40, "Thing"), self.cfg.judge.strategy)
         overhead = sum(len(self.tokenizer.token_bytes(m["content"])) for m in probe) + prompts.TEMPLATE_TOKENS
         return prompts.page_chunks(text, self.tokenizer, context_window=self.cfg.context_window,
                                    output_tokens=8, prompt_tokens=overhead)
@@ -356,11 +321,12 @@ class PageEvaluator:
         distinct = list(dict.fromkeys(r["_claim"] for r in flagged))
         if not distinct:
             return
-        model, strategy = agents.voter_model_and_strategy((self.cfg.verdict_models or [None])[0], self.cfg.strategy)
+        judge = self.cfg.judge
+        model, strategy = agents.voter_model_and_strategy((judge.verdict_models or [None])[0], judge.strategy)
         fixes = dict(zip(distinct, await agents.correct(self.client(model), fact_chunks, distinct,
                                                         strategy=strategy,
-                                                        threshold=self.cfg.factuality_threshold,
-                                                        questions=self.cfg.factuality_questions)))
+                                                        threshold=judge.factuality_threshold,
+                                                        questions=judge.questions("factuality"))))
         for f in fixes.values():
             if f.verdict is not None:
                 acc["verdict_requests"] += f.verdict.requests
@@ -420,7 +386,7 @@ class PageEvaluator:
                     continue
                 j = judged[c]
                 r[f"{col}_score"], r[col] = j.score, j.passed
-                r[f"{col}_p"] = calibration.apply_map(self.cfg.calibration_applied.get("maps", {}).get(stage), j.score)
+                r[f"{col}_p"] = calibration.apply_map(self.cfg.judge.maps.get(stage), j.score)
                 r[f"{col}_error"] = j.error
                 r[f"{col}_votes"] = dict(j.votes) or None
                 if stage == "compliance":

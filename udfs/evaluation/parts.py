@@ -51,15 +51,25 @@ def settings_hash(cfg, *, prompts_dir=PROMPTS_DIR, extra: dict[str, Any] | None 
     from pathlib import Path
 
     fields = dataclasses.asdict(cfg)
+    # where a threshold came from says nothing the thresholds do not (the same value given on the
+    # command line or taken from the file is the same run)
+    if isinstance(fields.get("judge"), dict):
+        fields["judge"].pop("provenance", None)
     files = {}
-    for k, v in fields.items():
-        if isinstance(v, str) and v and len(v) < 4096:
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif isinstance(value, str) and value and len(value) < 4096:
             try:
-                p = Path(v)
+                p = Path(value)
                 if p.is_file():
-                    files[k] = hashlib.sha256(p.read_bytes()).hexdigest()
+                    files[prefix] = hashlib.sha256(p.read_bytes()).hexdigest()
             except OSError:
                 pass
+
+    walk("", fields)
     prompts = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
                for p in sorted(Path(prompts_dir).glob("*")) if p.is_file()}
     what = {"config": fields, "files": files, "prompts": prompts, **(extra or {})}

@@ -26,7 +26,7 @@ from typing import Any
 from udfs.evaluation.evaluator import HUMAN, page_key
 from udfs.report import paper
 from udfs.runtime.io import Folder, parquet_dataset
-from udfs.runtime.paths import CONF_DIR
+from udfs.runtime.paths import CONF_DIR, shown_path
 
 STAGES = ("triples_in", "after_validity", "after_factuality", "after_compliance")
 STAGE_TITLES = ("triples in", "after validity", "after factuality", "after compliance")
@@ -529,16 +529,22 @@ def benchmark(root: Folder) -> list[dict[str, Any]]:
 _JUDGED = {"factuality": ("n_valid", "n_factual"), "compliance": ("n_factual", "n_compliant")}
 
 
+def judge_of_run(record: dict[str, Any] | None) -> dict[str, Any]:
+    """The judge the evaluation ran with, as its run record keeps it (``evaluation.judge``:
+    ``udfs.scores.calibration.ResolvedJudge``: settings, thresholds, their provenance, the
+    calibration's account); {} for a record without one."""
+    return ((record or {}).get("evaluation") or {}).get("judge") or {}
+
+
 def calibration_note(record: dict[str, Any] | None) -> str:
     """Which calibration the evaluation applied (file, hash, what matched), from its run record."""
-    ev = (record or {}).get("evaluation") or {}
-    applied = ev.get("calibration_applied")
+    applied = judge_of_run(record).get("calibration")
     if not applied:
-        return "not recorded (the run predates calibration files): the configured thresholds"
+        return "not recorded (the run predates resolved judges): unknown"
     if not applied.get("file"):
         return applied.get("note") or "none: the configured thresholds"
     sha = (applied.get("sha256") or "")[:12]
-    return f"{applied['file']} (sha256 {sha or 'unknown'}…): {applied.get('note', '')}"
+    return f"{shown_path(applied['file'])} (sha256 {sha or 'unknown'}…): {applied.get('note', '')}"
 
 
 def corrected_rates(con, record: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -551,7 +557,7 @@ def corrected_rates(con, record: dict[str, Any] | None) -> list[dict[str, Any]]:
 
     ev = (record or {}).get("evaluation") or {}
     stages = ev.get("stages") or ["validity", "factuality", "compliance"]
-    agents = ((ev.get("calibration_applied") or {}).get("agents")) or {}
+    agents = (judge_of_run(record).get("calibration") or {}).get("agents") or {}
     rows = con.execute("SELECT source, n_valid, n_factual, n_compliant FROM scores WHERE status = 'ok' "
                        "ORDER BY source, page_key").fetchall()
     by_source: dict[str, list[tuple]] = {}
@@ -606,16 +612,6 @@ def settings_hash(record: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _origin(record: dict[str, Any], flag: str) -> str:
-    argv = record.get("argv", [])
-    if any(a == flag or a.startswith(flag + "=") for a in argv):
-        return "command line"
-    cfg = record.get("config", {})
-    conf = cfg.get("config") or cfg.get("conf") or "conf/pipeline.toml"
-    name = str(conf).rsplit("/", 2)
-    return f"{'/'.join(name[-2:])} [evaluate]"
-
-
 def _model_file(model_ids: list[str]) -> str:
     """The model file behind the served model ids, from conf/serving.toml's [embedded] section."""
     try:
@@ -639,16 +635,18 @@ def run_metadata(record: dict[str, Any] | None, model_ids: list[str]) -> dict[st
     """Date, models, strategy, thresholds and where they came from, the settings hash, versions."""
     rec = record or {}
     ev = {**rec.get("config", {}), **rec.get("evaluation", {})}
+    judge = judge_of_run(rec)
+    provenance = judge.get("provenance") or {}
     rows = [("evaluated", f"{rec.get('started_at', 'unknown')} to {rec.get('finished_at', 'unknown')}"
              if rec else "unknown: scores/_run.json not found"),
             ("report built", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")),
             ("models (generation and verdicts)", ", ".join(model_ids) or "none recorded"),
             ("model file", _model_file(model_ids)),
             ("stages", ", ".join(ev.get("stages") or []) or "unknown"),
-            ("strategy", f"{ev.get('strategy', 'unknown')} ({_origin(rec, '--strategy')})"),
-            ("factuality threshold", f"{ev.get('factuality_threshold', 'unknown')} ({_origin(rec, '--factuality-threshold')})"),
-            ("compliance threshold", f"{ev.get('compliance_threshold', 'unknown')} ({_origin(rec, '--compliance-threshold')})"),
-            ("pages limit", f"{ev.get('limit', 'unknown')} ({_origin(rec, '--limit')}), order {ev.get('order', 'unknown')}"),
+            ("strategy", (judge.get("settings") or {}).get("strategy", "unknown")),
+            ("factuality threshold", provenance.get("factuality", "unknown: not recorded")),
+            ("compliance threshold", provenance.get("compliance", "unknown: not recorded")),
+            ("pages limit", f"{ev.get('limit', 'unknown')}, order {ev.get('order', 'unknown')}"),
             ("validity", f"{ev.get('validity_mode') or 'schemaorg'} mode"
              + (" (the paper's filter)" if ev.get("validity_mode") == "paper" else
                 f", {ev.get('validity_engine', 'unknown')} engine, {'strict' if ev.get('validity_strict') else 'lenient'} literals")),
@@ -656,7 +654,7 @@ def run_metadata(record: dict[str, Any] | None, model_ids: list[str]) -> dict[st
             ("settings hash", settings_hash(rec) if rec else "unknown"),
             ("versions", ", ".join(f"{d} {_version(d)}" for d in ("pyspark", "ray", "duckdb"))
              + f", python {platform.python_version()} (report) / {rec.get('python', 'unknown')} (evaluation)")]
-    thresholds = {"factuality": _num(ev.get("factuality_threshold")), "compliance": _num(ev.get("compliance_threshold"))}
+    thresholds = {a: _num(judge.get(f"{a}_threshold")) for a in ("factuality", "compliance")}
     return {"rows": rows, "thresholds": {k: v for k, v in thresholds.items() if v is not None}}
 
 

@@ -7,9 +7,10 @@ section must give every key, and a key that is unknown, missing or of the wrong 
 one line on stderr and exit status 2 (:func:`exit_on_config_error`).
 
 A job section (``[csets]``, ``[evaluate]``...) holds exactly the defaults of that job's setting
-flags (``udfs.runtime.job.Job.parse_args`` checks both ways); ``[scores]`` and ``[validity]``
-configure library objects that several commands build (the evaluation's key scores and validity
-agent, ``python -m udfs.agents.validity``, the benchmark's embeddings).
+flags (``udfs.runtime.job.Job.parse_args`` checks both ways); ``[judge]`` holds the defaults of
+the judge's flags, which every job that judges takes too (``Job.shared_sections``); ``[scores]``
+and ``[validity]`` configure library objects that several commands build (the evaluation's key
+scores and validity agent, ``python -m udfs.agents.validity``, the benchmark's embeddings).
 
 Lists in the TOML become tuples, so a config object can be shared and hashed without being changed
 under its readers.
@@ -120,21 +121,34 @@ class ValidityConf:
 
 
 @dataclass(frozen=True)
+class JudgeConf:
+    """The verdict agents' judge, one for every job that judges (``jobs/evaluate.py``, and
+    ``jobs/agents_bench.py`` which measures it): the strategy, the questions of each agent
+    (``udfs.agents.questions``), the configured thresholds, the verdict models (empty: the
+    service's first), the model that breaks their ties ("": none) and the calibration file whose
+    matching entry gives the thresholds the configuration leaves to it
+    (``udfs.scores.calibration.resolve_judge``; "": none). The jobs' flags of the same names
+    override these, and a job builds its run's ``JudgeConf`` from them (:func:`judge_of`)."""
+
+    strategy: str
+    factuality_questions: tuple[str, ...]
+    compliance_questions: tuple[str, ...]
+    factuality_threshold: float
+    compliance_threshold: float
+    verdict_models: tuple[str, ...]
+    judge_model: str
+    calibration: str
+
+
+@dataclass(frozen=True)
 class EvaluateConf:
     limit: int
     order: str
     generators: tuple[str, ...]
     stages: tuple[str, ...]
-    strategy: str
-    factuality_threshold: float
-    compliance_threshold: float
-    verdict_models: tuple[str, ...]
     context_window: int
     max_tokens: int
     max_claims: int
-    calibration: str
-    factuality_questions: tuple[str, ...]
-    compliance_questions: tuple[str, ...]
     executor: str
     workers: int
     timeout_s: float
@@ -156,17 +170,10 @@ class AgentsBenchConf:
     max_value_chars: int
     limit: int
     tasks: tuple[str, ...]
-    verdict_models: tuple[str, ...]
-    strategy: str
-    factuality_questions: tuple[str, ...]
-    compliance_questions: tuple[str, ...]
-    factuality_threshold: float
-    compliance_threshold: float
     batch_size: int
     timeout_s: float
     concurrency: int
     fit_fraction: float
-    calibration_file: str
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,7 @@ class Config:
     pages: PagesConf
     scores: ScoresConf
     validity: ValidityConf
+    judge: JudgeConf
     evaluate: EvaluateConf
     report: ReportConf
     agents_bench: AgentsBenchConf
@@ -327,6 +335,13 @@ def load_config(path: str | Path | None = None) -> Config:
     """Read ``path`` (default: conf/pipeline.toml) into a typed, frozen :class:`Config`."""
     path = Path(path) if path else DEFAULT_CONF
     return parse_config(read_toml(path), str(path))
+
+
+def judge_of(values: Any) -> JudgeConf:
+    """A :class:`JudgeConf` from any object with its fields as attributes (a job's parsed flags,
+    lists as argparse gives them), lists made tuples."""
+    return JudgeConf(**{f.name: tuple(v) if isinstance(v := getattr(values, f.name), list) else v
+                        for f in dataclasses.fields(JudgeConf)})
 
 
 def as_defaults(section: Any) -> dict[str, Any]:

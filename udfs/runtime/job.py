@@ -28,7 +28,7 @@ from udfs.runtime.config import Config, ConfigError, as_defaults, exit_on_config
 from udfs.runtime import io as _io
 from udfs.runtime.inputs import InputError, InputReport, resolve_inputs
 from udfs.runtime.io import Folder
-from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF
+from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF, shown_path
 
 log = logging.getLogger("llm4schema")
 
@@ -142,6 +142,9 @@ class Job:
     outputs: tuple[str, ...] = ()
     # The command to run next, shown when the job ends; ``{output}`` is --output.
     next_step: str = ""
+    # Sections besides ``[<name>]`` whose keys are settings of this job too (its flags' defaults),
+    # each key in one section only: settings several jobs share, such as ``[judge]``.
+    shared_sections: tuple[str, ...] = ()
 
     def __init__(self, argv: list[str] | None = None):
         self.argv = list(sys.argv[1:] if argv is None else argv)
@@ -172,13 +175,28 @@ class Job:
             parser = self.build_parser(self.config)
         except ConfigError as exc:
             exit_on_config_error(f"{self.name}.py", exc)
-        return parser.parse_args(argv)
+        args = parser.parse_args(argv)
+        # which settings the command line gave: argparse leaves a value already in the namespace
+        # unless the flag is given, so a marker there that survives says "from the conf file"
+        unset = object()
+        given = parser.parse_args(argv, argparse.Namespace(**{d: unset for d in parser.setting_dests}))
+        self.given = frozenset(d for d in parser.setting_dests if getattr(given, d) is not unset)
+        self._setting_sections = parser.setting_sections
+        return args
+
+    def setting_origin(self, dest: str) -> str:
+        """Where a setting's value came from: its flag (``--factuality-threshold``) when the command
+        line gave it, else the conf file and section (``conf/pipeline.toml [judge]``)."""
+        if dest in self.given:
+            return "--" + dest.replace("_", "-")
+        return f"{shown_path(self.config.path)} [{self._setting_sections[dest]}]"
 
     def build_parser(self, config: Config) -> argparse.ArgumentParser:
         """The job's command line. A flag declared without ``default=`` is a setting: its default
-        is the key of the same name (the flag's dest) in ``[<name>]``, and the section holds
-        exactly those keys: a setting flag without a key, or a key without a flag, is a
-        ConfigError (a flag that is not a setting, e.g. a path of one run or a switch, states its
+        is the key of the same name (the flag's dest) in ``[<name>]`` or in one of
+        ``shared_sections``, and those sections together hold exactly those keys, each key in one
+        section: a setting flag without a key, a key without a flag, or a key in two of them is
+        a ConfigError (a flag that is not a setting, e.g. a path of one run or a switch, states its
         default in code). ``--help`` shows the conf's values."""
         parser = argparse.ArgumentParser(
             prog=f"{self.name}.py",
@@ -201,7 +219,14 @@ class Job:
             if action.default is FROM_CONF and action.dest not in settings:
                 action.default = None  # required flags and positionals: always given
         values = as_defaults(config.section(self.name))
-        where = f"{config.path}: [{self.name}]"
+        sections = dict.fromkeys(values, self.name)
+        for shared in self.shared_sections:
+            for key, value in as_defaults(config.section(shared)).items():
+                if key in sections:
+                    raise ConfigError(f"{config.path}: [{shared}] {key} is also a key of [{sections[key]}]: "
+                                      f"{self.name}.py takes a setting from one section only")
+                values[key], sections[key] = value, shared
+        where = f"{config.path}: {' and '.join(f'[{s}]' for s in (self.name, *self.shared_sections))}"
         missing = [a for d, a in settings.items() if d not in values]
         if missing:
             raise ConfigError(f"{where} is missing key{'s' if len(missing) > 1 else ''} "
@@ -214,10 +239,11 @@ class Job:
             choices = settings[dest].choices
             for item in value if isinstance(value, list) else [value]:
                 if choices is not None and item not in choices:
-                    raise ConfigError(f"{where} {dest} = {value!r}: {item!r} is not one of "
+                    raise ConfigError(f"{config.path}: [{sections[dest]}] {dest} = {value!r}: {item!r} is not one of "
                                       f"{', '.join(map(repr, choices))}")
         parser.set_defaults(**values)
         parser.setting_dests = tuple(settings)  # for checks: the keys [<name>] must hold
+        parser.setting_sections = sections  # dest -> the section its default came from
         return parser
 
     # ---- layout --------------------------------------------------------------------------------

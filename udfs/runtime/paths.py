@@ -20,3 +20,12 @@ def project_file(path: str) -> str:
     if not path or "://" in path or path.startswith("/"):
         return path
     return str(PROJECT_ROOT / path)
+
+
+def shown_path(path: str) -> str:
+    """A file as a record or a report names it: relative to the project root when inside it (so
+    two checkouts say the same), else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return path

@@ -115,19 +115,19 @@ def headline(source: str, counts: dict[str, int]) -> str:
 
 
 def thresholds_line(scores: Folder) -> str | None:
-    """The verdict agents' thresholds of the evaluation that wrote ``scores/`` (its run record),
-    each said calibrated (the file's entry took it) or configured; None without a record."""
+    """The verdict agents' thresholds of the evaluation that wrote ``scores/`` (its run record's
+    judge), each said calibrated (the calibration file's entry gave it), given on the command line
+    or configured; None without a record."""
     try:
-        applied = json.loads(scores.read_bytes("_run.json"))["evaluation"]["calibration_applied"]
+        judge = json.loads(scores.read_bytes("_run.json"))["evaluation"]["judge"]
+        applied, provenance = judge["calibration"], judge["provenance"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    configured = applied.get("configured_thresholds") or {}
     parts = []
-    for agent, a in (applied.get("agents") or {agent: {} for agent in configured}).items():
-        if a.get("matched"):
-            parts.append(f"{agent} {a['threshold']:.3g} (calibrated)")
-        elif agent in configured:
-            parts.append(f"{agent} {configured[agent]:.3g} (configured)")
+    for agent, where in provenance.items():
+        how = ("calibrated" if (applied.get("agents") or {}).get(agent, {}).get("matched") else
+               "command line" if " from --" in where else "configured")
+        parts.append(f"{agent} {judge[f'{agent}_threshold']:.3g} ({how})")
     where = f"; calibration file {applied['file']}" if applied.get("file") else ""
     return f"verdict thresholds: {', '.join(parts)}{where}" if parts else None
 

@@ -28,10 +28,13 @@ The file (JSON, :func:`write` / :func:`read`): ``{"version": 1, "entries": [...]
 key, each with its threshold, knots, seed, fit fraction, ground-truth hash, fit and test sizes and
 test metrics. Writing replaces the entries of the keys written and keeps the others.
 :func:`resolve` picks the entries of one evaluation's verdict models and strategy and says what
-matched. Pure apart from reading and writing that file (through ``udfs.runtime.io.Folder``).
+matched; :func:`resolve_judge` makes the judge a run uses (``ResolvedJudge``): the configured
+settings with each threshold resolved and its provenance said. Pure apart from reading and
+writing that file (through ``udfs.runtime.io.Folder``).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -40,7 +43,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from udfs.runtime.config import JudgeConf
 from udfs.runtime.io import Folder
+from udfs.runtime.paths import project_file, shown_path
 
 VERSION = 1
 AGENTS = ("factuality", "compliance")
@@ -315,3 +320,94 @@ def resolve(path: str, models: Sequence[str | None], strategy: str, layout: str 
     if stale:
         out.note += f"; not taken for {', '.join(stale)}: fitted on other prompts than these"
     return out
+
+
+# ---- the judge a run uses -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class ResolvedJudge:
+    """The judge a run uses: its configured settings (``settings``, a ``JudgeConf`` as the flags
+    and ``[judge]`` gave it) and the thresholds that apply, each with its provenance, a line that
+    says where it came from ("0.286544 from conf/calibration.json, entry ...", "0.5 from
+    --factuality-threshold", "0.5 from conf/pipeline.toml [judge]; calibration: ..."). ``maps``:
+    per agent the score-to-probability map of the entry taken; ``calibration``: what the run record
+    keeps of the file (:meth:`Applied.record`: per agent whether an entry was taken and its
+    test-split counts, which the corrected rates use). Made by :func:`resolve_judge` only."""
+
+    settings: JudgeConf
+    factuality_threshold: float
+    compliance_threshold: float
+    provenance: dict[str, str]
+    maps: dict[str, dict[str, list[float]]]
+    calibration: dict[str, Any]
+
+    @property
+    def strategy(self) -> str:
+        return self.settings.strategy
+
+    @property
+    def verdict_models(self) -> list[str]:
+        return list(self.settings.verdict_models)
+
+    @property
+    def judge_model(self) -> str | None:
+        return self.settings.judge_model or None
+
+    def threshold(self, agent: str) -> float:
+        return self.factuality_threshold if agent == "factuality" else self.compliance_threshold
+
+    def questions(self, agent: str) -> list[str]:
+        """The questions ``agent`` asks of every claim."""
+        return list(self.settings.factuality_questions if agent == "factuality" else self.settings.compliance_questions)
+
+    def record(self) -> dict[str, Any]:
+        """What the run record keeps: the settings, the thresholds applied and their provenance,
+        the calibration's account."""
+        return {"settings": dataclasses.asdict(self.settings),
+                "thresholds": {a: self.threshold(a) for a in AGENTS}, "provenance": dict(self.provenance),
+                "calibration": self.calibration}
+
+
+def _fitted_on(path: str, e: dict[str, Any]) -> str:
+    fit = e.get("fit") or {}
+    return (f"{e['threshold']:g} from {shown_path(project_file(path))}, "
+            f"entry {e['layout']} ({e['model']}, {e['strategy']}), "
+            f"fitted on {fit.get('n')} items in {fit.get('groups')} groups of ground truth "
+            f"{str(e.get('ground_truth_sha256'))[:12]}, created {e.get('created_at')}")
+
+
+def resolve_judge(settings: JudgeConf, questions: dict[str, tuple[str, str]], *, served_model: str | None = None,
+                  origin: dict[str, str], apply: bool = True) -> ResolvedJudge:
+    """The judge of ``settings`` with its thresholds resolved: per agent, the threshold the command
+    line gave (``origin[agent + "_threshold"]`` a flag, "--..."), else that of the calibration
+    file's entry for these verdict models (``served_model`` where ``settings`` names none; None: not
+    known, nothing matches), strategy and questions (``questions``: agent -> (``udfs.agents.
+    questions.questions_key``, prompt fingerprint)), else the configured one; ``origin`` says
+    where each configured threshold came from. A threshold given on the command line is never
+    replaced, and the entry for that agent is then not taken (its map and its test counts describe
+    another threshold). ``apply`` False (a calibration fits, it does not apply one): the configured
+    thresholds, said so."""
+    path = settings.calibration if apply else ""
+    applied = resolve(project_file(path), list(settings.verdict_models) or [served_model], settings.strategy,
+                      layout_key(questions["factuality"][0]), judge=settings.judge_model or None,
+                      prompts={a: fp for a, (_, fp) in questions.items()},
+                      compliance_layout=layout_key(questions["compliance"][0]))
+    thresholds, provenance = {}, {}
+    for agent in AGENTS:
+        configured = getattr(settings, f"{agent}_threshold")
+        where = origin[f"{agent}_threshold"]
+        entry = applied.entries.get(agent)
+        if where.startswith("--"):
+            thresholds[agent], provenance[agent] = configured, f"{configured:g} from {where}"
+            if entry is not None:
+                for taken in (applied.entries, applied.thresholds, applied.maps):
+                    taken.pop(agent, None)
+                provenance[agent] += (f" (the calibration entry {entry['layout']} not taken: "
+                                      "fitted for its own threshold)")
+                applied.note += f"; not taken for {agent}: its threshold is the command line's"
+        elif entry is not None:
+            thresholds[agent], provenance[agent] = float(entry["threshold"]), _fitted_on(path, entry)
+        else:
+            why = applied.note if apply else "not applied: calibrate fits the thresholds on the raw scores"
+            thresholds[agent], provenance[agent] = configured, f"{configured:g} from {where}; calibration: {why}"
+    return ResolvedJudge(settings, thresholds["factuality"], thresholds["compliance"], provenance,
+                         dict(applied.maps), applied.record())
