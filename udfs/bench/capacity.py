@@ -18,7 +18,7 @@ from udfs.runtime.paths import PROJECT_ROOT
 
 # ---- measured on this project's 2-core machine -------------------------------------------------
 
-# C-sets job (jobs/csets.py), README "C-sets" section: benchmarks/csets_throughput.py (defaults:
+# C-sets job (jobs/csets.py), docs/results/csets.md: benchmarks/csets_throughput.py (defaults:
 # 2M quads in 8 files, scales 1,2,4, fastest of 3 runs: --repeats 3), then the same with
 # --quads 64000000 --files 64 --scales 1 --repeats 1 and --quads 256000000 --files 256, on a quiet
 # 2-core machine (2026-11-30: byte-level scan, (C-set, page) rows streamed into the pages pass,
@@ -43,14 +43,14 @@ VALIDITY_MARKUPS_PER_CPU_S = 4_016
 # Evaluation harness (jobs/evaluate.py's driver and workers: client, agents, validity, scores,
 # tables, Ray; no model): benchmarks/evaluate_throughput.py against its stub engine, CPU seconds of
 # the job's whole process tree per verdict from the stub's first verdict to its last over the 0 ms
-# runs (start-up excluded), the demo pages replicated (README, "Harness throughput"). Every model
+# runs (start-up excluded), the demo pages replicated (docs/results/harness.md). Every model
 # request (verdict or generation) is counted at this cost.
 HARNESS_CPU_MS_PER_REQUEST = 0.61
 HARNESS_MEASURED = ("the streaming job (256 requests in flight per worker), --executor ray, 2 workers, "
                     "1k, 10k and 100k pages at 0 ms, 260,502 verdicts, quiet machine (load 0.9)")
 
-# Evaluation (jobs/evaluate.py --limit 2 --order shortest, embedded model, README "agents and the
-# evaluation"): per page and source, from out/demo/scores (verdict_requests, verdict_prompt_tokens,
+# Evaluation (jobs/evaluate.py --limit 2 --order shortest, embedded model, docs/results/demo.md):
+# per page and source, from out/demo/scores (verdict_requests, verdict_prompt_tokens,
 # verdict_cached_prompt_tokens, generation_prompt_tokens, generation_completion_tokens), and the
 # page text's tokens (cl100k_base count of pages.text: 615 and 346 characters).
 EVAL_MEASURED = [
@@ -62,7 +62,7 @@ EVAL_MEASURED = [
      "model": (4, 860, 590)},
 ]
 # The paper's layout (claim before the page text, no shared prefix), experiments/factuality_prefix
-# in the README: 1,468 prompt tokens processed against 439 with the shared prefix, same 6 claims.
+# in docs/results/serving.md: 1,468 prompt tokens processed against 439 with the shared prefix, same 6 claims.
 PAPER_LAYOUT_TOKENS, SHARED_PREFIX_TOKENS = 1_468, 439
 
 # ---- the workload ------------------------------------------------------------------------------

@@ -107,7 +107,7 @@ class UnitRunner:
         # A worker allocates a few dozen objects per request and keeps little: CPython's default
         # collector thresholds run a collection every few requests, and its full collections
         # rescan everything loaded (the models, the vocabulary): a large share of a worker's CPU
-        # beside the requests themselves (README, "Harness throughput"). What is loaded is
+        # beside the requests themselves (docs/results/harness.md). What is loaded is
         # frozen out of the collector, and young collections run less often.
         gc.freeze()
         gc.set_threshold(*GC_THRESHOLDS)

@@ -78,7 +78,7 @@ def _connect() -> None:
 def _lookup(app: str):
     """The ``handle_http`` method handle of ``app``'s ingress deployment, sending its requests
     over gRPC straight to a replica (``_by_reference=False``) rather than as Ray actor calls, which
-    cost more CPU per request on both sides (README, "Harness throughput")."""
+    cost more CPU per request on both sides (docs/results/harness.md)."""
     from ray import serve
 
     _connect()

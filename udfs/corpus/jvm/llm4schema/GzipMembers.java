@@ -19,7 +19,7 @@ import java.util.zip.ZipException;
  * zero padding to the end (what gzip(1) accepts too, from tape blocks), or by the next member's
  * valid header; anything else is a {@link ZipException} naming the member and its byte offset.
  * The first member's errors keep the JDK's messages ("Not in GZIP format", "Unexpected end of
- * ZLIB input stream", "Corrupt GZIP trailer"), which the reject rows and the README quote.
+ * ZLIB input stream", "Corrupt GZIP trailer"), which the reject rows quote.
  */
 final class GzipMembers extends InputStream {
     private static final int FHCRC = 2, FEXTRA = 4, FNAME = 8, FCOMMENT = 16;
