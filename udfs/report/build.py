@@ -18,15 +18,16 @@ import io
 import json
 import math
 import platform
-import tomllib
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from udfs.llm.serving.config import load_serving_conf
 from udfs.evaluation.evaluator import HUMAN, page_key
 from udfs.report import paper
+from udfs.runtime.config import ConfigError
 from udfs.runtime.io import Folder, parquet_dataset
-from udfs.runtime.paths import CONF_DIR, shown_path
+from udfs.runtime.paths import shown_path
 
 STAGES = ("triples_in", "after_validity", "after_factuality", "after_compliance")
 STAGE_TITLES = ("triples in", "after validity", "after factuality", "after compliance")
@@ -613,15 +614,16 @@ def settings_hash(record: dict[str, Any]) -> str:
 
 
 def _model_file(model_ids: list[str]) -> str:
-    """The model file behind the served model ids, from conf/serving.toml's [embedded] section."""
+    """The model file behind the served model ids, from conf/serving.toml's embedded models (the
+    run record names the models, not the file they were loaded from)."""
     try:
-        emb = tomllib.loads((CONF_DIR / "serving.toml").read_text()).get("embedded", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        return "unknown (conf/serving.toml not readable)"
-    model = str(emb.get("model", ""))
-    if emb.get("model_id") in model_ids or not model_ids:
-        return model if model.endswith(".gguf") else f"{model}.gguf (embedded llama.cpp, conf/serving.toml)"
-    return f"not the embedded model ({', '.join(model_ids)}): see the service's configuration"
+        conf = load_serving_conf()
+    except ConfigError as exc:
+        return f"unknown ({exc})"
+    for m in conf.embedded.models if conf.embedded else ():
+        if m.model_id in model_ids or not model_ids:
+            return m.model if m.model.endswith(".gguf") else f"{m.model}.gguf (embedded llama.cpp, conf/serving.toml)"
+    return f"not an embedded model of conf/serving.toml ({', '.join(model_ids)}): see the service's configuration"
 
 
 def _version(dist: str) -> str:
