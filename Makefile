@@ -8,7 +8,7 @@ OUT ?= out/demo
 # Pages the demo evaluates with the embedded CPU model (a few minutes each on 2 cores).
 PAGES ?= 2
 
-.PHONY: setup demo test test-main test-vllm vllm-env bench faults shapes clean
+.PHONY: setup demo test lint docs test-main test-vllm vllm-env bench faults shapes clean
 
 # Headless Chromium for the report's page test (tests/jobs/test_report_html.py): Debian's package
 # (through sudo when not root).
@@ -49,8 +49,17 @@ demo: setup
 	  $(PY) -m udfs.llm.serving stop; \
 	  if [ $$rc -eq 0 ]; then $(PY) -m udfs.runtime.summary $(OUT); fi; exit $$rc
 
-# The main suite, then the vLLM tests: both, every run (CI calls make test).
-test: test-main test-vllm
+# Lint and format check, the documentation site, the main suite, then the vLLM tests: all of them,
+# every run (CI calls make test).
+test: lint docs test-main test-vllm
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# --strict: a broken link, a page missing from the nav or a failing hook fails the build.
+docs: setup
+	$(VENV)/bin/mkdocs build --strict --quiet -d $(CURDIR)/out/site
 
 test-main: setup
 	$(PY) -m pytest -m "not vllm"
