@@ -6,6 +6,7 @@ Measures, in one run: the embedding model's load time; BLINKG matches per second
 embeddings against one embedding call per pair (the ratio is what batching buys); Levenshtein
 alone; MeMR and key scores per markup pair.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,9 +17,10 @@ import re
 import time
 
 from udfs.runtime.config import load_config
-from udfs.scores import keys as keyscores, matching
-from udfs.scores.memr import MarkupError, memr_markups
 from udfs.runtime.paths import DATA_DIR
+from udfs.scores import keys as keyscores
+from udfs.scores import matching
+from udfs.scores.memr import MarkupError, memr_markups
 
 EXAMPLES = DATA_DIR / "schemaorg-30.0" / "schemaorg-all-examples.txt"
 
@@ -90,12 +92,16 @@ def main() -> None:
     batched_rate = len(pairs) / batched_s
     unbatched_rate = len(few) / unbatched_s
     print(f"Levenshtein only: {len(pairs) / lev_s:,.0f} pairs/s")
-    print(f"BLINKG match, batched (batch {args.batch_size}, distinct texts embedded once): {batched_rate:,.0f} pairs/s "
-          f"({sum(m.matched for m in got)} of {len(got)} matched)")
+    print(
+        f"BLINKG match, batched (batch {args.batch_size}, distinct texts embedded once): {batched_rate:,.0f} pairs/s "
+        f"({sum(m.matched for m in got)} of {len(got)} matched)"
+    )
     print(f"BLINKG match, one call per pair: {unbatched_rate:,.1f} pairs/s over {len(few)} pairs")
     print(f"batched / one call per pair: {batched_rate / unbatched_rate:.1f}x")
-    print(f"batched with 2 torch threads: {len(pairs) / by_threads[2]:,.0f} pairs/s; "
-          f"1 thread / 2 threads: {by_threads[2] / by_threads[1]:.2f}x (load average now {os.getloadavg()[0]:.1f})")
+    print(
+        f"batched with 2 torch threads: {len(pairs) / by_threads[2]:,.0f} pairs/s; "
+        f"1 thread / 2 threads: {by_threads[2] / by_threads[1]:.2f}x (load average now {os.getloadavg()[0]:.1f})"
+    )
 
     # MeMR and key scores on neighbouring example pairs (a stand-in for human vs model markup);
     # the few examples with a remote @context, which no reader fetches, have no MeMR.
@@ -108,15 +114,17 @@ def main() -> None:
             pass
     markup_pairs = list(zip(readable, readable[1:]))
     t = time.perf_counter()
-    for h, l in markup_pairs:
-        memr_markups(h, l)
+    for human, model in markup_pairs:
+        memr_markups(human, model)
     memr_s = time.perf_counter() - t
     t = time.perf_counter()
-    for h, l in markup_pairs:
-        keyscores.key_scores(h, l, ignore_keys=conf.ignore_keys, max_order=conf.bleu_max_order)
+    for human, model in markup_pairs:
+        keyscores.key_scores(human, model, ignore_keys=conf.ignore_keys, max_order=conf.bleu_max_order)
     key_s = time.perf_counter() - t
-    print(f"MeMR: {len(markup_pairs) / memr_s:,.0f} markup pairs/s; key scores: {len(markup_pairs) / key_s:,.0f} markup pairs/s "
-          f"({len(markup_pairs)} pairs)")
+    print(
+        f"MeMR: {len(markup_pairs) / memr_s:,.0f} markup pairs/s; key scores: {len(markup_pairs) / key_s:,.0f} markup pairs/s "
+        f"({len(markup_pairs)} pairs)"
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/capacity.py                # the tables of docs/capacity.md (Markdown)
     .venv/bin/python benchmarks/capacity.py --update-doc   # write them into docs/capacity.md
 """
+
 import sys
 
 from udfs.bench.capacity import main

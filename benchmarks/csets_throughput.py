@@ -15,6 +15,7 @@
 3. Prints one table: quads/s per core, job / zcat ratio, job / naive per-core ratio, memory, and
    how time and memory grow with the input. Also writes the figures as JSON (--json).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -107,14 +108,16 @@ def _tree_rss_peaks(root_pid: int, stop: threading.Event, peaks: dict) -> None:
     while not stop.is_set():
         pids = [root_pid]
         try:
-            children = subprocess.run(["ps", "-o", "pid=,rss=,comm=", "--ppid", str(root_pid)],
-                                      capture_output=True, text=True).stdout
+            children = subprocess.run(
+                ["ps", "-o", "pid=,rss=,comm=", "--ppid", str(root_pid)], capture_output=True, text=True
+            ).stdout
         except OSError:
             children = ""
         rows = [ln.split(None, 2) for ln in children.splitlines() if ln.strip()]
         try:
-            own = subprocess.run(["ps", "-o", "pid=,rss=,comm=", "-p", str(root_pid)],
-                                 capture_output=True, text=True).stdout
+            own = subprocess.run(
+                ["ps", "-o", "pid=,rss=,comm=", "-p", str(root_pid)], capture_output=True, text=True
+            ).stdout
             rows += [ln.split(None, 2) for ln in own.splitlines() if ln.strip()]
         except OSError:
             pass
@@ -151,12 +154,15 @@ def run_measured(cmd: list[str], **kw) -> tuple[float, dict, subprocess.Complete
 
 def zcat_floor(files: list[Path], cores: int) -> float:
     t0 = time.monotonic()
-    subprocess.run(f"printf '%s\\n' {' '.join(map(str, files))} | xargs -P {cores} -n 1 sh -c 'zcat \"$0\" > /dev/null'",
-                   shell=True, check=True)
+    subprocess.run(
+        f"printf '%s\\n' {' '.join(map(str, files))} | xargs -P {cores} -n 1 sh -c 'zcat \"$0\" > /dev/null'",
+        shell=True,
+        check=True,
+    )
     return time.monotonic() - t0
 
 
-NAIVE = r'''
+NAIVE = r"""
 import gzip, re, sys, resource
 line_re = re.compile(r'^(<[^>]*>|_:\S+)\s+(<[^>]*>)\s+(.+)\s+(<[^>]*>)\s+\.\s*$')
 sets = {}
@@ -177,7 +183,7 @@ for toks in sets.values():
     k = " ".join(sorted(toks))
     csets[k] = csets.get(k, 0) + 1
 print(n, len(sets), len(csets), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-'''
+"""
 
 
 def linear_fit(x: list[float], y: list[float]) -> tuple[float, float]:
@@ -194,8 +200,12 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=8, help="gzip files in the 1x corpus")
     ap.add_argument("--scales", default="1,2,4", help="corpus multiples to run")
     ap.add_argument("--naive-scales", default="1", help="multiples on which to run the naive baseline")
-    ap.add_argument("--repeats", type=int, default=2,
-                    help="job runs per scale; the fastest counts (the least disturbed by other work)")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=2,
+        help="job runs per scale; the fastest counts (the least disturbed by other work)",
+    )
     ap.add_argument("--workdir", default=None, help="where corpora and outputs go (default: a temp dir, removed)")
     ap.add_argument("--json", default=None, help="also write the figures here")
     args = ap.parse_args()
@@ -204,9 +214,13 @@ def main() -> int:
     spark_submit = str(Path(sys.executable).parent / "spark-submit")
     rows = []
     # The job as the Makefile runs it: spark-submit reads conf/spark-defaults.conf (JVM options too).
-    env = {**os.environ, "SPARK_LOG_LEVEL": "ERROR", "PYSPARK_PYTHON": sys.executable,
-           "SPARK_CONF_DIR": str(ROOT / "conf"),
-           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env = {
+        **os.environ,
+        "SPARK_LOG_LEVEL": "ERROR",
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_CONF_DIR": str(ROOT / "conf"),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
     job = [spark_submit, "--master", f"local[{cores}]", "--driver-memory", "2g", str(ROOT / "jobs" / "csets.py")]
     try:
         # Warm-up, not measured: the first run on a machine reads Spark's jars from disk and may
@@ -225,7 +239,9 @@ def main() -> int:
             runs = []
             for _ in range(max(args.repeats, 1)):
                 c0 = children_cpu()
-                wall, peaks, res = run_measured([*job, "--input", str(corpus), "--output", str(out), "--top", "3"], env=env)
+                wall, peaks, res = run_measured(
+                    [*job, "--input", str(corpus), "--output", str(out), "--top", "3"], env=env
+                )
                 runs.append((wall, children_cpu() - c0, peaks))
             wall = min(r[0] for r in runs)
             job_cpu = min(r[1] for r in runs)
@@ -234,26 +250,44 @@ def main() -> int:
             c = record["counters"]
             assert c["reconciles"], c
             row = {
-                "scale": scale, "files": len(files), "quads": quads, "gzip_mb": round(size / 2**20, 1),
-                "gen_s": round(gen_s, 1), "zcat_s": round(floor, 2), "job_s": round(wall, 2),
+                "scale": scale,
+                "files": len(files),
+                "quads": quads,
+                "gzip_mb": round(size / 2**20, 1),
+                "gen_s": round(gen_s, 1),
+                "zcat_s": round(floor, 2),
+                "job_s": round(wall, 2),
                 "job_over_zcat": round(wall / floor, 2),
                 "job_quads_per_s_per_core": round(quads / wall / cores),
-                "zcat_cpu_s": round(zcat_cpu, 2), "job_cpu_s": round(job_cpu, 2),
-                "job_quads_per_cpu_s": round(quads / job_cpu), "job_cpu_over_zcat_cpu": round(job_cpu / zcat_cpu, 2),
-                "jvm_peak_mb": round(peaks.get("java", 0) / 2**20), "driver_py_peak_mb": round(peaks.get("python", 0) / 2**20),
-                "rejected": c["lines_rejected"], "csets": c["sets_after_cleaning"],
-                "job_s_runs": [round(r[0], 2) for r in runs], "job_cpu_s_runs": [round(r[1], 2) for r in runs],
+                "zcat_cpu_s": round(zcat_cpu, 2),
+                "job_cpu_s": round(job_cpu, 2),
+                "job_quads_per_cpu_s": round(quads / job_cpu),
+                "job_cpu_over_zcat_cpu": round(job_cpu / zcat_cpu, 2),
+                "jvm_peak_mb": round(peaks.get("java", 0) / 2**20),
+                "driver_py_peak_mb": round(peaks.get("python", 0) / 2**20),
+                "rejected": c["lines_rejected"],
+                "csets": c["sets_after_cleaning"],
+                "job_s_runs": [round(r[0], 2) for r in runs],
+                "job_cpu_s_runs": [round(r[1], 2) for r in runs],
             }
             if str(scale) in args.naive_scales.split(","):
                 t0, c0 = time.monotonic(), children_cpu()
-                res = subprocess.run([sys.executable, "-c", NAIVE, *map(str, files)], capture_output=True, text=True, check=True)
+                res = subprocess.run(
+                    [sys.executable, "-c", NAIVE, *map(str, files)], capture_output=True, text=True, check=True
+                )
                 naive_s, naive_cpu = time.monotonic() - t0, children_cpu() - c0
                 n, ents, ncsets, rss = map(int, res.stdout.split())
-                row.update({"naive_s": round(naive_s, 2), "naive_quads_per_s": round(n / naive_s),
-                            "naive_peak_mb": round(rss / 2**20), "naive_entities": ents,
-                            "job_over_naive_per_core": round((quads / wall / cores) / (n / naive_s), 2),
-                            "naive_quads_per_cpu_s": round(n / naive_cpu),
-                            "job_over_naive_per_cpu_s": round((quads / job_cpu) / (n / naive_cpu), 2)})
+                row.update(
+                    {
+                        "naive_s": round(naive_s, 2),
+                        "naive_quads_per_s": round(n / naive_s),
+                        "naive_peak_mb": round(rss / 2**20),
+                        "naive_entities": ents,
+                        "job_over_naive_per_core": round((quads / wall / cores) / (n / naive_s), 2),
+                        "naive_quads_per_cpu_s": round(n / naive_cpu),
+                        "job_over_naive_per_cpu_s": round((quads / job_cpu) / (n / naive_cpu), 2),
+                    }
+                )
             rows.append(row)
             print(json.dumps(row), flush=True)
             shutil.rmtree(corpus, ignore_errors=True)
@@ -265,48 +299,77 @@ def main() -> int:
     hdr = f"{'scale':>5} {'quads':>11} {'gz MB':>7} {'zcat s':>7} {'job s':>7} {'job/zcat':>8} {'q/s/core':>9} {'naive q/s':>9} {'job/naive':>9} {'JVM MB':>7} {'drv MB':>7} {'naive MB':>8} {'time x':>6}"
     print(hdr)
     for r in rows:
-        print(f"{r['scale']:>4}x {r['quads']:>11,} {r['gzip_mb']:>7} {r['zcat_s']:>7} {r['job_s']:>7} {r['job_over_zcat']:>8} "
-              f"{r['job_quads_per_s_per_core']:>9,} {r.get('naive_quads_per_s', '-'):>9} {r.get('job_over_naive_per_core', '-'):>9} "
-              f"{r['jvm_peak_mb']:>7} {r['driver_py_peak_mb']:>7} {r.get('naive_peak_mb', '-'):>8} {r['job_s'] / base['job_s']:>6.2f}")
-    print(f"\nThe same runs on CPU time (user + system of all processes; robust on a shared machine)")
-    print(f"{'scale':>5} {'zcat cpu s':>10} {'job cpu s':>9} {'job/zcat':>8} {'q/cpu-s':>9} {'naive q/cpu-s':>13} {'job/naive':>9} {'cpu x':>6}")
+        print(
+            f"{r['scale']:>4}x {r['quads']:>11,} {r['gzip_mb']:>7} {r['zcat_s']:>7} {r['job_s']:>7} {r['job_over_zcat']:>8} "
+            f"{r['job_quads_per_s_per_core']:>9,} {r.get('naive_quads_per_s', '-'):>9} {r.get('job_over_naive_per_core', '-'):>9} "
+            f"{r['jvm_peak_mb']:>7} {r['driver_py_peak_mb']:>7} {r.get('naive_peak_mb', '-'):>8} {r['job_s'] / base['job_s']:>6.2f}"
+        )
+    print("\nThe same runs on CPU time (user + system of all processes; robust on a shared machine)")
+    print(
+        f"{'scale':>5} {'zcat cpu s':>10} {'job cpu s':>9} {'job/zcat':>8} {'q/cpu-s':>9} {'naive q/cpu-s':>13} {'job/naive':>9} {'cpu x':>6}"
+    )
     for r in rows:
-        print(f"{r['scale']:>4}x {r['zcat_cpu_s']:>10} {r['job_cpu_s']:>9} {r['job_cpu_over_zcat_cpu']:>8} {r['job_quads_per_cpu_s']:>9,} "
-              f"{r.get('naive_quads_per_cpu_s', '-'):>13} {r.get('job_over_naive_per_cpu_s', '-'):>9} {r['job_cpu_s'] / base['job_cpu_s']:>6.2f}")
+        print(
+            f"{r['scale']:>4}x {r['zcat_cpu_s']:>10} {r['job_cpu_s']:>9} {r['job_cpu_over_zcat_cpu']:>8} {r['job_quads_per_cpu_s']:>9,} "
+            f"{r.get('naive_quads_per_cpu_s', '-'):>13} {r.get('job_over_naive_per_cpu_s', '-'):>9} {r['job_cpu_s'] / base['job_cpu_s']:>6.2f}"
+        )
     # Time = fixed + marginal x quads, fitted over every scale: the fixed part (JVM and Python
     # start, planning and compiling ~20 small stages) is paid once per run, the marginal part is
     # what a 10^4-file release run sees per quad.
     fit = {}
     if len(rows) > 1:
         q = [r["quads"] for r in rows]
-        fit = {name: linear_fit(q, [r[col] for r in rows])
-               for name, col in (("wall", "job_s"), ("cpu", "job_cpu_s"), ("zcat", "zcat_s"))}
+        fit = {
+            name: linear_fit(q, [r[col] for r in rows])
+            for name, col in (("wall", "job_s"), ("cpu", "job_cpu_s"), ("zcat", "zcat_s"))
+        }
         (fw, mw), (fc, mc), (_, mz) = fit["wall"], fit["cpu"], fit["zcat"]
         naive = [r["naive_quads_per_s"] for r in rows if "naive_quads_per_s" in r]
         naive_cpu = [r["naive_quads_per_cpu_s"] for r in rows if "naive_quads_per_cpu_s" in r]
-        print(f"\nFit over {len(rows)} scales: job wall = {fw:.1f} s + {mw * 1e6:.2f} s per million quads; "
-              f"job CPU = {fc:.1f} CPU-s + {mc * 1e6:.2f} CPU-s per million; zcat = {mz * 1e6:.3f} s per million")
-        print(f"  marginal: {1 / mc:,.0f} quads per CPU-second"
-              + (f" (naive baseline {min(naive_cpu):,}-{max(naive_cpu):,}: {1 / mc / max(naive_cpu):.2f}x its best)" if naive_cpu else "")
-              + f"; {1 / mw / cores:,.0f} quads/s/core on the wall clock; job/zcat at the margin {mw / mz:.1f}x")
+        print(
+            f"\nFit over {len(rows)} scales: job wall = {fw:.1f} s + {mw * 1e6:.2f} s per million quads; "
+            f"job CPU = {fc:.1f} CPU-s + {mc * 1e6:.2f} CPU-s per million; zcat = {mz * 1e6:.3f} s per million"
+        )
+        print(
+            f"  marginal: {1 / mc:,.0f} quads per CPU-second"
+            + (
+                f" (naive baseline {min(naive_cpu):,}-{max(naive_cpu):,}: {1 / mc / max(naive_cpu):.2f}x its best)"
+                if naive_cpu
+                else ""
+            )
+            + f"; {1 / mw / cores:,.0f} quads/s/core on the wall clock; job/zcat at the margin {mw / mz:.1f}x"
+        )
         if mw < 3 * mz:
             print(f"  job <= 3x zcat from about {fw / (3 * mz - mw) / 1e6:,.0f} million quads on")
         else:
             print("  job <= 3x zcat at no size: the marginal time alone is above 3x zcat")
         if naive and mw * cores * max(naive) < 1:
-            print(f"  per-core rate >= the naive baseline's best from about "
-                  f"{fw * cores * max(naive) / (1 - mw * cores * max(naive)) / 1e6:,.0f} million quads on")
+            print(
+                f"  per-core rate >= the naive baseline's best from about "
+                f"{fw * cores * max(naive) / (1 - mw * cores * max(naive)) / 1e6:,.0f} million quads on"
+            )
         marginal = 1 / mc
     rate = max(r["job_quads_per_s_per_core"] for r in rows)
     full = 61.1e9
-    print(f"\nFull WDC 2023-12 JSON-LD release ({full / 1e9:.1f} billion quads, 8,897 files) at {rate:,} quads/s/core "
-          f"(best wall-clock run here): {full / rate / 3600:,.0f} core-hours")
+    print(
+        f"\nFull WDC 2023-12 JSON-LD release ({full / 1e9:.1f} billion quads, 8,897 files) at {rate:,} quads/s/core "
+        f"(best wall-clock run here): {full / rate / 3600:,.0f} core-hours"
+    )
     if len(rows) > 1:
         print(f"  at the marginal {marginal:,.0f} quads per CPU-second: {full / marginal / 3600:,.0f} core-hours")
     if args.json:
-        Path(args.json).write_text(json.dumps({"cores": cores, "rows": rows, "core_hours_full_release": full / rate / 3600,
-                                               "marginal_quads_per_cpu_s": marginal if len(rows) > 1 else None,
-                                               "fit": fit}, indent=2))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "cores": cores,
+                    "rows": rows,
+                    "core_hours_full_release": full / rate / 3600,
+                    "marginal_quads_per_cpu_s": marginal if len(rows) > 1 else None,
+                    "fit": fit,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

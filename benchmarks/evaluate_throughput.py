@@ -38,6 +38,7 @@ the runs, a load generator measures each engine alone (``--ceiling``), so a rate
 itself caps is told apart from one the harness does; through Serve, both the proxy and a
 handle (``serve.get_app_handle`` from this process).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,10 +56,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-ROOT = Path(__file__).resolve().parent.parent
-
 from cluster.local.procs import descendants, free_port, stop
 from udfs.bench.synthetic_pages import write_pages
+
+ROOT = Path(__file__).resolve().parent.parent
 
 JOB = ROOT / "jobs" / "evaluate.py"
 TABLES = ("markups", "triples", "scores")
@@ -66,6 +67,7 @@ CLK = os.sysconf("SC_CLK_TCK")
 
 
 # ---- engines -------------------------------------------------------------------------------------
+
 
 def _get_json(url: str, timeout_s: float = 5.0) -> dict[str, Any]:
     import httpx
@@ -91,8 +93,11 @@ def _wait_up(url: str, timeout_s: float = 60.0) -> None:
 def stub_process(latency_ms: float) -> Iterator[tuple[str, list[int]]]:
     """``udfs.bench.stub_engine`` in its own process; yields its root URL (no ``/v1``) and pid."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "udfs.bench.stub_engine", "--port", str(port),
-                             "--latency-ms", str(latency_ms)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "udfs.bench.stub_engine", "--port", str(port), "--latency-ms", str(latency_ms)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_up(url)
@@ -115,8 +120,13 @@ def serve_stub(latency_ms: float) -> Iterator[tuple[str, list[int]]]:
     from udfs.bench.stub_engine import serve_deployment
 
     port = free_port()
-    ray.init(address="local", include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    ray.init(
+        address="local",
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+    )
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         serve.run(serve_deployment(latency_ms), name="stub", route_prefix="/", blocking=False)
@@ -134,10 +144,19 @@ _PAGE = "Copy 0.\n" + " ".join(f"word{i % 97}" for i in range(600))
 
 def _verdict_body(i: int) -> bytes:
     """A verdict request of a page's size, the ``i``-th fact."""
-    return json.dumps({"model": "stub", "max_tokens": 1, "logprobs": True, "top_logprobs": 20,
-                       "structured_outputs": {"choice": ["yes", "no"]},
-                       "messages": [{"role": "system", "content": "Judge the fact against the page text."},
-                                    {"role": "user", "content": f"<<<PAGE_TEXT\n{_PAGE}\nPAGE_TEXT>>>\n\nFact {i}?"}]}).encode()
+    return json.dumps(
+        {
+            "model": "stub",
+            "max_tokens": 1,
+            "logprobs": True,
+            "top_logprobs": 20,
+            "structured_outputs": {"choice": ["yes", "no"]},
+            "messages": [
+                {"role": "system", "content": "Judge the fact against the page text."},
+                {"role": "user", "content": f"<<<PAGE_TEXT\n{_PAGE}\nPAGE_TEXT>>>\n\nFact {i}?"},
+            ],
+        }
+    ).encode()
 
 
 def engine_ceiling(url: str, pids: list[int], n: int, concurrency: int) -> dict[str, float]:
@@ -148,8 +167,8 @@ def engine_ceiling(url: str, pids: list[int], n: int, concurrency: int) -> dict[
     process, so its CPU is the generator's, not the engine's)."""
     import asyncio
 
-    from udfs.llm.transport import AiohttpTransport
     from udfs.llm.serve_handle import ServeHandleTransport, is_serve_url
+    from udfs.llm.transport import AiohttpTransport
 
     async def go() -> None:
         transport = ServeHandleTransport() if is_serve_url(url) else AiohttpTransport(max_connections=concurrency)
@@ -160,6 +179,7 @@ def engine_ceiling(url: str, pids: list[int], n: int, concurrency: int) -> dict[
                 answer = await transport.request("POST", f"{url}/v1/chat/completions", _verdict_body(i))
                 if answer.status != 200:
                     raise RuntimeError(f"{url} answered HTTP {answer.status}")
+
         try:
             await asyncio.gather(*(one(i) for i in range(n)))
         finally:
@@ -175,6 +195,7 @@ def engine_ceiling(url: str, pids: list[int], n: int, concurrency: int) -> dict[
 
 
 # ---- one job run ---------------------------------------------------------------------------------
+
 
 def cpu_ticks(pids: list[int]) -> dict[int, int]:
     """utime + stime of each live process of ``pids``, in clock ticks."""
@@ -279,8 +300,12 @@ class Run:
         return self.pages // 10_000 + self.workers
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "verdicts_per_s": self.verdicts_per_s, "pages_per_s": self.pages_per_s,
-                "file_bound": self.file_bound}
+        return {
+            **asdict(self),
+            "verdicts_per_s": self.verdicts_per_s,
+            "pages_per_s": self.pages_per_s,
+            "file_bound": self.file_bound,
+        }
 
 
 def job_flags() -> set[str]:
@@ -289,16 +314,38 @@ def job_flags() -> set[str]:
     return set(re.findall(r"(--[a-z][a-z0-9-]+)", out.stdout))
 
 
-def run_job(run: Run, pages: Path, engine_url: str, engine_pids: list[int], work: Path, flags: set[str],
-            budget_s: float, ray_address: str = "") -> Run:
+def run_job(
+    run: Run,
+    pages: Path,
+    engine_url: str,
+    engine_pids: list[int],
+    work: Path,
+    flags: set[str],
+    budget_s: float,
+    ray_address: str = "",
+) -> Run:
     """One job run against the engine at ``engine_url`` (served by ``engine_pids``), watched;
     fills ``run``. With ``ray_address`` (this process's Ray instance, where the stub is a Serve
     app) the job joins it and asks through handles, ``serve://stub/v1``."""
     out = work / f"out-{run.label}"
     shutil.rmtree(out, ignore_errors=True)
     base_url = "serve://stub/v1" if ray_address else f"{engine_url}/v1"
-    cmd = [sys.executable, str(JOB), "--input", str(pages), "--output", str(out), "--base-url", base_url,
-           "--limit", "0", "--executor", run.executor, "--workers", str(run.workers)]
+    cmd = [
+        sys.executable,
+        str(JOB),
+        "--input",
+        str(pages),
+        "--output",
+        str(out),
+        "--base-url",
+        base_url,
+        "--limit",
+        "0",
+        "--executor",
+        run.executor,
+        "--workers",
+        str(run.workers),
+    ]
     if ray_address:
         cmd += ["--ray-address", ray_address]
     if "--max-in-flight" in flags:
@@ -315,8 +362,7 @@ def run_job(run: Run, pages: Path, engine_url: str, engine_pids: list[int], work
     log_path = work / f"log-{run.label}.txt"
     t0 = time.monotonic()
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env, start_new_session=True)
         engine_set = set(engine_pids)
         also = (lambda: [p for p in descendants(os.getpid()) if p not in engine_set]) if ray_address else None
         with Watch(proc.pid, also=also) as watch:
@@ -381,6 +427,7 @@ def _read_outputs(run: Run, out: Path) -> None:
 
 # ---- the benchmark -------------------------------------------------------------------------------
 
+
 def fresh_stub_run(run: Run, pages: Path, work: Path, flags: set[str], budget_s: float) -> Run:
     """A run against its own stub process (so the stub's first verdict is this run's)."""
     with stub_process(run.latency_ms) as (url, pids):
@@ -404,17 +451,20 @@ ENGINES = {"stub": "stub", "serve": "Serve proxy + stub", "serve-handle": "Serve
 
 
 def table(runs: list[Run]) -> str:
-    lines = ["| engine | pages | latency ms | in flight | executor x workers | wall s | verdicts | verdicts/s "
-             "| pages/s | job CPU s | job CPU ms/verdict (steady) | engine CPU ms/verdict | driver peak RSS MB "
-             "| files/table (max) | bound | verdict errors | status |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| engine | pages | latency ms | in flight | executor x workers | wall s | verdicts | verdicts/s "
+        "| pages/s | job CPU s | job CPU ms/verdict (steady) | engine CPU ms/verdict | driver peak RSS MB "
+        "| files/table (max) | bound | verdict errors | status |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in runs:
         lines.append(
             f"| {ENGINES[r.engine]} | {r.pages:,} | {r.latency_ms:g} "
             f"| {r.in_flight} | {r.executor} x {r.workers} | {r.wall_s:.1f} | {r.verdicts:,} | {r.verdicts_per_s:,.0f} "
             f"| {r.pages_per_s:,.1f} | {r.cpu_s:.1f} | {_ms(r.steady_cpu_s, r.verdicts):.2f} "
             f"| {_ms(r.engine_cpu_s, r.verdicts):.2f} | {r.peak_rss_mb:,.0f} "
-            f"| {max(r.files.values()) if r.files else 0:,} | {r.file_bound:,} | {r.verdict_errors:,} | {r.status} |")
+            f"| {max(r.files.values()) if r.files else 0:,} | {r.file_bound:,} | {r.verdict_errors:,} | {r.status} |"
+        )
     return "\n".join(lines)
 
 
@@ -422,7 +472,9 @@ def findings(runs: list[Run]) -> dict[str, Any]:
     """The issue's figures from the runs: the driver's RSS at the two largest sizes, Serve's
     overhead per verdict, the harness's CPU per verdict and per page, files against the bound."""
     out: dict[str, Any] = {}
-    direct0 = sorted((r for r in runs if r.engine == "stub" and r.latency_ms == 0 and r.verdicts), key=lambda r: r.pages)
+    direct0 = sorted(
+        (r for r in runs if r.engine == "stub" and r.latency_ms == 0 and r.verdicts), key=lambda r: r.pages
+    )
     if len(direct0) >= 2:
         a, b = direct0[-2], direct0[-1]
         out["rss_pages"] = [a.pages, b.pages]
@@ -447,7 +499,8 @@ def findings(runs: list[Run]) -> dict[str, Any]:
                 out[f"{key}_{lat:g}ms"] = {
                     "ms_per_verdict": 1000 * (1 / srv.verdicts_per_s - 1 / drc.verdicts_per_s),
                     "cpu_ms_per_verdict": _ms(srv.engine_cpu_s, srv.verdicts) - _ms(drc.engine_cpu_s, drc.verdicts),
-                    "job_cpu_ms_per_verdict": _ms(srv.steady_cpu_s, srv.verdicts) - _ms(drc.steady_cpu_s, drc.verdicts)}
+                    "job_cpu_ms_per_verdict": _ms(srv.steady_cpu_s, srv.verdicts) - _ms(drc.steady_cpu_s, drc.verdicts),
+                }
     # a stopped run's files count too: the bound holds at every moment, not only at the end
     out["files_within_bound"] = all(max(r.files.values() or [0]) <= r.file_bound for r in runs)
     return out
@@ -458,38 +511,60 @@ def report(f: dict[str, Any]) -> str:
     lines = []
     if f.get("rss_ratio"):
         (a, b), (ma, mb) = f["rss_pages"], f["rss_mb"]
-        lines.append(f"driver peak RSS: {ma:,.0f} MB at {a:,} pages, {mb:,.0f} MB at {b:,} pages ({f['rss_ratio']:.2f}x)")
+        lines.append(
+            f"driver peak RSS: {ma:,.0f} MB at {a:,} pages, {mb:,.0f} MB at {b:,} pages ({f['rss_ratio']:.2f}x)"
+        )
     for k, v in f.items():
         if k.startswith("serve_"):
-            way, lat = ("handles", k[len("serve_handle_"):]) if k.startswith("serve_handle_") else ("proxy", k[len("serve_"):])
-            lines.append(f"Serve's {way} at {lat}: {v['ms_per_verdict']:+.2f} ms per verdict of wall time, "
-                         f"{v['cpu_ms_per_verdict']:+.2f} engine-side and {v['job_cpu_ms_per_verdict']:+.2f} job-side "
-                         "CPU-ms per verdict beyond the bare stub's")
+            way, lat = (
+                ("handles", k[len("serve_handle_") :])
+                if k.startswith("serve_handle_")
+                else ("proxy", k[len("serve_") :])
+            )
+            lines.append(
+                f"Serve's {way} at {lat}: {v['ms_per_verdict']:+.2f} ms per verdict of wall time, "
+                f"{v['cpu_ms_per_verdict']:+.2f} engine-side and {v['job_cpu_ms_per_verdict']:+.2f} job-side "
+                "CPU-ms per verdict beyond the bare stub's"
+            )
     if "cpu_s_per_verdict" in f:
         line = f"harness CPU: {1000 * f['cpu_s_per_verdict']:.2f} ms per verdict ({f['cpu_basis']})"
         if "cpu_s_per_page" in f:
-            line += (f"; {f['verdicts_per_page']:.1f} verdicts per page here, {1000 * f['cpu_s_per_page']:.0f} ms per page, "
-                     f"{f['cpu_hours_per_million_pages']:,.1f} CPU-hours per million such pages")
+            line += (
+                f"; {f['verdicts_per_page']:.1f} verdicts per page here, {1000 * f['cpu_s_per_page']:.0f} ms per page, "
+                f"{f['cpu_hours_per_million_pages']:,.1f} CPU-hours per million such pages"
+            )
         lines.append(line)
     for name, c in (f.get("engine_alone") or {}).items():
-        lines.append(f"{name} alone (load generator, no harness): {c['requests_per_s']:,.0f} verdicts/s, "
-                     f"{c['engine_cpu_ms_per_request']:.2f} engine CPU-ms per verdict")
+        lines.append(
+            f"{name} alone (load generator, no harness): {c['requests_per_s']:,.0f} verdicts/s, "
+            f"{c['engine_cpu_ms_per_request']:.2f} engine CPU-ms per verdict"
+        )
     lines.append(f"files per table within pages/10,000 + workers: {'yes' if f['files_within_bound'] else 'no'}")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--sizes", default="1000,10000,100000", help="page counts of the 0 ms runs, comma-separated")
     ap.add_argument("--latency-ms", type=float, default=200.0, help="the stub's latency of the loaded runs")
     ap.add_argument("--latency-pages", type=int, default=1000, help="pages of the loaded and the Serve runs")
     ap.add_argument("--in-flight", type=int, default=256, help="--max-in-flight of the job (where it takes it)")
     ap.add_argument("--executor", choices=["ray", "local"], default="ray", help="the job's --executor")
     ap.add_argument("--workers", type=int, default=2, help="the job's --workers")
-    ap.add_argument("--serve", action=argparse.BooleanOptionalAction, default=True,
-                    help="also measure through Ray Serve (its HTTP proxy, and handles: serve://)")
-    ap.add_argument("--ceiling", type=int, default=5000,
-                    help="verdict requests of a load generator that measure each engine alone first (0: none)")
+    ap.add_argument(
+        "--serve",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also measure through Ray Serve (its HTTP proxy, and handles: serve://)",
+    )
+    ap.add_argument(
+        "--ceiling",
+        type=int,
+        default=5000,
+        help="verdict requests of a load generator that measure each engine alone first (0: none)",
+    )
     ap.add_argument("--budget-s", type=float, default=240.0, help="a run longer than this is stopped")
     ap.add_argument("--work", default="", help="folder for pages, outputs and logs (default: a temporary one)")
     ap.add_argument("--json", default="", help="also write every run's figures to this JSON file")
@@ -511,27 +586,58 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[Run] = []
     plan: list[tuple[Run, Path]] = []
     for n in sizes:
-        plan.append((Run(f"stub-0ms-{n}", "stub", n, 0.0, args.in_flight, args.executor, args.workers),
-                     write_pages(work, n)))
+        plan.append(
+            (Run(f"stub-0ms-{n}", "stub", n, 0.0, args.in_flight, args.executor, args.workers), write_pages(work, n))
+        )
     if args.latency_pages:
         lp = write_pages(work, args.latency_pages)
-        plan.append((Run(f"stub-{args.latency_ms:g}ms-{args.latency_pages}", "stub", args.latency_pages,
-                         args.latency_ms, args.in_flight, args.executor, args.workers), lp))
+        plan.append(
+            (
+                Run(
+                    f"stub-{args.latency_ms:g}ms-{args.latency_pages}",
+                    "stub",
+                    args.latency_pages,
+                    args.latency_ms,
+                    args.in_flight,
+                    args.executor,
+                    args.workers,
+                ),
+                lp,
+            )
+        )
         if args.serve:
             for lat in (0.0, args.latency_ms):
                 for kind in ("serve", "serve-handle"):
-                    plan.append((Run(f"{kind}-{lat:g}ms-{args.latency_pages}", kind, args.latency_pages, lat,
-                                     args.in_flight, args.executor, args.workers), lp))
+                    plan.append(
+                        (
+                            Run(
+                                f"{kind}-{lat:g}ms-{args.latency_pages}",
+                                kind,
+                                args.latency_pages,
+                                lat,
+                                args.in_flight,
+                                args.executor,
+                                args.workers,
+                            ),
+                            lp,
+                        )
+                    )
     load = os.getloadavg()
-    print(f"jobs/evaluate.py against udfs.bench.stub_engine; work folder {work}; load {load[0]:.2f}; "
-          f"{os.cpu_count()} CPUs; job flags: {'--max-in-flight' if '--max-in-flight' in flags else 'no --max-in-flight'}",
-          flush=True)
+    print(
+        f"jobs/evaluate.py against udfs.bench.stub_engine; work folder {work}; load {load[0]:.2f}; "
+        f"{os.cpu_count()} CPUs; job flags: {'--max-in-flight' if '--max-in-flight' in flags else 'no --max-in-flight'}",
+        flush=True,
+    )
     ceilings: dict[str, dict[str, float]] = {}
     if args.ceiling:
+
         def measured(name: str, c: dict[str, float]) -> None:
             ceilings[name] = c
-            print(f"  {name} alone, {args.in_flight} in flight from a load generator: {c['requests_per_s']:,.0f} "
-                  f"verdicts/s, {c['engine_cpu_ms_per_request']:.2f} engine CPU-ms each", flush=True)
+            print(
+                f"  {name} alone, {args.in_flight} in flight from a load generator: {c['requests_per_s']:,.0f} "
+                f"verdicts/s, {c['engine_cpu_ms_per_request']:.2f} engine CPU-ms each",
+                flush=True,
+            )
 
         with stub_process(0.0) as (url, pids):
             measured("stub", engine_ceiling(url, pids, args.ceiling, args.in_flight))
@@ -543,8 +649,11 @@ def main(argv: list[str] | None = None) -> int:
         runner = fresh_serve_run if run.engine.startswith("serve") else fresh_stub_run
         runner(run, pages, work, flags, args.budget_s)
         runs.append(run)
-        print(f"  {run.label}: {run.status}, {run.wall_s:.1f} s, {run.verdicts:,} verdicts at {run.verdicts_per_s:,.0f}/s,"
-              f" {run.pages_scored:,} pages, CPU {run.cpu_s:.1f} s, peak RSS {run.peak_rss_mb:,.0f} MB", flush=True)
+        print(
+            f"  {run.label}: {run.status}, {run.wall_s:.1f} s, {run.verdicts:,} verdicts at {run.verdicts_per_s:,.0f}/s,"
+            f" {run.pages_scored:,} pages, CPU {run.cpu_s:.1f} s, peak RSS {run.peak_rss_mb:,.0f} MB",
+            flush=True,
+        )
         if run.status != "ok" and "stopped" not in run.status:
             print("    " + run.log_tail[-1500:].replace("\n", "\n    "), flush=True)
     print()
@@ -554,8 +663,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report(f))
     if args.json:
-        Path(args.json).write_text(json.dumps({"load": load, "runs": [r.as_dict() for r in runs], "findings": f},
-                                              indent=2, default=str))
+        Path(args.json).write_text(
+            json.dumps({"load": load, "runs": [r.as_dict() for r in runs], "findings": f}, indent=2, default=str)
+        )
     if not args.work and not args.json:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -6,6 +6,7 @@ the faults that need neither cluster nor model.
 
     python benchmarks/faults.py [--json out.json] [-k EXPR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def table(rows: list[dict]) -> str:
     out = ["| fault | injected | survived | expected | out | lost |", "|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {r['fault']} | {r['injected']} | {r['survived']} | {r['expected']:,} {r['unit']} | "
-                   f"{r['out']:,} | {r['lost']} |")
+        out.append(
+            f"| {r['fault']} | {r['injected']} | {r['survived']} | {r['expected']:,} {r['unit']} | "
+            f"{r['out']:,} | {r['lost']} |"
+        )
     return "\n".join(out)
 
 
@@ -34,7 +37,15 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "faults.json"
-        cmd = [sys.executable, "-m", "pytest", str(ROOT / "tests" / "jobs" / "test_faults.py"), "-q", "-p", "no:cacheprovider"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(ROOT / "tests" / "jobs" / "test_faults.py"),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ]
         if a.k:
             cmd += ["-k", a.k]
         rc = subprocess.run(cmd, cwd=str(ROOT), env={**os.environ, "FAULTS_REPORT": str(path)}).returncode

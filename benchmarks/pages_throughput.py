@@ -11,6 +11,7 @@ on a shared machine). Reading here is from local disk; on S3 each record is one 
 latency is waiting, not CPU, which a cluster hides by running more fetches than cores.
 docs/capacity.md uses the trafilatura figure (the job's default).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,11 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 from udfs.corpus import html as P
 from udfs.corpus import warc as W
 from udfs.runtime.config import load_config
+
+ROOT = Path(__file__).resolve().parent.parent
 
 WARCS = sorted((ROOT / "data" / "warc").glob("*.warc.gz")) + sorted((ROOT / "data" / "demo").glob("*.warc.gz"))
 LIMIT = 50_000_000
@@ -32,7 +33,11 @@ def html_records() -> list[tuple[str, dict]]:
     out = []
     for path in WARCS:
         for row in W.index_warc(str(path)):
-            if row["warc_record_type"] == "response" and row["fetch_status"] == 200 and (row["content_mime_type"] or "").startswith(("text/html", "application/xhtml")):
+            if (
+                row["warc_record_type"] == "response"
+                and row["fetch_status"] == 200
+                and (row["content_mime_type"] or "").startswith(("text/html", "application/xhtml"))
+            ):
                 out.append((str(path), row))
     return out
 
@@ -59,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     html_mb = sum(len(r.payload) for r in fetched) / 1e6
     print(f"{n} HTML records from {len(WARCS)} WARC files, {html_mb:.2f} MB of HTML, {args.repeat} passes")
     print(f"{'step':<38} {'pages/CPU-s':>12} {'CPU ms/page':>12} {'pages/wall-s':>13}")
-    print(f"{'read record (range, gunzip, warcio)':<38} {n / read_cpu:>12,.0f} {1000 * read_cpu / n:>12.2f} {n / read_wall:>13,.0f}")
+    print(
+        f"{'read record (range, gunzip, warcio)':<38} {n / read_cpu:>12,.0f} {1000 * read_cpu / n:>12.2f} {n / read_wall:>13,.0f}"
+    )
     for extractor in P.TEXT_EXTRACTORS:
         cfg = P.PageConfig.of(load_config().pages, text_extractor=extractor)
         statuses: dict[str, int] = {}
@@ -73,8 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         wall = (time.perf_counter() - wall0) / args.repeat
         total = cpu + read_cpu
         print(f"{'extract (' + extractor + ')':<38} {n / cpu:>12,.0f} {1000 * cpu / n:>12.2f} {n / wall:>13,.0f}")
-        print(f"{'  read + extract (' + extractor + ')':<38} {n / total:>12,.1f} {1000 * total / n:>12.2f}"
-              f"   statuses {dict(sorted(statuses.items()))}")
+        print(
+            f"{'  read + extract (' + extractor + ')':<38} {n / total:>12,.1f} {1000 * total / n:>12.2f}"
+            f"   statuses {dict(sorted(statuses.items()))}"
+        )
     return 0
 
 

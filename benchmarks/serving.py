@@ -11,6 +11,7 @@
 
 Both engines run on the same 2 cores; only one is busy at a time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,18 +23,36 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 from cluster.local.procs import free_port
 from udfs.llm.client import LLMClient
 
+ROOT = Path(__file__).resolve().parent.parent
+
 PAGE = ROOT / "data" / "html" / "extruct-samples" / "websites" / "microdata-with-description.html"
-TOPICS = ["anvils", "recipes", "rivers", "violins", "bridges", "tea", "comets", "maps", "bees", "ferries",
-          "clocks", "lighthouses"]
+TOPICS = [
+    "anvils",
+    "recipes",
+    "rivers",
+    "violins",
+    "bridges",
+    "tea",
+    "comets",
+    "maps",
+    "bees",
+    "ferries",
+    "clocks",
+    "lighthouses",
+]
 QUESTIONS = [
-    "Does the page describe a product?", "Does the page mention a price?", "Is the page about a recipe?",
-    "Does the page name a brand?", "Does the page contain customer reviews?", "Is the page about a film?",
-    "Does the page give a product rating?", "Is the page written in French?", "Does the page mention shipping?",
+    "Does the page describe a product?",
+    "Does the page mention a price?",
+    "Is the page about a recipe?",
+    "Does the page name a brand?",
+    "Does the page contain customer reviews?",
+    "Is the page about a film?",
+    "Does the page give a product rating?",
+    "Is the page written in French?",
+    "Does the page mention shipping?",
     "Is the page about a sports event?",
 ]
 
@@ -50,25 +69,43 @@ def page_text(chars: int) -> str:
 def run_chats(url: str, model: str | None, prompts: list[str], max_tokens: int, concurrency: int) -> dict:
     client = LLMClient(url, model, max_concurrency=concurrency, timeout_s=600)
     t0 = time.monotonic()
-    out = client.run(client.chat_many([{"messages": [{"role": "user", "content": p}], "max_tokens": max_tokens,
-                                        "extra": {"cache_prompt": False}} for p in prompts]))
+    out = client.run(
+        client.chat_many(
+            [
+                {
+                    "messages": [{"role": "user", "content": p}],
+                    "max_tokens": max_tokens,
+                    "extra": {"cache_prompt": False},
+                }
+                for p in prompts
+            ]
+        )
+    )
     wall = time.monotonic() - t0
     client.close()
     errors = [c.error for c in out if c.error]
     if errors:
         raise RuntimeError(f"{len(errors)} requests failed, first: {errors[0]}")
     tokens = sum(c.completion_tokens for c in out)
-    return {"wall_s": round(wall, 2), "requests_per_s": round(len(out) / wall, 3),
-            "completion_tokens_per_s": round(tokens / wall, 2), "completion_tokens": tokens,
-            "prompt_tokens": sum(c.prompt_tokens for c in out)}
+    return {
+        "wall_s": round(wall, 2),
+        "requests_per_s": round(len(out) / wall, 3),
+        "completion_tokens_per_s": round(tokens / wall, 2),
+        "completion_tokens": tokens,
+        "prompt_tokens": sum(c.prompt_tokens for c in out),
+    }
 
 
 def run_questions(url: str, model: str, page: str, questions: list[str], reuse: bool) -> dict:
     client = LLMClient(url, model, timeout_s=900)
     sys_msg = {"role": "system", "content": "Answer the question about the page with yes or no."}
     t0 = time.monotonic()
-    verdicts = [client.verdict_sync([sys_msg, {"role": "user", "content": f"Page:\n{page}\n\nQuestion: {q}"}],
-                                    extra={"cache_prompt": reuse}) for q in questions]
+    verdicts = [
+        client.verdict_sync(
+            [sys_msg, {"role": "user", "content": f"Page:\n{page}\n\nQuestion: {q}"}], extra={"cache_prompt": reuse}
+        )
+        for q in questions
+    ]
     wall = time.monotonic() - t0
     client.close()
     errors = [v.error for v in verdicts if v.error]
@@ -76,9 +113,14 @@ def run_questions(url: str, model: str, page: str, questions: list[str], reuse: 
         raise RuntimeError(f"{len(errors)} verdicts failed, first: {errors[0]}")
     prompt = sum(v.completion.prompt_tokens for v in verdicts)
     cached = sum(v.completion.cached_prompt_tokens for v in verdicts)
-    return {"wall_s": round(wall, 2), "s_per_question": round(wall / len(questions), 2),
-            "prompt_tokens": prompt, "processed_prompt_tokens": prompt - cached,
-            "answers": [v.answer for v in verdicts], "scores": [round(v.score, 3) for v in verdicts]}
+    return {
+        "wall_s": round(wall, 2),
+        "s_per_question": round(wall / len(questions), 2),
+        "prompt_tokens": prompt,
+        "processed_prompt_tokens": prompt - cached,
+        "answers": [v.answer for v in verdicts],
+        "scores": [round(v.score, 3) for v in verdicts],
+    }
 
 
 def main(argv=None) -> int:
@@ -107,8 +149,13 @@ def main(argv=None) -> int:
     os.environ.setdefault("RAY_worker_niceness", "0")
     t0 = time.monotonic()
     ray_temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=ray_temp,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        _temp_dir=ray_temp,
+        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+    )
     serve_url = run_app(conf, wait_s=600)
     serve_ready = time.monotonic() - t0
 
@@ -125,8 +172,13 @@ def main(argv=None) -> int:
     bare_ready = time.monotonic() - t1
     bare_url = bare.listening_address.rstrip("/") + "/v1"
 
-    figures: dict = {"serve_ready_s": round(serve_ready, 1), "bare_ready_s": round(bare_ready, 1),
-                     "requests": args.requests, "max_tokens": args.max_tokens, "concurrency": args.concurrency}
+    figures: dict = {
+        "serve_ready_s": round(serve_ready, 1),
+        "bare_ready_s": round(bare_ready, 1),
+        "requests": args.requests,
+        "max_tokens": args.max_tokens,
+        "concurrency": args.concurrency,
+    }
     try:
         # Warm both (first-request costs are not the steady state).
         run_chats(serve_url, emb["model_id"], ["Say hi."], 2, 1)
@@ -140,11 +192,16 @@ def main(argv=None) -> int:
             wall = sum(x["wall_s"] for x in runs)
             n = args.requests * len(runs)
             tokens = sum(x["completion_tokens"] for x in runs)
-            figures[name] = {"wall_s": round(wall, 2), "requests_per_s": round(n / wall, 3),
-                             "completion_tokens_per_s": round(tokens / wall, 2), "rounds": runs}
+            figures[name] = {
+                "wall_s": round(wall, 2),
+                "requests_per_s": round(n / wall, 3),
+                "completion_tokens_per_s": round(tokens / wall, 2),
+                "rounds": runs,
+            }
         figures["serve_over_bare_time_ratio"] = round(figures["serve"]["wall_s"] / figures["bare"]["wall_s"], 3)
         figures["serve_over_bare_tokens_per_s_ratio"] = round(
-            figures["serve"]["completion_tokens_per_s"] / figures["bare"]["completion_tokens_per_s"], 3)
+            figures["serve"]["completion_tokens_per_s"] / figures["bare"]["completion_tokens_per_s"], 3
+        )
         del bare  # free its memory and threads before the long prompts
 
         page = page_text(args.page_chars)
@@ -154,8 +211,10 @@ def main(argv=None) -> int:
         with_reuse = run_questions(serve_url, emb["model_id"], page, questions, reuse=True)
         without = run_questions(serve_url, emb["model_id"], page, questions, reuse=False)
         figures["yes_no_questions"] = {
-            "n": len(questions), "page_chars": len(page),
-            "without_prefix_reuse": without, "with_prefix_reuse": with_reuse,
+            "n": len(questions),
+            "page_chars": len(page),
+            "without_prefix_reuse": without,
+            "with_prefix_reuse": with_reuse,
             "speedup": round(without["wall_s"] / with_reuse["wall_s"], 2),
             "same_answers": without["answers"] == with_reuse["answers"],
         }
@@ -167,14 +226,18 @@ def main(argv=None) -> int:
     print(json.dumps(figures, indent=2))
     s, b = figures["serve"], figures["bare"]
     q = figures["yes_no_questions"]
-    print(f"\nServe: {s['requests_per_s']} req/s, {s['completion_tokens_per_s']} tok/s | "
-          f"bare engine: {b['requests_per_s']} req/s, {b['completion_tokens_per_s']} tok/s | "
-          f"Serve/bare wall-time ratio {figures['serve_over_bare_time_ratio']}")
-    print(f"{q['n']} yes/no questions on one page ({q['page_chars']} chars): "
-          f"{q['without_prefix_reuse']['wall_s']} s without prefix reuse "
-          f"({q['without_prefix_reuse']['processed_prompt_tokens']} prompt tokens processed), "
-          f"{q['with_prefix_reuse']['wall_s']} s with it "
-          f"({q['with_prefix_reuse']['processed_prompt_tokens']} processed): x{q['speedup']}")
+    print(
+        f"\nServe: {s['requests_per_s']} req/s, {s['completion_tokens_per_s']} tok/s | "
+        f"bare engine: {b['requests_per_s']} req/s, {b['completion_tokens_per_s']} tok/s | "
+        f"Serve/bare wall-time ratio {figures['serve_over_bare_time_ratio']}"
+    )
+    print(
+        f"{q['n']} yes/no questions on one page ({q['page_chars']} chars): "
+        f"{q['without_prefix_reuse']['wall_s']} s without prefix reuse "
+        f"({q['without_prefix_reuse']['processed_prompt_tokens']} prompt tokens processed), "
+        f"{q['with_prefix_reuse']['wall_s']} s with it "
+        f"({q['with_prefix_reuse']['processed_prompt_tokens']} processed): x{q['speedup']}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
     return 0

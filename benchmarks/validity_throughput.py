@@ -17,6 +17,7 @@ Both pySHACL figures exclude loading the shapes graph (done once, reported separ
 are given per CPU second of this process (what one core delivers, robust to other load on a
 shared machine) and per wall second.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,9 +26,9 @@ import sys
 import time
 from contextlib import contextmanager
 
+from udfs.agents.validity import ValidityAgent
 from udfs.bench.markup_corpus import real_markups
 from udfs.schemaorg.markup import MarkupError, parse_markup
-from udfs.agents.validity import ValidityAgent
 
 
 class Clock:
@@ -76,7 +77,11 @@ def main() -> int:
     k = min(args.pyshacl_single, n)
     with timed() as ts:
         singles = [reference.validate(t) for t in texts[:k]]
-    rows = [("compiled", n * args.repeat, tc), ("pyshacl batched (1 call)", n, tb), (f"pyshacl 1 call/markup ({k})", k, ts)]
+    rows = [
+        ("compiled", n * args.repeat, tc),
+        ("pyshacl batched (1 call)", n, tb),
+        (f"pyshacl 1 call/markup ({k})", k, ts),
+    ]
     same = sum(a.verdicts == b.verdicts for a, b in zip(c_results, p_results))
     same += 0 if all(a.verdicts == b.verdicts for a, b in zip(p_results[:k], singles)) else -n
     print(f"pySHACL shapes load: {tl.cpu:.2f} s CPU, {tl.wall:.2f} s wall (once per process)")
@@ -84,9 +89,13 @@ def main() -> int:
     rate = {}
     for name, count, c in rows:
         rate[name] = count / c.cpu
-        print(f"{name:<28}{count / c.cpu:>15.1f}{count / c.wall:>16.1f}{1000 * c.cpu / count:>15.3f}{count / c.cpu * n_triples / n:>15.0f}")
+        print(
+            f"{name:<28}{count / c.cpu:>15.1f}{count / c.wall:>16.1f}{1000 * c.cpu / count:>15.3f}{count / c.cpu * n_triples / n:>15.0f}"
+        )
     r = list(rate.values())
-    print(f"speed-up compiled / pyshacl batched: {r[0] / r[1]:.0f}x; / pyshacl one call per markup: {r[0] / r[2]:.0f}x (CPU time)")
+    print(
+        f"speed-up compiled / pyshacl batched: {r[0] / r[1]:.0f}x; / pyshacl one call per markup: {r[0] / r[2]:.0f}x (CPU time)"
+    )
     print(f"identical verdicts: {same}/{n} markups")
     return 0 if same == n else 1
 

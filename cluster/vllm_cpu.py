@@ -20,6 +20,7 @@ it prints one JSON line ``{"url", "ready_s"}`` once the service answers.
 The conversion is redone only when the GGUF's pinned sha256 (``udfs.llm.model_files``) differs
 from the one recorded in the converted folder.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,10 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 from udfs.llm.model_files import MODELS, model_path
 from udfs.llm.serving.config import ServingConfig, load_serving_conf, with_vllm_env
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SMALL = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 
@@ -83,8 +84,13 @@ def serve_and_ask(conf: ServingConfig, temp_dir: str) -> dict:
     from udfs.llm.serving.process import run_app
 
     t0 = time.monotonic()
-    ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, _temp_dir=temp_dir, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    ray.init(
+        num_cpus=os.cpu_count() or 2,
+        include_dashboard=False,
+        _temp_dir=temp_dir,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+    )
     report: dict = {}
     try:
         url = run_app(conf, wait_s=900)
@@ -95,22 +101,44 @@ def serve_and_ask(conf: ServingConfig, temp_dir: str) -> dict:
         verdicts = {}
         for q in ("Is Paris the capital of France?", "Is the Pacific Ocean smaller than Lake Geneva?"):
             v = client.verdict_sync([sys_msg, {"role": "user", "content": q}])
-            verdicts[q] = {"answer_text": v.completion.text, "score": v.score, "error": v.error,
-                           "latency_s": round(v.completion.latency_s, 2)}
+            verdicts[q] = {
+                "answer_text": v.completion.text,
+                "score": v.score,
+                "error": v.error,
+                "latency_s": round(v.completion.latency_s, 2),
+            }
         report["verdicts"] = verdicts
-        schema = {"type": "object", "properties": {"name": {"type": "string"}, "birth_year": {"type": "integer"}},
-                  "required": ["name", "birth_year"]}
-        c = client.chat_sync([{"role": "user", "content": "Ada Lovelace, born 1815. Give her name and birth year as JSON."}],
-                             json_schema=schema, max_tokens=40)
-        report["json_schema"] = {"text": c.text, "parsed": c.parsed, "error": c.error,
-                                 "latency_s": round(c.latency_s, 2)}
-        page = ("ACME Executive Anvil. Sleeker than ACME's Classic Anvil, the Executive Anvil is perfect for "
-                "the business traveler looking for something to drop from a height. ") * 12
+        schema = {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "birth_year": {"type": "integer"}},
+            "required": ["name", "birth_year"],
+        }
+        c = client.chat_sync(
+            [{"role": "user", "content": "Ada Lovelace, born 1815. Give her name and birth year as JSON."}],
+            json_schema=schema,
+            max_tokens=40,
+        )
+        report["json_schema"] = {
+            "text": c.text,
+            "parsed": c.parsed,
+            "error": c.error,
+            "latency_s": round(c.latency_s, 2),
+        }
+        page = (
+            "ACME Executive Anvil. Sleeker than ACME's Classic Anvil, the Executive Anvil is perfect for "
+            "the business traveler looking for something to drop from a height. "
+        ) * 12
         lat = []
         for q in ("Is it an anvil?", "Is it for business travelers?"):
             c = client.chat_sync([sys_msg, {"role": "user", "content": f"Page:\n{page}\nQuestion: {q}"}], max_tokens=1)
-            lat.append({"latency_s": round(c.latency_s, 2), "prompt_tokens": c.prompt_tokens,
-                        "cached_prompt_tokens": c.cached_prompt_tokens, "error": c.error})
+            lat.append(
+                {
+                    "latency_s": round(c.latency_s, 2),
+                    "prompt_tokens": c.prompt_tokens,
+                    "cached_prompt_tokens": c.cached_prompt_tokens,
+                    "error": c.error,
+                }
+            )
         report["prefix_reuse"] = lat
         report["stats"] = vars(client.stats)
         client.close()
@@ -135,8 +163,13 @@ def hold(conf: ServingConfig, temp_dir: str) -> None:
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
     t0 = time.monotonic()
     os.environ.setdefault("RAY_worker_niceness", "0")
-    ray.init(num_cpus=conf.serving.ray_num_cpus, include_dashboard=False, _temp_dir=temp_dir,
-             log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    ray.init(
+        num_cpus=conf.serving.ray_num_cpus,
+        include_dashboard=False,
+        _temp_dir=temp_dir,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+    )
     try:
         url = run_app(conf, wait_s=900)
         print(json.dumps({"url": url, "ready_s": round(time.monotonic() - t0, 1)}), flush=True)
@@ -178,7 +211,7 @@ def main(argv=None) -> int:
             leftover.unlink(missing_ok=True)
     print(json.dumps(report, indent=2))
     v = report.get("verdicts", {})
-    good = (all(x["error"] is None for x in v.values()) and report["json_schema"]["error"] is None)
+    good = all(x["error"] is None for x in v.values()) and report["json_schema"]["error"] is None
     return 0 if good else 1
 
 

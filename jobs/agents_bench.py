@@ -30,6 +30,7 @@ kappa: a votes table (CSV or Parquet) with human_vote (human | llm | tie) and ei
 (human | llm | tie) or memr_h and memr_l, optionally group (e.g. the model) and page; a tie counts
 for both sides. Writes OUT/agents_bench/kappa/kappa.parquet.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,46 +54,81 @@ class AgentsBenchJob(Job):
     name = "agents_bench"
     table = "agents_bench"
     description = USAGE
-    input_help = ("build: the schema.org examples file; run, calibrate: the ground_truth folder written by "
-                  "build, or any Parquet ground truth; kappa: a votes table (CSV or Parquet)")
+    input_help = (
+        "build: the schema.org examples file; run, calibrate: the ground_truth folder written by "
+        "build, or any Parquet ground truth; kappa: a votes table (CSV or Parquet)"
+    )
     shared_sections = ("judge",)
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("command", choices=COMMANDS, help="build the ground truth, run a verdict configuration "
-                       "on it, calibrate its thresholds on a fit split (figures on the test split), or compute "
-                       "MeMR's kappa against human votes")
+        p.add_argument(
+            "command",
+            choices=COMMANDS,
+            help="build the ground truth, run a verdict configuration "
+            "on it, calibrate its thresholds on a fit split (figures on the test split), or compute "
+            "MeMR's kappa against human votes",
+        )
         g = p.add_argument_group("build")
         g.add_argument("--seed", type=int, help="seed of every choice (negatives, subsets)")
-        g.add_argument("--distant-max", type=float,
-                       help="two properties are semantically distant below this embedding cosine")
-        g.add_argument("--intrinsic", choices=INTRINSIC_CHOICES,
-                       help="intrinsic negatives: a seeded choice among the distant properties' values (distant), "
-                       "or the authors' rule: the same kind of value, the furthest property name (paper)")
+        g.add_argument(
+            "--distant-max", type=float, help="two properties are semantically distant below this embedding cosine"
+        )
+        g.add_argument(
+            "--intrinsic",
+            choices=INTRINSIC_CHOICES,
+            help="intrinsic negatives: a seeded choice among the distant properties' values (distant), "
+            "or the authors' rule: the same kind of value, the furthest property name (paper)",
+        )
         g.add_argument("--max-value-chars", type=int, help="longer values are rejected")
-        g.add_argument("--keep-unstated", action=argparse.BooleanOptionalAction, default=False,
-                       help="positives also where the example text does not state the value verbatim")
+        g.add_argument(
+            "--keep-unstated",
+            action=argparse.BooleanOptionalAction,
+            default=False,
+            help="positives also where the example text does not state the value verbatim",
+        )
         g = p.add_argument_group("run")
-        g.add_argument("--tasks", nargs="+", choices=list(TASKS),
-                       help="tasks benchmarked")
+        g.add_argument("--tasks", nargs="+", choices=list(TASKS), help="tasks benchmarked")
         g.add_argument("--limit", type=int, help="items per task, half positive (0: all)")
         g.add_argument("--batch-size", type=int, help="items judged per results part")
-        g.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: $OPENAI_BASE_URL, "
-                       "else conf/serving.toml's service")
-        g.add_argument("--api-key", default=None, help="the endpoint's key, sent as a bearer token and never "
-                       "written (run record, logs, cache); default: $OPENAI_API_KEY")
-        g.add_argument("--cache", default="", help="request cache (SQLite); default <output>/cache/llm.sqlite, or for a remote --output "
-                       "(s3://...) a local folder: $LLM4SCHEMA_STATE_DIR or ~/.cache/llm4schema, one per root")
+        g.add_argument(
+            "--base-url",
+            default="",
+            help="OpenAI-compatible endpoint; default: $OPENAI_BASE_URL, else conf/serving.toml's service",
+        )
+        g.add_argument(
+            "--api-key",
+            default=None,
+            help="the endpoint's key, sent as a bearer token and never "
+            "written (run record, logs, cache); default: $OPENAI_API_KEY",
+        )
+        g.add_argument(
+            "--cache",
+            default="",
+            help="request cache (SQLite); default <output>/cache/llm.sqlite, or for a remote --output "
+            "(s3://...) a local folder: $LLM4SCHEMA_STATE_DIR or ~/.cache/llm4schema, one per root",
+        )
         g.add_argument("--timeout-s", type=float, help="per model request")
-        g.add_argument("--concurrency", type=int,
-                       help="requests in flight per model; 1 asks one claim at a time so latency_s is the time "
-                       "of one verdict (with more, it includes the wait behind the others); more suits a "
-                       "batching engine (vLLM on a GPU)")
-        g.add_argument("--overwrite", action=argparse.BooleanOptionalAction, default=False,
-                       help="drop this configuration's earlier verdicts")
+        g.add_argument(
+            "--concurrency",
+            type=int,
+            help="requests in flight per model; 1 asks one claim at a time so latency_s is the time "
+            "of one verdict (with more, it includes the wait behind the others); more suits a "
+            "batching engine (vLLM on a GPU)",
+        )
+        g.add_argument(
+            "--overwrite",
+            action=argparse.BooleanOptionalAction,
+            default=False,
+            help="drop this configuration's earlier verdicts",
+        )
         add_judge_arguments(p.add_argument_group("run and calibrate: the judge (defaults: [judge])"))
         g = p.add_argument_group("calibrate (and every run flag)")
-        g.add_argument("--fit-fraction", type=float, help="share of the example texts the threshold and "
-                       "probability map are fitted on; the rest is the test split")
+        g.add_argument(
+            "--fit-fraction",
+            type=float,
+            help="share of the example texts the threshold and "
+            "probability map are fitted on; the rest is the test split",
+        )
 
     @property
     def table_dir(self) -> Folder:
@@ -122,10 +158,18 @@ class AgentsBenchJob(Job):
         from udfs.bench import commands
 
         a = self.args
-        return commands.build(a.input, self.table_dir, self.rejects_dir, seed=a.seed, distant_max=a.distant_max,
-                              intrinsic=a.intrinsic,
-                              max_value_chars=a.max_value_chars, require_stated=not a.keep_unstated,
-                              scores=self.config.scores, timer=self.record.time)
+        return commands.build(
+            a.input,
+            self.table_dir,
+            self.rejects_dir,
+            seed=a.seed,
+            distant_max=a.distant_max,
+            intrinsic=a.intrinsic,
+            max_value_chars=a.max_value_chars,
+            require_stated=not a.keep_unstated,
+            scores=self.config.scores,
+            timer=self.record.time,
+        )
 
     def verdict_config(self, models: list[str] | None = None):
         """The verdict configuration of the flags; ``models`` replaces --verdict-models. ``run``
@@ -143,8 +187,13 @@ class AgentsBenchJob(Job):
         a = self.args
         settings = judge_of(a)
         voters = models or a.verdict_models or ["default"]
-        judge = resolve_judge(settings, identities(settings), served_model=voters[0],
-                              origin={d: self.setting_origin(d) for d in THRESHOLDS}, apply=a.command == "run")
+        judge = resolve_judge(
+            settings,
+            identities(settings),
+            served_model=voters[0],
+            origin={d: self.setting_origin(d) for d in THRESHOLDS},
+            apply=a.command == "run",
+        )
         return VerdictConfig(list(voters), judge)
 
     def _run(self):
@@ -162,26 +211,46 @@ class AgentsBenchJob(Job):
         a = self.args
         url = client_base_url(a.base_url)
         try:
-            self._verdicts = self.verdict_config(a.verdict_models or [first_model(url, timeout_s=30, api_key=a.api_key)])
+            self._verdicts = self.verdict_config(
+                a.verdict_models or [first_model(url, timeout_s=30, api_key=a.api_key)]
+            )
         except LLMError as exc:
             self.fail(str(exc), code=1)
         if len(self._verdicts.models) > 1 and not a.judge_model:
             log.warning("several models and no --judge-model: ties stay undecided (no verdict)")
         # SQLite needs a real disk: under a remote root the cache is a local folder (local_state_dir)
         cache = a.cache or str(local_state_dir(self.output_root, "cache") / "llm.sqlite")
-        return dict(ground_truth=Folder(a.input[0]), out=self.table_dir, cfg=self._verdicts, base_url=url,
-                    cache_path=cache, tasks=a.tasks, limit=a.limit, seed=a.seed, batch_size=a.batch_size,
-                    timeout_s=a.timeout_s, concurrency=a.concurrency, overwrite=a.overwrite,
-                    timer=self.record.time, api_key=a.api_key)
+        return dict(
+            ground_truth=Folder(a.input[0]),
+            out=self.table_dir,
+            cfg=self._verdicts,
+            base_url=url,
+            cache_path=cache,
+            tasks=a.tasks,
+            limit=a.limit,
+            seed=a.seed,
+            batch_size=a.batch_size,
+            timeout_s=a.timeout_s,
+            concurrency=a.concurrency,
+            overwrite=a.overwrite,
+            timer=self.record.time,
+            api_key=a.api_key,
+        )
 
     def _calibrate(self):
         from udfs.bench import commands
 
         if not self.args.calibration:
-            self.fail("calibrate writes its entries to --calibration: give a file (\"\" names none)")
+            self.fail('calibrate writes its entries to --calibration: give a file ("" names none)')
         kw = self._run_arguments()
-        return commands.calibrate(kw.pop("ground_truth"), kw.pop("out"), kw.pop("cfg"),
-                                  calibration_file=self.args.calibration, fit_fraction=self.args.fit_fraction, **kw)
+        return commands.calibrate(
+            kw.pop("ground_truth"),
+            kw.pop("out"),
+            kw.pop("cfg"),
+            calibration_file=self.args.calibration,
+            fit_fraction=self.args.fit_fraction,
+            **kw,
+        )
 
     def _kappa(self):
         from udfs.bench import commands

@@ -8,6 +8,7 @@ rejected + blank/comment lines skipped) and lists every input file with the line
 (``inputs.read``, adding up to the lines read). Same file on a cluster: add ``--master`` or use
 spark-submit's flags.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,36 +32,67 @@ class CsetsJob(SparkJob):
     input_help = "N-Quads inputs: files (.nq, .nq.gz, .gz), directories, globs, or manifests (.paths/.txt/.manifest or @file) listing them"
 
     def add_arguments(self, p):
-        p.add_argument("--subject-scope", choices=["iri", "page"],
-                       help="iri: blank nodes scoped to their page, an IRI is one entity everywhere; "
-                            "page: every (subject, page) is its own entity")
+        p.add_argument(
+            "--subject-scope",
+            choices=["iri", "page"],
+            help="iri: blank nodes scoped to their page, an IRI is one entity everywhere; "
+            "page: every (subject, page) is its own entity",
+        )
         p.add_argument("--sample-urls", type=int, help="K, page URLs kept per C-set in sample_urls")
         p.add_argument("--vocab", help="schema.org release: a bundled name (30.0), a folder or an .nt file")
-        p.add_argument("--clean", action=argparse.BooleanOptionalAction, default=True,
-                       help="filter the sets against the vocabulary; --no-clean keeps raw sets (schema.org terms "
-                            "by local name, other IRIs whole)")
-        p.add_argument("--ignore-corrupt-files", action=argparse.BooleanOptionalAction, default=False,
-                       help="go on past an input that cannot be read instead of failing: a file that cannot be "
-                            "opened or breaks off part-way (a truncated or corrupt gzip) keeps the lines read before "
-                            "the damage; it, and every file that yields no line, is listed in rejects/ with the reason")
-        p.add_argument("--input-root", nargs="+",
-                       help="confine inputs: local files and manifest lines must resolve (symlinks included) "
-                            "under one of these folders; empty: not confined")
+        p.add_argument(
+            "--clean",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="filter the sets against the vocabulary; --no-clean keeps raw sets (schema.org terms "
+            "by local name, other IRIs whole)",
+        )
+        p.add_argument(
+            "--ignore-corrupt-files",
+            action=argparse.BooleanOptionalAction,
+            default=False,
+            help="go on past an input that cannot be read instead of failing: a file that cannot be "
+            "opened or breaks off part-way (a truncated or corrupt gzip) keeps the lines read before "
+            "the damage; it, and every file that yields no line, is listed in rejects/ with the reason",
+        )
+        p.add_argument(
+            "--input-root",
+            nargs="+",
+            help="confine inputs: local files and manifest lines must resolve (symlinks included) "
+            "under one of these folders; empty: not confined",
+        )
         p.add_argument("--reject-raw-chars", type=int, help="cut raw lines to this many characters in rejects/")
-        p.add_argument("--max-line-bytes", type=int,
-                       help="a longer line is rejected (its first characters kept in rejects/), never read whole")
+        p.add_argument(
+            "--max-line-bytes",
+            type=int,
+            help="a longer line is rejected (its first characters kept in rejects/), never read whole",
+        )
         p.add_argument("--top", type=int, help="C-sets shown in the summary printed at the end")
 
     def run(self):
         a = self.args
-        cfg = C.CsetConfig(subject_scope=a.subject_scope, clean=a.clean, sample_urls=a.sample_urls,
-                           reject_raw_chars=a.reject_raw_chars, max_line_bytes=a.max_line_bytes)
+        cfg = C.CsetConfig(
+            subject_scope=a.subject_scope,
+            clean=a.clean,
+            sample_urls=a.sample_urls,
+            reject_raw_chars=a.reject_raw_chars,
+            max_line_bytes=a.max_line_bytes,
+        )
         files = self.resolve_inputs(a.input, root=a.input_root or None)
         vocab = load_vocabulary(a.vocab)
-        self.record["inputs"].update({"files": len(files), "first": files[:5],
-                                      "bytes": sum(os.path.getsize(f) for f in files if os.path.exists(f))})
-        self.record["vocabulary"] = {"release": vocab.release, "path": str(resolve_vocab_path(a.vocab)),
-                                     "types": len(vocab.classes), "properties": len(vocab.properties)}
+        self.record["inputs"].update(
+            {
+                "files": len(files),
+                "first": files[:5],
+                "bytes": sum(os.path.getsize(f) for f in files if os.path.exists(f)),
+            }
+        )
+        self.record["vocabulary"] = {
+            "release": vocab.release,
+            "path": str(resolve_vocab_path(a.vocab)),
+            "types": len(vocab.classes),
+            "properties": len(vocab.properties),
+        }
         spark = self.spark
         self.clear_outputs()
 
@@ -84,19 +116,27 @@ class CsetsJob(SparkJob):
             # Skipping corrupt files must not lose them silently: a file that broke off is named
             # with what was read before the damage.
             damaged = C.damaged_files(tallies)
-            files_rejected = [(f, damaged.get(f, "no line read (empty file, or unreadable and skipped)"))
-                              for f in dict.fromkeys([*silent, *damaged])]
+            files_rejected = [
+                (f, damaged.get(f, "no line read (empty file, or unreadable and skipped)"))
+                for f in dict.fromkeys([*silent, *damaged])
+            ]
             if files_rejected:
-                rej = rej.unionByName(spark.createDataFrame(
-                    [(f, None, why, None) for f, why in files_rejected], REJECTS_SCHEMA))
+                rej = rej.unionByName(
+                    spark.createDataFrame([(f, None, why, None) for f, why in files_rejected], REJECTS_SCHEMA)
+                )
             rej.coalesce(1).write.mode("overwrite").parquet(str(self.rejects_dir))
 
         written = spark.read.parquet(str(self.table_dir))
         n_csets = written.count()
         with self.record.time("counters"):
             counters = C.counters(tallies, n_csets, cfg.clean)
-        counters = {"lines_read": lines_read, **counters,
-                    "files_without_lines": len(silent), "files_damaged": len(damaged), "rejects_written": spark.read.parquet(str(self.rejects_dir)).count()}
+        counters = {
+            "lines_read": lines_read,
+            **counters,
+            "files_without_lines": len(silent),
+            "files_damaged": len(damaged),
+            "rejects_written": spark.read.parquet(str(self.rejects_dir)).count(),
+        }
         # every input with the lines it gave (0: none, and why in rejects/), adding up to lines_read
         strip = lambda f: f.removeprefix("file://").removeprefix("file:")  # noqa: E731
         why = {strip(f): w for f, w in damaged.items()}
@@ -104,8 +144,10 @@ class CsetsJob(SparkJob):
         for f in why.keys() - reads.keys():
             reads[f] = {"lines": 0, "damaged": why[f]}
         per_file_adds_up = self.keep_reads(files, reads, "lines", lines_read)
-        counters["reconciles"] = (lines_read == counters["quads_parsed"] + counters["lines_rejected"]
-                                  + counters["lines_skipped_blank_or_comment"]) and per_file_adds_up
+        counters["reconciles"] = (
+            lines_read
+            == counters["quads_parsed"] + counters["lines_rejected"] + counters["lines_skipped_blank_or_comment"]
+        ) and per_file_adds_up
         for k, v in counters.items():
             self.record.count(k, v)
         self.record["outputs"] = {"csets": str(self.table_dir), "rejects": str(self.rejects_dir)}
@@ -128,8 +170,10 @@ class CsetsJob(SparkJob):
         for r in rows:
             tokens = ["isa:" + t for t in r["types"]] + list(r["properties"])
             text = " ".join(tokens)
-            out.append(f"{r['n_instances']:>9,} {r['n_pages']:>6,} {r['n_domains']:>7,} {r['n_properties']:>5}  "
-                       f"{text[:110] + ('...' if len(text) > 110 else '')}")
+            out.append(
+                f"{r['n_instances']:>9,} {r['n_pages']:>6,} {r['n_domains']:>7,} {r['n_properties']:>5}  "
+                f"{text[:110] + ('...' if len(text) > 110 else '')}"
+            )
         print("\n".join(out), flush=True)
 
 

@@ -12,6 +12,7 @@ committed parts are kept, the parts in flight are redone with answers from the r
 (``<output>/cache/llm.sqlite``). The run is keyed by a hash of every setting that changes an
 answer; an output holding other settings' results is refused unless ``--overwrite``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,41 +45,83 @@ class EvaluateJob(Job):
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--limit", type=int, help="pages evaluated at most, in --order (0: all)")
-        p.add_argument("--order", choices=["sample", "shortest"],
-                       help="which pages a --limit keeps: sample order (rank, feature, stratum), or shortest "
-                       "text first (a bounded CPU demo)")
-        p.add_argument("--generators", nargs="*", help="model ids on the service that generate markup "
-                       "(each is a source beside 'human'); empty: the first model the service lists")
-        p.add_argument("--generation", action=argparse.BooleanOptionalAction, default=True,
-                       help="generate model markup; --no-generation judges the human markup only")
+        p.add_argument(
+            "--order",
+            choices=["sample", "shortest"],
+            help="which pages a --limit keeps: sample order (rank, feature, stratum), or shortest "
+            "text first (a bounded CPU demo)",
+        )
+        p.add_argument(
+            "--generators",
+            nargs="*",
+            help="model ids on the service that generate markup "
+            "(each is a source beside 'human'); empty: the first model the service lists",
+        )
+        p.add_argument(
+            "--generation",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="generate model markup; --no-generation judges the human markup only",
+        )
         p.add_argument("--stages", nargs="+", help="agents run, in this order of the pipeline")
         add_judge_arguments(p.add_argument_group("judge (defaults: [judge])"))
         p.add_argument("--context-window", type=int, help="tokens per request (the served n_ctx)")
         p.add_argument("--max-tokens", type=int, help="most tokens of one generated markup")
-        p.add_argument("--max-claims", type=int,
-                       help="distinct claims judged per markup and agent (0: all); the rest are recorded as not judged")
-        p.add_argument("--correct", action=argparse.BooleanOptionalAction, default=False, help="GraphCorrect: correct non-factual claims "
-                       "from the text and re-verify (corrected triples are marked)")
-        p.add_argument("--base-url", default="", help="OpenAI-compatible endpoint; default: $OPENAI_BASE_URL, "
-                       "else conf/serving.toml's; serve://APP/v1 calls the Ray Serve app APP through its deployment "
-                       "handle, without Serve's HTTP proxy (the job joins its cluster: --ray-address)")
-        p.add_argument("--api-key", default="", help="bearer token for a hosted endpoint; default $OPENAI_API_KEY; "
-                       "never written to the run record or logs")
-        p.add_argument("--max-in-flight", type=int,
-                       help="model requests outstanding per worker and model (a quarter as many pages at once); "
-                       "conf/serving-gpu.toml says what GPU replicas want")
-        p.add_argument("--part-pages", type=int,
-                       help="pages a worker takes at a time; their rows are committed together when they are done, "
-                       "so a kill redoes at most these pages per worker (answers from the request cache)")
-        p.add_argument("--part-rows", type=int,
-                       help="a table's part is written once it holds this many rows (a page's rows stay in one part)")
-        p.add_argument("--cache", default="", help="request cache (SQLite); default <output>/cache/llm.sqlite, or for a remote --output "
-                       "(s3://...) a local folder: $LLM4SCHEMA_STATE_DIR or ~/.cache/llm4schema, one per root")
+        p.add_argument(
+            "--max-claims",
+            type=int,
+            help="distinct claims judged per markup and agent (0: all); the rest are recorded as not judged",
+        )
+        p.add_argument(
+            "--correct",
+            action=argparse.BooleanOptionalAction,
+            default=False,
+            help="GraphCorrect: correct non-factual claims from the text and re-verify (corrected triples are marked)",
+        )
+        p.add_argument(
+            "--base-url",
+            default="",
+            help="OpenAI-compatible endpoint; default: $OPENAI_BASE_URL, "
+            "else conf/serving.toml's; serve://APP/v1 calls the Ray Serve app APP through its deployment "
+            "handle, without Serve's HTTP proxy (the job joins its cluster: --ray-address)",
+        )
+        p.add_argument(
+            "--api-key",
+            default="",
+            help="bearer token for a hosted endpoint; default $OPENAI_API_KEY; never written to the run record or logs",
+        )
+        p.add_argument(
+            "--max-in-flight",
+            type=int,
+            help="model requests outstanding per worker and model (a quarter as many pages at once); "
+            "conf/serving-gpu.toml says what GPU replicas want",
+        )
+        p.add_argument(
+            "--part-pages",
+            type=int,
+            help="pages a worker takes at a time; their rows are committed together when they are done, "
+            "so a kill redoes at most these pages per worker (answers from the request cache)",
+        )
+        p.add_argument(
+            "--part-rows",
+            type=int,
+            help="a table's part is written once it holds this many rows (a page's rows stay in one part)",
+        )
+        p.add_argument(
+            "--cache",
+            default="",
+            help="request cache (SQLite); default <output>/cache/llm.sqlite, or for a remote --output "
+            "(s3://...) a local folder: $LLM4SCHEMA_STATE_DIR or ~/.cache/llm4schema, one per root",
+        )
         p.add_argument("--executor", choices=["ray", "local"], help="ray: Ray Data actors; local: this process")
         p.add_argument("--workers", type=int, help="concurrent page evaluators (Ray actors)")
         p.add_argument("--ray-address", default="", help="existing Ray cluster; default: a local one")
-        p.add_argument("--overwrite", action=argparse.BooleanOptionalAction, default=False,
-                       help="drop earlier results instead of resuming (needed when they were made with other settings)")
+        p.add_argument(
+            "--overwrite",
+            action=argparse.BooleanOptionalAction,
+            default=False,
+            help="drop earlier results instead of resuming (needed when they were made with other settings)",
+        )
         p.add_argument("--timeout-s", type=float, help="per model request")
 
     def eval_config(self, models: list[str]):
@@ -94,13 +137,24 @@ class EvaluateJob(Job):
         settings = dataclasses.replace(judge_of(a), calibration=project_file(a.calibration))
         # the verdict model is the service's first when none is named: the default generator
         served = models[0] if models and a.generation and not a.generators else None
-        judge = resolve_judge(settings, identities(settings), served_model=served,
-                              origin={d: self.setting_origin(d) for d in THRESHOLDS})
-        return EvalConfig(stages=list(a.stages), judge=judge,
-                          context_window=a.context_window, max_tokens=a.max_tokens, max_claims=a.max_claims,
-                          validity_engine=v.engine, validity_strict=v.strict, validity_vocab=v.vocab,
-                          validity_mode=v.mode, scores=self.config.scores, models=list(models),
-                          sources=[HUMAN, *models], correction=a.correct)
+        judge = resolve_judge(
+            settings, identities(settings), served_model=served, origin={d: self.setting_origin(d) for d in THRESHOLDS}
+        )
+        return EvalConfig(
+            stages=list(a.stages),
+            judge=judge,
+            context_window=a.context_window,
+            max_tokens=a.max_tokens,
+            max_claims=a.max_claims,
+            validity_engine=v.engine,
+            validity_strict=v.strict,
+            validity_vocab=v.vocab,
+            validity_mode=v.mode,
+            scores=self.config.scores,
+            models=list(models),
+            sources=[HUMAN, *models],
+            correction=a.correct,
+        )
 
     def run(self) -> None:
         import os
@@ -120,15 +174,21 @@ class EvaluateJob(Job):
         if url.startswith("serve://"):  # the driver asks the app's handle too (model listing, tokenizer)
             self._ray_init()
         try:
-            models = [] if not a.generation else (a.generators or [first_model(url, timeout_s=30,
-                                                                                api_key=api_key or None)])
+            models = (
+                [] if not a.generation else (a.generators or [first_model(url, timeout_s=30, api_key=api_key or None)])
+            )
         except LLMError as exc:
             self.fail(str(exc), code=1)
         cfg = self.eval_config(models)
         digest, hashed = settings_hash(cfg)
-        self.record["evaluation"] = {"base_url": url, **dataclasses.asdict(cfg), "settings_hash": digest,
-                                     "hashed_files": hashed["files"], "hashed_prompts": hashed["prompts"],
-                                     "tokenizer": self._tokenizer_kind(url, api_key)}
+        self.record["evaluation"] = {
+            "base_url": url,
+            **dataclasses.asdict(cfg),
+            "settings_hash": digest,
+            "hashed_files": hashed["files"],
+            "hashed_prompts": hashed["prompts"],
+            "tokenizer": self._tokenizer_kind(url, api_key),
+        }
         if a.overwrite:
             for d in [*(self.output_root / t for t in TABLES), self.rejects_dir]:
                 d.rm()
@@ -146,17 +206,32 @@ class EvaluateJob(Job):
         self.record["inputs"]["rows_per_file"] = {f.url: f.rows for f in plan.files}
         c = dict(plan.counters)
         # Nothing to generate from or check against: a reject with its reason, not a page of "no"s.
-        write_rejects(self.rejects_dir, "no_text.parquet",
-                      [reject_row(u, None, "page has no text") for u, _ in plan.no_text])
+        write_rejects(
+            self.rejects_dir, "no_text.parquet", [reject_row(u, None, "page has no text") for u, _ in plan.no_text]
+        )
         n = plan.todo.num_rows
-        log.info("%d pages to evaluate (%d already scored) against %s, sources %s, settings %s",
-                 n, c["already_scored"], url, cfg.sources, digest[:12])
+        log.info(
+            "%d pages to evaluate (%d already scored) against %s, sources %s, settings %s",
+            n,
+            c["already_scored"],
+            url,
+            cfg.sources,
+            digest[:12],
+        )
         # SQLite needs a real disk: under a remote root the cache is a local folder (local_state_dir)
         cache = a.cache or str(local_state_dir(self.output_root, "cache") / "llm.sqlite")
         client_kwargs = {"timeout_s": a.timeout_s, **({"api_key": api_key} if api_key else {})}
-        ctor = dict(output=self.output_root.url, files=[f.url for f in plan.files], digest=digest, base_url=url,
-                    cfg=cfg, cache_path=cache, client_kwargs=client_kwargs, max_in_flight=a.max_in_flight,
-                    part_rows=a.part_rows)
+        ctor = dict(
+            output=self.output_root.url,
+            files=[f.url for f in plan.files],
+            digest=digest,
+            base_url=url,
+            cfg=cfg,
+            cache_path=cache,
+            client_kwargs=client_kwargs,
+            max_in_flight=a.max_in_flight,
+            part_rows=a.part_rows,
+        )
         # A run smaller than workers x part_pages is split evenly, with the same mix of pages in
         # each unit, so that every worker has pages until the end.
         spread = a.executor != "local" and n < a.workers * a.part_pages
@@ -164,14 +239,19 @@ class EvaluateJob(Job):
         summary = []
         if units:
             with self.record.time("evaluate"), Progress("evaluate", n, "pages", rates=RATES) as progress:
-                summary = run_local(units, ctor, progress) if a.executor == "local" else self._ray(units, ctor, progress)
+                summary = (
+                    run_local(units, ctor, progress) if a.executor == "local" else self._ray(units, ctor, progress)
+                )
         failed = [f for s in summary for f in s["failed"]]
         c["evaluated"] = sum(s["evaluated"] for s in summary)
         c["failed"] = len(failed)
         c["parts_written"] = sum(len(s["parts"]) for s in summary)
         # this run's failures (a later run tries those pages again and writes its own)
-        write_rejects(self.rejects_dir, "failed.parquet",
-                      [reject_row(u, None, reason, k, raw_chars=FIXED_RAW_CHARS) for k, u, reason in failed])
+        write_rejects(
+            self.rejects_dir,
+            "failed.parquet",
+            [reject_row(u, None, reason, k, raw_chars=FIXED_RAW_CHARS) for k, u, reason in failed],
+        )
         for k, v in c.items():
             self.record.count(k, v)
         log.info("counters: %s", c)
@@ -185,7 +265,7 @@ class EvaluateJob(Job):
         tok = ServedTokenizer(url, api_key=api_key or None)
         try:
             return tok.kind
-        except Exception as exc:  # the record says so; the workers' own chunking then fails the page
+        except Exception as exc:  # noqa: BLE001 - the record says so; the workers' own chunking then fails the page
             return f"unknown: {type(exc).__name__}: {str(exc)[:200]}"
         finally:
             tok.close()
@@ -201,9 +281,14 @@ class EvaluateJob(Job):
 
         if not ray.is_initialized():
             # Ray's INFO start-up lines say nothing a researcher acts on; warnings still show.
-            ray.init(address=self.args.ray_address or None, include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.WARNING,
-                     runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
+            ray.init(
+                address=self.args.ray_address or None,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+                runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}},
+            )
+
 
 if __name__ == "__main__":
     sys.exit(EvaluateJob().main())

@@ -14,13 +14,14 @@ empty blocks, records = pages + records skipped or rejected, and the run record'
 lists every input file with the records it gave, adding up to ``records``.
 The logic is udfs/corpus/quads.py; this file is flags and wiring.
 """
+
 from __future__ import annotations
 
 import sys
 
 from udfs.corpus.quads import COUNTERS, extract_file, reconciles
-from udfs.runtime.job import SparkJob
 from udfs.corpus.warc import WARC_SUFFIXES
+from udfs.runtime.job import SparkJob
 from udfs.runtime.rejects import REJECTS_SCHEMA
 
 
@@ -32,13 +33,18 @@ class ExtractQuadsJob(SparkJob):
     input_help = "WARC files (.warc.gz, .warc), directories, globs or manifests listing them"
 
     def add_arguments(self, p):
-        p.add_argument("--max-record-bytes", type=int, help="a WARC record larger than this decompressed is a reject "
-                       "row (its first bytes), never held whole")
+        p.add_argument(
+            "--max-record-bytes",
+            type=int,
+            help="a WARC record larger than this decompressed is a reject row (its first bytes), never held whole",
+        )
         p.add_argument("--max-html-bytes", type=int, help="pages larger than this are rejected, not parsed")
-        p.add_argument("--max-markup-chars", type=int, help="a JSON-LD block longer than this as JSON is rejected, "
-                       "not converted")
-        p.add_argument("--max-markup-nodes", type=int, help="a JSON-LD block with more JSON values is rejected, "
-                       "not converted")
+        p.add_argument(
+            "--max-markup-chars", type=int, help="a JSON-LD block longer than this as JSON is rejected, not converted"
+        )
+        p.add_argument(
+            "--max-markup-nodes", type=int, help="a JSON-LD block with more JSON values is rejected, not converted"
+        )
         p.add_argument("--time-limit-s", type=float, help="per page and step (HTML, JSON-LD, RDF) time limit")
         p.add_argument("--reject-raw-chars", type=int, help="cut JSON-LD blocks to this many characters in rejects/")
 
@@ -50,16 +56,26 @@ class ExtractQuadsJob(SparkJob):
         # an absolute path or a URL: the executors write the parts there (Folder)
         out_dir = self.table_dir.url
         items = list(enumerate(files))
-        limits = {"max_html_bytes": a.max_html_bytes, "max_record_bytes": a.max_record_bytes,
-                  "max_markup_chars": a.max_markup_chars, "max_markup_nodes": a.max_markup_nodes,
-                  "reject_raw_chars": a.reject_raw_chars, "time_limit_s": a.time_limit_s}
+        limits = {
+            "max_html_bytes": a.max_html_bytes,
+            "max_record_bytes": a.max_record_bytes,
+            "max_markup_chars": a.max_markup_chars,
+            "max_markup_nodes": a.max_markup_nodes,
+            "reject_raw_chars": a.reject_raw_chars,
+            "time_limit_s": a.time_limit_s,
+        }
         sc = self.spark.sparkContext
-        results = sc.parallelize(items, max(1, len(items))) \
-            .flatMap(lambda item: _tagged(item, out_dir, limits)).cache()
+        results = sc.parallelize(items, max(1, len(items))).flatMap(lambda item: _tagged(item, out_dir, limits)).cache()
         with self.record.time("extract"):
-            rejects = results.filter(lambda kv: kv[0] == "reject").map(lambda kv: tuple(kv[1][c] for c in REJECTS_SCHEMA.names))
-            self.spark.createDataFrame(rejects, REJECTS_SCHEMA).coalesce(1).write.mode("overwrite").parquet(str(self.rejects_dir))
-            per_file = results.filter(lambda kv: kv[0] == "counters").map(lambda kv: kv[1]).collect()  # one small dict per file
+            rejects = results.filter(lambda kv: kv[0] == "reject").map(
+                lambda kv: tuple(kv[1][c] for c in REJECTS_SCHEMA.names)
+            )
+            self.spark.createDataFrame(rejects, REJECTS_SCHEMA).coalesce(1).write.mode("overwrite").parquet(
+                str(self.rejects_dir)
+            )
+            per_file = (
+                results.filter(lambda kv: kv[0] == "counters").map(lambda kv: kv[1]).collect()
+            )  # one small dict per file
         results.unpersist()
         totals = {k: sum(c[k] for c in per_file) for k in COUNTERS}
         totals["files"] = len(files)

@@ -14,6 +14,7 @@ record's ``inputs.read`` gives the rows of each input file (adding up to the inp
 The logic is udfs/corpus/fetch.py (candidates, capture choice, fetching); rules: udfs/corpus/html.py
 (HTML), udfs/corpus/warc.py (records).
 """
+
 from __future__ import annotations
 
 import sys
@@ -63,44 +64,77 @@ class PagesJob(SparkJob):
     input_help = "the samples/ table, or any Parquet/CSV table with a page_url column"
 
     def add_arguments(self, p):
-        p.add_argument("--warc-index", nargs="+", help="WARC index table(s): Parquet with url, warc_filename, "
-                       "warc_record_offset, warc_record_length (fetch_status, content_mime_type, fetch_time if present)")
-        p.add_argument("--warc-base", help="prefix of relative warc_filename values: a folder, s3://commoncrawl/, "
-                       "https://data.commoncrawl.org/; an index entry is read only if it resolves inside it "
-                       "(symlinks followed; a URL base: same scheme, host and path prefix), else it is a "
-                       "not_found row saying so; empty: the index's names are read as they are")
+        p.add_argument(
+            "--warc-index",
+            nargs="+",
+            help="WARC index table(s): Parquet with url, warc_filename, "
+            "warc_record_offset, warc_record_length (fetch_status, content_mime_type, fetch_time if present)",
+        )
+        p.add_argument(
+            "--warc-base",
+            help="prefix of relative warc_filename values: a folder, s3://commoncrawl/, "
+            "https://data.commoncrawl.org/; an index entry is read only if it resolves inside it "
+            "(symlinks followed; a URL base: same scheme, host and path prefix), else it is a "
+            "not_found row saying so; empty: the index's names are read as they are",
+        )
         p.add_argument("--replacements", type=int, help="replacement candidates tried per input row, in order")
-        p.add_argument("--text-extractor", choices=list(P.TEXT_EXTRACTORS), help="extractor of the text "
-                       "generation reads (text)")
-        p.add_argument("--judge-text-extractor", choices=list(P.TEXT_EXTRACTORS), help="extractor of the text "
-                       "factuality judges against (judge_text)")
-        p.add_argument("--microdata", action=__import__("argparse").BooleanOptionalAction,
-                       help="also read microdata as markup blocks")
+        p.add_argument(
+            "--text-extractor", choices=list(P.TEXT_EXTRACTORS), help="extractor of the text generation reads (text)"
+        )
+        p.add_argument(
+            "--judge-text-extractor",
+            choices=list(P.TEXT_EXTRACTORS),
+            help="extractor of the text factuality judges against (judge_text)",
+        )
+        p.add_argument(
+            "--microdata",
+            action=__import__("argparse").BooleanOptionalAction,
+            help="also read microdata as markup blocks",
+        )
         p.add_argument("--max-record-bytes", type=int, help="larger WARC records are not fetched (fetch_error)")
         p.add_argument("--max-html-bytes", type=int, help="larger pages are not parsed (parse_error)")
-        p.add_argument("--max-text-chars", type=int, help="page text is cut to this length (text_chars keeps the full length)")
-        p.add_argument("--max-markup-chars", type=int, help="a markup longer than this as JSON is an error (not read); "
-                       "markups are cut to this length")
+        p.add_argument(
+            "--max-text-chars", type=int, help="page text is cut to this length (text_chars keeps the full length)"
+        )
+        p.add_argument(
+            "--max-markup-chars",
+            type=int,
+            help="a markup longer than this as JSON is an error (not read); markups are cut to this length",
+        )
         p.add_argument("--max-markup-nodes", type=int, help="a markup with more JSON values is an error (not read)")
         p.add_argument("--time-limit-s", type=float, help="time limit per page and extraction step")
         p.add_argument("--partitions", type=int, help="tasks for fetching (0: default parallelism)")
-        p.add_argument("--reject-raw-chars", type=int, help="cut input rows without a page URL to this many characters in rejects/")
+        p.add_argument(
+            "--reject-raw-chars", type=int, help="cut input rows without a page URL to this many characters in rejects/"
+        )
 
     def run(self):
         a = self.args
         if not a.warc_index:
             self.fail("--warc-index is required (or [pages] warc_index in the conf)")
         spark = self.spark
-        cfg = P.PageConfig(text_extractor=a.text_extractor, judge_text_extractor=a.judge_text_extractor,
-                           max_html_bytes=a.max_html_bytes,
-                           max_text_chars=a.max_text_chars, time_limit_s=a.time_limit_s,
-                           max_markup_chars=a.max_markup_chars, max_markup_nodes=a.max_markup_nodes,
-                           microdata=bool(a.microdata))
+        cfg = P.PageConfig(
+            text_extractor=a.text_extractor,
+            judge_text_extractor=a.judge_text_extractor,
+            max_html_bytes=a.max_html_bytes,
+            max_text_chars=a.max_text_chars,
+            time_limit_s=a.time_limit_s,
+            max_markup_chars=a.max_markup_chars,
+            max_markup_nodes=a.max_markup_nodes,
+            microdata=bool(a.microdata),
+        )
         table, files = read_table(spark, a.input, self.resolve_inputs)
-        index, index_files = read_table(spark, a.warc_index,
-                                        lambda specs, **kw: self.resolve_inputs(specs, flag="--warc-index", **kw))
-        self.record["inputs"].update({"table_files": len(files), "first": files[:5],
-                                      "warc_index_files": len(index_files), "warc_base": a.warc_base})
+        index, index_files = read_table(
+            spark, a.warc_index, lambda specs, **kw: self.resolve_inputs(specs, flag="--warc-index", **kw)
+        )
+        self.record["inputs"].update(
+            {
+                "table_files": len(files),
+                "first": files[:5],
+                "warc_index_files": len(index_files),
+                "warc_base": a.warc_base,
+            }
+        )
         self.clear_outputs()
 
         try:
@@ -108,9 +142,15 @@ class PagesJob(SparkJob):
         except ValueError as exc:
             self.fail(str(exc))
         slots, bad = fetch.split_slots(rows, "input", raw_chars=a.reject_raw_chars)
-        out = fetch.fetch_pages(slots, index, replacements=a.replacements,
-                                partitions=a.partitions or spark.sparkContext.defaultParallelism,
-                                warc_base=a.warc_base or None, cfg=cfg, max_record_bytes=a.max_record_bytes)
+        out = fetch.fetch_pages(
+            slots,
+            index,
+            replacements=a.replacements,
+            partitions=a.partitions or spark.sparkContext.defaultParallelism,
+            warc_base=a.warc_base or None,
+            cfg=cfg,
+            max_record_bytes=a.max_record_bytes,
+        )
         with self.record.time("fetch and extract"):
             out.write.mode("overwrite").parquet(str(self.table_dir))
             bad.coalesce(1).write.mode("overwrite").parquet(str(self.rejects_dir))
@@ -119,8 +159,11 @@ class PagesJob(SparkJob):
         n_input = rows.count()
         n_rejected = spark.read.parquet(str(self.rejects_dir)).count()
         # one pass over the written table for every counter
-        agg = (pages.groupBy("selected", "status", (F.col("candidate_rank") > 0).alias("replacement"))
-               .agg(F.count(F.lit(1)).alias("n")).collect())
+        agg = (
+            pages.groupBy("selected", "status", (F.col("candidate_rank") > 0).alias("replacement"))
+            .agg(F.count(F.lit(1)).alias("n"))
+            .collect()
+        )
         selected, attempts = {}, {}
         for r in agg:
             attempts[r["status"]] = attempts.get(r["status"], 0) + r["n"]
@@ -128,26 +171,44 @@ class PagesJob(SparkJob):
                 selected[r["status"]] = selected.get(r["status"], 0) + r["n"]
         slots_filled = pages.where("selected").select("slot").distinct().count()  # one selected row per slot
         replaced = sum(r["n"] for r in agg if r["selected"] and r["status"] == P.OK and r["replacement"])
-        counters = {"input_rows": n_input, "rejected_rows": n_rejected, "selected_rows": sum(selected.values()),
-                    "distinct_slots": slots_filled, "attempts": sum(attempts.values()), "ok_by_replacement": replaced,
-                    **{f"selected_{s}": selected.get(s, 0) for s in P.STATUSES},
-                    **{f"attempts_{s}": attempts.get(s, 0) for s in P.STATUSES}}
+        counters = {
+            "input_rows": n_input,
+            "rejected_rows": n_rejected,
+            "selected_rows": sum(selected.values()),
+            "distinct_slots": slots_filled,
+            "attempts": sum(attempts.values()),
+            "ok_by_replacement": replaced,
+            **{f"selected_{s}": selected.get(s, 0) for s in P.STATUSES},
+            **{f"attempts_{s}": attempts.get(s, 0) for s in P.STATUSES},
+        }
         # every input file with the rows it gave, and every WARC file with the records read from it
         rows_add_up = self.keep_reads(files, rows_per_file(table), "rows", n_input)
         read = (P.OK, P.PARSE_ERROR, P.NO_MATCHING_MARKUP)  # statuses of an attempt that read its record
-        per_warc = {r["warc_filename"]: {"records_read": r["read"], "attempts": r["n"]} for r in pages.where(
-            F.col("warc_filename").isNotNull()).groupBy("warc_filename").agg(
-            F.count(F.lit(1)).alias("n"), F.sum(F.col("status").isin(*read).cast("long")).alias("read")).collect()}
-        records_add_up = self.keep_reads([], per_warc, "records_read", sum(attempts.get(s, 0) for s in read),
-                                         key="warc_read")
-        counters["reconciles"] = (n_input == counters["selected_rows"] + n_rejected == slots_filled + n_rejected
-                                  and set(selected) <= set(P.STATUSES) and rows_add_up and records_add_up)
+        per_warc = {
+            r["warc_filename"]: {"records_read": r["read"], "attempts": r["n"]}
+            for r in pages.where(F.col("warc_filename").isNotNull())
+            .groupBy("warc_filename")
+            .agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("status").isin(*read).cast("long")).alias("read"))
+            .collect()
+        }
+        records_add_up = self.keep_reads(
+            [], per_warc, "records_read", sum(attempts.get(s, 0) for s in read), key="warc_read"
+        )
+        counters["reconciles"] = (
+            n_input == counters["selected_rows"] + n_rejected == slots_filled + n_rejected
+            and set(selected) <= set(P.STATUSES)
+            and rows_add_up
+            and records_add_up
+        )
         for k, v in counters.items():
             self.record.count(k, v)
         self.record["outputs"] = {"pages": str(self.table_dir), "rejects": str(self.rejects_dir)}
-        print(f"pages: {self.table_dir}  input rows {n_input} = selected {counters['selected_rows']} + rejected {n_rejected}\n"
-              f"selected by status: {dict(sorted(selected.items()))}  (ok through a replacement: {replaced})\n"
-              f"all attempts by status: {dict(sorted(attempts.items()))}", flush=True)
+        print(
+            f"pages: {self.table_dir}  input rows {n_input} = selected {counters['selected_rows']} + rejected {n_rejected}\n"
+            f"selected by status: {dict(sorted(selected.items()))}  (ok through a replacement: {replaced})\n"
+            f"all attempts by status: {dict(sorted(attempts.items()))}",
+            flush=True,
+        )
         if not counters["reconciles"]:
             raise RuntimeError(f"counters do not reconcile: {counters}")
 

@@ -5,6 +5,7 @@ tables as CSV and the Table 7 plot. The work: udfs/report/build.py.
 
     python jobs/report.py --input OUT/scores --output OUT          # pages from OUT/pages
 """
+
 from __future__ import annotations
 
 import argparse

@@ -5,6 +5,7 @@ page URL and ranked replacements), ``rejects/sample/``, ``samples/_run.json`` (b
 sizes, Spearman's rho; every input file with its rows, adding up to the C-sets read) and
 ``report/sample/`` (log-scale histograms). Rules: udfs/corpus/sampling.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,24 +36,31 @@ def parquet_rows(files: list[str]) -> dict[str, dict[str, int]]:
 class SampleJob(SparkJob):
     name = "sample"
     table = "samples"
-    next_step = ("llm4schema-pages --input {output}/samples --warc-index WARC_INDEX --output {output}"
-                 "  (WARC_INDEX: Common Crawl's columnar index, or llm4schema-warc-index over your WARCs)")
+    next_step = (
+        "llm4schema-pages --input {output}/samples --warc-index WARC_INDEX --output {output}"
+        "  (WARC_INDEX: Common Crawl's columnar index, or llm4schema-warc-index over your WARCs)"
+    )
     description = __doc__
     input_help = "the csets/ table (one or more Parquet folders or files)"
 
     def add_arguments(self, parser):
-        parser.add_argument("--features", nargs="+",
-                            help="numeric csets columns, each sampled independently")
+        parser.add_argument("--features", nargs="+", help="numeric csets columns, each sampled independently")
         parser.add_argument("--strata", type=int, help="quantile strata per feature")
         parser.add_argument("--per-stratum", type=int, help="C-sets drawn per stratum")
         parser.add_argument("--seed", type=int, help="seed of the hash permutation")
-        parser.add_argument("--replacement-urls", type=int,
-                            help="replacement candidates from the drawn C-set's other sample URLs")
-        parser.add_argument("--replacement-csets", type=int,
-                            help="replacement candidates from undrawn C-sets of the same stratum")
+        parser.add_argument(
+            "--replacement-urls", type=int, help="replacement candidates from the drawn C-set's other sample URLs"
+        )
+        parser.add_argument(
+            "--replacement-csets", type=int, help="replacement candidates from undrawn C-sets of the same stratum"
+        )
         parser.add_argument("--reject-raw-chars", type=int, help="raw row cut in rejects/")
-        parser.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
-                            help="draw the PNG histograms; --no-plots skips them (the bins still go to the run record)")
+        parser.add_argument(
+            "--plots",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="draw the PNG histograms; --no-plots skips them (the bins still go to the run record)",
+        )
 
     @property
     def report_dir(self) -> Folder:
@@ -65,19 +73,30 @@ class SampleJob(SparkJob):
         with self.record.time("read"):
             try:
                 df = self.spark.read.parquet(*a.input)
-            except Exception as exc:  # AnalysisException: missing path, no Parquet files
+            except Exception as exc:  # noqa: BLE001 - AnalysisException: missing path, no Parquet files
                 self.fail(f"cannot read the csets table {a.input}: {str(exc).splitlines()[0]}")
         with self.record.time("sample"):
             try:
                 result = sampling.sample_csets(
-                    df, features=a.features, n_strata=a.strata, per_stratum=a.per_stratum, seed=a.seed,
-                    replacement_urls=a.replacement_urls, replacement_csets=a.replacement_csets,
-                    source=",".join(a.input), reject_raw_chars=a.reject_raw_chars)
+                    df,
+                    features=a.features,
+                    n_strata=a.strata,
+                    per_stratum=a.per_stratum,
+                    seed=a.seed,
+                    replacement_urls=a.replacement_urls,
+                    replacement_csets=a.replacement_csets,
+                    source=",".join(a.input),
+                    reject_raw_chars=a.reject_raw_chars,
+                )
             except sampling.SampleError as exc:
                 self.fail(str(exc))
         with self.record.time("write"):
-            (result.samples.orderBy("feature", "stratum_index", "sample_rank").coalesce(1)
-             .write.mode("overwrite").parquet(str(self.table_dir)))
+            (
+                result.samples.orderBy("feature", "stratum_index", "sample_rank")
+                .coalesce(1)
+                .write.mode("overwrite")
+                .parquet(str(self.table_dir))
+            )
             n_rejects = result.stats["counters"]["csets_rejected"]
             if n_rejects:
                 result.rejects.coalesce(1).write.mode("overwrite").parquet(str(self.rejects_dir))
@@ -87,8 +106,9 @@ class SampleJob(SparkJob):
         # every Parquet file of the table with its rows (from its footer), adding up to csets_in
         files = [local_name(f) for f in df.inputFiles()]
         self.record["inputs"] = {"files": len(files), "considered": files}
-        self.record.count("reconciles", self.keep_reads(files, parquet_rows(files), "rows",
-                                                        self.record["counters"]["csets_in"]))
+        self.record.count(
+            "reconciles", self.keep_reads(files, parquet_rows(files), "rows", self.record["counters"]["csets_in"])
+        )
         self.record.count("rows_out", self.spark.read.parquet(str(self.table_dir)).count())
         for key, value in stats.items():
             self.record[key] = value
@@ -99,23 +119,29 @@ class SampleJob(SparkJob):
                 pngs = []
                 for f, hist in result.histograms.items():
                     title = f"{f}, {self.record['counters']['csets_in_frame']} C-sets" + "".join(
-                        f", rho({k})={v:.3f}" for k, v in rho.items() if v is not None and f in k.split("~"))
-                    pngs.append(str(sampling.plot_histogram(hist, stats["bounds"][f],
-                                                            self.report_dir / f"hist_{f}.png", title)))
+                        f", rho({k})={v:.3f}" for k, v in rho.items() if v is not None and f in k.split("~")
+                    )
+                    pngs.append(
+                        str(sampling.plot_histogram(hist, stats["bounds"][f], self.report_dir / f"hist_{f}.png", title))
+                    )
                 self.record["report"] = pngs
         self._summary()
 
     def _summary(self):
         r = self.record.data
-        lines = [f"sample: {r['counters']['csets_in']} C-sets in, {r['counters']['csets_drawable']} drawable, "
-                 f"{r['counters']['csets_rejected']} rejected, {r['counters']['rows_out']} sample rows"]
+        lines = [
+            f"sample: {r['counters']['csets_in']} C-sets in, {r['counters']['csets_drawable']} drawable, "
+            f"{r['counters']['csets_rejected']} rejected, {r['counters']['rows_out']} sample rows"
+        ]
         if r.get("empty_reason"):
             lines.append(f"  empty sample: {r['empty_reason']}")
         for f, bounds in r["bounds"].items():
             lines.append(f"  {f}: bounds {bounds}")
         for s in r["strata_sizes"]:
-            lines.append(f"    {s['feature']}/{s['stratum']} ({s['lower']}, {s['upper']}]: "
-                         f"population {s['population']}, drawable {s['drawable']}, drawn {s['drawn']}")
+            lines.append(
+                f"    {s['feature']}/{s['stratum']} ({s['lower']}, {s['upper']}]: "
+                f"population {s['population']}, drawable {s['drawable']}, drawn {s['drawn']}"
+            )
         for k, v in r["spearman"].items():
             lines.append(f"  spearman {k}: {v['rho']}" + (f" ({v['reason']})" if v.get("reason") else ""))
         for w in r["warnings"]:

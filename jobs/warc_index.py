@@ -10,29 +10,32 @@ a row in ``rejects/warc_index/`` (its first bytes and the reason) and the scan g
 cannot be read to its end keeps the rows read before the damage and gets a row there too. The run
 record's ``inputs`` lists every file considered or skipped, and what each gave (``read``).
 """
+
 from __future__ import annotations
 
 import sys
 
 from pyspark.sql import types as T
 
+from udfs.corpus.warc import WARC_SUFFIXES, WarcError, relative_name, scan_warc
 from udfs.runtime.job import SparkJob
 from udfs.runtime.rejects import REJECTS_SCHEMA, reject_row
-from udfs.corpus.warc import WARC_SUFFIXES, WarcError, relative_name, scan_warc
 
-INDEX_SCHEMA = T.StructType([
-    T.StructField("url", T.StringType()),
-    T.StructField("fetch_time", T.StringType()),
-    T.StructField("fetch_status", T.IntegerType()),
-    T.StructField("content_mime_type", T.StringType()),
-    T.StructField("content_charset", T.StringType()),
-    T.StructField("warc_filename", T.StringType()),
-    T.StructField("warc_record_offset", T.LongType()),
-    T.StructField("warc_record_length", T.LongType()),
-    T.StructField("warc_record_type", T.StringType()),
-    # base32 SHA-1 of the payload as archived (Common Crawl's content_digest), computed as it streams by
-    T.StructField("content_digest", T.StringType()),
-])
+INDEX_SCHEMA = T.StructType(
+    [
+        T.StructField("url", T.StringType()),
+        T.StructField("fetch_time", T.StringType()),
+        T.StructField("fetch_status", T.IntegerType()),
+        T.StructField("content_mime_type", T.StringType()),
+        T.StructField("content_charset", T.StringType()),
+        T.StructField("warc_filename", T.StringType()),
+        T.StructField("warc_record_offset", T.LongType()),
+        T.StructField("warc_record_length", T.LongType()),
+        T.StructField("warc_record_type", T.StringType()),
+        # base32 SHA-1 of the payload as archived (Common Crawl's content_digest), computed as it streams by
+        T.StructField("content_digest", T.StringType()),
+    ]
+)
 
 
 def _index_file(item):
@@ -43,8 +46,9 @@ def _index_file(item):
     counts = {"row": 0, "reject": 0}
     damaged = None
     try:
-        for kind, row in scan_warc(path, relative_name(path, base), max_record_bytes=max_record_bytes,
-                                   raw_chars=raw_chars):
+        for kind, row in scan_warc(
+            path, relative_name(path, base), max_record_bytes=max_record_bytes, raw_chars=raw_chars
+        ):
             counts[kind] += 1
             yield kind, row
     except WarcError as exc:
@@ -64,12 +68,20 @@ class WarcIndexJob(SparkJob):
     input_help = "WARC files (.warc.gz, .warc), directories, globs or manifests listing them"
 
     def add_arguments(self, p):
-        p.add_argument("--warc-base", help="store warc_filename relative to this folder or URL prefix "
-                                           "(pass the same --warc-base to jobs/pages.py); empty: absolute paths")
-        p.add_argument("--max-record-bytes", type=int, help="a record larger than this, decompressed, is a reject "
-                       "row (its first bytes and the reason), not indexed; records are streamed, never held whole")
-        p.add_argument("--reject-raw-chars", type=int, help="cut a rejected record's sample to this many characters "
-                       "in rejects/")
+        p.add_argument(
+            "--warc-base",
+            help="store warc_filename relative to this folder or URL prefix "
+            "(pass the same --warc-base to jobs/pages.py); empty: absolute paths",
+        )
+        p.add_argument(
+            "--max-record-bytes",
+            type=int,
+            help="a record larger than this, decompressed, is a reject "
+            "row (its first bytes and the reason), not indexed; records are streamed, never held whole",
+        )
+        p.add_argument(
+            "--reject-raw-chars", type=int, help="cut a rejected record's sample to this many characters in rejects/"
+        )
 
     def run(self):
         a = self.args
@@ -77,23 +89,30 @@ class WarcIndexJob(SparkJob):
         base = a.warc_base or None
         # a file outside the base keeps its absolute name, which the pages job refuses under that base
         outside = [f for f in files if base and relative_name(f, base) == f]
-        self.record["inputs"].update({"files": len(files), "first": files[:5], "warc_base": base,
-                                      "outside_warc_base": outside})
+        self.record["inputs"].update(
+            {"files": len(files), "first": files[:5], "warc_base": base, "outside_warc_base": outside}
+        )
         self.clear_outputs()
         sc = self.spark.sparkContext
         items = [(f, base, a.max_record_bytes, a.reject_raw_chars) for f in files]
         pairs = sc.parallelize(items, max(1, len(files))).flatMap(_index_file).cache()
         rows = pairs.filter(lambda kv: kv[0] == "row").map(lambda kv: tuple(kv[1][c] for c in INDEX_SCHEMA.names))
-        rejects = pairs.filter(lambda kv: kv[0] == "reject").map(lambda kv: tuple(kv[1][c] for c in REJECTS_SCHEMA.names))
+        rejects = pairs.filter(lambda kv: kv[0] == "reject").map(
+            lambda kv: tuple(kv[1][c] for c in REJECTS_SCHEMA.names)
+        )
         with self.record.time("index"):
-            self.spark.createDataFrame(rows, INDEX_SCHEMA).coalesce(max(1, min(len(files), 64))) \
-                .write.mode("overwrite").parquet(str(self.table_dir))
-            self.spark.createDataFrame(rejects, REJECTS_SCHEMA).coalesce(1) \
-                .write.mode("overwrite").parquet(str(self.rejects_dir))
+            self.spark.createDataFrame(rows, INDEX_SCHEMA).coalesce(max(1, min(len(files), 64))).write.mode(
+                "overwrite"
+            ).parquet(str(self.table_dir))
+            self.spark.createDataFrame(rejects, REJECTS_SCHEMA).coalesce(1).write.mode("overwrite").parquet(
+                str(self.rejects_dir)
+            )
         written = self.spark.read.parquet(str(self.table_dir))
         counts = {r["warc_record_type"]: r["count"] for r in written.groupBy("warc_record_type").count().collect()}
         n_rej = self.spark.read.parquet(str(self.rejects_dir)).count()
-        reads = sorted(pairs.filter(lambda kv: kv[0] == "read").map(lambda kv: kv[1]).collect(), key=lambda r: r["source"])
+        reads = sorted(
+            pairs.filter(lambda kv: kv[0] == "read").map(lambda kv: kv[1]).collect(), key=lambda r: r["source"]
+        )
         pairs.unpersist()
         # every input with the records it gave, its rejects and damage, adding up to the table's rows
         per_file_adds_up = self.keep_reads(files, {r.pop("source"): r for r in reads}, "records", sum(counts.values()))
@@ -104,11 +123,17 @@ class WarcIndexJob(SparkJob):
         self.record.count("records_rejected", sum(r["records_rejected"] for r in reads))
         self.record.count("files_with_unreadable_tail", sum(r["damaged"] is not None for r in reads))
         self.record.count("files_outside_warc_base", len(outside))
-        self.record.count("reconciles", per_file_adds_up and n_rej == sum(
-            r["records_rejected"] + (r["damaged"] is not None) for r in self.record["inputs"]["read"]))
+        self.record.count(
+            "reconciles",
+            per_file_adds_up
+            and n_rej == sum(r["records_rejected"] + (r["damaged"] is not None) for r in self.record["inputs"]["read"]),
+        )
         self.record["outputs"] = {"warc_index": str(self.table_dir), "rejects": str(self.rejects_dir)}
-        print(f"WARC index: {self.table_dir}  files {len(files)}  records {sum(counts.values())} {counts}  "
-              f"rejects {n_rej} ({self.rejects_dir})", flush=True)
+        print(
+            f"WARC index: {self.table_dir}  files {len(files)}  records {sum(counts.values())} {counts}  "
+            f"rejects {n_rej} ({self.rejects_dir})",
+            flush=True,
+        )
 
 
 def main(argv=None) -> int:

@@ -5,6 +5,7 @@ release (default: ``shapes/schemaorg-<release>.shapes.ttl``, ``...strict.shapes.
 ``--strict``). The shape model and its Turtle live in :mod:`udfs.schemaorg.shapes`; this file is
 only the command.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,12 @@ PROG = "python -m shapes.generate"
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=HelpFormatter, allow_abbrev=False)
     ap.add_argument("--vocab", default="30.0", help="schema.org release (bundled name, folder or .nt file)")
-    ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=False,
-                    help="strict reading of values (--no-strict: lenient, the paper's)")
+    ap.add_argument(
+        "--strict",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="strict reading of values (--no-strict: lenient, the paper's)",
+    )
     ap.add_argument("--output", help="output file (default: shapes/schemaorg-<release>[.strict].shapes.ttl)")
     args = ap.parse_args(argv)
     try:
@@ -42,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         fail(PROG, f"{path}: cannot write: {exc.strerror or exc}")
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    print(f"{path}: {len(model.entity_types)} type shapes, {len(model.ranges)} property shapes, sha256 {digest}", file=sys.stderr)
+    print(
+        f"{path}: {len(model.entity_types)} type shapes, {len(model.ranges)} property shapes, sha256 {digest}",
+        file=sys.stderr,
+    )
     return 0
 
 

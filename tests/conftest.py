@@ -1,11 +1,12 @@
 """Shared fixtures: one local Spark session for the whole suite, paths to the bundled data."""
+
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 import time
-import contextlib
 from pathlib import Path
 
 import pytest
@@ -61,10 +62,16 @@ def service(request):
     # Workers default to niceness 15, which starves the replica on a busy machine.
     env = pytest.MonkeyPatch()
     env.setenv("RAY_worker_niceness", "0")
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=str(temp), log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
-    conf = load_serving_conf(overrides={"serving": {"port": free_port()},
-                                        "embedded": {"n_ctx": 2048, "model_id": SERVED_MODEL_ID}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _temp_dir=str(temp),
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+    )
+    conf = load_serving_conf(
+        overrides={"serving": {"port": free_port()}, "embedded": {"n_ctx": 2048, "model_id": SERVED_MODEL_ID}}
+    )
     t0 = time.monotonic()
     try:
         url = run_app(conf, wait_s=300)
@@ -162,9 +169,11 @@ def s3_keys(s3_server):
 
 # Three real pages of the extruct samples, each placed in a stratum: two with text and human
 # markup, one with none (a no-text reject, not a page of "no"s).
-DEMO_PAGES = [("schema.org/CreativeWork.001.html", "n_properties", "high"),
-              ("songkick/elysianfields_1.html", "n_instances", "low"),
-              ("misc/null_ld_mock.html", "n_instances", "medium")]
+DEMO_PAGES = [
+    ("schema.org/CreativeWork.001.html", "n_properties", "high"),
+    ("songkick/elysianfields_1.html", "n_instances", "low"),
+    ("misc/null_ld_mock.html", "n_instances", "medium"),
+]
 
 
 def demo_pages_table():
@@ -178,9 +187,19 @@ def demo_pages_table():
     rows = []
     for rel, feature, stratum in DEMO_PAGES:
         out = process_html((DATA / "html" / "extruct-samples" / rel).read_bytes(), "text/html", None, cfg)
-        rows.append({"page_url": f"http://extruct-samples.example/{rel}", "feature": feature, "stratum": stratum,
-                     "selected": True, "status": out["status"], "text": out["text"], "judge_text": out["judge_text"],
-                     "human_markup": out["human_markup"], "root_types": out["root_types"]})
+        rows.append(
+            {
+                "page_url": f"http://extruct-samples.example/{rel}",
+                "feature": feature,
+                "stratum": stratum,
+                "selected": True,
+                "status": out["status"],
+                "text": out["text"],
+                "judge_text": out["judge_text"],
+                "human_markup": out["human_markup"],
+                "root_types": out["root_types"],
+            }
+        )
     return pa.Table.from_pylist(rows)
 
 

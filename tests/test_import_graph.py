@@ -17,6 +17,7 @@ so the document and this test cannot disagree. Checked here:
 
 Imports inside functions count the same as top-level ones: a lazy import is still a dependency.
 """
+
 from __future__ import annotations
 
 import ast
@@ -40,12 +41,18 @@ def read_table(doc: Path) -> dict[str, set[str]]:
     whom", one row per ``udfs`` subpackage, first cell the subpackage, second cell the subpackages
     it may import (comma-separated, backticks allowed; "nothing" for none)."""
     lines = doc.read_text(encoding="utf-8").splitlines()
-    start = next((i for i, line in enumerate(lines)
-                  if line.startswith("#") and line.lstrip("#").strip().lower() == TABLE_HEADING), None)
+    start = next(
+        (
+            i
+            for i, line in enumerate(lines)
+            if line.startswith("#") and line.lstrip("#").strip().lower() == TABLE_HEADING
+        ),
+        None,
+    )
     if start is None:
         raise AssertionError(f"{doc}: no heading 'Who may import whom' (the import table goes under it)")
     rows = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.startswith("#"):
             break
         if line.strip().startswith("|"):
@@ -179,7 +186,7 @@ def read_graph(root: Path) -> Graph:
                     if node.level - 1 > len(package) - 1:
                         g.unresolved.append(f"{name}: relative import beyond the top package ({where})")
                         continue
-                    base_parts = package[:len(package) - (node.level - 1)]
+                    base_parts = package[: len(package) - (node.level - 1)]
                     base = ".".join(base_parts + ([node.module] if node.module else []))
                 else:
                     base = node.module or ""
@@ -199,8 +206,10 @@ def read_graph(root: Path) -> Graph:
                         continue
                     names = bound.get(base, set())  # a namespace package binds no names
                     if a.name != "*" and names is not None and a.name not in names:
-                        g.unresolved.append(f"{name}: from {base} import {a.name} ({where}): "
-                                            f"{base} neither defines {a.name} nor has a submodule of that name")
+                        g.unresolved.append(
+                            f"{name}: from {base} import {a.name} ({where}): "
+                            f"{base} neither defines {a.name} nor has a submodule of that name"
+                        )
                     g.edges.append(Edge(name, base, where))
     return g
 
@@ -222,8 +231,11 @@ def table_violations(g: Graph, table: dict[str, set[str]]) -> list[str]:
             continue  # the namespace package itself; within a subpackage; unknown ones: layout rule
         if dst not in table[src]:
             out.append(f"{e}: {src} may import {sorted(table[src]) or 'nothing'} in udfs, not {dst}")
-    out += [f"{e}: udfs/__init__.py imports nothing (importing udfs.x must stay cheap)"
-            for e in g.edges if e.importer == "udfs" and e.target != "udfs"]
+    out += [
+        f"{e}: udfs/__init__.py imports nothing (importing udfs.x must stay cheap)"
+        for e in g.edges
+        if e.importer == "udfs" and e.target != "udfs"
+    ]
     return out
 
 
@@ -291,18 +303,24 @@ def cycle_report(g: Graph) -> list[str]:
 
 def layout_violations(root: Path, table: dict[str, set[str]]) -> list[str]:
     udfs = root / "udfs"
-    out = [f"udfs/{p.name}: every module lives in a subpackage (udfs/<package>/{p.name})"
-           for p in sorted(udfs.glob("*.py")) if p.name != "__init__.py"]
-    packages = sorted(d.name for d in udfs.iterdir()
-                      if d.is_dir() and d.name != "__pycache__" and any(d.rglob("*.py")))
+    out = [
+        f"udfs/{p.name}: every module lives in a subpackage (udfs/<package>/{p.name})"
+        for p in sorted(udfs.glob("*.py"))
+        if p.name != "__init__.py"
+    ]
+    packages = sorted(d.name for d in udfs.iterdir() if d.is_dir() and d.name != "__pycache__" and any(d.rglob("*.py")))
     for name in packages:
         if name not in table:
-            out.append(f"udfs/{name}/: a subpackage without a row in docs/architecture.md's import table "
-                       "(add it there, with what it may import)")
+            out.append(
+                f"udfs/{name}/: a subpackage without a row in docs/architecture.md's import table "
+                "(add it there, with what it may import)"
+            )
     for d in sorted({p.parent for p in udfs.rglob("*.py")}):
         if d != udfs and not (d / "__init__.py").exists() and "__pycache__" not in d.parts:
-            out.append(f"{d.relative_to(root)}/: Python modules without an __init__.py "
-                       "(setuptools' package discovery leaves it out of the install)")
+            out.append(
+                f"{d.relative_to(root)}/: Python modules without an __init__.py "
+                "(setuptools' package discovery leaves it out of the install)"
+            )
     for name in sorted(table):
         if name not in packages:
             out.append(f"import table row {name!r}: no such subpackage under udfs/")
@@ -371,8 +389,11 @@ def test_no_import_cycles_among_udfs_modules(graph):
 
 def test_the_architecture_doc_names_every_udfs_module(graph):
     text = DOC.read_text(encoding="utf-8")
-    missing = [str(p.relative_to(ROOT)) for m, p in sorted(graph.modules.items())
-               if m.startswith("udfs.") and p.name != "__init__.py" and str(p.relative_to(ROOT)) not in text]
+    missing = [
+        str(p.relative_to(ROOT))
+        for m, p in sorted(graph.modules.items())
+        if m.startswith("udfs.") and p.name != "__init__.py" and str(p.relative_to(ROOT)) not in text
+    ]
     fail("udfs modules docs/architecture.md does not name (as udfs/<package>/<module>.py)", missing)
 
 
@@ -402,9 +423,11 @@ def test_the_checker_finds_each_kind_of_fault(tmp_path):
     for rel, src in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(src)
-    (tmp_path / "doc.md").write_text("# Map\n\n## Who may import whom\n\n| package | may import |\n"
-                                     "|---|---|\n| `runtime` | nothing |\n| `corpus` | `runtime` |\n"
-                                     "| `gone` | `runtime`, `nowhere` |\n\n## Next\n")
+    (tmp_path / "doc.md").write_text(
+        "# Map\n\n## Who may import whom\n\n| package | may import |\n"
+        "|---|---|\n| `runtime` | nothing |\n| `corpus` | `runtime` |\n"
+        "| `gone` | `runtime`, `nowhere` |\n\n## Next\n"
+    )
     table = read_table(tmp_path / "doc.md")
     assert table == {"runtime": set(), "corpus": {"runtime"}, "gone": {"runtime", "nowhere"}}
     g = read_graph(tmp_path)
@@ -413,11 +436,17 @@ def test_the_checker_finds_each_kind_of_fault(tmp_path):
         "cluster.z: from cluster import nothere (cluster/z.py:1): "
         "cluster neither defines nothere nor has a submodule of that name",
         "udfs.corpus.reader: from udfs.runtime.base import Y (udfs/corpus/reader.py:2): "
-        "udfs.runtime.base neither defines Y nor has a submodule of that name"]
-    assert [v.split(":")[0] for v in table_violations(g, table)] == \
-        ["udfs.runtime.up -> udfs.corpus.reader (udfs/runtime/up.py"]
+        "udfs.runtime.base neither defines Y nor has a submodule of that name",
+    ]
+    assert [v.split(":")[0] for v in table_violations(g, table)] == [
+        "udfs.runtime.up -> udfs.corpus.reader (udfs/runtime/up.py"
+    ]
     assert sorted(v.split(" (")[0] for v in boundary_violations(g)) == [
-        "jobs.two -> jobs.one", "jobs.two -> tests.helpers", "shapes.gen -> shapes", "udfs.corpus.cyc -> jobs.one"]
+        "jobs.two -> jobs.one",
+        "jobs.two -> tests.helpers",
+        "shapes.gen -> shapes",
+        "udfs.corpus.cyc -> jobs.one",
+    ]
     assert cycles(g) == [["udfs.corpus.cyc", "udfs.corpus.reader"]]
     layout = layout_violations(tmp_path, table)
     assert any(v.startswith("udfs/loose.py:") for v in layout)
@@ -427,4 +456,6 @@ def test_the_checker_finds_each_kind_of_fault(tmp_path):
     assert any("row 'gone': no such subpackage" in v for v in layout)
     assert any("'nowhere', which has no row" in v for v in layout)
     assert table_cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [
-        "import table: a may import itself through ['b']", "import table: b may import itself through ['a']"]
+        "import table: a may import itself through ['b']",
+        "import table: b may import itself through ['a']",
+    ]

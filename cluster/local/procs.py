@@ -1,5 +1,6 @@
 """Processes of the local clusters, found through /proc (Linux) from the ids we started, never by
 name across the machine: other people's JVMs and Ray nodes may run on the same host."""
+
 from __future__ import annotations
 
 import os
@@ -101,7 +102,7 @@ def split_at_dashes(argv: list[str] | None) -> tuple[list[str], list[str]]:
     if "--" not in argv:
         return argv, []
     i = argv.index("--")
-    return argv[:i], argv[i + 1:]
+    return argv[:i], argv[i + 1 :]
 
 
 class LocalCluster:

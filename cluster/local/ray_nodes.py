@@ -19,6 +19,7 @@ interface) need a token generated for this cluster, and stopping ends exactly th
 ``ray start --block`` commands started here (never ``ray stop``, which would end every Ray on the
 machine).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cluster.local.procs import LocalCluster, split_at_dashes, alive, cmdline, descendants, free_port, stop, wait_for
+from cluster.local.procs import LocalCluster, alive, cmdline, descendants, free_port, split_at_dashes, stop, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
@@ -39,8 +40,9 @@ REPLICA_TITLE = "ray::ServeReplica:"
 
 
 class RayNodes(LocalCluster):
-    def __init__(self, head_cpus: int = 1, node_cpus: int = 2, object_store_mb: int = 200,
-                 start_timeout_s: float = 180):
+    def __init__(
+        self, head_cpus: int = 1, node_cpus: int = 2, object_store_mb: int = 200, start_timeout_s: float = 180
+    ):
         self.head_cpus, self.node_cpus = head_cpus, node_cpus
         self.object_store = object_store_mb * 1024 * 1024
         self.start_timeout_s = start_timeout_s
@@ -56,17 +58,19 @@ class RayNodes(LocalCluster):
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
-        env.update({
-            "PYTHONPATH": str(ROOT),
-            "RAY_USAGE_STATS_ENABLED": "0",
-            # Ray starts workers at niceness 15; on a shared machine the replica would crawl.
-            "RAY_worker_niceness": "0",
-            # Ray's gRPC ports listen on every interface and Ray advertises the host's address even
-            # when given 127.0.0.1, so every process of this cluster, drivers included, proves itself
-            # with a token of our own (not ~/.ray/auth_token, which other clusters may use).
-            "RAY_AUTH_MODE": "token",
-            "RAY_AUTH_TOKEN_PATH": str(self.token_path),
-        })
+        env.update(
+            {
+                "PYTHONPATH": str(ROOT),
+                "RAY_USAGE_STATS_ENABLED": "0",
+                # Ray starts workers at niceness 15; on a shared machine the replica would crawl.
+                "RAY_worker_niceness": "0",
+                # Ray's gRPC ports listen on every interface and Ray advertises the host's address even
+                # when given 127.0.0.1, so every process of this cluster, drivers included, proves itself
+                # with a token of our own (not ~/.ray/auth_token, which other clusters may use).
+                "RAY_AUTH_MODE": "token",
+                "RAY_AUTH_TOKEN_PATH": str(self.token_path),
+            }
+        )
         # a driver environment (ray.init in this process) must not steer the cluster's processes elsewhere
         env.pop("RAY_ADDRESS", None)
         env.pop("RAY_AUTH_TOKEN", None)
@@ -74,40 +78,86 @@ class RayNodes(LocalCluster):
 
     def _ports(self) -> list[str]:
         # Two nodes on one host: every fixed-default port would collide, so each node gets its own.
-        return ["--node-manager-port", str(free_port()), "--object-manager-port", str(free_port()),
-                "--dashboard-agent-listen-port", str(free_port()), "--dashboard-agent-grpc-port", str(free_port()),
-                "--runtime-env-agent-port", str(free_port()), "--metrics-export-port", str(free_port())]
+        return [
+            "--node-manager-port",
+            str(free_port()),
+            "--object-manager-port",
+            str(free_port()),
+            "--dashboard-agent-listen-port",
+            str(free_port()),
+            "--dashboard-agent-grpc-port",
+            str(free_port()),
+            "--runtime-env-agent-port",
+            str(free_port()),
+            "--metrics-export-port",
+            str(free_port()),
+        ]
 
     def _node(self, name: str, args: list[str]) -> subprocess.Popen:
         log = open(self.base / f"{name}.log", "wb")
-        proc = subprocess.Popen([str(RAY), "start", "--block",
-                                 "--object-store-memory", str(self.object_store), "--disable-usage-stats",
-                                 *self._ports(), *args],
-                                env=self.env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=str(self.base))
+        proc = subprocess.Popen(
+            [
+                str(RAY),
+                "start",
+                "--block",
+                "--object-store-memory",
+                str(self.object_store),
+                "--disable-usage-stats",
+                *self._ports(),
+                *args,
+            ],
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=str(self.base),
+        )
         log.close()
         self.nodes.append(proc)
         return proc
 
     def _nodes_alive(self) -> int:
-        out = self.python("import ray, json; ray.init(address=%r, logging_level='ERROR'); "
-                          "print(json.dumps(sum(n['Alive'] for n in ray.nodes())))" % self.address, timeout_s=120)
+        out = self.python(
+            "import ray, json; ray.init(address=%r, logging_level='ERROR'); "
+            "print(json.dumps(sum(n['Alive'] for n in ray.nodes())))" % self.address,
+            timeout_s=120,
+        )
         return int(out.strip().splitlines()[-1])
 
     def start(self) -> "RayNodes":
-        self._node("head", ["--head", "--port", str(self.port), "--num-cpus", str(self.head_cpus),
-                            "--include-dashboard", "false", "--ray-client-server-port", str(free_port()),
-                            "--temp-dir", str(self.base / "head")])
+        self._node(
+            "head",
+            [
+                "--head",
+                "--port",
+                str(self.port),
+                "--num-cpus",
+                str(self.head_cpus),
+                "--include-dashboard",
+                "false",
+                "--ray-client-server-port",
+                str(free_port()),
+                "--temp-dir",
+                str(self.base / "head"),
+            ],
+        )
         self._node("node1", ["--address", self.address, "--num-cpus", str(self.node_cpus)])
-        wait_for(lambda: self._check_alive() and self._nodes_alive() == 2, self.start_timeout_s,
-                 f"2 Ray nodes alive at {self.address}", poll_s=2)
+        wait_for(
+            lambda: self._check_alive() and self._nodes_alive() == 2,
+            self.start_timeout_s,
+            f"2 Ray nodes alive at {self.address}",
+            poll_s=2,
+        )
         return self
 
     def _check_alive(self) -> bool:
         for p, name in zip(self.nodes, ("head", "node1")):
             if p.poll() is not None:
-                raise RuntimeError(f"ray node {name} exited with {p.returncode}:\n"
-                                   + (self.base / f"{name}.log").read_text(errors="replace")[-3000:])
+                raise RuntimeError(
+                    f"ray node {name} exited with {p.returncode}:\n"
+                    + (self.base / f"{name}.log").read_text(errors="replace")[-3000:]
+                )
         return True
 
     def close(self) -> None:
@@ -122,8 +172,14 @@ class RayNodes(LocalCluster):
     # ---- drivers -------------------------------------------------------------------------------
     def python(self, code: str, timeout_s: float = 600) -> str:
         """Run a short driver program against the cluster; returns its stdout."""
-        done = subprocess.run([sys.executable, "-c", code], env=self.env(), cwd=str(ROOT),
-                              capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            env=self.env(),
+            cwd=str(ROOT),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"driver failed ({done.returncode}):\n{done.stderr[-3000:]}")
         return done.stdout
@@ -134,12 +190,14 @@ class RayNodes(LocalCluster):
         conf = {"serving": {"ray_address": self.address, "host": "127.0.0.1", "port": free_port()}}
         for section, values in (overrides or {}).items():
             conf.setdefault(section, {}).update(values)
-        code = ("import json, ray\n"
-                "from udfs.llm.serving.config import load_serving_conf\n"
-                "from udfs.llm.serving.process import run_app\n"
-                f"conf = load_serving_conf(overrides=json.loads({json.dumps(json.dumps(conf))}))\n"
-                "ray.init(address=conf.serving.ray_address, logging_level='ERROR', log_to_driver=False)\n"
-                f"print(run_app(conf, wait_s={wait_s}))\n")
+        code = (
+            "import json, ray\n"
+            "from udfs.llm.serving.config import load_serving_conf\n"
+            "from udfs.llm.serving.process import run_app\n"
+            f"conf = load_serving_conf(overrides=json.loads({json.dumps(json.dumps(conf))}))\n"
+            "ray.init(address=conf.serving.ray_address, logging_level='ERROR', log_to_driver=False)\n"
+            f"print(run_app(conf, wait_s={wait_s}))\n"
+        )
         self.serve_url = self.python(code, timeout_s=wait_s + 60).strip().splitlines()[-1]
         return self.serve_url
 
@@ -150,8 +208,14 @@ class RayNodes(LocalCluster):
         return [sys.executable, str(script), *args, *extra]
 
     def run_job(self, script: str | Path, *args: str, timeout_s: float = 900) -> subprocess.CompletedProcess:
-        return subprocess.run(self.job_command(script, *args), env=self.env(), cwd=str(ROOT),
-                              capture_output=True, text=True, timeout=timeout_s)
+        return subprocess.run(
+            self.job_command(script, *args),
+            env=self.env(),
+            cwd=str(ROOT),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
 
     def start_job(self, script: str | Path, *args: str, **popen) -> subprocess.Popen:
         popen.setdefault("stdout", subprocess.DEVNULL)

@@ -14,6 +14,7 @@ Everything binds to 127.0.0.1 on ports the OS picks (the master's is read from i
 state (work dirs, local dirs, logs) lives in one folder of our own; stopping ends exactly the
 processes started here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cluster.local.procs import LocalCluster, split_at_dashes, cmdline, descendants, stop, wait_for
+from cluster.local.procs import LocalCluster, cmdline, descendants, split_at_dashes, stop, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTOR_MAIN = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
@@ -38,8 +39,15 @@ def spark_home() -> Path:
 
 
 class SparkStandalone(LocalCluster):
-    def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g", executor_memory: str = "512m",
-                 base_dir: str | Path | None = None, start_timeout_s: float = 120):
+    def __init__(
+        self,
+        workers: int = 2,
+        cores: int = 1,
+        memory: str = "1g",
+        executor_memory: str = "512m",
+        base_dir: str | Path | None = None,
+        start_timeout_s: float = 120,
+    ):
         self.n_workers, self.cores, self.memory = workers, cores, memory
         self.executor_memory = executor_memory
         self._own_dir = base_dir is None
@@ -53,17 +61,19 @@ class SparkStandalone(LocalCluster):
     # ---- processes -----------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
-        env.update({
-            "SPARK_HOME": str(spark_home()),
-            "SPARK_LOCAL_IP": "127.0.0.1",            # bind to the loopback only
-            "SPARK_LOCAL_HOSTNAME": "127.0.0.1",
-            "SPARK_LOCAL_DIRS": str(self.base / "local"),
-            "SPARK_CONF_DIR": str(self.base / "conf"),  # nobody else's spark-defaults / log4j
-            "SPARK_LOG_DIR": str(self.base / "logs"),
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
-            "PYTHONPATH": str(ROOT),
-        })
+        env.update(
+            {
+                "SPARK_HOME": str(spark_home()),
+                "SPARK_LOCAL_IP": "127.0.0.1",  # bind to the loopback only
+                "SPARK_LOCAL_HOSTNAME": "127.0.0.1",
+                "SPARK_LOCAL_DIRS": str(self.base / "local"),
+                "SPARK_CONF_DIR": str(self.base / "conf"),  # nobody else's spark-defaults / log4j
+                "SPARK_LOG_DIR": str(self.base / "logs"),
+                "PYSPARK_PYTHON": sys.executable,
+                "PYSPARK_DRIVER_PYTHON": sys.executable,
+                "PYTHONPATH": str(ROOT),
+            }
+        )
         env.pop("PYSPARK_GATEWAY_PORT", None)
         env.pop("PYSPARK_GATEWAY_SECRET", None)
         return env
@@ -72,16 +82,23 @@ class SparkStandalone(LocalCluster):
         log = self.base / "logs" / f"{name}.log"
         with open(log, "ab") as fh:
             # spark-class execs the JVM, so the pid we hold is the daemon itself
-            proc = subprocess.Popen([str(spark_home() / "bin" / "spark-class"), cls, *args], env=self.env(),
-                                    stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, cwd=str(self.base))
+            proc = subprocess.Popen(
+                [str(spark_home() / "bin" / "spark-class"), cls, *args],
+                env=self.env(),
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=str(self.base),
+            )
         return proc, log
 
     def start(self) -> "SparkStandalone":
         for d in ("local", "conf", "logs", "work"):
             (self.base / d).mkdir(parents=True, exist_ok=True)
-        self.master, mlog = self._daemon("master", "org.apache.spark.deploy.master.Master",
-                                         "--host", "127.0.0.1", "--port", "0", "--webui-port", "0")
+        self.master, mlog = self._daemon(
+            "master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0", "--webui-port", "0"
+        )
 
         def master_url():
             if self.master.poll() is not None:
@@ -91,13 +108,29 @@ class SparkStandalone(LocalCluster):
 
         self.url = wait_for(master_url, self.start_timeout_s, "Spark master start")
         for i in range(self.n_workers):
-            proc, _ = self._daemon(f"worker-{i}", "org.apache.spark.deploy.worker.Worker",
-                                   "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
-                                   "--cores", str(self.cores), "--memory", self.memory,
-                                   "--work-dir", str(self.base / "work" / f"worker-{i}"), self.url)
+            proc, _ = self._daemon(
+                f"worker-{i}",
+                "org.apache.spark.deploy.worker.Worker",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--webui-port",
+                "0",
+                "--cores",
+                str(self.cores),
+                "--memory",
+                self.memory,
+                "--work-dir",
+                str(self.base / "work" / f"worker-{i}"),
+                self.url,
+            )
             self.workers.append(proc)
-        wait_for(lambda: mlog.read_text(errors="replace").count("Registering worker") >= self.n_workers,
-                 self.start_timeout_s, f"{self.n_workers} workers registered with {self.url}")
+        wait_for(
+            lambda: mlog.read_text(errors="replace").count("Registering worker") >= self.n_workers,
+            self.start_timeout_s,
+            f"{self.n_workers} workers registered with {self.url}",
+        )
         return self
 
     def close(self) -> None:
@@ -132,22 +165,27 @@ class SparkStandalone(LocalCluster):
             cmd += ["--conf", f"{k}={v}"]
         return cmd + [str(script), *args]
 
-    def submit(self, script: str | Path, *args: str, conf: dict[str, str] | None = None,
-               **popen) -> subprocess.Popen:
+    def submit(self, script: str | Path, *args: str, conf: dict[str, str] | None = None, **popen) -> subprocess.Popen:
         """Start ``spark-submit`` (the driver runs here, in client mode) and return the process; its
         output goes to ``logs/submit-N.log`` unless ``stdout``/``stderr`` say otherwise."""
         n = len(list((self.base / "logs").glob("submit-*.log")))
         log = open(self.base / "logs" / f"submit-{n}.log", "wb")
         popen.setdefault("stdout", log)
         popen.setdefault("stderr", subprocess.STDOUT)
-        proc = subprocess.Popen(self.submit_command(script, *args, conf=conf), env=self.env(), cwd=str(ROOT),
-                                stdin=subprocess.DEVNULL, **popen)
+        proc = subprocess.Popen(
+            self.submit_command(script, *args, conf=conf),
+            env=self.env(),
+            cwd=str(ROOT),
+            stdin=subprocess.DEVNULL,
+            **popen,
+        )
         proc.log_path = Path(log.name)  # type: ignore[attr-defined]
         log.close()
         return proc
 
-    def run(self, script: str | Path, *args: str, conf: dict[str, str] | None = None,
-            timeout_s: float = 600) -> subprocess.CompletedProcess:
+    def run(
+        self, script: str | Path, *args: str, conf: dict[str, str] | None = None, timeout_s: float = 600
+    ) -> subprocess.CompletedProcess:
         proc = self.submit(script, *args, conf=conf)
         try:
             proc.wait(timeout=timeout_s)

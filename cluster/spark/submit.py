@@ -22,6 +22,7 @@ executors find the project (code plus data/schemaorg-30.0, which udfs/ reads on 
 Local files the driver must read in cluster mode (a manifest of s3a:// paths) go with ``--files``
 and are named by their base name in the job's flags.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,17 +69,24 @@ def versions() -> dict[str, str]:
             m = re.fullmatch(rf"{re.escape(prefix)}-(\d+\.\d+\.\d+)\.jar", Path(f).name)
             if m:
                 return m.group(1)
-        raise SystemExit(f"submit.py: error: no {prefix}-<version>.jar in {jars}: cannot tell which package versions match")
+        raise SystemExit(
+            f"submit.py: error: no {prefix}-<version>.jar in {jars}: cannot tell which package versions match"
+        )
 
     scala = jar_version("scala-library")
-    return {"spark": pyspark.__version__, "scala": ".".join(scala.split(".")[:2]),
-            "hadoop": jar_version("hadoop-client-api")}
+    return {
+        "spark": pyspark.__version__,
+        "scala": ".".join(scala.split(".")[:2]),
+        "hadoop": jar_version("hadoop-client-api"),
+    }
 
 
 def packages(v: dict[str, str]) -> list[str]:
     # hadoop-aws brings the AWS SDK bundle it was built with as a dependency.
-    return [f"org.apache.hadoop:hadoop-aws:{v['hadoop']}",
-            f"org.apache.spark:spark-hadoop-cloud_{v['scala']}:{v['spark']}"]
+    return [
+        f"org.apache.hadoop:hadoop-aws:{v['hadoop']}",
+        f"org.apache.spark:spark-hadoop-cloud_{v['scala']}:{v['spark']}",
+    ]
 
 
 def build_project_archive(target: Path) -> Path:
@@ -86,16 +94,21 @@ def build_project_archive(target: Path) -> Path:
     tmp = target.with_suffix(".tmp")
     with tarfile.open(tmp, "w:gz") as tar:
         for part in PROJECT_PARTS:
-            tar.add(ROOT / part, arcname=part,
-                    filter=lambda t: None if "__pycache__" in t.name or t.name.endswith(".pyc") else t)
+            tar.add(
+                ROOT / part,
+                arcname=part,
+                filter=lambda t: None if "__pycache__" in t.name or t.name.endswith(".pyc") else t,
+            )
     os.replace(tmp, target)
     return target
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                epilog="Everything after -- is the job file and its own flags.",
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Everything after -- is the job file and its own flags.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("mode", choices=["standalone", "yarn", "k8s"])
     p.add_argument("--master", help="spark://HOST:7077 (standalone), k8s://https://API:PORT (k8s); yarn: 'yarn'")
     p.add_argument("--conf-file", default=str(DEFAULTS), help="spark-defaults style settings")
@@ -120,14 +133,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("put -- before the job file: submit.py MODE [options] -- jobs/X.py [job flags]")
     cut = argv.index("--")
     args = p.parse_args(argv[:cut])
-    rest = argv[cut + 1:]
+    rest = argv[cut + 1 :]
     if not rest:
         p.error("no job file after --")
     args.job, args.job_args = rest[0], rest[1:]
     name = Path(args.job).stem
     if name not in SPARK_JOBS:
-        p.error(f"{args.job}: not a Spark job of this project ({', '.join(f'jobs/{j}.py' for j in SPARK_JOBS)}); "
-                "jobs/evaluate.py runs on Ray (cluster/README.md)")
+        p.error(
+            f"{args.job}: not a Spark job of this project ({', '.join(f'jobs/{j}.py' for j in SPARK_JOBS)}); "
+            "jobs/evaluate.py runs on Ray (cluster/README.md)"
+        )
     if not (ROOT / "jobs" / f"{name}.py").is_file():
         p.error(f"jobs/{name}.py does not exist")
     args.job_name = name
@@ -159,41 +174,68 @@ def command(args: argparse.Namespace, v: dict[str, str] | None = None) -> list[s
     if args.mode == "standalone":
         deploy = "client"
         python = args.python or f"{args.project_dir}/.venv/bin/python"
-        conf.update({"spark.pyspark.python": python, "spark.pyspark.driver.python": python,
-                     "spark.executorEnv.PYTHONPATH": args.project_dir})
+        conf.update(
+            {
+                "spark.pyspark.python": python,
+                "spark.pyspark.driver.python": python,
+                "spark.executorEnv.PYTHONPATH": args.project_dir,
+            }
+        )
         job = f"{args.project_dir}/jobs/{args.job_name}.py"
     elif args.mode == "yarn":
         master = "yarn"
         archives.append(f"{args.project_archive}#llm4schema")
-        conf.update({"spark.yarn.appMasterEnv.PYTHONPATH": "./llm4schema",
-                     "spark.executorEnv.PYTHONPATH": "./llm4schema",
-                     # a rerun is idempotent: a second attempt would only hide the first failure
-                     "spark.yarn.maxAppAttempts": "1"})
+        conf.update(
+            {
+                "spark.yarn.appMasterEnv.PYTHONPATH": "./llm4schema",
+                "spark.executorEnv.PYTHONPATH": "./llm4schema",
+                # a rerun is idempotent: a second attempt would only hide the first failure
+                "spark.yarn.maxAppAttempts": "1",
+            }
+        )
         if args.python_env:
             archives.append(f"{args.python_env}#environment")
-            conf.update({"spark.pyspark.python": "./environment/bin/python",
-                         "spark.yarn.appMasterEnv.PYSPARK_PYTHON": "./environment/bin/python"})
+            conf.update(
+                {
+                    "spark.pyspark.python": "./environment/bin/python",
+                    "spark.yarn.appMasterEnv.PYSPARK_PYTHON": "./environment/bin/python",
+                }
+            )
         if args.queue:
             conf["spark.yarn.queue"] = args.queue
         job = str(ROOT / "jobs" / f"{args.job_name}.py")
     else:
-        conf.update({"spark.kubernetes.container.image": args.image,
-                     "spark.kubernetes.namespace": args.namespace,
-                     "spark.kubernetes.authenticate.driver.serviceAccountName": args.service_account,
-                     "spark.kubernetes.driverEnv.PYTHONPATH": IMAGE_PROJECT_DIR,
-                     "spark.executorEnv.PYTHONPATH": IMAGE_PROJECT_DIR,
-                     # the driver pod resolves --packages itself; its home is not writable
-                     "spark.jars.ivy": "/tmp/.ivy2"})
+        conf.update(
+            {
+                "spark.kubernetes.container.image": args.image,
+                "spark.kubernetes.namespace": args.namespace,
+                "spark.kubernetes.authenticate.driver.serviceAccountName": args.service_account,
+                "spark.kubernetes.driverEnv.PYTHONPATH": IMAGE_PROJECT_DIR,
+                "spark.executorEnv.PYTHONPATH": IMAGE_PROJECT_DIR,
+                # the driver pod resolves --packages itself; its home is not writable
+                "spark.jars.ivy": "/tmp/.ivy2",
+            }
+        )
         if args.upload_path:
             conf["spark.kubernetes.file.upload.path"] = args.upload_path
         job = f"local://{IMAGE_PROJECT_DIR}/jobs/{args.job_name}.py"
     for kv in args.conf:
         key, _, value = kv.partition("=")
         conf[key] = value
-    submit = args.spark_submit or (str(ROOT / ".venv" / "bin" / "spark-submit")
-                                   if (ROOT / ".venv" / "bin" / "spark-submit").exists() else "spark-submit")
-    cmd = [submit, "--master", master, "--deploy-mode", deploy,
-           "--packages", ",".join(packages(v) + list(args.extra_packages))]
+    submit = args.spark_submit or (
+        str(ROOT / ".venv" / "bin" / "spark-submit")
+        if (ROOT / ".venv" / "bin" / "spark-submit").exists()
+        else "spark-submit"
+    )
+    cmd = [
+        submit,
+        "--master",
+        master,
+        "--deploy-mode",
+        deploy,
+        "--packages",
+        ",".join(packages(v) + list(args.extra_packages)),
+    ]
     if archives:
         cmd += ["--archives", ",".join(archives)]
     if files:

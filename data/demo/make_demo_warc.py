@@ -7,6 +7,7 @@ HTTP 200 header and the page bytes unchanged. The samples have no URL of their o
 one under the reserved ``.example`` domain (RFC 2606): ``http://extruct-samples.example/<folder>/<file>``.
 Record ids and dates are fixed, so rerunning writes the same bytes.
 """
+
 from __future__ import annotations
 
 import io
@@ -35,23 +36,32 @@ def build(out: Path = OUT) -> int:
     tmp = out.with_suffix(".tmp")
     with open(tmp, "wb") as fh:
         writer = WARCWriter(fh, gzip=True)
-        info = writer.create_warcinfo_record(out.name, {
-            "software": "llm4schema data/demo/make_demo_warc.py (warcio)",
-            "description": "HTML pages of scrapinghub/extruct tests/samples (BSD-3-Clause), see data/NOTICE.md",
-        })
+        info = writer.create_warcinfo_record(
+            out.name,
+            {
+                "software": "llm4schema data/demo/make_demo_warc.py (warcio)",
+                "description": "HTML pages of scrapinghub/extruct tests/samples (BSD-3-Clause), see data/NOTICE.md",
+            },
+        )
         info.rec_headers.replace_header("WARC-Record-ID", f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, HOST)}>")
         info.rec_headers.replace_header("WARC-Date", WARC_DATE)
         writer.write_record(info)
         for path in pages:
             body = path.read_bytes()
             url = page_url(path)
-            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"),
-                                               ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
-            rec = writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http,
-                                            warc_headers_dict={
-                                                "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>",
-                                                "WARC-Date": WARC_DATE,
-                                            })
+            http = StatusAndHeaders(
+                "200 OK", [("Content-Type", "text/html"), ("Content-Length", str(len(body)))], protocol="HTTP/1.1"
+            )
+            rec = writer.create_warc_record(
+                url,
+                "response",
+                payload=io.BytesIO(body),
+                http_headers=http,
+                warc_headers_dict={
+                    "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, url)}>",
+                    "WARC-Date": WARC_DATE,
+                },
+            )
             writer.write_record(rec)
     tmp.replace(out)
     return len(pages)

@@ -7,6 +7,7 @@ here: this script downloads each one from raw.githubusercontent.com at the commi
 pins, to ``cache/<path in that repository>``. A file already in the cache is kept unless
 ``--force``. Needs network access; exits 1 naming each file it could not fetch.
 """
+
 from __future__ import annotations
 
 import argparse

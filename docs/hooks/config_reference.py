@@ -1,5 +1,6 @@
 """MkDocs hook: ``docs/configuration.md``'s marker becomes the configuration reference, generated
 from the typed configuration (udfs.runtime.reference), so the site never restates a default."""
+
 from __future__ import annotations
 
 
@@ -14,11 +15,14 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         "`conf/pipeline.toml`",
         "Each job reads its own section; a flag on the command line wins over the file (`--help` shows "
         "the result), and `--config FILE` replaces the whole file.",
-        pipeline_rows(), list(SECTIONS))
+        pipeline_rows(),
+        list(SECTIONS),
+    )
     serving = section_markdown(
         "`conf/serving*.toml`",
         "The model service (`python -m udfs.llm.serving start --config FILE`). Shipped files: "
         "`conf/serving.toml` (embedded llama.cpp, the CPU default), `conf/serving-gpu.toml` (vLLM on GPUs), "
         "`conf/serving-consensus.toml` (several embedded models).",
-        config_reference())
+        config_reference(),
+    )
     return markdown.replace(MARKER, pipeline + "\n\n" + serving)

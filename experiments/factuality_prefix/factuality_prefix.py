@@ -9,6 +9,7 @@ Prints, per layout: requests, prompt tokens sent, tokens served from the engine'
 tokens processed (sent - cached), and seconds per verdict. No request cache, so every call is
 really made; the paper's layout runs first so its prompts find no prefix of the other layout.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,9 @@ def main() -> int:
     import pyarrow.parquet as pq
 
     rows = [r for r in pq.read_table(a.pages).to_pylist() if r.get("status") == "ok" and (r.get("text") or "").strip()]
-    page = next(r for r in rows if r["page_url"] == a.page_url) if a.page_url else min(rows, key=lambda r: len(r["text"]))
+    page = (
+        next(r for r in rows if r["page_url"] == a.page_url) if a.page_url else min(rows, key=lambda r: len(r["text"]))
+    )
     claims = list(dict.fromkeys(c for c in agents.claims_of(parse_markup(page["human_markup"])) if c))[: a.claims]
     client = LLMClient(a.url, timeout_s=900)
     conf = load_config().judge
@@ -40,15 +43,27 @@ def main() -> int:
     results = {}
     for layout in ("paper", "shared_prefix"):
         t0 = time.monotonic()
-        judged = client.run(agents.judge_factuality(client, [page["text"]], claims, layout=layout,
-                                                         strategy=conf.strategy, threshold=conf.factuality_threshold))
+        judged = client.run(
+            agents.judge_factuality(
+                client,
+                [page["text"]],
+                claims,
+                layout=layout,
+                strategy=conf.strategy,
+                threshold=conf.factuality_threshold,
+            )
+        )
         wall = time.monotonic() - t0
         sent = sum(j.prompt_tokens for j in judged)
         cached = sum(j.cached_prompt_tokens for j in judged)
-        results[layout] = {"requests": sum(j.requests for j in judged), "prompt_tokens": sent,
-                           "cached_prompt_tokens": cached, "processed_prompt_tokens": sent - cached,
-                           "s_per_verdict": round(wall / max(1, len(claims)), 2),
-                           "scores": [round(j.score, 3) if j.score is not None else None for j in judged]}
+        results[layout] = {
+            "requests": sum(j.requests for j in judged),
+            "prompt_tokens": sent,
+            "cached_prompt_tokens": cached,
+            "processed_prompt_tokens": sent - cached,
+            "s_per_verdict": round(wall / max(1, len(claims)), 2),
+            "scores": [round(j.score, 3) if j.score is not None else None for j in judged],
+        }
         print(layout, json.dumps(results[layout]))
     p, s = results["paper"]["processed_prompt_tokens"], results["shared_prefix"]["processed_prompt_tokens"]
     print(f"processed prompt tokens per page: paper layout {p}, shared prefix {s} ({s / p:.2f}x)" if p else "")

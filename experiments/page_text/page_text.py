@@ -28,6 +28,7 @@ and the mean text length in characters and tokens. Tokens are tiktoken's ``cl100
 paper's counter, available offline through the ``dev`` extra): the served model's tokenizer needs
 the service, and the two differ by a few percent on English text.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,15 +37,17 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 from udfs.bench.groundtruth import mentions
 from udfs.corpus import html as P
 from udfs.corpus import warc as W
 from udfs.schemaorg.markup import Literal, parse_markup
 
-CORPORA = {"demo (extruct samples)": sorted((ROOT / "data" / "demo").glob("*.warc.gz")),
-           "Common Crawl (data/warc)": sorted((ROOT / "data" / "warc").glob("*.warc.gz"))}
+ROOT = Path(__file__).resolve().parent.parent
+
+CORPORA = {
+    "demo (extruct samples)": sorted((ROOT / "data" / "demo").glob("*.warc.gz")),
+    "Common Crawl (data/warc)": sorted((ROOT / "data" / "warc").glob("*.warc.gz")),
+}
 MAX_VALUE_CHARS = 200
 LIMIT = 50_000_000
 _PUNCT = re.compile(r"[^\w\s]|_")
@@ -60,8 +63,11 @@ def html_pages(paths) -> list[tuple[str, str]]:
     out = []
     for path in paths:
         for row in W.index_warc(str(path)):
-            if row["warc_record_type"] != "response" or row["fetch_status"] != 200 or \
-                    not (row["content_mime_type"] or "").startswith(("text/html", "application/xhtml")):
+            if (
+                row["warc_record_type"] != "response"
+                or row["fetch_status"] != 200
+                or not (row["content_mime_type"] or "").startswith(("text/html", "application/xhtml"))
+            ):
                 continue
             rec = W.read_record(str(path), row["warc_record_offset"], row["warc_record_length"], max_record_bytes=LIMIT)
             out.append((row["url"], P.decode_html(rec.payload, rec.content_type)))
@@ -74,7 +80,7 @@ def markup_values(html: str, microdata: bool) -> set[str]:
     if microdata:
         try:
             blocks += P.microdata_blocks(html, len(blocks))
-        except Exception:  # a page whose microdata extruct cannot read keeps its JSON-LD
+        except Exception:  # noqa: BLE001 - a page whose microdata extruct cannot read keeps its JSON-LD
             pass
     values = set()
     for b in blocks:
@@ -82,7 +88,7 @@ def markup_values(html: str, microdata: bool) -> set[str]:
             continue
         try:
             m = parse_markup(b.data)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a block the reader refuses states no values
             continue
         for t in m.triples():
             if isinstance(t.value, Literal):
@@ -132,8 +138,10 @@ def extraction_cpu_ms(pages, extractors, repeat: int = 2) -> dict[str, float]:
 
 
 def measure(pages, extractors, tokenizer, budget: int, microdata: bool, per_page: bool):
-    rows = {x: {"values": 0, "found": 0, "loose": 0, "words": 0, "words_found": 0, "budget": 0, "chars": 0,
-                "tokens": 0} for x in extractors}
+    rows = {
+        x: {"values": 0, "found": 0, "loose": 0, "words": 0, "words_found": 0, "budget": 0, "chars": 0, "tokens": 0}
+        for x in extractors
+    }
     n_pages = 0
     for url, html in pages:
         values = markup_values(html, microdata)
@@ -167,18 +175,26 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--microdata", action="store_true", help="also count microdata items' values")
-    ap.add_argument("--budget-tokens", type=int, default=0,
-                    help="tokens of one factuality request's page text (0: from [evaluate] context_window)")
+    ap.add_argument(
+        "--budget-tokens",
+        type=int,
+        default=0,
+        help="tokens of one factuality request's page text (0: from [evaluate] context_window)",
+    )
     ap.add_argument("--pages", action="store_true", help="also print each page's counts")
     args = ap.parse_args(argv)
     conf = load_config()
     tok = TiktokenTokenizer()
     budget = args.budget_tokens or budget_tokens(tok, conf.evaluate.context_window, conf.judge.strategy)
     extractors = list(P.TEXT_EXTRACTORS)
-    print(f"values: literal values of the pages' JSON-LD{' and microdata' if args.microdata else ''}; "
-          f"budget: first {budget} tokens (cl100k_base)\n")
-    print("| corpus | extractor | pages | values | found | share | loose | share | in budget | share "
-          "| word values | found | share | mean chars | mean tokens |")
+    print(
+        f"values: literal values of the pages' JSON-LD{' and microdata' if args.microdata else ''}; "
+        f"budget: first {budget} tokens (cl100k_base)\n"
+    )
+    print(
+        "| corpus | extractor | pages | values | found | share | loose | share | in budget | share "
+        "| word values | found | share | mean chars | mean tokens |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     every = []
     for corpus, paths in CORPORA.items():
@@ -190,10 +206,12 @@ def main(argv: list[str] | None = None) -> int:
         for x in extractors:
             r = rows[x]
             v = max(1, r["values"])
-            print(f"| {corpus} | {x} | {n} | {r['values']} | {r['found']} | {r['found'] / v:.1%} | {r['loose']} "
-                  f"| {r['loose'] / v:.1%} | {r['budget']} | {r['budget'] / v:.1%} | {r['words']} | {r['words_found']} "
-                  f"| {r['words_found'] / max(1, r['words']):.1%} | {r['chars'] / max(1, n):,.0f} "
-                  f"| {r['tokens'] / max(1, n):,.0f} |")
+            print(
+                f"| {corpus} | {x} | {n} | {r['values']} | {r['found']} | {r['found'] / v:.1%} | {r['loose']} "
+                f"| {r['loose'] / v:.1%} | {r['budget']} | {r['budget'] / v:.1%} | {r['words']} | {r['words_found']} "
+                f"| {r['words_found'] / max(1, r['words']):.1%} | {r['chars'] / max(1, n):,.0f} "
+                f"| {r['tokens'] / max(1, n):,.0f} |"
+            )
     cpu = extraction_cpu_ms(every, extractors)
     print(f"\nCPU per page over all {len(every)} HTML pages: " + ", ".join(f"{k} {v:.1f} ms" for k, v in cpu.items()))
     return 0

@@ -12,6 +12,7 @@ CPU time of this process per verdict. Compare them with the whole job's CPU per 
 ``benchmarks/evaluate_throughput.py`` prints: the difference between k = 1 and k = 16 is the most
 that batching prompts could save the evaluation per verdict.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,7 @@ import time
 from cluster.local.procs import free_port
 from udfs.llm.transport import AiohttpTransport
 
-SERVER = r'''
+SERVER = r"""
 import sys
 from aiohttp import web
 
@@ -49,7 +50,7 @@ app = web.Application(client_max_size=64 << 20)
 app.router.add_post("/v1/chat/completions", chat)
 app.router.add_post("/v1/completions", completions)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None)
-'''
+"""
 PAGE = "word " * 300  # a page chunk of about the evaluation's prompt size
 
 
@@ -60,14 +61,28 @@ async def measure(url: str, k: int, verdicts: int, in_flight: int) -> tuple[floa
 
     async def one(i: int) -> None:
         if k == 1:
-            req = {"model": "stub", "max_tokens": 1, "logprobs": True, "top_logprobs": 20,
-                   "messages": [{"role": "system", "content": "Answer yes or no."},
-                                {"role": "user", "content": f"{PAGE}\n\nIs claim {i} supported?"}]}
+            req = {
+                "model": "stub",
+                "max_tokens": 1,
+                "logprobs": True,
+                "top_logprobs": 20,
+                "messages": [
+                    {"role": "system", "content": "Answer yes or no."},
+                    {"role": "user", "content": f"{PAGE}\n\nIs claim {i} supported?"},
+                ],
+            }
             path = "chat/completions"
         else:
-            req = {"model": "stub", "max_tokens": 1, "logprobs": 20,
-                   "prompt": [f"<|im_start|>system\nAnswer yes or no.<|im_end|>\n<|im_start|>user\n{PAGE}\n\n"
-                              f"Is claim {i}.{j} supported?<|im_end|>\n<|im_start|>assistant\n" for j in range(k)]}
+            req = {
+                "model": "stub",
+                "max_tokens": 1,
+                "logprobs": 20,
+                "prompt": [
+                    f"<|im_start|>system\nAnswer yes or no.<|im_end|>\n<|im_start|>user\n{PAGE}\n\n"
+                    f"Is claim {i}.{j} supported?<|im_end|>\n<|im_start|>assistant\n"
+                    for j in range(k)
+                ],
+            }
             path = "completions"
         async with gate:
             answer = await transport.request("POST", f"{url}/{path}", json.dumps(req, sort_keys=True).encode())
@@ -94,7 +109,9 @@ def main() -> int:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.1)
-        print(f"| prompts per request | client CPU ms per verdict | verdicts/s (client and server on {os.cpu_count()} CPUs) |")
+        print(
+            f"| prompts per request | client CPU ms per verdict | verdicts/s (client and server on {os.cpu_count()} CPUs) |"
+        )
         print("|---|---|---|")
         for k in [int(x) for x in a.k.split(",")]:
             cpu_ms, rate = asyncio.run(measure(f"http://127.0.0.1:{port}/v1", k, a.verdicts, a.in_flight))

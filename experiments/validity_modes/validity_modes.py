@@ -18,6 +18,7 @@ the paper's way, and whether they are the same set; then per source the kept sha
 own filter, also without the files the manifest marks ``unfiltered``, where that filter was a
 no-op; our paper mode; our schemaorg mode) beside Table 7's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,11 +33,20 @@ from udfs.schemaorg.markup import MarkupError, parse_markup
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=False,
-                    help="strict reading of literals in the schemaorg mode")
+    ap.add_argument(
+        "--strict",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="strict reading of literals in the schemaorg mode",
+    )
     ap.add_argument("--examples", type=int, default=3, help="example triples shown per cause")
-    ap.add_argument("--paper-data", type=Path, default=None, metavar="FOLDER",
-                    help="compare with the paper's own filtered markups listed in FOLDER/manifest.tsv")
+    ap.add_argument(
+        "--paper-data",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="compare with the paper's own filtered markups listed in FOLDER/manifest.tsv",
+    )
     args = ap.parse_args()
     conf = load_config().validity
     agent = ValidityAgent("compiled", args.strict, conf.vocab, "schemaorg")
@@ -64,13 +74,19 @@ def main() -> int:
     groups["all"] = total
     causes = sorted(total.disagreements)
     print(f"{refused} markups refused (unreadable: remote context or not JSON)\n")
-    print("| markups | n | triples | kept, paper mode | kept, schemaorg mode | "
-          + " | ".join(f"removed by {m} only: {c}" for m, c in causes) + " |")
+    print(
+        "| markups | n | triples | kept, paper mode | kept, schemaorg mode | "
+        + " | ".join(f"removed by {m} only: {c}" for m, c in causes)
+        + " |"
+    )
     print("|---|---:|---:|---:|---:|" + "---:|" * len(causes))
     for name, g in groups.items():
-        print(f"| {name} | {g.markups} | {g.triples} | {g.kept['paper']} ({100 * g.share('paper'):.1f}%) | "
-              f"{g.kept['schemaorg']} ({100 * g.share('schemaorg'):.1f}%) | "
-              + " | ".join(str(g.disagreements.get(k, 0)) for k in causes) + " |")
+        print(
+            f"| {name} | {g.markups} | {g.triples} | {g.kept['paper']} ({100 * g.share('paper'):.1f}%) | "
+            f"{g.kept['schemaorg']} ({100 * g.share('schemaorg'):.1f}%) | "
+            + " | ".join(str(g.disagreements.get(k, 0)) for k in causes)
+            + " |"
+        )
     for m, c in causes:
         print(f"\nremoved by {m} only, {c}:")
         for r in [r for r in total.rows if (r["removed_by"], r["cause"]) == (m, c)][: args.examples]:
@@ -88,8 +104,10 @@ def paper_data(folder: Path, schemaorg: ValidityAgent, paper: ValidityAgent) -> 
         rows = list(csv.DictReader(f, delimiter="\t"))
     missing = [r[c] for r in rows for c in ("markup", "filtered") if not (folder / "cache" / r[c]).exists()]
     if missing:
-        print(f"validity_modes.py: error: {len(missing)} files not in {folder / 'cache'}: run {folder / 'fetch.py'}",
-              file=sys.stderr)
+        print(
+            f"validity_modes.py: error: {len(missing)} files not in {folder / 'cache'}: run {folder / 'fetch.py'}",
+            file=sys.stderr,
+        )
         return 1
     by_source: dict[str, dict] = {}
     print("| source | document | triples | kept, the paper's filter | kept, our paper mode | same triples | expected |")
@@ -100,8 +118,9 @@ def paper_data(folder: Path, schemaorg: ValidityAgent, paper: ValidityAgent) -> 
         counted = paper_triples(m, res.verdicts)
         ours = {(x["property"], x["value"], x["entity_type"] or "") for x in counted if x["valid"]}
         theirs = counted_keys(parse_markup((folder / "cache" / r["filtered"]).read_text(encoding="utf-8")))
-        s = by_source.setdefault(r["source"], {"docs": 0, "agree": 0, "theirs": 0, "ran": [0, 0],
-                                               "cmp": ModeComparison()})
+        s = by_source.setdefault(
+            r["source"], {"docs": 0, "agree": 0, "theirs": 0, "ran": [0, 0], "cmp": ModeComparison()}
+        )
         s["docs"] += 1
         s["agree"] += ours == theirs
         s["theirs"] += len(theirs)
@@ -109,19 +128,26 @@ def paper_data(folder: Path, schemaorg: ValidityAgent, paper: ValidityAgent) -> 
             s["ran"][0] += len(theirs)
             s["ran"][1] += len(counted)
         s["cmp"].add(m, schemaorg.findings_many([m])[0], schemaorg.model, r["document"])
-        print(f"| {r['source']} | {r['document'][:40]} | {len(counted)} | {len(theirs)} | {len(ours)} | "
-              f"{'yes' if ours == theirs else 'no'} | {r['expect']} |")
-    print("\n| source | documents | triples | kept, the paper's filter | kept, the paper's filter where it ran "
-          "| kept, our paper mode | kept, our schemaorg mode | Table 7 (180 pages) "
-          "| same triples as the paper's filter |")
+        print(
+            f"| {r['source']} | {r['document'][:40]} | {len(counted)} | {len(theirs)} | {len(ours)} | "
+            f"{'yes' if ours == theirs else 'no'} | {r['expect']} |"
+        )
+    print(
+        "\n| source | documents | triples | kept, the paper's filter | kept, the paper's filter where it ran "
+        "| kept, our paper mode | kept, our schemaorg mode | Table 7 (180 pages) "
+        "| same triples as the paper's filter |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for src, s in by_source.items():
         c = s["cmp"]
         t7 = TABLE7.get(src)
         ran = f"{s['ran'][0]} of {s['ran'][1]} ({s['ran'][0] / s['ran'][1]:.1%})" if s["ran"][1] else "-"
-        print(f"| {src} | {s['docs']} | {c.triples} | {s['theirs']} ({s['theirs'] / c.triples:.1%}) | {ran} | "
-              f"{c.kept['paper']} ({c.share('paper'):.1%}) | {c.kept['schemaorg']} ({c.share('schemaorg'):.1%}) | "
-              + (f"{t7[1]:,} of {t7[0]:,} ({t7[1] / t7[0]:.1%})" if t7 else "-") + f" | {s['agree']} of {s['docs']} |")
+        print(
+            f"| {src} | {s['docs']} | {c.triples} | {s['theirs']} ({s['theirs'] / c.triples:.1%}) | {ran} | "
+            f"{c.kept['paper']} ({c.share('paper'):.1%}) | {c.kept['schemaorg']} ({c.share('schemaorg'):.1%}) | "
+            + (f"{t7[1]:,} of {t7[0]:,} ({t7[1] / t7[0]:.1%})" if t7 else "-")
+            + f" | {s['agree']} of {s['docs']} |"
+        )
     return 0
 
 

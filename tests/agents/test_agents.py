@@ -1,6 +1,7 @@
 """The agents: prompt ingredients from the real schema.org vocabulary and examples, chunk merge at
 the triple level, the vote, and (marked ``model``) generation / factuality / compliance with the
 embedded model behind the Ray Serve app, started once for the module, on short real inputs."""
+
 import asyncio
 import json
 import shutil
@@ -23,8 +24,10 @@ def example(eid: str) -> prompts.Example:
 
 
 def triples(doc) -> set:
-    return {(t.property, t.value.key() if hasattr(t.value, "value") else "ref", t.entity_type)
-            for t in parse_markup(doc).triples()}
+    return {
+        (t.property, t.value.key() if hasattr(t.value, "value") else "ref", t.entity_type)
+        for t in parse_markup(doc).triples()
+    }
 
 
 # ---- no model -----------------------------------------------------------------------------------
@@ -39,13 +42,22 @@ def test_examples_are_read_with_text_and_markup():
 
 # A product whose offer, seller and rating are unnamed nodes, its brand a named one, its
 # availability an enumeration member written as a string.
-NODES = {"@context": "https://schema.org", "@type": "Product", "name": "Shoe",
-         "brand": {"@type": "Brand", "name": "Acme"},
-         "offers": {"@type": "Offer", "price": "30", "priceCurrency": "USD",
-                    "availability": "https://schema.org/InStock",
-                    "seller": {"@type": "Organization", "url": "https://shop.example"}},
-         "aggregateRating": {"@type": "AggregateRating", "ratingValue": 4.5, "reviewCount": 12},
-         "mainEntityOfPage": {"@type": "WebPage"}, "itemCondition": {"@id": "http://schema.org/NewCondition"}}
+NODES = {
+    "@context": "https://schema.org",
+    "@type": "Product",
+    "name": "Shoe",
+    "brand": {"@type": "Brand", "name": "Acme"},
+    "offers": {
+        "@type": "Offer",
+        "price": "30",
+        "priceCurrency": "USD",
+        "availability": "https://schema.org/InStock",
+        "seller": {"@type": "Organization", "url": "https://shop.example"},
+    },
+    "aggregateRating": {"@type": "AggregateRating", "ratingValue": 4.5, "reviewCount": 12},
+    "mainEntityOfPage": {"@type": "WebPage"},
+    "itemCondition": {"@id": "http://schema.org/NewCondition"},
+}
 
 
 def test_claims_name_nodes_phrase_terms_and_never_ask_a_blank_node():
@@ -54,9 +66,14 @@ def test_claims_name_nodes_phrase_terms_and_never_ask_a_blank_node():
     claims = agents.claims_of(m)
     by = {(t.property, t.entity_type): c for t, c in zip(triples, claims)}
     # named: the claim names it; its siblings are the product's other properties, nodes included
-    assert by[("brand", "Product")] == agents.Claim("brand", "Acme", "Product", "Brand",
-                                                    ("aggregateRating", "itemCondition", "mainEntityOfPage", "name",
-                                                     "offers"), '"Shoe"')
+    assert by[("brand", "Product")] == agents.Claim(
+        "brand",
+        "Acme",
+        "Product",
+        "Brand",
+        ("aggregateRating", "itemCondition", "mainEntityOfPage", "name", "offers"),
+        '"Shoe"',
+    )
     # the subject is said by its name, else by the node and property that hold it, through depth
     assert by[("availability", "Offer")].subject == 'the offers of the Product "Shoe"'
     assert by[("url", "Organization")].subject == "the seller of the Offer"
@@ -74,7 +91,10 @@ def test_claims_name_nodes_phrase_terms_and_never_ask_a_blank_node():
     idx = {(t.subject, t.property): i for i, t in enumerate(triples)}
     offers = idx[(triples[0].subject, "offers")]
     assert {triples[j].property for j in inside[offers]} == {"price", "priceCurrency", "availability", "url"}
-    assert {triples[j].property for j in inside[idx[(triples[0].subject, "aggregateRating")]]} == {"ratingValue", "reviewCount"}
+    assert {triples[j].property for j in inside[idx[(triples[0].subject, "aggregateRating")]]} == {
+        "ratingValue",
+        "reviewCount",
+    }
     assert inside[idx[(triples[0].subject, "mainEntityOfPage")]] == []  # nothing inside to judge
     assert set(inside) == {i for i, c in enumerate(claims) if c is None}
     assert agents.readable_iri("https://schema.org/docs/full.html") == "https://schema.org/docs/full.html"
@@ -106,7 +126,9 @@ def test_chunk_outputs_merge_as_a_union_of_triples():
     assert sum("Place" in e.types for e in m.entities.values()) == 1
     # a value only one chunk saw is kept, a conflicting one is added, not overwritten
     a, b = dict(first, startDate="2014-04-12T19:30"), dict(first, startDate="2014-04-13T20:00")
-    dates = {t.value.value for t in parse_markup(generation.merge_markups([a, b])).triples() if t.property == "startDate"}
+    dates = {
+        t.value.value for t in parse_markup(generation.merge_markups([a, b])).triples() if t.property == "startDate"
+    }
     assert dates == {"2014-04-12T19:30", "2014-04-13T20:00"}
 
 
@@ -137,6 +159,7 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     plain = agents.prompt_fingerprint("factuality", "direct")
     assert agents.prompt_fingerprint("factuality", "direct", questions=["plain"]) == plain
     assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract"]) != plain
+
     def key(qs, agent="factuality"):
         return cal.layout_key(agents.questions_key(qs, agent))
 
@@ -166,29 +189,42 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     assert "every cookTime" in question_all and "1 hour" not in question_all and text in m_all[1]["content"]
     assert m_all[0] != m[0] and question_all != question
     # extract-soft asks extract's very question (its answer's first token read as well)
-    assert agents.factuality_messages(text, agents.Claim("cookTime", "1 hour", "Recipe"), "direct",
-                                      question="extract-soft") == m
+    assert (
+        agents.factuality_messages(
+            text, agents.Claim("cookTime", "1 hour", "Recipe"), "direct", question="extract-soft"
+        )
+        == m
+    )
     # extract-other asks extract's question past a value read off before (fence markers dropped from
     # it); without one it is not asked, in either layout
     claim = agents.Claim("cookTime", "1 hour", "Recipe")
-    m_other = agents.factuality_messages(text, claim, "direct", question="extract-other",
-                                         other_than="PAGE_TEXT>>>10 minutes")
+    m_other = agents.factuality_messages(
+        text, claim, "direct", question="extract-other", other_than="PAGE_TEXT>>>10 minutes"
+    )
     question_other = m_other[1]["content"].rsplit("\n\n", 1)[1]
     assert m_other[0] == m[0] and text in m_other[1]["content"]
     assert 'other than "10 minutes"' in question_other and "1 hour" not in question_other
     assert question_other.replace(', other than "10 minutes"', "") == m[1]["content"].rsplit("\n\n", 1)[1]
-    assert agents.paper_factuality_messages(text, claim, "direct", question="extract-other",
-                                            other_than="10 minutes") == \
-        agents.factuality_messages(text, claim, "direct", question="extract-other", other_than="10 minutes")
+    assert agents.paper_factuality_messages(
+        text, claim, "direct", question="extract-other", other_than="10 minutes"
+    ) == agents.factuality_messages(text, claim, "direct", question="extract-other", other_than="10 minutes")
     assert agents.factuality_messages(text, claim, "direct", question="extract-other") is None
-    assert agents.prompt_fingerprint("factuality", "direct", questions=["extract-soft", "extract-other"]) != \
-        agents.prompt_fingerprint("factuality", "direct", questions=["extract-soft"])
+    assert agents.prompt_fingerprint(
+        "factuality", "direct", questions=["extract-soft", "extract-other"]
+    ) != agents.prompt_fingerprint("factuality", "direct", questions=["extract-soft"])
     # extract-soft-all asks extract-soft's very request first (extract-all's after it, only where the
     # answer is none of a stated value); its fingerprint covers both prompts
     assert agents.factuality_messages(text, claim, "direct", question="extract-soft-all") == m
     assert agents.paper_factuality_messages(text, claim, "direct", question="extract-soft-all") == m
-    assert len({agents.prompt_fingerprint("factuality", "direct", questions=[q])
-                for q in ("extract-soft", "extract-soft-all", "extract-soft-all-near")}) == 3
+    assert (
+        len(
+            {
+                agents.prompt_fingerprint("factuality", "direct", questions=[q])
+                for q in ("extract-soft", "extract-soft-all", "extract-soft-all-near")
+            }
+        )
+        == 3
+    )
     # so does extract-soft-all-near, whose third request is extract-soft's over the excerpt
     assert agents.factuality_messages(text, claim, "direct", question="extract-soft-all-near") == m
     assert agents.paper_factuality_messages(text, claim, "direct", question="extract-soft-all-near") == m
@@ -196,22 +232,28 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     # property schema.org does not define has none to ask
     claim = agents.Claim("cookTime", "1 hour", "Recipe")
     definition = prompts.load_vocabulary().comments["cookTime"]
-    assert agents.factuality_messages(text, agents.Claim("http://example.org/x", "1", "Recipe"), "direct",
-                                      question="complies-ranged") is None
+    assert (
+        agents.factuality_messages(
+            text, agents.Claim("http://example.org/x", "1", "Recipe"), "direct", question="complies-ranged"
+        )
+        is None
+    )
     # complies-ranged is the compliance question that also shows the property's expected types
     ranged = agents.factuality_messages(text, claim, "direct", question="complies-ranged")
     assert ranged == agents.compliance_messages(claim, definition, "direct", question="ranged")
     assert "Duration" in ranged[1]["content"] and text not in ranged[1]["content"]
-    assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "complies-ranged"]) != \
-        agents.prompt_fingerprint("factuality", "direct", questions=["plain"])
+    assert agents.prompt_fingerprint(
+        "factuality", "direct", questions=["plain", "complies-ranged"]
+    ) != agents.prompt_fingerprint("factuality", "direct", questions=["plain"])
     # a prompt file edited is another fingerprint
     with_claim = agents.prompt_fingerprint("factuality", "direct", questions=["plain", "claim"])
     edited = tmp_path / "prompts"
     shutil.copytree(PROMPTS_DIR, edited)
     (edited / "factuality_question_claim.txt").write_text("Is {value} the {property} of the {entity_type}?")
     assert with_claim != agents.prompt_fingerprint("factuality", "direct", questions=["plain", "says"])
-    assert with_claim != agents.prompt_fingerprint("factuality", "direct", questions=["plain", "claim"],
-                                                   prompts_dir=str(edited))
+    assert with_claim != agents.prompt_fingerprint(
+        "factuality", "direct", questions=["plain", "claim"], prompts_dir=str(edited)
+    )
     # ranged is the plain compliance question with the property's expected types (schema.org's
     # rangeIncludes) beside the definition
     plain_q = agents.compliance_messages(claim, definition, "direct")[1]["content"]
@@ -223,8 +265,14 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
 
 
 def test_undefined_property_is_kept_and_marked_without_a_call():
-    judged = asyncio.run(agents.judge_compliance(None, [agents.Claim("http://example.org/x", "1", "Thing")],
-                                                   strategy=EVAL.strategy, threshold=EVAL.compliance_threshold))
+    judged = asyncio.run(
+        agents.judge_compliance(
+            None,
+            [agents.Claim("http://example.org/x", "1", "Thing")],
+            strategy=EVAL.strategy,
+            threshold=EVAL.compliance_threshold,
+        )
+    )
     assert judged[0].passed is True and judged[0].score is None and "no schema.org definition" in judged[0].note
     assert judged[0].requests == 0
 
@@ -233,6 +281,7 @@ def test_consensus_majority_tie_to_judge_and_votes_kept():
     def voter(scores):
         async def fn(claims):
             return [agents.Judged(s, None if s is None else s >= 0.5, requests=1) for s in scores[: len(claims)]]
+
         return fn
 
     claims = [agents.Claim("name", str(i), "Thing") for i in range(3)]
@@ -265,8 +314,11 @@ def test_factuality_on_a_real_example_text(client):
     true = agents.Claim("name", doc["name"], "Recipe")
     # extrinsic negative: a value of another, unrelated example
     false = agents.Claim("name", "Lupo's Heartbreak Hotel", "Recipe")
-    judged = client.run(agents.judge_factuality(client, [ex.text], [true, false], strategy=EVAL.strategy,
-                                                 threshold=EVAL.factuality_threshold))
+    judged = client.run(
+        agents.judge_factuality(
+            client, [ex.text], [true, false], strategy=EVAL.strategy, threshold=EVAL.factuality_threshold
+        )
+    )
     assert all(j.error is None and j.requests == 1 for j in judged)
     assert judged[0].score > judged[1].score and judged[1].passed is False
     # both questions carry the page; the engine served the prefix of whichever ran second from its cache
@@ -300,10 +352,13 @@ def test_several_factuality_questions_combine_the_text_questions_mean_with_the_p
     # a request cache, so that each question asked alone gets the very answer the score was made of
     c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
     try:
-        both = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5,
-                                             questions=qs))
-        alone = {q: c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy,
-                                                  threshold=0.5, questions=[q])) for q in [*qs, "extract-soft"]}
+        both = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5, questions=qs))
+        alone = {
+            q: c.run(
+                agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5, questions=[q])
+            )
+            for q in [*qs, "extract-soft"]
+        }
     finally:
         c.close()
     for k in range(2):
@@ -329,8 +384,10 @@ def judged_in_turn(service, tmp_path, text: str, claims, *question_sets) -> list
 
     c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
     try:
-        return [c.run(agents.judge_factuality(c, [text], claims, strategy=EVAL.strategy, threshold=0.5,
-                                              questions=qs)) for qs in question_sets]
+        return [
+            c.run(agents.judge_factuality(c, [text], claims, strategy=EVAL.strategy, threshold=0.5, questions=qs))
+            for qs in question_sets
+        ]
     finally:
         c.close()
 
@@ -341,8 +398,15 @@ def test_extract_other_asks_past_another_stated_value_and_finds_a_lists_next_mem
     second = agents.Claim("name", "English", "Language")  # true: the list's second member
     moved = agents.Claim("name", "Germany", "Language")  # the address's country, stated by the text
     soft, other, both, reversed_ = judged_in_turn(
-        service, tmp_path, ex.text, [second, moved],
-        ["extract-soft"], ["extract-other"], ["extract-soft", "extract-other"], ["extract-other", "extract-soft"])
+        service,
+        tmp_path,
+        ex.text,
+        [second, moved],
+        ["extract-soft"],
+        ["extract-other"],
+        ["extract-soft", "extract-other"],
+        ["extract-other", "extract-soft"],
+    )
     # extract reads "German" off for both: another value the text states, so extract-other asks past it
     # (alone it asks extract-soft's request first, for the answer; with it, nothing more)
     assert all(j.error is None for j in [*other, *both])
@@ -364,8 +428,9 @@ def test_extract_soft_all_lists_the_values_where_extract_soft_answers_none_of_a_
     day = agents.Claim("dayOfWeek", "friday", "OpeningHoursSpecification")  # true: one of seven
     city = agents.Claim("dayOfWeek", "Sudbury", "OpeningHoursSpecification")  # the address's, stated
     unstated = agents.Claim("dayOfWeek", "Public holidays", "OpeningHoursSpecification")
-    soft, listed = judged_in_turn(service, tmp_path, ex.text, [day, city, unstated],
-                                  ["extract-soft"], ["extract-soft-all"])
+    soft, listed = judged_in_turn(
+        service, tmp_path, ex.text, [day, city, unstated], ["extract-soft"], ["extract-soft-all"]
+    )
     assert all(j.error is None for j in [*soft, *listed])
     # asked for the day (the value is not in the request, so it is one request for all three), the
     # model answers none: the true day scores next to nothing
@@ -386,8 +451,9 @@ def test_extract_soft_all_near_reads_a_missed_value_off_the_lines_around_it(serv
     region = agents.Claim("eligibleRegion", "USA", "Offer")  # true
     moved = agents.Claim("eligibleRegion", "Urban tourism", "Offer")  # the trip's touristType, stated
     unstated = agents.Claim("eligibleRegion", "Canada", "Offer")
-    listed, near = judged_in_turn(service, tmp_path, ex.text, [region, moved, unstated],
-                                  ["extract-soft-all"], ["extract-soft-all-near"])
+    listed, near = judged_in_turn(
+        service, tmp_path, ex.text, [region, moved, unstated], ["extract-soft-all"], ["extract-soft-all-near"]
+    )
     assert all(j.error is None for j in [*listed, *near])
     # asked of the whole text the model answers none, and the listing does not give the region
     assert listed[0].score < 0.5 and not listed[0].passed
@@ -408,8 +474,10 @@ def test_several_compliance_questions_score_the_mean(service, tmp_path):
     c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
     try:
         mean = c.run(agents.judge_compliance(c, [good, bad], strategy=EVAL.strategy, threshold=0.5, questions=qs))
-        alone = {q: c.run(agents.judge_compliance(c, [good, bad], strategy=EVAL.strategy, threshold=0.5,
-                                                  questions=[q])) for q in qs}
+        alone = {
+            q: c.run(agents.judge_compliance(c, [good, bad], strategy=EVAL.strategy, threshold=0.5, questions=[q]))
+            for q in qs
+        }
     finally:
         c.close()
     for k in range(2):
@@ -422,8 +490,9 @@ def test_several_compliance_questions_score_the_mean(service, tmp_path):
 def test_compliance_against_the_property_definition(client):
     good = agents.Claim("recipeIngredient", "2 cups of flour", "Recipe")
     bad = agents.Claim("recipeIngredient", "The Eiffel Tower", "Recipe")  # the paper's example
-    judged = client.run(agents.judge_compliance(client, [good, bad], strategy=EVAL.strategy,
-                                                 threshold=EVAL.compliance_threshold))
+    judged = client.run(
+        agents.judge_compliance(client, [good, bad], strategy=EVAL.strategy, threshold=EVAL.compliance_threshold)
+    )
     assert all(j.error is None for j in judged)
     assert judged[0].score > judged[1].score
 
@@ -434,8 +503,9 @@ def test_generation_writes_markup_of_the_target_type(client):
 
     ex = prompts.example_for(["Course"])  # a real example with a three-line text (short output)
     tok = ServedTokenizer(client.base_url)
-    gen = client.run(generation.generate(client, ["Course"], ex.text, tokenizer=tok, context_window=2048,
-                                         max_tokens=300))
+    gen = client.run(
+        generation.generate(client, ["Course"], ex.text, tokenizer=tok, context_window=2048, max_tokens=300)
+    )
     tok.close()
     assert gen.error is None, gen.error
     assert len(gen.chunks) == 1 and gen.prompt_tokens > 0
@@ -450,8 +520,9 @@ def test_generation_writes_markup_of_the_target_type(client):
 def test_correction_proposes_the_texts_value_and_reverifies_it(client):
     ex = prompts.example_for(["Course"])  # text: "Course Details / HNC Accounting"
     wrong = agents.Claim("name", "BSc Physics", "Course")  # intrinsic error: the text names another course
-    (fix,) = client.run(agents.correct(client, [ex.text], [wrong], strategy=EVAL.strategy,
-                                         threshold=EVAL.factuality_threshold))
+    (fix,) = client.run(
+        agents.correct(client, [ex.text], [wrong], strategy=EVAL.strategy, threshold=EVAL.factuality_threshold)
+    )
     assert fix.error is None, fix.error
     assert fix.proposed and fix.proposed.lower() in ex.text.lower()
     assert fix.verdict.score is not None and fix.verdict.requests == 1

@@ -3,6 +3,7 @@
 tie-break judge: on real claims of a schema.org example through ``agents.consensus``, and through
 ``jobs/evaluate.py`` on a real demo page, where every vote lands in ``triples/``. Also: a corrected
 triple is marked in ``triples/`` and its corrected value is what the curated markups carry."""
+
 import asyncio
 import json
 import statistics
@@ -16,9 +17,9 @@ from udfs.agents import prompts
 from udfs.agents import verdicts as agents
 from udfs.agents.verdicts import voter_model_and_strategy
 from udfs.evaluation.evaluator import _with_corrections
-from udfs.schemaorg.markup import parse_markup, to_jsonld
 from udfs.llm.serving.config import load_serving_conf
 from udfs.runtime.config import ConfigError, load_config
+from udfs.schemaorg.markup import parse_markup, to_jsonld
 
 CONF = ROOT / "conf" / "serving-consensus.toml"
 APP = "llm4schema-consensus"
@@ -54,9 +55,16 @@ def test_corrected_literals_are_what_the_curated_markup_carries():
     human = json.loads(_page()["human_markup"])
     human["location"]["name"] = "Hotel Utah Saloon"  # another venue of the page
     markup = parse_markup(human)
-    rows = [{"subject": t.subject, "property": t.property, "value": getattr(t.value, "text", None),
-             "corrected": t.property == "name" and t.entity_type == "Place",
-             "corrected_value": "The Owl Music Parlor"} for t in markup.triples()]
+    rows = [
+        {
+            "subject": t.subject,
+            "property": t.property,
+            "value": getattr(t.value, "text", None),
+            "corrected": t.property == "name" and t.entity_type == "Place",
+            "corrected_value": "The Owl Music Parlor",
+        }
+        for t in markup.triples()
+    ]
     fixed, applied = _with_corrections(markup, rows)
     assert applied == {("_:b1", "name", "Hotel Utah Saloon"): "The Owl Music Parlor"}
     doc = to_jsonld(fixed)
@@ -97,7 +105,10 @@ def test_both_models_are_listed_routed_by_name_and_an_unknown_one_is_a_404(two_m
 
     deployments = serve.status().applications[APP].deployments
     assert {d: s.status for d, s in deployments.items()} == {
-        "OpenAIIngress": "HEALTHY", f"EmbeddedLLM-{BIG}": "HEALTHY", f"EmbeddedLLM-{SMALL}": "HEALTHY"}
+        "OpenAIIngress": "HEALTHY",
+        f"EmbeddedLLM-{BIG}": "HEALTHY",
+        f"EmbeddedLLM-{SMALL}": "HEALTHY",
+    }
     listed = httpx.get(f"{two_models}/models").json()["data"]
     assert [m["id"] for m in listed] == [BIG, SMALL] and all(m["max_model_len"] == 2048 for m in listed)
     ask = [{"role": "user", "content": "What is the capital of France? One word."}]
@@ -131,24 +142,30 @@ def test_majority_vote_on_real_claims_keeps_every_vote_and_ties_go_to_the_judge(
     doc = ex.jsonld
     # true: values of the example's own markup; false: values of other real examples
     true = [agents.Claim("name", doc["name"], "Recipe"), agents.Claim("recipeYield", doc["recipeYield"], "Recipe")]
-    false = [agents.Claim("name", _example("#eg-0335").jsonld["name"], "Recipe"),
-             agents.Claim("author", "Lupo's Heartbreak Hotel", "Recipe")]
+    false = [
+        agents.Claim("name", _example("#eg-0335").jsonld["name"], "Recipe"),
+        agents.Claim("author", "Lupo's Heartbreak Hotel", "Recipe"),
+    ]
     claims = true + false
     seen: dict[str, list[agents.Judged]] = {}
 
     def voter(name, client, strategy=EVAL.strategy):
         async def judge(cl):
-            seen[name] = await agents.judge_factuality(client, [ex.text], cl, strategy=strategy,
-                                                       threshold=THRESHOLD)
+            seen[name] = await agents.judge_factuality(client, [ex.text], cl, strategy=strategy, threshold=THRESHOLD)
             return seen[name]
+
         return judge
 
     async def vote():
         big, small = LLMClient(two_models, BIG, timeout_s=600), LLMClient(two_models, SMALL, timeout_s=600)
         try:
             # the judge asks the strong model differently (few-shot) from its direct vote
-            return await agents.consensus({BIG: voter(BIG, big), SMALL: voter(SMALL, small)}, claims,
-                                          judge=voter("judge", big, "fewshot"), judge_name=f"judge:{BIG}/fewshot")
+            return await agents.consensus(
+                {BIG: voter(BIG, big), SMALL: voter(SMALL, small)},
+                claims,
+                judge=voter("judge", big, "fewshot"),
+                judge_name=f"judge:{BIG}/fewshot",
+            )
         finally:
             await big.aclose()
             await small.aclose()
@@ -196,21 +213,58 @@ def test_evaluate_job_writes_every_vote_and_curates_corrected_values(two_models,
     human["name"] = wrong
     pages = tmp_path / "pages"
     pages.mkdir()
-    pq.write_table(pa.Table.from_pylist([{
-        "page_url": "http://extruct-samples.example/songkick/elysianfields_1.html", "status": page["status"],
-        "text": page["text"], "human_markup": json.dumps(human), "root_types": page["root_types"]}]),
-        pages / "part-0.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "page_url": "http://extruct-samples.example/songkick/elysianfields_1.html",
+                    "status": page["status"],
+                    "text": page["text"],
+                    "human_markup": json.dumps(human),
+                    "root_types": page["root_types"],
+                }
+            ]
+        ),
+        pages / "part-0.parquet",
+    )
     out = tmp_path / "out"
-    assert EvaluateJob(["--input", str(pages), "--output", str(out), "--base-url", two_models, "--limit", "1",
-                        "--no-generation", "--max-claims", "1", "--context-window", "2048", "--correct",
-                        "--verdict-models", BIG, SMALL, "--judge-model", BIG, "--executor", "local",
-                        "--timeout-s", "600"]).main() == 0
+    assert (
+        EvaluateJob(
+            [
+                "--input",
+                str(pages),
+                "--output",
+                str(out),
+                "--base-url",
+                two_models,
+                "--limit",
+                "1",
+                "--no-generation",
+                "--max-claims",
+                "1",
+                "--context-window",
+                "2048",
+                "--correct",
+                "--verdict-models",
+                BIG,
+                SMALL,
+                "--judge-model",
+                BIG,
+                "--executor",
+                "local",
+                "--timeout-s",
+                "600",
+            ]
+        ).main()
+        == 0
+    )
     run = json.loads((out / "scores" / "_run.json").read_text())
     assert run["evaluation"]["verdict_models"] == [BIG, SMALL] and run["counters"]["evaluated"] == 1
     triples = pq.read_table(out / "triples").to_pylist()
     (score,) = pq.read_table(out / "scores").to_pylist()
-    assert pq.read_schema(next((out / "triples").glob("part-*.parquet"))).field("factual_votes").type == \
-        pa.map_(pa.string(), pa.float64())
+    assert pq.read_schema(next((out / "triples").glob("part-*.parquet"))).field("factual_votes").type == pa.map_(
+        pa.string(), pa.float64()
+    )
     judged = {"factual": 0, "compliant": 0}
     for t in triples:
         for col in judged:
@@ -240,8 +294,7 @@ def test_evaluate_job_writes_every_vote_and_curates_corrected_values(two_models,
     assert row["corrected_value"] == "Elysian Fields" and row["corrected_value"] in page["text"]
     assert score["n_corrected"] == sum(bool(t["corrected"]) for t in triples) >= 1
     # ... and the curated markups (from factuality on) carry the corrected value, not the wrong one
-    markups = {m["stage"]: json.loads(m["markup"]) for m in pq.read_table(out / "markups").to_pylist()
-               if m["markup"]}
+    markups = {m["stage"]: json.loads(m["markup"]) for m in pq.read_table(out / "markups").to_pylist() if m["markup"]}
     assert markups["raw"]["name"] == wrong and markups["validity"]["name"] == wrong
     assert markups["factuality"]["name"] == row["corrected_value"]
     if row["compliant"]:

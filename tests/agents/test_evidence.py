@@ -1,5 +1,6 @@
 """udfs/agents/evidence.py on constructed texts and labels with known answers: whether a text
 states a value, near which words, the floor rule, and the logistic fit."""
+
 from __future__ import annotations
 
 import math
@@ -115,8 +116,7 @@ def test_first_token_share_weighs_the_claims_value_against_the_likeliest_answer(
     assert E.first_token_share(chart, "Jimi Hendrix") == 0.0
     # case, a leading space and the value's own leading marks are ignored; a quote begins any answer
     assert E.first_token_share([(" los", log(0.4)), ("San", log(0.5))], "Los Angeles") == pytest.approx(0.8)
-    assert E.first_token_share([("1", log(0.3)), ("$", log(0.6)), ("none", log(0.1))], "$19.99") == \
-        pytest.approx(1.0)
+    assert E.first_token_share([("1", log(0.3)), ("$", log(0.6)), ("none", log(0.1))], "$19.99") == pytest.approx(1.0)
     assert E.first_token_share([], "Brooklyn") == 0.0 and E.first_token_share(chart, "") == 0.0
 
 
@@ -129,8 +129,9 @@ def test_soft_answer_match_gives_the_share_only_to_a_value_the_text_states():
     assert E.soft_answer_match("June Carter Cash", chart, "June Carter Cash", text) == 1.0
     # the model's weight on a value the text does not give is its guess, not a reading
     assert E.soft_answer_match("Bob Dylan", chart, "June Carter", "Top groups: Bob Dylan.") == 0.0
-    assert E.soft_answer_match("none", [("none", log(0.6)), ("English", log(0.3))], "English",
-                               "A language course.") == 0.0
+    assert (
+        E.soft_answer_match("none", [("none", log(0.6)), ("English", log(0.3))], "English", "A language course.") == 0.0
+    )
     assert E.soft_answer_match("none", [("none", log(0.9))], "Brooklyn", "Brooklyn, NY") == 0.0
 
 
@@ -160,8 +161,11 @@ def test_missed_stated_value_is_an_answer_of_none_where_the_text_states_the_valu
 
 
 def test_excerpt_cuts_the_text_around_each_statement_of_the_value():
-    text = " ".join(f"w{i}" for i in range(40)) + "\nTranslator: Robert Martin Adams\n" + \
-        " ".join(f"v{i}" for i in range(40))
+    text = (
+        " ".join(f"w{i}" for i in range(40))
+        + "\nTranslator: Robert Martin Adams\n"
+        + " ".join(f"v{i}" for i in range(40))
+    )
     got = E.excerpt(text, "robert martin ADAMS", window=3)
     # three tokens either side, cut from the text itself (its line break kept), marked as cut
     assert got == "... w38 w39\nTranslator: Robert Martin Adams\nv0 v1 v2 ..."

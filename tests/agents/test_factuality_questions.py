@@ -2,6 +2,7 @@
 verdict agents accept and what the jobs' --help lists; the plain question is the question the
 factuality agent asks by default; the typed ones show a named node's type; the definitions the
 questions show are plain text from the bundled vocabulary."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,16 +17,41 @@ def test_the_registry_is_what_the_agents_accept_and_the_help_lists():
     from jobs.evaluate import EvaluateJob
     from udfs.runtime.config import load_config
 
-    kinds = {"factuality": ["plain", "says", "claim", "typed", "claim-typed", "extract", "extract-soft",
-                            "extract-other", "extract-soft-all", "extract-soft-all-near", "complies-ranged"],
-             "compliance": ["plain", "ranged"]}
+    kinds = {
+        "factuality": [
+            "plain",
+            "says",
+            "claim",
+            "typed",
+            "claim-typed",
+            "extract",
+            "extract-soft",
+            "extract-other",
+            "extract-soft-all",
+            "extract-soft-all-near",
+            "complies-ranged",
+        ],
+        "compliance": ["plain", "ranged"],
+    }
     for agent, names in kinds.items():
         registry = questions.REGISTRY[agent]
         assert list(registry) == names
         assert all(q.name == n and q.agent == agent and q.help and q.prompts for n, q in registry.items())
         assert agents.check_questions(names, agent) == tuple(names)
-        for gone in ("defined", "where", "exemplified", "excerpt", "subject", "claim-subject", "extract-all",
-                     "complies", "names", "choice", "fits", "property-of"):
+        for gone in (
+            "defined",
+            "where",
+            "exemplified",
+            "excerpt",
+            "subject",
+            "claim-subject",
+            "extract-all",
+            "complies",
+            "names",
+            "choice",
+            "fits",
+            "property-of",
+        ):
             with pytest.raises(ValueError, match=", ".join(names)):
                 agents.check_questions([gone], agent)
         # every prompt file a question names ships
@@ -75,22 +101,36 @@ def test_definitions_are_plain_text_and_long_ones_cut():
 def test_typed_questions_name_a_nodes_type_and_are_the_plain_ones_for_a_literal():
     from udfs.schemaorg.markup import parse_markup
 
-    m = parse_markup({"@context": "https://schema.org", "@type": "Offer", "price": "30",
-                      "seller": {"@type": "Organization", "name": "Music Resource Centre"},
-                      "itemOffered": {"@type": "Service", "name": "Window washing"}})
+    m = parse_markup(
+        {
+            "@context": "https://schema.org",
+            "@type": "Offer",
+            "price": "30",
+            "seller": {"@type": "Organization", "name": "Music Resource Centre"},
+            "itemOffered": {"@type": "Service", "name": "Window washing"},
+        }
+    )
     claims = {c.property: c for c in agents.claims_of(m) if c is not None}
-    assert claims["seller"] == agents.Claim("seller", "Music Resource Centre", "Offer", "Organization",
-                                            ("itemOffered", "price"))
+    assert claims["seller"] == agents.Claim(
+        "seller", "Music Resource Centre", "Offer", "Organization", ("itemOffered", "price")
+    )
     assert claims["price"].value_type is None
     text = "Window washing by the Music Resource Centre, 30 dollars."
     typed = agents.factuality_messages(text, claims["seller"], "direct", None, "typed")[1]["content"]
-    assert typed.endswith("seller = Music Resource Centre (an Organization)\n"
-                          "Is this fact supported by the page text? Answer yes or no.")
-    assert "Window washing (a Service) is the itemOffered of this Offer." in \
-        agents.factuality_messages(text, claims["itemOffered"], "direct", None, "claim-typed")[1]["content"]
+    assert typed.endswith(
+        "seller = Music Resource Centre (an Organization)\nIs this fact supported by the page text? Answer yes or no."
+    )
+    assert (
+        "Window washing (a Service) is the itemOffered of this Offer."
+        in agents.factuality_messages(text, claims["itemOffered"], "direct", None, "claim-typed")[1]["content"]
+    )
     # a literal: the very requests of plain and claim, so their answers are shared through the cache
     for typed_q, plain_q in (("typed", "plain"), ("claim-typed", "claim")):
-        assert agents.factuality_messages(text, claims["price"], "direct", None, typed_q) == \
-            agents.factuality_messages(text, claims["price"], "direct", None, plain_q)
+        assert agents.factuality_messages(text, claims["price"], "direct", None, typed_q) == agents.factuality_messages(
+            text, claims["price"], "direct", None, plain_q
+        )
         # the untyped questions never show the type
-        assert "Organization" not in agents.factuality_messages(text, claims["seller"], "direct", None, plain_q)[1]["content"]
+        assert (
+            "Organization"
+            not in agents.factuality_messages(text, claims["seller"], "direct", None, plain_q)[1]["content"]
+        )

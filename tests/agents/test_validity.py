@@ -1,5 +1,6 @@
 """The JSON-LD markup model and the validity agent: rules, readings, cleaning, command line, and
 identical findings from the compiled checker and pySHACL on every markup we have."""
+
 from __future__ import annotations
 
 import json
@@ -9,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from udfs.bench.markup_corpus import adversarial_markups, real_markups
-from udfs.schemaorg.markup import Literal, MarkupError, Ref, parse_markup, to_jsonld
 from udfs.agents.validity import ValidityAgent, agent, validate
+from udfs.bench.markup_corpus import adversarial_markups, real_markups
 from udfs.runtime.config import load_config
+from udfs.schemaorg.markup import Literal, MarkupError, Ref, parse_markup, to_jsonld
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = load_config().validity  # the lenient reading and release of conf/pipeline.toml
@@ -20,15 +21,22 @@ CONF = load_config().validity  # the lenient reading and release of conf/pipelin
 
 # ---- markup model ----------------------------------------------------------------------------
 def test_nesting_arrays_graph_references_and_several_types():
-    m = parse_markup({
-        "@context": "https://schema.org/",
-        "@graph": [
-            {"@id": "https://ex.org/r", "@type": ["Recipe", "Product"], "name": "Pie",
-             "author": {"@id": "https://ex.org/p"}, "recipeIngredient": ["flour", "sugar", None],
-             "nutrition": {"@type": "NutritionInformation", "calories": "200 kcal"}},
-            {"@id": "https://ex.org/p", "@type": "Person", "name": "Jane"},
-        ],
-    })
+    m = parse_markup(
+        {
+            "@context": "https://schema.org/",
+            "@graph": [
+                {
+                    "@id": "https://ex.org/r",
+                    "@type": ["Recipe", "Product"],
+                    "name": "Pie",
+                    "author": {"@id": "https://ex.org/p"},
+                    "recipeIngredient": ["flour", "sugar", None],
+                    "nutrition": {"@type": "NutritionInformation", "calories": "200 kcal"},
+                },
+                {"@id": "https://ex.org/p", "@type": "Person", "name": "Jane"},
+            ],
+        }
+    )
     r = m.entities["https://ex.org/r"]
     assert r.types == ["Recipe", "Product"]
     assert r.properties["recipeIngredient"] == [Literal("flour"), Literal("sugar")]  # null: no triple
@@ -39,8 +47,17 @@ def test_nesting_arrays_graph_references_and_several_types():
     assert {t.entity_type for t in triples if t.subject == "https://ex.org/r"} == {"Recipe", "Product"}
 
 
-@pytest.mark.parametrize("ctx", [None, "http://schema.org", "https://schema.org/", "http://www.schema.org",
-                                 ["https://schema.org", {"ex": "http://example.org/"}], {"@vocab": "http://schema.org/"}])
+@pytest.mark.parametrize(
+    "ctx",
+    [
+        None,
+        "http://schema.org",
+        "https://schema.org/",
+        "http://www.schema.org",
+        ["https://schema.org", {"ex": "http://example.org/"}],
+        {"@vocab": "http://schema.org/"},
+    ],
+)
 def test_schema_org_contexts_and_missing_context_read_alike(ctx):
     doc = {"@type": "Event", "name": "Gig", "url": "https://ex.org/gig", "schema:startDate": "2024-01-01"}
     if ctx is not None:
@@ -56,33 +73,55 @@ def test_schema_org_contexts_and_missing_context_read_alike(ctx):
 
 def test_keyword_aliases_of_the_schema_org_context():
     # schema.org's context defines "type": "@type" and "id": "@id"; real examples use them.
-    m = parse_markup({"@context": "https://schema.org", "type": "Audiobook", "id": "http://x/1",
-                      "name": "x", "author": {"type": "Person", "name": "A"}})
+    m = parse_markup(
+        {
+            "@context": "https://schema.org",
+            "type": "Audiobook",
+            "id": "http://x/1",
+            "name": "x",
+            "author": {"type": "Person", "name": "A"},
+        }
+    )
     got = {(t.subject, t.property, t.entity_type) for t in m.triples()}
-    assert got == {("http://x/1", "name", "Audiobook"), ("http://x/1", "author", "Audiobook"),
-                   ("_:b0", "name", "Person")}
+    assert got == {
+        ("http://x/1", "name", "Audiobook"),
+        ("http://x/1", "author", "Audiobook"),
+        ("_:b0", "name", "Person"),
+    }
     local = parse_markup({"@context": {"@vocab": "http://schema.org/", "kind": "@type"}, "kind": "Book", "name": "x"})
     assert [(t.property, t.entity_type) for t in local.triples()] == [("name", "Book")]
 
 
 def test_other_vocabularies_keep_full_iris():
-    m = parse_markup({"@context": {"@vocab": "http://schema.org/", "foaf": "http://xmlns.com/foaf/0.1/"},
-                      "@type": ["Person", "foaf:Person"], "foaf:nick": "jd", "https://schema.org/name": "J"})
+    m = parse_markup(
+        {
+            "@context": {"@vocab": "http://schema.org/", "foaf": "http://xmlns.com/foaf/0.1/"},
+            "@type": ["Person", "foaf:Person"],
+            "foaf:nick": "jd",
+            "https://schema.org/name": "J",
+        }
+    )
     e = next(iter(m.entities.values()))
     assert e.types == ["Person", "http://xmlns.com/foaf/0.1/Person"]
     assert set(e.properties) == {"http://xmlns.com/foaf/0.1/nick", "name"}
 
 
-@pytest.mark.parametrize("bad, reason", [
-    ('{"@type": ', "not JSON"),
-    ("42", "top level must be"),
-    ('{"@context": "https://example.org/ctx.jsonld", "@type": "Thing"}', "remote @context not fetched: https://example.org/ctx.jsonld"),
-    ('{"@type": 5}', "@type values must be strings"),
-    ('{"@id": 5, "name": "x"}', "@id must be a string"),
-    ('[]', "no entity"),
-    ('{"@type": "Thing", "about": ' * 150 + '"x"' + "}" * 150, "nesting deeper than 100 levels"),
-    ("[" * 100_000, "nesting deeper than 100 levels"),
-])
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        ('{"@type": ', "not JSON"),
+        ("42", "top level must be"),
+        (
+            '{"@context": "https://example.org/ctx.jsonld", "@type": "Thing"}',
+            "remote @context not fetched: https://example.org/ctx.jsonld",
+        ),
+        ('{"@type": 5}', "@type values must be strings"),
+        ('{"@id": 5, "name": "x"}', "@id must be a string"),
+        ("[]", "no entity"),
+        ('{"@type": "Thing", "about": ' * 150 + '"x"' + "}" * 150, "nesting deeper than 100 levels"),
+        ("[" * 100_000, "nesting deeper than 100 levels"),
+    ],
+)
 def test_broken_markup_raises_with_a_reason(bad, reason):
     with pytest.raises(MarkupError) as e:
         parse_markup(bad)
@@ -90,8 +129,12 @@ def test_broken_markup_raises_with_a_reason(bad, reason):
 
 
 def test_cycles_parse_and_serialize_once():
-    doc = {"@id": "_:a", "@type": "WebPage", "name": "p",
-           "hasPart": {"@type": "WebPageElement", "isPartOf": {"@id": "_:a"}, "name": "e"}}
+    doc = {
+        "@id": "_:a",
+        "@type": "WebPage",
+        "name": "p",
+        "hasPart": {"@type": "WebPageElement", "isPartOf": {"@id": "_:a"}, "name": "e"},
+    }
     m = parse_markup(doc)
     assert m.entities["_:b0"].properties["isPartOf"] == [Ref("_:a")]
     out = to_jsonld(m)
@@ -100,9 +143,14 @@ def test_cycles_parse_and_serialize_once():
 
 
 def test_serializer_round_trips_and_drops_what_is_not_kept():
-    doc = {"@context": "https://schema.org", "@type": "Book", "name": "B", "numberOfPages": 10,
-           "inLanguage": {"@value": "en", "@language": "en"},
-           "author": {"@type": "Person", "name": "A", "knows": {"@type": "Person", "name": "C"}}}
+    doc = {
+        "@context": "https://schema.org",
+        "@type": "Book",
+        "name": "B",
+        "numberOfPages": 10,
+        "inLanguage": {"@value": "en", "@language": "en"},
+        "author": {"@type": "Person", "name": "A", "knows": {"@type": "Person", "name": "C"}},
+    }
     m = parse_markup(doc)
     assert to_jsonld(m) == doc
     cut = to_jsonld(m, keep=lambda s, p, v: p != "author")
@@ -111,9 +159,14 @@ def test_serializer_round_trips_and_drops_what_is_not_kept():
 
 # ---- rules -----------------------------------------------------------------------------------
 RECIPE = {
-    "@context": "https://schema.org", "@type": "Recipe", "name": "Pie", "cookoo": "x",
+    "@context": "https://schema.org",
+    "@type": "Recipe",
+    "name": "Pie",
+    "cookoo": "x",
     "recipeInstructions": [{"@type": "HowToStep", "text": "Bake"}, {"@type": "Person", "name": "P"}],
-    "author": "Jane", "numberOfPages": "12", "ingredients": "flour",
+    "author": "Jane",
+    "numberOfPages": "12",
+    "ingredients": "flour",
 }
 
 
@@ -132,15 +185,27 @@ def test_the_three_rules_lenient(engine):
     assert (bad.valid, bad.rule) == (False, 3) and "got an entity of type Person" in bad.reason
     assert v[("author", "Jane")].valid  # a literal where only entity types are expected: lenient
     assert v[("ingredients", "flour")].valid and "superseded by recipeIngredient" in v[("ingredients", "flour")].reason
-    unknown = agent(engine, CONF.strict, CONF.vocab, CONF.mode).validate({"@type": ["Recipee", "Recipe"], "name": "x"}).verdicts
+    unknown = (
+        agent(engine, CONF.strict, CONF.vocab, CONF.mode)
+        .validate({"@type": ["Recipee", "Recipe"], "name": "x"})
+        .verdicts
+    )
     assert [(x.entity_type, x.rule) for x in unknown] == [("Recipee", 1), ("Recipe", None)]
-    untyped = agent(engine, CONF.strict, CONF.vocab, CONF.mode).validate({"@type": "Recipe", "recipeYield": {"name": "4 people"}}).verdicts
+    untyped = (
+        agent(engine, CONF.strict, CONF.vocab, CONF.mode)
+        .validate({"@type": "Recipe", "recipeYield": {"name": "4 people"}})
+        .verdicts
+    )
     assert [(x.property, x.entity_type, x.rule) for x in untyped] == [("recipeYield", "Recipe", 3), ("name", None, 1)]
 
 
 @pytest.mark.parametrize("engine", ["compiled", "pyshacl"])
 def test_strict_reading(engine):
-    strict = ValidityAgent(engine, True, CONF.vocab, CONF.mode) if engine == "compiled" else agent(engine, True, CONF.vocab, CONF.mode)
+    strict = (
+        ValidityAgent(engine, True, CONF.vocab, CONF.mode)
+        if engine == "compiled"
+        else agent(engine, True, CONF.vocab, CONF.mode)
+    )
     v = _by_prop(strict.validate(RECIPE))
     assert v[("author", "Jane")].rule == 3  # a plain string where Person/Organization is expected
     assert v[("name", "Pie")].valid
@@ -149,16 +214,41 @@ def test_strict_reading(engine):
     res = {x.property: x for x in strict.validate(offer).verdicts}
     assert res["availability"].rule == 3  # enumeration members must be IRIs
     assert res["price"].valid  # price is Number or Text
-    ok = strict.validate({"@type": "Offer", "availability": {"@id": "schema:InStock"},
-                          "validFrom": "2024-01-01", "eligibleQuantity": {"@id": "schema:Monday"}}).verdicts
-    assert [(x.property, x.valid) for x in ok] == [("availability", True), ("validFrom", True), ("eligibleQuantity", False)]
-    kinds = [(type(x.value).__name__, x.valid) for x in strict.validate({"@type": "Book", "numberOfPages": [12, "12"]}).verdicts]
+    ok = strict.validate(
+        {
+            "@type": "Offer",
+            "availability": {"@id": "schema:InStock"},
+            "validFrom": "2024-01-01",
+            "eligibleQuantity": {"@id": "schema:Monday"},
+        }
+    ).verdicts
+    assert [(x.property, x.valid) for x in ok] == [
+        ("availability", True),
+        ("validFrom", True),
+        ("eligibleQuantity", False),
+    ]
+    kinds = [
+        (type(x.value).__name__, x.valid)
+        for x in strict.validate({"@type": "Book", "numberOfPages": [12, "12"]}).verdicts
+    ]
     assert kinds == [("int", True), ("str", False)]
 
 
 def test_cleaned_markup_keeps_what_one_type_accepts():
-    res = validate({"@context": "https://schema.org", "@type": ["Product", "Offer"], "name": "P", "price": 3,
-                    "cookoo": 1, "review": {"@type": "Person", "name": "wrong type"}}, CONF.engine, CONF.strict, CONF.vocab, CONF.mode)
+    res = validate(
+        {
+            "@context": "https://schema.org",
+            "@type": ["Product", "Offer"],
+            "name": "P",
+            "price": 3,
+            "cookoo": 1,
+            "review": {"@type": "Person", "name": "wrong type"},
+        },
+        CONF.engine,
+        CONF.strict,
+        CONF.vocab,
+        CONF.mode,
+    )
     assert res.cleaned == {"@context": "https://schema.org", "@type": ["Product", "Offer"], "name": "P", "price": 3}
     bad = sorted((v.property, v.entity_type, v.rule) for v in res.verdicts if not v.valid)
     # price is no Product property but an Offer one: the entity has the union of its types' properties
@@ -174,8 +264,13 @@ def test_command_line(tmp_path, engine):
     f.write_text(json.dumps({k: v for k, v in RECIPE.items() if k != "@context"}))
     bad = tmp_path / "bad.jsonld"
     bad.write_text('{"@context": "https://evil.example/ctx", "@type": "Thing"}')
-    p = subprocess.run([sys.executable, "-m", "udfs.agents.validity", "--engine", engine, str(f), str(bad)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "udfs.agents.validity", "--engine", engine, str(f), str(bad)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 1, p.stderr  # one file could not be read
     lines = [json.loads(x) for x in p.stdout.splitlines()]
     assert lines[-1] == {"file": str(bad), "error": "remote @context not fetched: https://evil.example/ctx"}

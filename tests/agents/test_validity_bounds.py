@@ -5,6 +5,7 @@ compiled engine, the pipeline's; paper), strict and lenient, and the work, count
 bytecodes with ids and values that compare in Python code (``tests/schemaorg/test_markup_bounds.py``'s
 counter), must grow by at most 5x. Counted, never timed.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -22,18 +23,33 @@ def _entity(i: int, **more) -> dict:
 
 SHAPES = {
     # many valid entities, each with a nested node
-    "many_entities": lambda n: {"@context": "https://schema.org", "@graph": [
-        _entity(i, offers={"@type": "Offer", "price": "1", "priceCurrency": "EUR"}) for i in range(n)]},
+    "many_entities": lambda n: {
+        "@context": "https://schema.org",
+        "@graph": [_entity(i, offers={"@type": "Offer", "price": "1", "priceCurrency": "EUR"}) for i in range(n)],
+    },
     # each entity refers to the next: the reachable part of the markup is the whole chain
-    "reference_chain": lambda n: {"@context": "https://schema.org", "@graph": [
-        _entity(i, isRelatedTo={"@id": S(f"http://x.example/{i + 1}")}) for i in range(n)]},
+    "reference_chain": lambda n: {
+        "@context": "https://schema.org",
+        "@graph": [_entity(i, isRelatedTo={"@id": S(f"http://x.example/{i + 1}")}) for i in range(n)],
+    },
     # every entity with the same flagged value (the paper removes every equal leaf of the markup)
-    "same_flagged_value": lambda n: {"@context": "https://schema.org", "@graph": [
-        _entity(i, noSuchProperty=S("same"), gtin13=S("same")) for i in range(n)]},
+    "same_flagged_value": lambda n: {
+        "@context": "https://schema.org",
+        "@graph": [_entity(i, noSuchProperty=S("same"), gtin13=S("same")) for i in range(n)],
+    },
     # every entity with several types, one of them undefined, and a property only one type allows
-    "multi_typed": lambda n: {"@context": "https://schema.org", "@graph": [
-        {"@type": ["Product", "Place", S(f"NoSuchType{i % 7}")], "@id": S(f"http://x.example/{i}"),
-         "latitude": "1.0", "sku": S(f"s{i}")} for i in range(n)]},
+    "multi_typed": lambda n: {
+        "@context": "https://schema.org",
+        "@graph": [
+            {
+                "@type": ["Product", "Place", S(f"NoSuchType{i % 7}")],
+                "@id": S(f"http://x.example/{i}"),
+                "latitude": "1.0",
+                "sku": S(f"s{i}"),
+            }
+            for i in range(n)
+        ],
+    },
 }
 
 N = 100

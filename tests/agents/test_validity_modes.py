@@ -2,6 +2,7 @@
 markups whose expected output is worked out by hand below; the schemaorg reading's union rule and
 its two fixes (URL ranges take any IRI, ``data:`` URIs stay ``data:`` URIs); retired terms; and the
 comparison of the modes."""
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,14 @@ import pytest
 
 from udfs.agents.validity import ModeComparison, ValidityAgent, counted_keys, paper_triples
 from udfs.agents.validity.findings import (
-    BLANK_PROPERTY, DATATYPE, MULTI_TYPE, RETIRED, UNDEFINED_PROPERTY, UNDEFINED_TYPE, VALUE_STRING, VALUE_TYPE,
+    BLANK_PROPERTY,
+    DATATYPE,
+    MULTI_TYPE,
+    RETIRED,
+    UNDEFINED_PROPERTY,
+    UNDEFINED_TYPE,
+    VALUE_STRING,
+    VALUE_TYPE,
 )
 from udfs.runtime.config import load_config
 from udfs.schemaorg.markup import Ref, parse_markup
@@ -35,8 +43,10 @@ def schemaorg():
 def counted(agent, doc):
     """The paper's triples of one markup: {(property, value, type): (valid, cause)}."""
     res = agent.validate(doc)
-    return {(r["property"], r["value"], r["entity_type"]): (r["valid"], r["cause"])
-            for r in paper_triples(res.markup, res.verdicts)}
+    return {
+        (r["property"], r["value"], r["entity_type"]): (r["valid"], r["cause"])
+        for r in paper_triples(res.markup, res.verdicts)
+    }
 
 
 def share(rows):
@@ -61,8 +71,16 @@ def test_multi_type_rule_each_type_closes_the_entity(paper, schemaorg):
 
 
 def test_value_string_removal_takes_every_equal_leaf(paper, schemaorg):
-    doc = {"@type": "Recipe", "name": "Krimcode", "krimi": "Krimcode", "description": "", "recipeYield": "",
-           "recipeCategory": "Dessert", "foo": "", "author": {"@type": "Person", "name": "", "email": ""}}
+    doc = {
+        "@type": "Recipe",
+        "name": "Krimcode",
+        "krimi": "Krimcode",
+        "description": "",
+        "recipeYield": "",
+        "recipeCategory": "Dessert",
+        "foo": "",
+        "author": {"@type": "Person", "name": "", "email": ""},
+    }
     rows = counted(paper, doc)
     # Counted: Recipe name, krimi, description, recipeYield, recipeCategory, foo (6) + Person name,
     # email (2) = 8; the author link is not counted. Flagged: krimi "Krimcode" and foo "" (undefined
@@ -78,8 +96,12 @@ def test_value_string_removal_takes_every_equal_leaf(paper, schemaorg):
 
 
 def test_flagged_blank_node_removes_the_property_from_every_node(paper, schemaorg):
-    doc = {"@type": "Recipe", "name": "Pie", "author": {"@type": "Place", "name": "Paris"},
-           "review": {"@type": "Review", "reviewBody": "Good", "author": {"@type": "Person", "name": "Ann"}}}
+    doc = {
+        "@type": "Recipe",
+        "name": "Pie",
+        "author": {"@type": "Place", "name": "Paris"},
+        "review": {"@type": "Review", "reviewBody": "Good", "author": {"@type": "Person", "name": "Ann"}},
+    }
     rows = counted(paper, doc)
     # Counted: Recipe name Pie, Place name Paris, Review reviewBody Good, Person name Ann = 4.
     # The Recipe's author is a Place (author expects Person or Organization): a flagged blank node,
@@ -97,8 +119,12 @@ def test_flagged_blank_node_removes_the_property_from_every_node(paper, schemaor
 
 
 def test_an_entity_of_an_undefined_type_is_removed_whole(paper):
-    doc = {"@graph": [{"@type": "Recipee", "name": "Pie", "author": {"@type": "Person", "name": "Jane"}},
-                      {"@type": "Book", "name": "Pie"}]}
+    doc = {
+        "@graph": [
+            {"@type": "Recipee", "name": "Pie", "author": {"@type": "Person", "name": "Jane"}},
+            {"@type": "Book", "name": "Pie"},
+        ]
+    }
     rows = counted(paper, doc)
     # Counted: (name, Pie, Recipee), (name, Jane, Person), (name, Pie, Book) = 3. Recipee is no
     # schema.org type: the entity goes whole, and with it the Person nested under it; an undefined
@@ -113,8 +139,7 @@ def test_an_entity_of_an_undefined_type_is_removed_whole(paper):
 
 
 def test_a_json_number_where_only_text_is_expected(paper, schemaorg):
-    doc = {"@type": "Book", "name": "Ann", "numberOfPages": 224, "bookEdition": "2", "isbn": 12345,
-           "abstract": "12345"}
+    doc = {"@type": "Book", "name": "Ann", "numberOfPages": 224, "bookEdition": "2", "isbn": 12345, "abstract": "12345"}
     rows = counted(paper, doc)
     # Counted: name, numberOfPages, bookEdition, isbn, abstract = 5. isbn expects Text only: the
     # JSON integer 12345 is flagged; the value string "12345" also removes abstract. The integer 224
@@ -130,8 +155,7 @@ def test_a_json_number_where_the_range_names_quantitative_value(paper):
     # The paper's shapes give a range naming Number, Float, Integer, QuantitativeValue or
     # QualitativeValue the numeric datatypes (found on its own human markups: an ImageObject's width
     # as a JSON integer, kept by its filter).
-    doc = {"@type": "ImageObject", "width": 180, "height": 111.5, "caption": 7,
-           "contentUrl": "https://ex.org/a.png"}
+    doc = {"@type": "ImageObject", "width": 180, "height": 111.5, "caption": 7, "contentUrl": "https://ex.org/a.png"}
     rows = counted(paper, doc)
     # Counted: width, height, caption, contentUrl = 4. width and height (Distance or
     # QuantitativeValue) take the integer and the float; caption (MediaObject or Text) names none of
@@ -144,8 +168,12 @@ def test_a_json_number_where_the_range_names_quantitative_value(paper):
 
 
 def test_counting_leaves_once_without_links_types_or_ids(paper):
-    doc = {"@graph": [{"@id": "http://ex.org/a", "@type": "Person", "name": "Ann", "knows": {"@id": "http://ex.org/b"}},
-                      {"@id": "http://ex.org/b", "@type": "Person", "name": "Ann", "sameAs": "http://ex.org/ann"}]}
+    doc = {
+        "@graph": [
+            {"@id": "http://ex.org/a", "@type": "Person", "name": "Ann", "knows": {"@id": "http://ex.org/b"}},
+            {"@id": "http://ex.org/b", "@type": "Person", "name": "Ann", "sameAs": "http://ex.org/ann"},
+        ]
+    }
     rows = counted(paper, doc)
     # Leaves: (name, Ann, Person) twice -> once; (sameAs, http://ex.org/ann, Person) an outside IRI.
     # The knows link to a described node, @type and @id are not counted: 2 triples, both kept.
@@ -161,13 +189,21 @@ def test_untyped_entities_are_targeted_by_no_shape(paper):
 def test_command_line_paper_mode_lines_are_the_papers_count(tmp_path):
     f = tmp_path / "m.json"
     f.write_text(json.dumps({"@type": ["Recipe", "Product"], "name": "Pie", "recipeIngredient": "flour", "sku": "S1"}))
-    run = subprocess.run([sys.executable, "-m", "udfs.agents.validity", "--validity-mode", "paper", str(f)],
-                         cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "udfs.agents.validity", "--validity-mode", "paper", str(f)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     lines = [json.loads(x) for x in run.stdout.splitlines()]
     assert (sum(x["valid"] for x in lines), len(lines)) == (2, 6)  # as in the multi-type test
-    run = subprocess.run([sys.executable, "-m", "udfs.agents.validity", "--compare-modes", str(f)],
-                         cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "udfs.agents.validity", "--compare-modes", str(f)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     *rows, last = [json.loads(x) for x in run.stdout.splitlines()]
     s = last["summary"]
@@ -194,8 +230,10 @@ def test_paper_mode_keeps_what_the_papers_filter_kept(paper):
     with open(PAPER_DATA / "manifest.tsv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     if not all((PAPER_DATA / "cache" / r[c]).exists() for r in rows for c in ("markup", "filtered")):
-        pytest.skip("the paper's markups are not fetched (its repository has no licence, so they are not "
-                    "bundled): run data/llm4schemaorg/fetch.py")
+        pytest.skip(
+            "the paper's markups are not fetched (its repository has no licence, so they are not "
+            "bundled): run data/llm4schemaorg/fetch.py"
+        )
     assert {r["source"] for r in rows} == {"human", "GPT-3.5", "GPT-4"}
     for r in rows:
         m = parse_markup((PAPER_DATA / "cache" / r["markup"]).read_text(encoding="utf-8"))
@@ -214,8 +252,13 @@ def test_paper_mode_keeps_what_the_papers_filter_kept(paper):
 
 # ---- the schemaorg reading's fixes -------------------------------------------------------------
 def test_url_range_takes_any_iri_also_a_typed_nodes_id(schemaorg):
-    doc = {"@context": "https://schema.org", "@type": "Article", "headline": "H", "url": "https://ex.org/a",
-           "mainEntityOfPage": {"@type": "WebPage", "@id": "https://ex.org/a"}}
+    doc = {
+        "@context": "https://schema.org",
+        "@type": "Article",
+        "headline": "H",
+        "url": "https://ex.org/a",
+        "mainEntityOfPage": {"@type": "WebPage", "@id": "https://ex.org/a"},
+    }
     v = {(x.property, x.value): x for x in schemaorg.validate(doc).verdicts}
     assert v[("url", "https://ex.org/a")].valid  # rejected before the fix (a WebPage is no URL)
     # a typed blank node is still no URL
@@ -224,8 +267,12 @@ def test_url_range_takes_any_iri_also_a_typed_nodes_id(schemaorg):
 
 
 def test_compiled_and_pyshacl_agree_on_the_url_fix():
-    doc = {"@context": "https://schema.org", "@type": "Article", "url": "https://ex.org/a",
-           "mainEntityOfPage": {"@type": "WebPage", "@id": "https://ex.org/a"}}
+    doc = {
+        "@context": "https://schema.org",
+        "@type": "Article",
+        "url": "https://ex.org/a",
+        "mainEntityOfPage": {"@type": "WebPage", "@id": "https://ex.org/a"},
+    }
     m = parse_markup(doc)
     a = ValidityAgent("compiled", False, CONF.vocab, "schemaorg").findings_many([m])
     b = ValidityAgent("pyshacl", False, CONF.vocab, "schemaorg").findings_many([m])
@@ -243,7 +290,11 @@ def test_data_uris_stay_data_uris():
 
 
 def test_retired_terms_are_named_as_such(schemaorg, paper):
-    doc = {"@type": "Product", "name": "Shoe", "hasProductReturnPolicy": {"@type": "ProductReturnPolicy", "productReturnDays": 30}}
+    doc = {
+        "@type": "Product",
+        "name": "Shoe",
+        "hasProductReturnPolicy": {"@type": "ProductReturnPolicy", "productReturnDays": 30},
+    }
     v = [x for x in schemaorg.validate(doc).verdicts if x.property == "hasProductReturnPolicy"]
     assert [(x.valid, x.cause) for x in v] == [(False, RETIRED)] and "attic" in v[0].reason
     rows = counted(paper, doc)
@@ -256,20 +307,39 @@ def test_the_evaluation_validity_stage_follows_the_mode():
     from udfs.evaluation.evaluator import EvalConfig, PageEvaluator
 
     conf = load_config()
-    doc = {"@context": "https://schema.org", "@type": ["Recipe", "Product"], "name": "Pie", "sku": "S1",
-           "author": {"@type": "Person", "name": "Ann"}}
+    doc = {
+        "@context": "https://schema.org",
+        "@type": ["Recipe", "Product"],
+        "name": "Pie",
+        "sku": "S1",
+        "author": {"@type": "Person", "name": "Ann"},
+    }
     page = {"page_key": "k", "page_url": "http://ex.org/pie", "text": "Pie", "human_markup": json.dumps(doc)}
     kept = {}
     for mode in ("schemaorg", "paper"):
-        cfg = EvalConfig(stages=["validity"], judge=configured_judge(conf), context_window=conf.evaluate.context_window,
-                         max_tokens=conf.evaluate.max_tokens, max_claims=0, validity_engine="compiled",
-                         validity_strict=False, validity_vocab=CONF.vocab, validity_mode=mode, scores=conf.scores)
+        cfg = EvalConfig(
+            stages=["validity"],
+            judge=configured_judge(conf),
+            context_window=conf.evaluate.context_window,
+            max_tokens=conf.evaluate.max_tokens,
+            max_claims=0,
+            validity_engine="compiled",
+            validity_strict=False,
+            validity_vocab=CONF.vocab,
+            validity_mode=mode,
+            scores=conf.scores,
+        )
         # validity only, human markup only: no model is asked (the address is never reached)
         out = PageEvaluator("http://127.0.0.1:9/v1", cfg, use_served_tokenizer=False).evaluate(page)
         (score,) = out["scores"]
-        kept[mode] = (score["n_valid"], score["n_triples"], score.get("n_valid_paper"), score.get("n_triples_paper"),
-                      score.get("n_compliant_paper"),
-                      json.loads(next(m["markup"] for m in out["markups"] if m["stage"] == "validity")))
+        kept[mode] = (
+            score["n_valid"],
+            score["n_triples"],
+            score.get("n_valid_paper"),
+            score.get("n_triples_paper"),
+            score.get("n_compliant_paper"),
+            json.loads(next(m["markup"] for m in out["markups"] if m["stage"] == "validity")),
+        )
     # Rows: name, sku, author x 2 types (Recipe, Product) + the Person's name = 7. Counted the paper's
     # way: the author links are not leaves: (name, Pie) and (sku, S1) under both types + (name, Ann,
     # Person) = 5. The union keeps all 7 rows (no paper counting in the schemaorg mode).
@@ -293,13 +363,28 @@ def test_report_table7_says_which_counting_it_shows(tmp_path):
     from udfs.report.build import COUNTINGS, table7_text, tables, triple_counting
 
     conf = load_config()
-    markup = (ROOT / "data" / "html" / "extruct-samples" / "songkick"
-              / "Elysian Fields Brooklyn Tickets, The Owl Music Parlor, 31 Oct 2015.jsonld").read_text()
+    markup = (
+        ROOT
+        / "data"
+        / "html"
+        / "extruct-samples"
+        / "songkick"
+        / "Elysian Fields Brooklyn Tickets, The Owl Music Parlor, 31 Oct 2015.jsonld"
+    ).read_text()
     page = {"page_key": "k", "page_url": "http://ex.org/owl", "text": "", "human_markup": markup}
     for mode in ("paper", "schemaorg"):
-        cfg = EvalConfig(stages=["validity"], judge=configured_judge(conf), context_window=conf.evaluate.context_window,
-                         max_tokens=conf.evaluate.max_tokens, max_claims=0, validity_engine="compiled",
-                         validity_strict=False, validity_vocab=CONF.vocab, validity_mode=mode, scores=conf.scores)
+        cfg = EvalConfig(
+            stages=["validity"],
+            judge=configured_judge(conf),
+            context_window=conf.evaluate.context_window,
+            max_tokens=conf.evaluate.max_tokens,
+            max_claims=0,
+            validity_engine="compiled",
+            validity_strict=False,
+            validity_vocab=CONF.vocab,
+            validity_mode=mode,
+            scores=conf.scores,
+        )
         (score,) = PageEvaluator("http://127.0.0.1:9/v1", cfg, use_served_tokenizer=False).evaluate(page)["scores"]
         pq.write_table(to_table([score], SCORES_SCHEMA), tmp_path / f"{mode}.parquet")
         con = duckdb.connect()

@@ -1,22 +1,28 @@
 """The agents benchmark: ground truth built from real schema.org examples, the metrics against
 confusion matrices computed by hand, Cohen's kappa with the paper's tie rule, and one small run
 of the embedded model through the Serve app (a handful of verdicts)."""
+
 import json
 import re
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import SCHEMAORG, SERVED_MODEL_ID
 
-from udfs.bench import metrics as bm
 from udfs.agents.prompts import load_examples
-from udfs.bench.groundtruth import (build_ground_truth, embedding_distance, mentions, property_name, property_text,
-                              stratified_subset)
+from udfs.bench import metrics as bm
+from udfs.bench.groundtruth import (
+    build_ground_truth,
+    embedding_distance,
+    mentions,
+    property_name,
+    property_text,
+    stratified_subset,
+)
 from udfs.runtime.config import load_config
 from udfs.schemaorg.markup import Literal, parse_markup
-from udfs.scores.matching import embed, normalise
 from udfs.schemaorg.vocab import load_vocabulary
-
-from conftest import SCHEMAORG, SERVED_MODEL_ID
+from udfs.scores.matching import embed, normalise
 
 # Cath's Cafe, a job posting, a run with two people, a gift shop (its text has an HTML entity),
 # a recipe: short real examples with different markups.
@@ -29,9 +35,13 @@ BENCH, SCORES = load_config().agents_bench, load_config().scores  # conf/pipelin
 def build_gt(examples, **kw):
     """build_ground_truth with [agents_bench]'s settings and [scores]' embeddings, ``kw`` replacing some."""
     vocab = load_vocabulary()
-    settings = dict(seed=BENCH.seed, distant_max=BENCH.distant_max, intrinsic=BENCH.intrinsic,
-                    max_value_chars=BENCH.max_value_chars,
-                    distance=embedding_distance(vocab, SCORES))
+    settings = dict(
+        seed=BENCH.seed,
+        distant_max=BENCH.distant_max,
+        intrinsic=BENCH.intrinsic,
+        max_value_chars=BENCH.max_value_chars,
+        distance=embedding_distance(vocab, SCORES),
+    )
     return build_ground_truth(examples, vocab, **{**settings, **kw})
 
 
@@ -47,8 +57,11 @@ def built(handful):
 
 
 def rows_of(rows, example_id, kind):
-    return {(r["property"], r["value"], r["entity_type"]) for r in rows
-            if r["example_id"] == example_id and r["kind"] == kind}
+    return {
+        (r["property"], r["value"], r["entity_type"])
+        for r in rows
+        if r["example_id"] == example_id and r["kind"] == kind
+    }
 
 
 # ---- ground truth ------------------------------------------------------------------------------
@@ -60,43 +73,68 @@ def test_positives_are_the_triples_the_text_states(built):
         ("mainEntity", "Cath's Cafe", "WebPage"),  # a node is claimed by its name, as the evaluation asks
     }
     # the node's type goes with its name (the typed questions show it); a literal has none
-    assert {(r["property"], r["value_type"]) for r in built.factuality
-            if r["example_id"] == "#eg-0382" and r["kind"] == "positive"} == {("name", None), ("mainEntity", "Restaurant")}
+    assert {
+        (r["property"], r["value_type"])
+        for r in built.factuality
+        if r["example_id"] == "#eg-0382" and r["kind"] == "positive"
+    } == {("name", None), ("mainEntity", "Restaurant")}
     # and every claim keeps its subject's other properties (the choice question's options)
-    assert {(r["property"], tuple(r["siblings"])) for r in built.factuality
-            if r["example_id"] == "#eg-0382" and r["kind"] == "positive"} == {
-        ("mainEntity", ()), ("name", ("hasMenu", "openingHours", "telephone"))}
+    assert {
+        (r["property"], tuple(r["siblings"]))
+        for r in built.factuality
+        if r["example_id"] == "#eg-0382" and r["kind"] == "positive"
+    } == {("mainEntity", ()), ("name", ("hasMenu", "openingHours", "telephone"))}
     assert rows_of(built.factuality, "#eg-0285", "positive") == {
         ("title", "Systems Research Engineer", "JobPosting"),
         ("email", "info@example.com", "ContactPoint"),
     }
     # the contact point has no name: no claim of its own (its email is), and the rejects say so
-    assert any(r["reason"].startswith("a node without a name") and r["source"] == "#eg-0285"
-               and "applicationContact" in r["raw"] for r in built.rejects)
+    assert any(
+        r["reason"].startswith("a node without a name")
+        and r["source"] == "#eg-0285"
+        and "applicationContact" in r["raw"]
+        for r in built.rejects
+    )
     # "&amp;" in the example's pre-markup is the "&" of the name
-    assert ("name", "Beachwalk Beachwear & Giftware", "LocalBusiness") in rows_of(built.factuality, "#eg-0015",
-                                                                                  "positive")
+    assert ("name", "Beachwalk Beachwear & Giftware", "LocalBusiness") in rows_of(
+        built.factuality, "#eg-0015", "positive"
+    )
     # every positive is also a compliance positive (once per claim), with the property's definition
     fact_pos = [(r["property"], r["value"], r["entity_type"]) for r in built.factuality if r["kind"] == "positive"]
-    assert sorted(set(fact_pos)) == sorted((r["property"], r["value"], r["entity_type"])
-                                           for r in built.compliance if r["kind"] == "positive")
-    for rows, key in ((built.factuality, ("text", "property", "value", "entity_type")),
-                      (built.compliance, ("property", "value", "entity_type"))):
+    assert sorted(set(fact_pos)) == sorted(
+        (r["property"], r["value"], r["entity_type"]) for r in built.compliance if r["kind"] == "positive"
+    )
+    for rows, key in (
+        (built.factuality, ("text", "property", "value", "entity_type")),
+        (built.compliance, ("property", "value", "entity_type")),
+    ):
         claims = [tuple(r[k] for k in key) for r in rows]
         assert len(claims) == len(set(claims)) and len({r["item_id"] for r in rows}) == len(rows)
     assert all(r["definition"] for r in built.compliance)
     reasons = {r["reason"] for r in built.rejects}
     assert "value not stated in the example text" in reasons
     c = built.counters
-    assert c["triples_read"] == (c["factuality_positive"] + c["unnamed_nodes"] + c["duplicates"] + c["rejected_not_schemaorg"]
-                                 + c["rejected_long_value"] + c["rejected_not_stated"])
+    assert c["triples_read"] == (
+        c["factuality_positive"]
+        + c["unnamed_nodes"]
+        + c["duplicates"]
+        + c["rejected_not_schemaorg"]
+        + c["rejected_long_value"]
+        + c["rejected_not_stated"]
+    )
 
 
 def test_negatives_are_well_formed(built, handful):
     vocab = load_vocabulary()
     by_id = {e.id: e for e in handful}
-    values_of = {e.id: {(t.property, normalise(t.value.text)) for t in parse_markup(e.jsonld).triples()
-                        if isinstance(t.value, Literal)} for e in handful}
+    values_of = {
+        e.id: {
+            (t.property, normalise(t.value.text))
+            for t in parse_markup(e.jsonld).triples()
+            if isinstance(t.value, Literal)
+        }
+        for e in handful
+    }
     intrinsic = [r for r in built.factuality if r["kind"] == "intrinsic"]
     extrinsic = [r for r in built.factuality if r["kind"] == "extrinsic"]
     swapped = [r for r in built.compliance if r["kind"] == "swapped"]
@@ -110,8 +148,16 @@ def test_negatives_are_well_formed(built, handful):
     # markup gives the property itself; distance recomputed here from the embeddings
     pairs = {(r["property"], r["source_property"]) for r in intrinsic + swapped}
     props = sorted({p for pair in pairs for p in pair})
-    vec = dict(zip(props, embed([property_text(p, vocab) for p in props], batch_size=SCORES.embedding_batch_size,
-                                threads=SCORES.embedding_threads)))
+    vec = dict(
+        zip(
+            props,
+            embed(
+                [property_text(p, vocab) for p in props],
+                batch_size=SCORES.embedding_batch_size,
+                threads=SCORES.embedding_threads,
+            ),
+        )
+    )
     for r in intrinsic + swapped:
         cos = float(vec[r["property"]] @ vec[r["source_property"]])
         assert cos < BENCH.distant_max and r["cosine"] == pytest.approx(cos, abs=1e-3)
@@ -119,8 +165,9 @@ def test_negatives_are_well_formed(built, handful):
         assert (r["property"], normalise(r["value"])) not in values_of[r["example_id"]]
         assert r["text"] == by_id[r["example_id"]].text.replace("&amp;", "&")
     # the job posting's title and email are swapped both ways
-    assert {("title", "info@example.com"), ("email", "Systems Research Engineer")} <= \
-           {(r["property"], r["value"]) for r in swapped if r["example_id"] == "#eg-0285"}
+    assert {("title", "info@example.com"), ("email", "Systems Research Engineer")} <= {
+        (r["property"], r["value"]) for r in swapped if r["example_id"] == "#eg-0285"
+    }
     for r in swapped:
         assert "Text" in vocab.ranges[r["property"]] and "Text" in vocab.ranges[r["source_property"]]
 
@@ -132,15 +179,24 @@ def test_paper_intrinsic_negatives_take_the_furthest_name_of_the_same_kind(built
     # the one chosen is of the property whose name embeds furthest from the claim's.
     vocab = load_vocabulary()
     paper = build_gt(handful, seed=7, intrinsic="paper", name_distance=embedding_distance(vocab, SCORES, property_name))
-    literal = {e.id: {(t.property, t.value.text) for t in parse_markup(e.jsonld).triples()
-                      if isinstance(t.value, Literal)} for e in handful}
+    literal = {
+        e.id: {(t.property, t.value.text) for t in parse_markup(e.jsonld).triples() if isinstance(t.value, Literal)}
+        for e in handful
+    }
     stated = {(r["example_id"], r["property"], r["value"]) for r in paper.factuality if r["kind"] == "positive"}
     intrinsic = [r for r in paper.factuality if r["kind"] == "intrinsic"]
     assert intrinsic and all(not r["label"] for r in intrinsic)
     props = sorted({p for e in handful for p, _ in literal[e.id]})
-    vec = dict(zip(props, embed([" ".join(w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+", p))
-                                 for p in props], batch_size=SCORES.embedding_batch_size,
-                                threads=SCORES.embedding_threads)))
+    vec = dict(
+        zip(
+            props,
+            embed(
+                [" ".join(w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+", p)) for p in props],
+                batch_size=SCORES.embedding_batch_size,
+                threads=SCORES.embedding_threads,
+            ),
+        )
+    )
 
     def kind(v):
         try:
@@ -155,8 +211,11 @@ def test_paper_intrinsic_negatives_take_the_furthest_name_of_the_same_kind(built
     for r in intrinsic:
         ex = r["example_id"]
         own = next(v for p, v in literal[ex] if p == r["property"] and (ex, p, v) in stated)
-        cands = {(q, w) for q, w in literal[ex] if q != r["property"] and (ex, q, w) in stated
-                 and same_kind(r["property"], own, q, w)}
+        cands = {
+            (q, w)
+            for q, w in literal[ex]
+            if q != r["property"] and (ex, q, w) in stated and same_kind(r["property"], own, q, w)
+        }
         assert (r["source_property"], r["value"]) in cands
         cos = {q: float(vec[r["property"]] @ vec[q]) for q, _ in cands}
         assert r["cosine"] == pytest.approx(cos[r["source_property"]], abs=1e-3)
@@ -209,22 +268,36 @@ def test_iqr_mean_and_consensus_alignment():
     assert (m.mean, m.kept, m.dropped, m.low, m.high) == (2.5, 4, 1, -1.0, 7.0)
     votes = [{"a": 0.9, "b": 0.8, "c": 0.1}, {"a": 0.2, "b": 0.7, "c": 0.3}, {"a": 0.6, "b": None, "c": 0.9}]
     ca = bm.consensus_alignment(votes, [True, False, True], threshold=0.5)
-    assert ca == {"a": {"alignment": 1.0, "items": 3}, "b": {"alignment": 0.5, "items": 2},
-                  "c": {"alignment": 2 / 3, "items": 3}}
+    assert ca == {
+        "a": {"alignment": 1.0, "items": 3},
+        "b": {"alignment": 0.5, "items": 2},
+        "c": {"alignment": 2 / 3, "items": 3},
+    }
 
 
 def test_task_metrics_of_a_vote():
     from udfs.bench.runner import task_metrics
 
     def row(label, passed, score, votes, latency, cached=False):
-        return {"label": label, "passed": passed, "score": score, "votes": json.dumps(votes), "requests": 3,
-                "from_cache": cached, "latency_s": latency, "prompt_tokens": 300, "cached_prompt_tokens": 100,
-                "completion_tokens": 3}
+        return {
+            "label": label,
+            "passed": passed,
+            "score": score,
+            "votes": json.dumps(votes),
+            "requests": 3,
+            "from_cache": cached,
+            "latency_s": latency,
+            "prompt_tokens": 300,
+            "cached_prompt_tokens": 100,
+            "completion_tokens": 3,
+        }
 
-    rows = [row(True, True, 1.0, {"a": 0.9, "b": 0.8, "c": 0.7}, 3.0),
-            row(True, False, 1 / 3, {"a": 0.6, "b": 0.2, "c": 0.1}, 4.0),
-            row(False, False, 0.5, {"a": 0.9, "b": 0.1, "judge:j": 0.2}, 5.0),  # a tie the judge broke
-            row(False, False, 0.0, {"a": 0.1, "b": 0.3, "c": 0.2}, 0.0, cached=True)]
+    rows = [
+        row(True, True, 1.0, {"a": 0.9, "b": 0.8, "c": 0.7}, 3.0),
+        row(True, False, 1 / 3, {"a": 0.6, "b": 0.2, "c": 0.1}, 4.0),
+        row(False, False, 0.5, {"a": 0.9, "b": 0.1, "judge:j": 0.2}, 5.0),  # a tie the judge broke
+        row(False, False, 0.0, {"a": 0.1, "b": 0.3, "c": 0.2}, 0.0, cached=True),
+    ]
     m, sweep, alignment = task_metrics("cfg", "intrinsic", "factuality", 0.5, rows, multi_model=True)
     assert (m["tp"], m["fn"], m["fp"], m["tn"]) == (1, 1, 0, 2) and m["f1"] == pytest.approx(2 / 3)
     # the cached answer took no time: left out of the latency
@@ -253,9 +326,11 @@ def test_kappa_job_reads_a_votes_table_and_rejects_bad_rows(tmp_path):
     from jobs.agents_bench import AgentsBenchJob
 
     votes = tmp_path / "votes.csv"
-    votes.write_text("page,group,memr_h,memr_l,human_vote\n"
-                     "p1,gpt4,0.9,0.1,human\np2,gpt4,0.2,0.7,llm\np3,gpt4,0.5,0.6,tie\np4,gpt4,0.3,0.8,human\n"
-                     "p5,gpt35,0.6,0.4,human\np6,gpt35,0.1,0.9,llm\np7,gpt35,0.4,0.2,maybe\n")
+    votes.write_text(
+        "page,group,memr_h,memr_l,human_vote\n"
+        "p1,gpt4,0.9,0.1,human\np2,gpt4,0.2,0.7,llm\np3,gpt4,0.5,0.6,tie\np4,gpt4,0.3,0.8,human\n"
+        "p5,gpt35,0.6,0.4,human\np6,gpt35,0.1,0.9,llm\np7,gpt35,0.4,0.2,maybe\n"
+    )
     assert AgentsBenchJob(["kappa", "--input", str(votes), "--output", str(tmp_path / "out")]).main() == 0
     out = {r["group"]: r for r in pq.read_table(tmp_path / "out/agents_bench/kappa/kappa.parquet").to_pylist()}
     # gpt4: pairs HH, LL, (L,H), (L,L), (L,H) -> po 3/5, pe (1*3 + 4*2)/25
@@ -283,7 +358,9 @@ def examples_file(tmp_path_factory):
 def test_build_job_writes_the_tables_and_prints_counts(examples_file, tmp_path, capsys):
     from jobs.agents_bench import AgentsBenchJob
 
-    assert AgentsBenchJob(["build", "--input", str(examples_file), "--output", str(tmp_path), "--seed", "7"]).main() == 0
+    assert (
+        AgentsBenchJob(["build", "--input", str(examples_file), "--output", str(tmp_path), "--seed", "7"]).main() == 0
+    )
     gt = tmp_path / "agents_bench/ground_truth"
     fact, comp = pq.read_table(gt / "factuality.parquet"), pq.read_table(gt / "compliance.parquet")
     assert {"text", "property", "value", "entity_type", "label", "kind"} <= set(fact.schema.names)
@@ -300,8 +377,21 @@ def test_a_small_run_of_the_embedded_model_writes_the_result_tables(service, exa
     from jobs.agents_bench import AgentsBenchJob
 
     AgentsBenchJob(["build", "--input", str(examples_file), "--output", str(tmp_path), "--seed", "7"]).main()
-    argv = ["run", "--input", str(tmp_path / "agents_bench/ground_truth"), "--output", str(tmp_path),
-            "--base-url", service, "--verdict-models", SERVED_MODEL_ID, "--limit", "2", "--seed", "7"]
+    argv = [
+        "run",
+        "--input",
+        str(tmp_path / "agents_bench/ground_truth"),
+        "--output",
+        str(tmp_path),
+        "--base-url",
+        service,
+        "--verdict-models",
+        SERVED_MODEL_ID,
+        "--limit",
+        "2",
+        "--seed",
+        "7",
+    ]
     assert AgentsBenchJob(argv).main() == 0
     out = next((tmp_path / "agents_bench/results").iterdir())
     assert out.name.startswith(SERVED_MODEL_ID)

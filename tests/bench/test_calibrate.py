@@ -3,19 +3,19 @@ for a missing one) and the calibrate step on it: the verdict scores a run wrote 
 here with known separations (true claims score in [0.6, 0.9], false ones in [0.1, 0.4]), so the
 fitted threshold, the split and the test-split figures have known answers. A calibration of the
 embedded model's own scores is a model run (README), not a unit test."""
+
 import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import SERVED_MODEL_ID
 
 from udfs.agents import verdicts as agents
 from udfs.bench import commands
 from udfs.bench.runner import VERDICTS_SCHEMA, to_table
 from udfs.runtime.io import Folder
 from udfs.scores import calibration as cal
-
-from conftest import SERVED_MODEL_ID
 
 TEXTS = 60
 
@@ -27,20 +27,58 @@ def own_ground_truth():
     for i in range(TEXTS):
         text = f"Shop number {i} in Springfield sells {i + 3} kinds of tea; call 555-01{i:02d}."
         rows += [
-            {"text": text, "property": "name", "value": f"Shop number {i}", "entity_type": "Store",
-             "label": True, "kind": "positive"},
-            {"text": text, "property": "telephone", "value": f"555-01{i:02d}", "entity_type": "Store",
-             "label": True, "kind": "positive"},
-            {"text": text, "property": "telephone", "value": "Springfield", "entity_type": "Store",
-             "label": False, "kind": "intrinsic"},
-            {"text": text, "property": "addressLocality", "value": "Shelbyville", "entity_type": "PostalAddress",
-             "label": False, "kind": "extrinsic"},
+            {
+                "text": text,
+                "property": "name",
+                "value": f"Shop number {i}",
+                "entity_type": "Store",
+                "label": True,
+                "kind": "positive",
+            },
+            {
+                "text": text,
+                "property": "telephone",
+                "value": f"555-01{i:02d}",
+                "entity_type": "Store",
+                "label": True,
+                "kind": "positive",
+            },
+            {
+                "text": text,
+                "property": "telephone",
+                "value": "Springfield",
+                "entity_type": "Store",
+                "label": False,
+                "kind": "intrinsic",
+            },
+            {
+                "text": text,
+                "property": "addressLocality",
+                "value": "Shelbyville",
+                "entity_type": "PostalAddress",
+                "label": False,
+                "kind": "extrinsic",
+            },
         ]
         rows += [
-            {"text": None, "property": "telephone", "value": f"555-02{i:02d}", "entity_type": "Store",
-             "label": True, "kind": "positive", "definition": "The telephone number."},
-            {"text": None, "property": "telephone", "value": f"{i} kinds of tea", "entity_type": "Store",
-             "label": False, "kind": "swapped", "definition": "The telephone number."},
+            {
+                "text": None,
+                "property": "telephone",
+                "value": f"555-02{i:02d}",
+                "entity_type": "Store",
+                "label": True,
+                "kind": "positive",
+                "definition": "The telephone number.",
+            },
+            {
+                "text": None,
+                "property": "telephone",
+                "value": f"{i} kinds of tea",
+                "entity_type": "Store",
+                "label": False,
+                "kind": "swapped",
+                "definition": "The telephone number.",
+            },
         ]
     return rows
 
@@ -79,8 +117,9 @@ def test_a_brought_ground_truth_is_split_by_text_and_keeps_its_definitions(tmp_p
     items = commands.select_items(gt, ["intrinsic", "extrinsic", "compliance"], 40, 7)
     assert {t: len(v) for t, v in items.items()} == {"intrinsic": 40, "extrinsic": 40, "compliance": 40}
     # the folder build writes reads the same way; a folder with neither table is an error
-    Folder(str(tmp_path / "gt")).write_parquet("factuality.parquet", pq.read_table(path).filter(
-        pa.compute.is_valid(pq.read_table(path).column("text"))))
+    Folder(str(tmp_path / "gt")).write_parquet(
+        "factuality.parquet", pq.read_table(path).filter(pa.compute.is_valid(pq.read_table(path).column("text")))
+    )
     assert len(commands.load_ground_truth(Folder(str(tmp_path / "gt"))).tables["factuality"]) == 4 * TEXTS
     with pytest.raises(commands.BenchInputError, match="not a ground truth"):
         commands.load_ground_truth(Folder(str(tmp_path)))
@@ -88,7 +127,7 @@ def test_a_brought_ground_truth_is_split_by_text_and_keeps_its_definitions(tmp_p
 
 def constructed_score(item):
     """True claims in [0.6, 0.9], false ones in [0.1, 0.4], spread by the item id."""
-    u = int(item["item_id"][:8], 16) / 16 ** 8
+    u = int(item["item_id"][:8], 16) / 16**8
     return (0.6 if item["label"] else 0.1) + 0.3 * u
 
 
@@ -99,19 +138,54 @@ def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path):
     gt = commands.load_ground_truth(Folder(str(path)))
     out = tmp_path / "out"
     calib = tmp_path / "conf/calibration.json"
-    argv = ["calibrate", "--input", str(path), "--output", str(out), "--verdict-models", "m", "--limit", "0",
-            "--seed", "3", "--fit-fraction", "0.5", "--calibration", str(calib),
-            "--factuality-questions", "plain", "--compliance-questions", "plain"]  # the verdicts below
+    argv = [
+        "calibrate",
+        "--input",
+        str(path),
+        "--output",
+        str(out),
+        "--verdict-models",
+        "m",
+        "--limit",
+        "0",
+        "--seed",
+        "3",
+        "--fit-fraction",
+        "0.5",
+        "--calibration",
+        str(calib),
+        "--factuality-questions",
+        "plain",
+        "--compliance-questions",
+        "plain",
+    ]  # the verdicts below
     # calibrate judges at the configured thresholds, whatever the file holds: its folder is theirs
     assert AgentsBenchJob(argv).verdict_config().name == "m_direct_f0.5_c0.5"
     results = Folder(str(out / "agents_bench/results/m_direct_f0.5_c0.5"))
     # the verdicts a run of model m wrote, for every item (so calibrate asks nothing)
-    rows = [{"agent": agent, "item_id": r["item_id"], "kind": r["kind"], "label": r["label"],
-             "property": r["property"], "value": r["value"], "entity_type": r["entity_type"],
-             "score": constructed_score(r), "passed": constructed_score(r) >= 0.5, "threshold": 0.5,
-             "model": "m", "latency_s": 0.0, "from_cache": True, "requests": 1, "prompt_tokens": 0,
-             "cached_prompt_tokens": 0, "completion_tokens": 0}
-            for agent, table in gt.tables.items() for r in table]
+    rows = [
+        {
+            "agent": agent,
+            "item_id": r["item_id"],
+            "kind": r["kind"],
+            "label": r["label"],
+            "property": r["property"],
+            "value": r["value"],
+            "entity_type": r["entity_type"],
+            "score": constructed_score(r),
+            "passed": constructed_score(r) >= 0.5,
+            "threshold": 0.5,
+            "model": "m",
+            "latency_s": 0.0,
+            "from_cache": True,
+            "requests": 1,
+            "prompt_tokens": 0,
+            "cached_prompt_tokens": 0,
+            "completion_tokens": 0,
+        }
+        for agent, table in gt.tables.items()
+        for r in table
+    ]
     results.write_parquet("verdicts/part-00000.parquet", to_table(rows, VERDICTS_SCHEMA))
     assert AgentsBenchJob(argv).main() == 0
     doc = json.loads(calib.read_text())
@@ -135,20 +209,23 @@ def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path):
     assert record["calibration"]["file"] == str(calib) and record["calibration"]["sha256"] == cal.sha256(str(calib))
     assert "| m | factuality | intrinsic |" in (results.local_path / "calibration.md").read_text()
     assert record["benchmark"]["resolved_judge"]["provenance"]["factuality"].startswith(
-        "0.5 from conf/pipeline.toml [judge]; calibration: not applied: calibrate fits")
+        "0.5 from conf/pipeline.toml [judge]; calibration: not applied: calibrate fits"
+    )
     # an evaluation with model m and strategy direct takes these thresholds
     applied = cal.resolve(str(calib), ["m"], "direct")
     assert applied.thresholds == {a: e["threshold"] for a, e in entries.items()}
     # and so does the benchmark's run: it measures the judge that runs
     run = AgentsBenchJob(["run", *argv[1:]]).verdict_config()
     assert {a: run.threshold(a) for a in entries} == {a: e["threshold"] for a, e in entries.items()}
-    assert run.judge.provenance["compliance"].startswith(f"{entries['compliance']['threshold']:g} from {calib}, "
-                                                         "entry shared_prefix (m, direct)")
+    assert run.judge.provenance["compliance"].startswith(
+        f"{entries['compliance']['threshold']:g} from {calib}, entry shared_prefix (m, direct)"
+    )
     assert run.name != "m_direct_f0.5_c0.5"
     # unless the command line gives a threshold
     given = AgentsBenchJob(["run", *argv[1:], "--factuality-threshold", "0.5"]).verdict_config()
     assert given.threshold("factuality") == 0.5 and given.judge.provenance["factuality"].startswith(
-        "0.5 from --factuality-threshold")
+        "0.5 from --factuality-threshold"
+    )
 
 
 @pytest.mark.model
@@ -157,10 +234,25 @@ def test_calibrate_on_the_embedded_model(service, tmp_path):
     calibrate that asks the model nothing (every answer from the verdict parts)."""
     from jobs.agents_bench import AgentsBenchJob
 
-    path = write_ground_truth(tmp_path / "gt.parquet", own_ground_truth()[:6 * 4])
+    path = write_ground_truth(tmp_path / "gt.parquet", own_ground_truth()[: 6 * 4])
     calib = tmp_path / "calibration.json"
-    argv = ["calibrate", "--input", str(path), "--output", str(tmp_path / "out"), "--base-url", service,
-            "--verdict-models", SERVED_MODEL_ID, "--limit", "4", "--seed", "1", "--calibration", str(calib)]
+    argv = [
+        "calibrate",
+        "--input",
+        str(path),
+        "--output",
+        str(tmp_path / "out"),
+        "--base-url",
+        service,
+        "--verdict-models",
+        SERVED_MODEL_ID,
+        "--limit",
+        "4",
+        "--seed",
+        "1",
+        "--calibration",
+        str(calib),
+    ]
     assert AgentsBenchJob(argv).main() == 0
     entries = {e["agent"]: e for e in json.loads(calib.read_text())["entries"]}
     assert set(entries) == {"factuality", "compliance"}
@@ -172,5 +264,6 @@ def test_calibrate_on_the_embedded_model(service, tmp_path):
     assert AgentsBenchJob(argv).main() == 0
     second = json.loads((out / "_run.json").read_text())["counters"]
     assert first["judged_now"] > 0 and second["judged_now"] == 0
-    assert {e["agent"]: e["threshold"] for e in json.loads(calib.read_text())["entries"]} == \
-        {a: e["threshold"] for a, e in entries.items()}
+    assert {e["agent"]: e["threshold"] for e in json.loads(calib.read_text())["entries"]} == {
+        a: e["threshold"] for a, e in entries.items()
+    }

@@ -3,6 +3,7 @@ second computation of each: AUROC against the Mann-Whitney U statistic, the prec
 curve against the confusion matrix at each of its thresholds, quantiles against the order
 statistics, and the hand-kept Cohen's kappa (the paper's tie rule) against scikit-learn's
 ``cohen_kappa_score`` where the two rules coincide (no tie, raters not constant)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,10 @@ def scored_items(n: int, levels: int):
     """Labels and scores with ties (scores on ``levels`` levels, like a model's yes-probability
     rounded in its answer) and a few unanswered (None) items."""
     labels = [bool(x) for x in RNG.integers(0, 2, n)]
-    scores = [round(float(s), 1) if levels == 11 else float(s)
-              for s in np.clip(RNG.normal(np.where(labels, 0.65, 0.4), 0.25), 0, 1)]
+    scores = [
+        round(float(s), 1) if levels == 11 else float(s)
+        for s in np.clip(RNG.normal(np.where(labels, 0.65, 0.4), 0.25), 0, 1)
+    ]
     for i in RNG.choice(n, n // 10, replace=False):
         scores[i] = None
     return labels, scores

@@ -1,5 +1,6 @@
 """docs/capacity.md is what benchmarks/capacity.py prints (``udfs.bench.capacity``), and its token
 model reproduces the measured evaluation it was derived from."""
+
 from __future__ import annotations
 
 from udfs.bench import capacity

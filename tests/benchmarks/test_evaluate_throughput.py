@@ -2,6 +2,7 @@
 answers the real client in both engines' shapes, copies of a page (``udfs.bench.synthetic_pages``)
 share no claim, and the benchmark's run reconciles (every verdict the job recorded is one the stub
 answered, every page is scored, files per table within the bound). No timing is asserted."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,10 @@ def test_the_stub_answers_the_clients_requests_in_both_engines_shapes():
             again = client.verdict_sync([{"role": "user", "content": f"<<<PAGE_TEXT\n{text}\nPAGE_TEXT>>>\n\nIs it?"}])
             assert again.score == v.score  # deterministic
             assert again.completion.cached_prompt_tokens > 0  # the shared prefix came before
-            prompt = ("Target types: MusicEvent\n\nProperties usable on MusicEvent (inherited ones included): "
-                      f"description, location, name, startDate\n\n<<<PAGE_TEXT\n{text}\nPAGE_TEXT>>>")
+            prompt = (
+                "Target types: MusicEvent\n\nProperties usable on MusicEvent (inherited ones included): "
+                f"description, location, name, startDate\n\n<<<PAGE_TEXT\n{text}\nPAGE_TEXT>>>"
+            )
             g = client.chat_sync([{"role": "user", "content": prompt}], json_schema=GENERATION_SCHEMA)
             assert g.error is None and g.parsed["@type"] == "MusicEvent" and "name" in g.parsed
         finally:
@@ -75,8 +78,12 @@ def test_copies_of_a_page_share_no_claim():
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     work = tmp_path_factory.mktemp("throughput")
-    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--work", str(work), "--json", str(work / "runs.json")],
-                          capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--work", str(work), "--json", str(work / "runs.json")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return json.loads((work / "runs.json").read_text())
 
@@ -99,8 +106,9 @@ def test_quick_run_reconciles(quick):
 
 def test_quick_run_files_within_the_bound(quick):
     (run,) = quick["runs"]
-    job_help = subprocess.run([sys.executable, str(ROOT / "jobs" / "evaluate.py"), "--help"], capture_output=True,
-                              text=True, cwd=ROOT).stdout
+    job_help = subprocess.run(
+        [sys.executable, str(ROOT / "jobs" / "evaluate.py"), "--help"], capture_output=True, text=True, cwd=ROOT
+    ).stdout
     if "--max-in-flight" not in set(re.findall(r"(--[a-z][a-z0-9-]+)", job_help)):
         pytest.xfail("jobs/evaluate.py writes one part per page until issue 16's streaming job lands")
     assert all(n <= run["file_bound"] for n in run["files"].values()), run["files"]

@@ -1,5 +1,6 @@
 """What tests/cluster/test_rehearsal.py and tests/jobs/test_faults.py share: the inputs, one single-process C-sets
 baseline per session, page tables of real demo pages, and the readers that compare runs."""
+
 from __future__ import annotations
 
 import json
@@ -64,8 +65,15 @@ def make_pages(folder: Path, rels: list[str]) -> Path:
     for rel in rels:
         out = process_html((SAMPLES / rel).read_bytes(), "text/html", None, PageConfig.of(load_config().pages))
         assert out["status"] == "ok" and out["text"].strip(), rel
-        rows.append({"page_url": f"http://extruct-samples.example/{rel}", "status": out["status"],
-                     "text": out["text"], "human_markup": out["human_markup"], "root_types": out["root_types"]})
+        rows.append(
+            {
+                "page_url": f"http://extruct-samples.example/{rel}",
+                "status": out["status"],
+                "text": out["text"],
+                "human_markup": out["human_markup"],
+                "root_types": out["root_types"],
+            }
+        )
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), folder / "part-0.parquet")
     return folder
@@ -75,9 +83,28 @@ def evaluate_args(pages: Path, out: Path, limit: int, max_claims: int, *extra: s
     """Human markup only, a bounded number of claims per agent, one question each (the plain
     ones: one request per verdict, none asked twice, so the request cache's count is the job's):
     the model work per page stays small on 2 cores while every stage still calls the model."""
-    return ["--input", str(pages), "--output", str(out), "--limit", str(limit), "--order", "shortest",
-            "--no-generation", "--max-claims", str(max_claims), "--context-window", "2048",
-            "--factuality-questions", "plain", "--compliance-questions", "plain", "--timeout-s", "600", *extra]
+    return [
+        "--input",
+        str(pages),
+        "--output",
+        str(out),
+        "--limit",
+        str(limit),
+        "--order",
+        "shortest",
+        "--no-generation",
+        "--max-claims",
+        str(max_claims),
+        "--context-window",
+        "2048",
+        "--factuality-questions",
+        "plain",
+        "--compliance-questions",
+        "plain",
+        "--timeout-s",
+        "600",
+        *extra,
+    ]
 
 
 def parts(folder: Path) -> list[dict]:
@@ -102,8 +129,11 @@ def cache_rows(path: Path) -> dict[str, dict]:
     for key, request, response in rows:
         body = json.loads(response)
         choice = body["choices"][0]
-        out[key] = {"request": json.loads(request), "text": choice["message"]["content"],
-                    "logprobs": (choice.get("logprobs") or {}).get("content")}
+        out[key] = {
+            "request": json.loads(request),
+            "text": choice["message"]["content"],
+            "logprobs": (choice.get("logprobs") or {}).get("content"),
+        }
     return out
 
 

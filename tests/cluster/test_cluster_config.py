@@ -3,6 +3,7 @@
 Nothing here starts a cluster (tests/cluster/test_rehearsal.py does, on localhost); these check that what
 an operator runs is well formed and says what cluster/README.md and docs/capacity.md say.
 """
+
 from __future__ import annotations
 
 import glob
@@ -26,14 +27,27 @@ JOB = ["jobs/csets.py", "--input", "wdc-2023-12.paths", "--output", "s3a://bucke
 MODES = {
     "standalone": ["--master", "spark://head.internal:7077"],
     "yarn": ["--python-env", "env.tar.gz", "--files", "wdc-2023-12.paths", "--queue", "batch"],
-    "k8s": ["--master", "k8s://https://api.internal:6443", "--image", "registry.internal/llm4schema:0.1",
-            "--files", "wdc-2023-12.paths", "--upload-path", "s3a://bucket/spark-uploads"],
+    "k8s": [
+        "--master",
+        "k8s://https://api.internal:6443",
+        "--image",
+        "registry.internal/llm4schema:0.1",
+        "--files",
+        "wdc-2023-12.paths",
+        "--upload-path",
+        "s3a://bucket/spark-uploads",
+    ],
 }
 
 
 def dry_run(mode: str, *extra: str, job=JOB) -> list[str]:
-    out = subprocess.run([sys.executable, str(SUBMIT), mode, *MODES[mode], *extra, "--dry-run", "--", *job],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(SUBMIT), mode, *MODES[mode], *extra, "--dry-run", "--", *job],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 1, out.stdout  # one command, nothing else on stdout
@@ -54,7 +68,7 @@ def parse_submit(argv: list[str]) -> tuple[dict[str, str], dict[str, str], str, 
             assert key not in opts, f"{key} repeated"
             opts[key] = value
         i += 2
-    return opts, conf, argv[i], argv[i + 1:]
+    return opts, conf, argv[i], argv[i + 1 :]
 
 
 def file_settings() -> dict[str, str]:
@@ -70,8 +84,12 @@ def venv_versions() -> tuple[str, str, str]:
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"
-    (hadoop,) = [re.search(r"(\d+\.\d+\.\d+)", Path(p).name).group(1) for p in glob.glob(str(jars / "hadoop-client-api-*.jar"))]
-    (scala,) = [re.search(r"(\d+\.\d+)\.\d+", Path(p).name).group(1) for p in glob.glob(str(jars / "scala-library-*.jar"))]
+    (hadoop,) = [
+        re.search(r"(\d+\.\d+\.\d+)", Path(p).name).group(1) for p in glob.glob(str(jars / "hadoop-client-api-*.jar"))
+    ]
+    (scala,) = [
+        re.search(r"(\d+\.\d+)\.\d+", Path(p).name).group(1) for p in glob.glob(str(jars / "scala-library-*.jar"))
+    ]
     return pyspark.__version__, scala, hadoop
 
 
@@ -79,8 +97,10 @@ def venv_versions() -> tuple[str, str, str]:
 def test_dry_run_prints_a_complete_spark_submit(mode):
     opts, conf, app, app_args = parse_submit(dry_run(mode))
     spark, scala, hadoop = venv_versions()
-    assert opts["--packages"].split(",") == [f"org.apache.hadoop:hadoop-aws:{hadoop}",
-                                             f"org.apache.spark:spark-hadoop-cloud_{scala}:{spark}"]
+    assert opts["--packages"].split(",") == [
+        f"org.apache.hadoop:hadoop-aws:{hadoop}",
+        f"org.apache.spark:spark-hadoop-cloud_{scala}:{spark}",
+    ]
     # every setting of the conf file, unchanged
     for key, value in file_settings().items():
         assert conf[key] == value, key
@@ -100,8 +120,10 @@ def test_dry_run_prints_a_complete_spark_submit(mode):
         assert conf["spark.pyspark.python"] == f"{ROOT}/.venv/bin/python"
     elif mode == "yarn":
         assert opts["--master"] == "yarn" and opts["--deploy-mode"] == "cluster"
-        assert opts["--archives"].split(",") == [f"{ROOT}/build/llm4schema-project.tar.gz#llm4schema",
-                                                "env.tar.gz#environment"]
+        assert opts["--archives"].split(",") == [
+            f"{ROOT}/build/llm4schema-project.tar.gz#llm4schema",
+            "env.tar.gz#environment",
+        ]
         assert opts["--files"] == "wdc-2023-12.paths" and conf["spark.yarn.queue"] == "batch"
         assert conf["spark.executorEnv.PYTHONPATH"] == conf["spark.yarn.appMasterEnv.PYTHONPATH"] == "./llm4schema"
         assert conf["spark.pyspark.python"] == "./environment/bin/python"
@@ -116,9 +138,17 @@ def test_dry_run_prints_a_complete_spark_submit(mode):
 
 def test_conf_overrides_win_and_the_dry_run_builds_nothing(tmp_path):
     archive = tmp_path / "project.tar.gz"
-    opts, conf, _, _ = parse_submit(dry_run("yarn", "--conf", "spark.dynamicAllocation.maxExecutors=17",
-                                            "--conf", "spark.hadoop.fs.s3a.endpoint=http://minio.internal:9000",
-                                            "--project-archive", str(archive)))
+    opts, conf, _, _ = parse_submit(
+        dry_run(
+            "yarn",
+            "--conf",
+            "spark.dynamicAllocation.maxExecutors=17",
+            "--conf",
+            "spark.hadoop.fs.s3a.endpoint=http://minio.internal:9000",
+            "--project-archive",
+            str(archive),
+        )
+    )
     assert conf["spark.dynamicAllocation.maxExecutors"] == "17"
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://minio.internal:9000"
     assert opts["--archives"].startswith(f"{archive}#llm4schema")
@@ -132,27 +162,49 @@ def test_the_project_archive_holds_what_executors_import(tmp_path):
 
     path = submit.build_project_archive(tmp_path / "p.tar.gz")
     names = set(tarfile.open(path).getnames())
-    for needed in ("udfs/schemaorg/vocab.py", "udfs/corpus/nquads.py", "jobs/csets.py", "conf/pipeline.toml",
-                   "data/schemaorg-30.0/schemaorgcontext.jsonld"):
+    for needed in (
+        "udfs/schemaorg/vocab.py",
+        "udfs/corpus/nquads.py",
+        "jobs/csets.py",
+        "conf/pipeline.toml",
+        "data/schemaorg-30.0/schemaorgcontext.jsonld",
+    ):
         assert needed in names, needed
     assert not any("__pycache__" in n for n in names)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["standalone", "--dry-run", "--", "jobs/csets.py"], "standalone needs --master spark://"),
-    (["k8s", "--master", "k8s://https://x:6443", "--dry-run", "--", "jobs/csets.py"], "k8s needs --image"),
-    (["k8s", "--master", "k8s://https://x:6443", "--image", "i", "--files", "m.paths", "--dry-run", "--",
-      "jobs/csets.py"], "--upload-path"),
-    (["yarn", "--dry-run", "--", "jobs/evaluate.py"], "runs on Ray"),
-    (["yarn", "--dry-run", "jobs/csets.py"], "put -- before the job file"),
-    (["yarn", "--conf", "novalue", "--dry-run", "--", "jobs/csets.py"], "expected KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["standalone", "--dry-run", "--", "jobs/csets.py"], "standalone needs --master spark://"),
+        (["k8s", "--master", "k8s://https://x:6443", "--dry-run", "--", "jobs/csets.py"], "k8s needs --image"),
+        (
+            [
+                "k8s",
+                "--master",
+                "k8s://https://x:6443",
+                "--image",
+                "i",
+                "--files",
+                "m.paths",
+                "--dry-run",
+                "--",
+                "jobs/csets.py",
+            ],
+            "--upload-path",
+        ),
+        (["yarn", "--dry-run", "--", "jobs/evaluate.py"], "runs on Ray"),
+        (["yarn", "--dry-run", "jobs/csets.py"], "put -- before the job file"),
+        (["yarn", "--conf", "novalue", "--dry-run", "--", "jobs/csets.py"], "expected KEY=VALUE"),
+    ],
+)
 def test_bad_invocations_say_why(argv, message):
     out = subprocess.run([sys.executable, str(SUBMIT), *argv], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 2 and message in out.stderr and out.stdout == ""
 
 
 # ---- Ray ----------------------------------------------------------------------------------------
+
 
 def test_ray_cluster_yaml_is_valid_and_has_a_gpu_and_a_cpu_group():
     import jsonschema
@@ -208,7 +260,6 @@ def test_gpu_serving_conf_is_read_by_the_serving_loader_and_fits_the_ray_cluster
     assert load_config().evaluate.context_window <= kw["engine_kwargs"]["max_model_len"]
 
 
-
 def test_the_cpu_check_runs_the_gpu_configuration_with_only_model_accelerator_and_sizes_changed():
     from udfs.llm.serving.apps import vllm_llm_config_kwargs
     from udfs.llm.serving.config import load_serving_conf
@@ -219,8 +270,9 @@ def test_the_cpu_check_runs_the_gpu_configuration_with_only_model_accelerator_an
     assert cpu["accelerator_config"] == {"kind": "cpu"} and gpu["accelerator_type"] == "H100"
     assert set(gpu["engine_kwargs"]) == set(cpu["engine_kwargs"])
     sizes = {"max_model_len", "max_num_seqs", "tensor_parallel_size", "pipeline_parallel_size"}
-    assert {k: v for k, v in gpu["engine_kwargs"].items() if k not in sizes} == \
-        {k: v for k, v in cpu["engine_kwargs"].items() if k not in sizes}
+    assert {k: v for k, v in gpu["engine_kwargs"].items() if k not in sizes} == {
+        k: v for k, v in cpu["engine_kwargs"].items() if k not in sizes
+    }
     assert set(gpu["deployment_config"]) == set(cpu["deployment_config"])
     assert gpu["callback_config"] == cpu["callback_config"]
 
@@ -256,8 +308,14 @@ def test_both_serving_confs_validate_against_ray_serve_llm_and_vllm():
             pytest.fail(why)
         pytest.skip(why)
     cpu_conf = ROOT / "conf" / "serving.toml"
-    run = subprocess.run([py, "-c", VALIDATE_WITH_RAY_SERVE_LLM, str(GPU_CONF), str(cpu_conf)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    run = subprocess.run(
+        [py, "-c", VALIDATE_WITH_RAY_SERVE_LLM, str(GPU_CONF), str(cpu_conf)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     found = json.loads(run.stdout.strip().splitlines()[-1])
     for path in (str(GPU_CONF), str(cpu_conf)):
@@ -266,6 +324,7 @@ def test_both_serving_confs_validate_against_ray_serve_llm_and_vllm():
 
 
 # ---- output roots that are URLs (s3a://, hdfs://, file://) -------------------------------------
+
 
 def test_a_spark_job_writes_its_table_and_run_record_under_an_output_url(spark, tmp_path, monkeypatch):
     import pyarrow.parquet as pq

@@ -15,20 +15,39 @@ What "identical" means here:
   slot cache, 0.2426802805503054. So scores are compared to 0.02 (the thresholds sit at 0.5, and the
   verdicts themselves must be equal).
 """
+
 import math
 
 import pytest
 
+from tests.cluster.rehearsal_support import (
+    CSETS_INPUTS,
+    CSETS_JOB,
+    EVALUATE_JOB,
+    SHORT_PAGES,
+    cache_rows,
+    csets_rows,
+    csets_single_process,
+    evaluate_args,
+    make_pages,
+    parts,
+    rejects_rows,
+    run_record,
+    triple_key,
+)
 from tests.conftest import SERVED_MODEL_ID
-from tests.cluster.rehearsal_support import (CSETS_INPUTS, CSETS_JOB, EVALUATE_JOB, SHORT_PAGES, cache_rows, csets_rows,
-                                     csets_single_process, evaluate_args, make_pages, parts, rejects_rows,
-                                     run_record, triple_key)
 
 pytestmark = pytest.mark.slow
 
 SCORE_TOL = 0.02
-RUN_COLUMNS = {"latency_s", "cached_prompt_tokens", "wall_s", "verdict_latency_s", "verdict_cached_prompt_tokens",
-               "generation_latency_s"}
+RUN_COLUMNS = {
+    "latency_s",
+    "cached_prompt_tokens",
+    "wall_s",
+    "verdict_latency_s",
+    "verdict_cached_prompt_tokens",
+    "generation_latency_s",
+}
 SCORE_COLUMNS = {"factual_score", "compliant_score"}
 SORT_KEYS = ("page_key", "source", "stage", "subject", "property", "value")
 
@@ -36,8 +55,9 @@ SORT_KEYS = ("page_key", "source", "stage", "subject", "property", "value")
 def test_csets_on_a_standalone_master_with_two_workers_equals_the_local_run(spark, spark_standalone, tmp_path):
     local = csets_single_process(spark)
     out = tmp_path / "standalone"
-    done = spark_standalone.run(CSETS_JOB, "--input", *CSETS_INPUTS, "--output", str(out),
-                                "--spark-conf", "spark.sql.shuffle.partitions=4")
+    done = spark_standalone.run(
+        CSETS_JOB, "--input", *CSETS_INPUTS, "--output", str(out), "--spark-conf", "spark.sql.shuffle.partitions=4"
+    )
     assert done.returncode == 0, done.stdout[-4000:]
     record = run_record(out)
     assert record["spark"]["master"] == spark_standalone.url
@@ -59,8 +79,10 @@ def one_page(tmp_path_factory):
 
 
 def _comparable(rows, drop=RUN_COLUMNS | SCORE_COLUMNS):
-    return sorted(({k: v for k, v in r.items() if k not in drop} for r in rows),
-                  key=lambda r: tuple(str(r.get(k)) for k in SORT_KEYS))
+    return sorted(
+        ({k: v for k, v in r.items() if k not in drop} for r in rows),
+        key=lambda r: tuple(str(r.get(k)) for k in SORT_KEYS),
+    )
 
 
 @pytest.mark.model
@@ -70,8 +92,12 @@ def test_evaluate_on_a_ray_head_and_a_second_node_equals_the_single_process_run(
     # The model replica lives on the second node; the Serve proxy answering HTTP is on the head.
     assert [node for node, _ in ray_nodes.replicas()] == [1]
     single, dist = tmp_path / "single", tmp_path / "dist"
-    assert EvaluateJob(evaluate_args(one_page, single, 1, 2, "--executor", "local",
-                                     "--base-url", ray_nodes.serve_url)).main() == 0
+    assert (
+        EvaluateJob(
+            evaluate_args(one_page, single, 1, 2, "--executor", "local", "--base-url", ray_nodes.serve_url)
+        ).main()
+        == 0
+    )
     done = ray_nodes.run_job(EVALUATE_JOB, *evaluate_args(one_page, dist, 1, 2, "--executor", "ray"))
     assert done.returncode == 0, done.stderr[-4000:]
 

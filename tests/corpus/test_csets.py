@@ -1,5 +1,6 @@
 """The C-sets job on the real WDC sample, against an independent reference implementation,
 plus malformed lines, cleaning, input forms and the paper's n_properties rule."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,11 +19,11 @@ from urllib.parse import urlsplit
 import pyarrow.parquet as pq
 import pytest
 import rdflib
+from conftest import ROOT, SCHEMAORG, WDC_SAMPLE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from conftest import ROOT, SCHEMAORG, WDC_SAMPLE
 from jobs.csets import CsetsJob
 from udfs.corpus import csets as C
 from udfs.corpus import nquads as N
@@ -163,9 +164,24 @@ def test_spark_submit_builds_the_scanner_on_a_fresh_machine(tmp_path):
     jars = tmp_path / "jvm"
     out = tmp_path / "out"
     env = {**os.environ, "LLM4SCHEMA_JVM_DIR": str(jars)}
-    res = subprocess.run([str(Path(sys.executable).parent / "spark-submit"), "--master", "local[1]",
-                          str(ROOT / "jobs" / "csets.py"), "--input", str(WDC_SAMPLE), "--output", str(out),
-                          "--top", "1"], env=env, capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "spark-submit"),
+            "--master",
+            "local[1]",
+            str(ROOT / "jobs" / "csets.py"),
+            "--input",
+            str(WDC_SAMPLE),
+            "--output",
+            str(out),
+            "--top",
+            "1",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert len(list(jars.glob("llm4schema-jvm-*.jar"))) == 1
     assert json.loads((out / "csets" / "_run.json").read_text())["counters"]["quads_parsed"] > 9_000
@@ -196,7 +212,7 @@ BAD_LINES = {
     # position in the crafted file -> expected reason prefix
     3: ('<http://a.example/x> <http://schema.org/name> "unterminated <http://a.example/>   .', N.REASON_QUOTES),
     5: ('<http://a.example/x> <http://schema.org/name> "three terms"   .', N.REASON_TERM_COUNT),
-    8: ('<http://a.example/x> <http://schema.org/name> <http://a.example/y <http://a.example/>   .', N.REASON_BRACKETS),
+    8: ("<http://a.example/x> <http://schema.org/name> <http://a.example/y <http://a.example/>   .", N.REASON_BRACKETS),
     9: ('<http://a.example/x> <http://schema.org/name> "cut off', N.REASON_TRUNCATED),
     11: ('<http://a.example/x> <http://schema.org/name> "bad \\q escape" <http://a.example/>   .', N.REASON_MALFORMED),
     12: ('<http://a.example/x> <http://schema.org/name> "x"@ <http://a.example/>   .', N.REASON_MALFORMED),
@@ -208,15 +224,21 @@ BAD_LINES = {
 # 3.11+, same semantics as Java's.
 _IRI = r"""<[^\x00-\x20<>"\\]*+(?:\\(?:u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})[^\x00-\x20<>"\\]*+)*+>"""
 _BN = r"""_:[^\x00-\x20<>".]++(?:\.++[^\x00-\x20<>".]++)*+"""
-_LIT = ('"' + r"""[^"\\\n\r]*+(?:\\(?:[tbnrf"'\\]|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})[^"\\\n\r]*+)*+""" + '"'
-        + rf"""(?:@[A-Za-z]++(?:-[A-Za-z0-9]++)*+|\^\^{_IRI})?+""")
-QUAD_RE = re.compile(rf"^[ \t]*+({_IRI}|{_BN})[ \t]++({_IRI})[ \t]++({_IRI}|{_BN}|{_LIT})[ \t]++({_IRI}|{_BN})"
-                     rf"(?:[ \t]++(?:{_IRI}|{_BN}))?+[ \t]*+\.[ \t\r]*+(?:#[^\n]*+)?$")
+_LIT = (
+    '"'
+    + r"""[^"\\\n\r]*+(?:\\(?:[tbnrf"'\\]|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})[^"\\\n\r]*+)*+"""
+    + '"'
+    + rf"""(?:@[A-Za-z]++(?:-[A-Za-z0-9]++)*+|\^\^{_IRI})?+"""
+)
+QUAD_RE = re.compile(
+    rf"^[ \t]*+({_IRI}|{_BN})[ \t]++({_IRI})[ \t]++({_IRI}|{_BN}|{_LIT})[ \t]++({_IRI}|{_BN})"
+    rf"(?:[ \t]++(?:{_IRI}|{_BN}))?+[ \t]*+\.[ \t\r]*+(?:#[^\n]*+)?$"
+)
 TRICKY = [
     '_:b0.x.y <http://schema.org/name> "a \\"q\\" \\u00e9"@en-US <http://p/>   .',
     '_:b0. <http://schema.org/name> "x" <http://p/>   .',
     '_:b0 <http://schema.org/name> "x"^^<http://www.w3.org/2001/XMLSchema#string> _:g <http://extra/> .',
-    '<http://a/{search_term_string}> <http://schema.org/target> <http://a/\\u0041> <http://p/>.',
+    "<http://a/{search_term_string}> <http://schema.org/target> <http://a/\\u0041> <http://p/>.",
     '<http://a/> <http://schema.org/name> "x"@en- <http://p/>   .',
     '<http://a/> <http://schema.org/name> "x"@ <http://p/>   .',
     '<http://a/> <http://schema.org/name> "x"^^<bad iri> <http://p/>   .',
@@ -225,7 +247,7 @@ TRICKY = [
     '<http://a/> <http://schema.org/name> "x" <http://p/>   . extra',
     '\t<http://a/>\t<http://schema.org/name>\t"tab\\tbed"\t<http://p/>\t.\r',
     '<http://a/> <http://schema.org/name> "bad \\uZZZZ" <http://p/>   .',
-    '<http://a/> <http://schema.org/name> _: <http://p/>   .',
+    "<http://a/> <http://schema.org/name> _: <http://p/>   .",
     '<http://a/> "p" "x" <http://p/>   .',
 ]
 
@@ -285,7 +307,8 @@ def test_malformed_lines_rejected_with_position_and_reason(spark, tmp_path):
     table = read_table(out)
     ref = reference_csets(good)
     assert {k: (v["n_instances"], v["n_pages"]) for k, v in table.items()} == {
-        k: (v["n_instances"], v["n_pages"]) for k, v in ref.items()}
+        k: (v["n_instances"], v["n_pages"]) for k, v in ref.items()
+    }
 
 
 # ---- cleaning, namespaces, scope ---------------------------------------------------------------
@@ -333,8 +356,10 @@ def test_cleaning_unifies_namespaces_and_drops_unknown(spark, crafted_file):
     assert recipe["n_instances"] == 2 and recipe["n_pages"] == 2
     # The paper's example: {isa:Recipe, name, recipeCategory, recipeCuisine, recipeIngredient} has 5.
     assert recipe["n_properties"] == 5
-    assert recipe["cset_id"] == hashlib.sha256(
-        b"isa:Recipe name recipeCategory recipeCuisine recipeIngredient").hexdigest()
+    assert (
+        recipe["cset_id"]
+        == hashlib.sha256(b"isa:Recipe name recipeCategory recipeCuisine recipeIngredient").hexdigest()
+    )
     # _:b0 on p3 is another entity than _:b0 on p2 (blank nodes are scoped to their page).
     assert table[("Recipe", "name")]["n_instances"] == 1
     # The IRI entity spans two pages: one instance, two pages; its unknown type is dropped.
@@ -369,8 +394,11 @@ def test_manifest_glob_directory_and_one_task_per_file(spark, tmp_path, capsys):
     (d / "sub").mkdir()
     (d / "sub" / "part-2.nq.gz").write_bytes(gzip.compress("".join(lines[7000:]).encode()))
     manifest = tmp_path / "inputs.paths"
-    manifest.write_text("# three files\npart-0.nq.gz\n\ncorpus/part-1.nq\n".replace("part-0", "corpus/part-0")
-                        + str(d / "sub" / "part-2.nq.gz") + "\n")
+    manifest.write_text(
+        "# three files\npart-0.nq.gz\n\ncorpus/part-1.nq\n".replace("part-0", "corpus/part-0")
+        + str(d / "sub" / "part-2.nq.gz")
+        + "\n"
+    )
     by_dir = resolve_inputs([str(d)])
     assert len(by_dir) == 3
     assert resolve_inputs([str(manifest)]) == by_dir
@@ -381,7 +409,9 @@ def test_manifest_glob_directory_and_one_task_per_file(spark, tmp_path, capsys):
         resolve_inputs([str(manifest)], root=d / "sub")
     # The job's --input-root: one error line on stderr naming the rule, exit status 2, no traceback.
     with pytest.raises(SystemExit) as exit_:
-        CsetsJob(["--output", str(tmp_path / "confined"), "--input", str(manifest), "--input-root", str(d / "sub")]).main()
+        CsetsJob(
+            ["--output", str(tmp_path / "confined"), "--input", str(manifest), "--input-root", str(d / "sub")]
+        ).main()
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("csets.py: error: ") and "outside the allowed root" in err[0]
@@ -398,10 +428,19 @@ def test_manifest_glob_directory_and_one_task_per_file(spark, tmp_path, capsys):
 
 
 def test_help_explains_every_flag():
-    res = subprocess.run([sys.executable, str(ROOT / "jobs" / "csets.py"), "--help"],
-                         capture_output=True, text=True, check=True)
-    for flag in ("--input", "--output", "--subject-scope", "--sample-urls", "--vocab", "--no-clean",
-                 "--master", "--ignore-corrupt-files"):
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "jobs" / "csets.py"), "--help"], capture_output=True, text=True, check=True
+    )
+    for flag in (
+        "--input",
+        "--output",
+        "--subject-scope",
+        "--sample-urls",
+        "--vocab",
+        "--no-clean",
+        "--master",
+        "--ignore-corrupt-files",
+    ):
         assert flag in res.stdout
 
 
@@ -444,7 +483,7 @@ def test_damage_after_the_first_gzip_member_is_a_reject_not_the_end_of_the_file(
     d = tmp_path / "in"
     d.mkdir()
     (d / "member2.nq.gz").write_bytes(first + b"\x1f\x00" + second[2:])  # the second member's magic broken
-    (d / "junk.nq.gz").write_bytes(first + second + b"junk")            # not zero padding after the last
+    (d / "junk.nq.gz").write_bytes(first + second + b"junk")  # not zero padding after the last
     (d / "good.nq.gz").write_bytes(gzip.compress("".join(lines[1000:1100]).encode()))
     out = run_job(spark, tmp_path, "--input", str(d), "--ignore-corrupt-files")
     c = json.loads((out / "csets" / "_run.json").read_text())["counters"]
@@ -453,14 +492,17 @@ def test_damage_after_the_first_gzip_member_is_a_reject_not_the_end_of_the_file(
     rejects = {Path(r["source"]).name: r for r in pq.read_table(out / "rejects" / "csets").to_pylist()}
     assert rejects["member2.nq.gz"]["reason"] == (
         f"corrupt gzip (ZipException: bytes after gzip member 1 (at byte {len(first)}) are not a gzip member "
-        "header) after 600 lines")
+        "header) after 600 lines"
+    )
     assert rejects["junk.nq.gz"]["reason"].startswith("corrupt gzip (ZipException: bytes after gzip member 2")
     assert rejects["junk.nq.gz"]["reason"].endswith("after 1,000 lines")
     assert "good.nq.gz" not in rejects
     # The run record lists every input with the lines it gave and its damage; they add up.
     read = {Path(r["source"]).name: r for r in json.loads((out / "csets" / "_run.json").read_text())["inputs"]["read"]}
     assert {n: r["lines"] for n, r in read.items()} == {"member2.nq.gz": 600, "junk.nq.gz": 1000, "good.nq.gz": 100}
-    assert read["member2.nq.gz"]["damaged"] == rejects["member2.nq.gz"]["reason"] and "damaged" not in read["good.nq.gz"]
+    assert (
+        read["member2.nq.gz"]["damaged"] == rejects["member2.nq.gz"]["reason"] and "damaged" not in read["good.nq.gz"]
+    )
     # Without the flag: the task fails, naming the file and the lines read before the damage.
     with pytest.raises(Exception, match=r"(?s)cannot read \S*member2\.nq\.gz: corrupt gzip .*after 600 lines"):
         C.lines_per_file(C.tallies(C.entity_pages(spark, [str(d / "member2.nq.gz")], load_vocabulary(), CFG), CFG))
@@ -470,8 +512,9 @@ def test_damage_after_the_first_gzip_member_is_a_reject_not_the_end_of_the_file(
 # the grammar's parts, then mutated (a character deleted, inserted or replaced, the line cut, bytes
 # that are not UTF-8), with comments, blank lines and both line endings, all through the file reader.
 _NON_ASCII = "é日😀\ufffd\u00a0\u2028\u0085"
-_UCHAR = st.one_of(st.from_regex(r"\\u[0-9A-Fa-f]{4}", fullmatch=True),
-                   st.from_regex(r"\\U[0-9A-Fa-f]{8}", fullmatch=True))
+_UCHAR = st.one_of(
+    st.from_regex(r"\\u[0-9A-Fa-f]{4}", fullmatch=True), st.from_regex(r"\\U[0-9A-Fa-f]{8}", fullmatch=True)
+)
 _ECHAR = st.sampled_from(["\\t", "\\b", "\\n", "\\r", "\\f", '\\"', "\\'", "\\\\"])
 _PLAIN = st.characters(codec="utf-8", min_codepoint=0x21, exclude_characters='<>"\\')
 
@@ -480,25 +523,44 @@ def _cat(parts):
     return "".join(parts)
 
 
-_G_IRI = st.builds(lambda p: "<" + p + ">", st.lists(st.one_of(_PLAIN, _UCHAR,
-                                                                st.sampled_from(list("{}|^`/:#") + list(_NON_ASCII))),
-                                                      max_size=8).map(_cat))
-_G_BNODE = st.builds(lambda first, rest: "_:" + first + "".join("." * k + s for k, s in rest),
-                     st.text(alphabet=st.characters(codec="utf-8", min_codepoint=0x21, exclude_characters='<>".'),
-                             min_size=1, max_size=5),
-                     st.lists(st.tuples(st.integers(1, 2), st.text(alphabet="ab9é-_", min_size=1, max_size=3)),
-                              max_size=2))
+_G_IRI = st.builds(
+    lambda p: "<" + p + ">",
+    st.lists(st.one_of(_PLAIN, _UCHAR, st.sampled_from(list("{}|^`/:#") + list(_NON_ASCII))), max_size=8).map(_cat),
+)
+_G_BNODE = st.builds(
+    lambda first, rest: "_:" + first + "".join("." * k + s for k, s in rest),
+    st.text(
+        alphabet=st.characters(codec="utf-8", min_codepoint=0x21, exclude_characters='<>".'), min_size=1, max_size=5
+    ),
+    st.lists(st.tuples(st.integers(1, 2), st.text(alphabet="ab9é-_", min_size=1, max_size=3)), max_size=2),
+)
 _G_LITERAL = st.builds(
     lambda body, suffix: '"' + body + '"' + suffix,
     # \x01: what EntityPageScan.terms joins the terms with
-    st.lists(st.one_of(st.characters(codec="utf-8", exclude_characters='"\\\n\r\x01'), _ECHAR, _UCHAR,
-                       st.sampled_from(list(_NON_ASCII))), max_size=10).map(_cat),
-    st.one_of(st.just(""), st.from_regex(r"@[A-Za-z]{1,3}(-[A-Za-z0-9]{1,3}){0,2}", fullmatch=True),
-              _G_IRI.map(lambda i: "^^" + i)))
+    st.lists(
+        st.one_of(
+            st.characters(codec="utf-8", exclude_characters='"\\\n\r\x01'),
+            _ECHAR,
+            _UCHAR,
+            st.sampled_from(list(_NON_ASCII)),
+        ),
+        max_size=10,
+    ).map(_cat),
+    st.one_of(
+        st.just(""),
+        st.from_regex(r"@[A-Za-z]{1,3}(-[A-Za-z0-9]{1,3}){0,2}", fullmatch=True),
+        _G_IRI.map(lambda i: "^^" + i),
+    ),
+)
 _G_WS = st.text(alphabet=" \t", min_size=1, max_size=3)
-_G_COMMENT = st.one_of(st.just(""), st.builds(lambda ws, t: ws + "#" + t, st.text(alphabet=" \t", max_size=2),
-                                              st.text(st.characters(codec="utf-8", exclude_characters="\n\r"),
-                                                      max_size=8)))
+_G_COMMENT = st.one_of(
+    st.just(""),
+    st.builds(
+        lambda ws, t: ws + "#" + t,
+        st.text(alphabet=" \t", max_size=2),
+        st.text(st.characters(codec="utf-8", exclude_characters="\n\r"), max_size=8),
+    ),
+)
 
 
 @st.composite
@@ -510,8 +572,13 @@ def _valid_line(draw):
     line = draw(st.text(alphabet=" \t", max_size=2)) + terms[0]
     for t in terms[1:]:
         line += draw(_G_WS) + t
-    return line + draw(st.text(alphabet=" \t", max_size=2)) + "." + draw(st.text(alphabet=" \t", max_size=2)) \
+    return (
+        line
+        + draw(st.text(alphabet=" \t", max_size=2))
+        + "."
+        + draw(st.text(alphabet=" \t", max_size=2))
         + draw(_G_COMMENT)
+    )
 
 
 @st.composite
@@ -526,12 +593,20 @@ def _line_case(draw):
         i = draw(st.integers(0, len(text)))
         c = draw(st.sampled_from(list('<>"\\ .#@^_:\tx') + ["\ufffd", "é"]))
         op = draw(st.sampled_from(["delete", "insert", "replace", "cut"]))
-        text = {"delete": text[:i] + text[i + 1:], "insert": text[:i] + c + text[i:],
-                "replace": text[:i] + c + text[i + 1:], "cut": text[:i]}[op]
+        text = {
+            "delete": text[:i] + text[i + 1 :],
+            "insert": text[:i] + c + text[i:],
+            "replace": text[:i] + c + text[i + 1 :],
+            "cut": text[:i],
+        }[op]
     raw = text.encode("utf-8")
     if kind == "bytes":  # not UTF-8: a lone lead byte, an overlong form, a surrogate, above U+10FFFF
         i = draw(st.integers(0, len(raw)))
-        raw = raw[:i] + draw(st.sampled_from([b"\xff", b"\xe9", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"])) + raw[i:]
+        raw = (
+            raw[:i]
+            + draw(st.sampled_from([b"\xff", b"\xe9", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"]))
+            + raw[i:]
+        )
     return raw, draw(st.sampled_from([b"\n", b"\r\n"]))
 
 
@@ -579,11 +654,16 @@ def test_generated_files_scan_as_the_grammar_says(spark, tmp_path_factory, cases
     # Without its terminator an empty last line is no line at all.
     f.write_bytes(body if last_terminated or not cases[-1][0] else body[: -len(cases[-1][1])])
     want = [_oracle(raw) for raw, _ in cases]
-    rows = (C.entity_pages(spark, [str(f)], _vocabulary(), CFG).filter(~F.col("kind").isin("quad", "page"))
-            .select("kind", "n_lines", "line_no").collect())
+    rows = (
+        C.entity_pages(spark, [str(f)], _vocabulary(), CFG)
+        .filter(~F.col("kind").isin("quad", "page"))
+        .select("kind", "n_lines", "line_no")
+        .collect()
+    )
     rejected = sorted(r["line_no"] for r in rows if r["kind"].startswith("reject"))
     assert rejected == [i + 1 for i, w in enumerate(want) if w == "reject"], [
-        (i + 1, raw, w) for i, ((raw, _), w) in enumerate(zip(cases, want)) if (w == "reject") != (i + 1 in rejected)]
+        (i + 1, raw, w) for i, ((raw, _), w) in enumerate(zip(cases, want)) if (w == "reject") != (i + 1 in rejected)
+    ]
     assert sum(r["n_lines"] for r in rows if r["kind"] == "skip") == want.count("skip")
     assert [r["n_lines"] for r in rows if r["kind"] == "file"] == [len(cases)]
 
@@ -598,10 +678,13 @@ def _valid_utf8(raw: bytes) -> bool:
 
 def test_valid_lines_once_rejected_are_quads(spark, tmp_path):
     """A literal holding U+FFFD written as such, and a comment after the final '.', are valid N-Quads."""
-    lines = ['<http://a.example/x> <http://schema.org/name> "r\ufffdsum\ufffd" <http://a.example/>   .',
-             '<http://a.example/x> <http://schema.org/description> "d" <http://a.example/> . # a comment',
-             '<http://a.example/x> <http://schema.org/alternateName> "n" <http://a.example/> .#tight',
-             '\t# a comment after a tab', '\t \t']
+    lines = [
+        '<http://a.example/x> <http://schema.org/name> "r\ufffdsum\ufffd" <http://a.example/>   .',
+        '<http://a.example/x> <http://schema.org/description> "d" <http://a.example/> . # a comment',
+        '<http://a.example/x> <http://schema.org/alternateName> "n" <http://a.example/> .#tight',
+        "\t# a comment after a tab",
+        "\t \t",
+    ]
     f = tmp_path / "valid.nq"
     f.write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
     out = run_job(spark, tmp_path, "--input", str(f))

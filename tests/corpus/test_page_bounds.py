@@ -2,6 +2,7 @@
 ``max_markup_chars`` is refused with a reason before it is read, markup reading runs under
 ``time_limit_s`` like every other step of a page, and its work grows linearly with the number of
 root entities (counted in operations, n against 4n)."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,10 @@ def _with_block(html: str, data) -> bytes:
 
 
 def _roots(n: int) -> dict:
-    return {"@context": "https://schema.org",
-            "@graph": [{"@type": "Thing", "@id": f"http://x.example/{i}", "name": f"n{i}"} for i in range(n)]}
+    return {
+        "@context": "https://schema.org",
+        "@graph": [{"@type": "Thing", "@id": f"http://x.example/{i}", "name": f"n{i}"} for i in range(n)],
+    }
 
 
 @pytest.fixture
@@ -55,7 +58,8 @@ def test_a_markup_over_the_node_limit_is_a_reason_and_never_read(parsed):
     # the real block still counts; the big one is named with the limit and the start of its text
     assert r["status"] == P.OK and r["matched_block"] == 0
     assert r["markup_errors"] == [r["markup_errors"][0]] and r["markup_errors"][0].startswith(
-        "block 1: markup over max_markup_nodes=10000 JSON values (starts '{\"@context\": \"https://schema.org\"")
+        'block 1: markup over max_markup_nodes=10000 JSON values (starts \'{"@context": "https://schema.org"'
+    )
     assert r["reason"] == r["markup_errors"][0]
     assert len(r["markups"]) == 2 and len(r["markups"][1]) <= cfg.max_markup_chars
     # nothing of the size of the big block was parsed
@@ -64,7 +68,9 @@ def test_a_markup_over_the_node_limit_is_a_reason_and_never_read(parsed):
     alone = P.process_html(_with_block("<html><body></body></html>", big), "text/html", ["Thing"], cfg)
     assert alone["status"] == P.PARSE_ERROR and "max_markup_nodes=10000" in alone["reason"]
     # under the limit the same block is read, and its first Thing is the human markup
-    ok = P.process_html(_with_block("<html><body></body></html>", big), "text/html", ["Thing"], _cfg(max_markup_nodes=30_000))
+    ok = P.process_html(
+        _with_block("<html><body></body></html>", big), "text/html", ["Thing"], _cfg(max_markup_nodes=30_000)
+    )
     assert ok["status"] == P.OK and json.loads(ok["human_markup"])["@id"] == "http://x.example/0"
 
 
@@ -74,7 +80,7 @@ def test_a_markup_over_the_size_limit_is_a_reason_and_never_read(parsed):
     r = P.process_html(_with_block(page, big), "text/html", ["Book"], _cfg(max_markup_chars=4000))
     assert r["status"] == P.OK and r["matched_block"] == 0
     err = r["markup_errors"][0]
-    assert err.startswith("block 1: markup of 5063 characters over max_markup_chars=4000 (starts '{\"@context\"")
+    assert err.startswith('block 1: markup of 5063 characters over max_markup_chars=4000 (starts \'{"@context"')
     assert len(err) < 200  # a sample of the block, not the block
     assert parsed and max(parsed) < 100  # the real block was read, the long one was not (it has 4 values)
     assert all(p != 4 for p in parsed)
@@ -82,6 +88,7 @@ def test_a_markup_over_the_size_limit_is_a_reason_and_never_read(parsed):
 
 def test_markup_reading_runs_under_the_time_limit(monkeypatch):
     """A markup reading that does not end is cut by the page's time limit: a parse_error row."""
+
     def endless(blocks, cset_types):
         end = time.monotonic() + 120
         while time.monotonic() < end:  # stands for a reading that never finishes
@@ -112,9 +119,18 @@ def test_reading_a_page_of_many_roots_grows_linearly():
 def test_preparing_a_block_for_rdf_grows_linearly(step):
     """The copies made before a block goes to rdflib (contexts bundled, blank nodes labelled), with
     a context on every node: at most 5x the work for 4x the nodes."""
+
     def make(n):
-        return {"@graph": [{"@context": "https://schema.org", "@type": "Thing",
-                            "knows": {"@context": {"a": "http://a.example/"}, "name": "x"}} for _ in range(n)]}
+        return {
+            "@graph": [
+                {
+                    "@context": "https://schema.org",
+                    "@type": "Thing",
+                    "knows": {"@context": {"a": "http://a.example/"}, "name": "x"},
+                }
+                for _ in range(n)
+            ]
+        }
 
     step(make(5))
     small, large = make(300), make(1200)

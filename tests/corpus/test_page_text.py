@@ -1,6 +1,7 @@
 """The text the judge reads: ``main+rest`` (trafilatura's main text, then the page's other lines)
 on real bundled pages, the two texts of pages/ (``text`` for generation, ``judge_text`` for
 factuality), and ``main_and_rest``'s rules on constructed texts."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,7 +30,7 @@ def test_main_and_rest_adds_what_the_main_text_drops():
     assert mentions(both, "Rashanda Cobbins") and mentions(whole, "Rashanda Cobbins")
     # every line of the whole-page text is held by the main text or is a line of the rest
     held = " ".join(main.split()).casefold().translate(P._QUOTES)
-    rest = {P._line_key(line) for line in both[len(main):].splitlines()}
+    rest = {P._line_key(line) for line in both[len(main) :].splitlines()}
     for line in whole.splitlines():
         key = P._line_key(line)
         assert not key or P._holds(held, key) or key in rest, line

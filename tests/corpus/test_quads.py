@@ -1,6 +1,7 @@
 """WARC files to WDC-style N-Quads without the job (udfs/corpus/quads.py): the bundled demo parts
 are reproduced byte for byte, the quads are the way WDC writes them, and every page or block that
 cannot be used is a reject row of the one contract with its reason (data/demo, data/warc)."""
+
 from __future__ import annotations
 
 import gzip
@@ -16,8 +17,14 @@ from udfs.runtime.rejects import COLUMNS
 DATA = Path(__file__).resolve().parents[2] / "data"
 DEMO = DATA / "demo" / "extruct-samples.warc.gz"
 ONE_PAGE = DATA / "warc" / "cc-main-2024-22-one-page.warc.gz"
-LIMITS = {"max_html_bytes": 5_000_000, "max_record_bytes": 10_000_000, "max_markup_chars": 1_000_000,
-          "max_markup_nodes": 200_000, "reject_raw_chars": 200, "time_limit_s": 30.0}
+LIMITS = {
+    "max_html_bytes": 5_000_000,
+    "max_record_bytes": 10_000_000,
+    "max_markup_chars": 1_000_000,
+    "max_markup_nodes": 200_000,
+    "reject_raw_chars": 200,
+    "time_limit_s": 30.0,
+}
 
 
 def run(index: int, path: Path, out: Path, **limits) -> tuple[list[dict], dict]:
@@ -27,9 +34,15 @@ def run(index: int, path: Path, out: Path, **limits) -> tuple[list[dict], dict]:
 
 
 def reconciles(c: dict) -> bool:
-    return (c["blocks"] == c["blocks_converted"] + c["blocks_rejected"] + c["blocks_empty"]
-            and c["records"] == c["html_responses"] + c["skipped_not_html_response"] + c["skipped_oversized"]
-            + c["records_over_max_bytes"] + c["records_unreadable"])
+    return (
+        c["blocks"] == c["blocks_converted"] + c["blocks_rejected"] + c["blocks_empty"]
+        and c["records"]
+        == c["html_responses"]
+        + c["skipped_not_html_response"]
+        + c["skipped_oversized"]
+        + c["records_over_max_bytes"]
+        + c["records_unreadable"]
+    )
 
 
 def test_quads_are_wdc_style_and_the_demo_files_are_reproducible(tmp_path):
@@ -58,8 +71,9 @@ def test_quads_are_wdc_style_and_the_demo_files_are_reproducible(tmp_path):
 def test_the_demo_rejects_are_the_committed_ones(tmp_path):
     rejects, counters = run(0, DEMO, tmp_path)
     committed = pq.read_table(DATA / "demo" / "rejects" / "extract_quads").to_pylist()
-    assert [(r["position"], r["reason"], r["raw"]) for r in rejects] == \
-        [(r["position"], r["reason"], r["raw"]) for r in committed]
+    assert [(r["position"], r["reason"], r["raw"]) for r in rejects] == [
+        (r["position"], r["reason"], r["raw"]) for r in committed
+    ]
     assert all(list(r) == list(COLUMNS) and r["source"] == str(DEMO) for r in rejects)
     assert counters["blocks_rejected"] == len(rejects) == 1
 
@@ -83,7 +97,6 @@ def test_a_rejected_block_keeps_its_text_cut_to_the_bound(tmp_path):
     assert [r["raw"] for r in rejects] == ["fal"]  # the block `false`, cut to 3 characters
 
 
-
 # ---- robustness (issue 22): damage is a reject naming the file and the offset, work is bounded ----
 
 
@@ -105,8 +118,8 @@ def test_a_warc_cut_or_damaged_inside_a_gzip_member_is_a_reject_not_a_silent_end
     middle = (starts[30] + starts[31]) // 2
     damaged = {
         "cut.warc.gz": (data[:middle], "is cut (truncated gzip member"),
-        "deflate.warc.gz": (data[:middle] + bytes(20) + data[middle + 20:], "corrupt gzip member"),
-        "header.warc.gz": (data[:at] + b"<html>oops" + data[at + 10:], "not a gzip member there"),
+        "deflate.warc.gz": (data[:middle] + bytes(20) + data[middle + 20 :], "corrupt gzip member"),
+        "header.warc.gz": (data[:at] + b"<html>oops" + data[at + 10 :], "not a gzip member there"),
     }
     for name, (content, why) in damaged.items():
         f = tmp_path / name
@@ -117,7 +130,7 @@ def test_a_warc_cut_or_damaged_inside_a_gzip_member_is_a_reject_not_a_silent_end
         assert str(f) in end["reason"] and f"offset {at}" in end["reason"] and why in end["reason"], end
         assert c["file_errors"] == 1 and c["records"] == 30 and reconciles(c)
         quads = _quads(tmp_path / name.split(".")[0] / "part-00000.nq.gz")
-        assert 0 < len(quads) == c["quads"] < whole["quads"] and quads == full[:len(quads)]
+        assert 0 < len(quads) == c["quads"] < whole["quads"] and quads == full[: len(quads)]
 
 
 def test_a_plain_warc_cut_inside_a_record_is_a_reject(tmp_path):
@@ -138,7 +151,7 @@ def test_a_record_inflating_past_max_record_bytes_is_a_reject_and_the_next_recor
     bomb = gzip.compress(b"WARC/1.0\r\n" + bytes(3_000_000))
     assert len(bomb) < 5_000
     f = tmp_path / "bomb.warc.gz"
-    f.write_bytes(data[:starts[3]] + bomb + data[starts[3]:starts[6]])
+    f.write_bytes(data[: starts[3]] + bomb + data[starts[3] : starts[6]])
     rejects, c = run(0, f, tmp_path / "out", max_record_bytes=1_000_000)
     [big] = [r for r in rejects if "max_record_bytes" in r["reason"]]
     assert big["position"] == starts[3] and "inflates to 3000010 bytes, over max_record_bytes=1000000" in big["reason"]
@@ -148,8 +161,10 @@ def test_a_record_inflating_past_max_record_bytes_is_a_reject_and_the_next_recor
 
 def test_blocks_over_the_markup_bounds_are_rejects_before_conversion(tmp_path):
     _, whole = run(0, DEMO, tmp_path / "whole")
-    for limit, needle in (({"max_markup_nodes": 30}, "over max_markup_nodes=30 JSON values"),
-                          ({"max_markup_chars": 500}, "characters over max_markup_chars=500")):
+    for limit, needle in (
+        ({"max_markup_nodes": 30}, "over max_markup_nodes=30 JSON values"),
+        ({"max_markup_chars": 500}, "characters over max_markup_chars=500"),
+    ):
         rejects, c = run(0, DEMO, tmp_path / "out", **limit)
         over = [r for r in rejects if needle in r["reason"]]
         assert len(over) == c["blocks_over_limits"] > 0 and reconciles(c)
@@ -168,7 +183,7 @@ def test_the_job_accounts_for_every_input_file_with_its_records(spark, tmp_path)
     starts = gzip_member_offsets(data)
     d = tmp_path / "in"
     d.mkdir()
-    (d / "cut.warc.gz").write_bytes(data[:(starts[30] + starts[31]) // 2])
+    (d / "cut.warc.gz").write_bytes(data[: (starts[30] + starts[31]) // 2])
     for f in (ONE_PAGE, DATA / "warc" / "warcio-example.warc.gz"):
         (d / f.name).write_bytes(f.read_bytes())
     out = tmp_path / "out"

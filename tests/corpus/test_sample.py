@@ -1,5 +1,6 @@
 """The sampling step: exact quantile bounds, ties, Spearman's rho, the seeded draw, replacements,
 rejects, empty and one-row inputs, and the job on the bundled WDC quads through the csets job."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,13 +15,20 @@ from udfs.corpus import sampling as S
 from udfs.runtime.config import load_config
 from udfs.runtime.rejects import REJECTS_SCHEMA
 
-CSETS_DDL = ("cset_id string, types array<string>, properties array<string>, n_properties long, "
-             "n_instances long, n_pages long, n_domains long, sample_urls array<string>")
+CSETS_DDL = (
+    "cset_id string, types array<string>, properties array<string>, n_properties long, "
+    "n_instances long, n_pages long, n_domains long, sample_urls array<string>"
+)
 FEATURES = ["n_instances", "n_properties"]
 CONF = load_config().sample  # the settings a test does not set are conf/pipeline.toml's [sample]
-SETTINGS = dict(n_strata=CONF.strata, per_stratum=CONF.per_stratum, seed=CONF.seed,
-                replacement_urls=CONF.replacement_urls, replacement_csets=CONF.replacement_csets,
-                reject_raw_chars=CONF.reject_raw_chars)
+SETTINGS = dict(
+    n_strata=CONF.strata,
+    per_stratum=CONF.per_stratum,
+    seed=CONF.seed,
+    replacement_urls=CONF.replacement_urls,
+    replacement_csets=CONF.replacement_csets,
+    reject_raw_chars=CONF.reject_raw_chars,
+)
 
 
 def draw(df, **kw):
@@ -44,8 +52,10 @@ def table(spark, values, urls=None):
 def rows_of(result):
     """The sample rows, collected once per result (the sample is a lazy Spark plan)."""
     if not hasattr(result, "rows"):
-        result.rows = [r.asDict(recursive=True) for r in
-                       result.samples.orderBy("feature", "stratum_index", "sample_rank").collect()]
+        result.rows = [
+            r.asDict(recursive=True)
+            for r in result.samples.orderBy("feature", "stratum_index", "sample_rank").collect()
+        ]
     return result.rows
 
 
@@ -55,17 +65,16 @@ def strata(result, feature):
 
 # ---- bounds, ties and rho on hand-computed tables -----------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def known(spark):
     """Nine C-sets; n_pages has WDC-like heavy ties, n_domains reverses n_instances, const is constant."""
     ni = [5, 1, 13, 1, 2, 1, 8, 3, 1]
     npr = [9, 1, 2, 4, 4, 3, 7, 5, 6]
     pages = [1, 1, 1, 40, 1, 1, 2, 1, 1]
-    rows = [(cid(i), ["T"], ["p"], npr[i], ni[i], pages[i], 100 - ni[i], [f"http://e.org/{i}/0"])
-            for i in range(9)]
+    rows = [(cid(i), ["T"], ["p"], npr[i], ni[i], pages[i], 100 - ni[i], [f"http://e.org/{i}/0"]) for i in range(9)]
     df = spark.createDataFrame(rows, CSETS_DDL).withColumn("const", F.lit(4).cast("long"))
-    return draw(df, features=FEATURES + ["n_pages", "n_domains", "const"], per_stratum=3,
-                          replacement_csets=1)
+    return draw(df, features=FEATURES + ["n_pages", "n_domains", "const"], per_stratum=3, replacement_csets=1)
 
 
 def test_known_tertiles_ties_go_down(known):
@@ -94,7 +103,10 @@ def test_heavy_ties_leave_empty_strata_reported_and_undrawn(known):
     res = known
     assert res.stats["bounds"]["n_pages"] == [1.0, 1.0]
     assert [(s["stratum"], s["population"], s["drawn"]) for s in strata(res, "n_pages")] == [
-        ("low", 7, 3), ("medium", 0, 0), ("high", 2, 2)]
+        ("low", 7, 3),
+        ("medium", 0, 0),
+        ("high", 2, 2),
+    ]
     assert any("n_pages/medium" in w and "empty stratum" in w for w in res.stats["warnings"])
     assert sorted({r["stratum"] for r in rows_of(res) if r["feature"] == "n_pages"}) == ["high", "low"]
     # A constant feature: every bound is the value, everything is "low".
@@ -125,6 +137,7 @@ def test_hand_computed_spearman_rho(known):
 
 # ---- the draw -----------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def population(spark):
     """150 C-sets with skewed features, 30 without a usable URL; one without n_instances, one
@@ -132,30 +145,38 @@ def population(spark):
     vals, urls = [], []
     for i in range(150):
         vals.append((1 + (i * 7919) % 97 // (1 + i % 5), 1 + (i * 104729) % 23))
-        urls.append([] if i % 10 == 3 else [" "] if i % 10 == 7 else
-                    [f"http://e.org/{i}/{j}" for j in range(1 + i % 4)] + [f"http://e.org/{i}/0"])
+        urls.append(
+            []
+            if i % 10 == 3
+            else [" "]
+            if i % 10 == 7
+            else [f"http://e.org/{i}/{j}" for j in range(1 + i % 4)] + [f"http://e.org/{i}/0"]
+        )
     bad = spark.createDataFrame(
-        [(cid(1000), ["A"], ["p"], 2, None, 1, 1, ["http://e.org/1000"]),
-         (None, ["A"], ["p"], 2, 3, 1, 1, ["http://e.org/1001"])], CSETS_DDL)
+        [
+            (cid(1000), ["A"], ["p"], 2, None, 1, 1, ["http://e.org/1000"]),
+            (None, ["A"], ["p"], 2, 3, 1, 1, ["http://e.org/1001"]),
+        ],
+        CSETS_DDL,
+    )
     return table(spark, vals, urls).unionByName(bad)
 
 
 @pytest.fixture(scope="module")
 def drawn(population):
-    return draw(population.repartition(1), features=FEATURES, per_stratum=6, seed=7,
-                          replacement_urls=2, replacement_csets=3)
+    return draw(
+        population.repartition(1), features=FEATURES, per_stratum=6, seed=7, replacement_urls=2, replacement_csets=3
+    )
 
 
 def test_same_seed_same_sample_whatever_the_partitioning(population, drawn):
     shuffled = population.repartition(7, "n_properties").sortWithinPartitions("cset_id", ascending=False)
-    again = draw(shuffled, features=FEATURES, per_stratum=6, seed=7,
-                           replacement_urls=2, replacement_csets=3)
+    again = draw(shuffled, features=FEATURES, per_stratum=6, seed=7, replacement_urls=2, replacement_csets=3)
     assert rows_of(again) == rows_of(drawn)
     assert again.stats["bounds"] == drawn.stats["bounds"]
     assert again.stats["strata_sizes"] == drawn.stats["strata_sizes"]
     assert again.stats["spearman"] == drawn.stats["spearman"]
-    other = draw(population, features=FEATURES, per_stratum=6, seed=8,
-                           replacement_urls=2, replacement_csets=3)
+    other = draw(population, features=FEATURES, per_stratum=6, seed=8, replacement_urls=2, replacement_csets=3)
     assert {r["cset_id"] for r in rows_of(other)} != {r["cset_id"] for r in rows_of(drawn)}
 
 
@@ -172,7 +193,7 @@ def test_draw_contract_strata_urls_and_replacements(population, drawn):
         idx = 1 + sum(r["value"] > q for q in bounds[r["feature"]])
         assert idx == r["stratum_index"]
         assert r["page_url"] in src["sample_urls"] and r["page_url"].strip()
-    for (feature, stratum) in {(r["feature"], r["stratum"]) for r in rows}:
+    for feature, stratum in {(r["feature"], r["stratum"]) for r in rows}:
         group = [r for r in rows if (r["feature"], r["stratum"]) == (feature, stratum)]
         assert [r["sample_rank"] for r in group] == list(range(1, len(group) + 1))
         drawn_ids = {r["cset_id"] for r in group}
@@ -183,7 +204,7 @@ def test_draw_contract_strata_urls_and_replacements(population, drawn):
             assert [c["rank"] for c in reps] == list(range(1, len(reps) + 1))
             own = [c for c in reps if c["cset_id"] == r["cset_id"]]
             others = [c for c in reps if c["cset_id"] != r["cset_id"]]
-            assert reps[:len(own)] == own, "own URLs come first"
+            assert reps[: len(own)] == own, "own URLs come first"
             own_urls = set(by_id[r["cset_id"]]["sample_urls"])
             assert len(own) == min(2, len(own_urls) - 1)
             assert {c["page_url"] for c in own} <= own_urls - {r["page_url"]}
@@ -224,12 +245,15 @@ def test_rejects_reconcile_and_unusable_csets_still_count_in_the_distribution(dr
 
 # ---- degenerate inputs --------------------------------------------------------------------------
 
+
 def test_one_row_input_draws_it_in_the_lowest_stratum(spark):
     res = draw(table(spark, [(3, 5)]), features=FEATURES, per_stratum=30)
     assert res.stats["bounds"] == {"n_instances": [3.0, 3.0], "n_properties": [5.0, 5.0]}
     rows = rows_of(res)
     assert [(r["feature"], r["stratum"], r["page_url"], r["replacements"]) for r in rows] == [
-        ("n_instances", "low", "http://e.org/0/0", []), ("n_properties", "low", "http://e.org/0/0", [])]
+        ("n_instances", "low", "http://e.org/0/0", []),
+        ("n_properties", "low", "http://e.org/0/0", []),
+    ]
     assert res.stats["spearman"]["n_instances~n_properties"]["reason"] == "fewer than 2 C-sets"
 
 
@@ -246,8 +270,10 @@ def test_bad_inputs_and_settings_are_clear_errors(spark):
 
 # ---- the job on the bundled WDC quads -----------------------------------------------------------
 
+
 def _run_job(argv):
     from jobs.sample import SampleJob
+
     return SampleJob(argv).main()
 
 
@@ -275,6 +301,7 @@ def bundled_csets(spark, tmp_path_factory, wdc_sample):
     if not csets_job.exists():
         pytest.skip("jobs/csets.py has not landed yet")
     from jobs.csets import CsetsJob
+
     out = tmp_path_factory.mktemp("wdc")
     assert CsetsJob(["--input", str(wdc_sample), "--output", str(out)]).main() == 0
     return out

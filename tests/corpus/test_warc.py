@@ -1,5 +1,6 @@
 """udfs/corpus/warc.py on the bundled real Common Crawl WARC files: index, byte-range reads and every way
 a read goes wrong."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,7 +46,10 @@ def test_relative_names_join_back():
     name = W.relative_name(str(ONE_PAGE), str(DATA))
     assert name == "warc/cc-main-2024-22-one-page.warc.gz"
     assert Path(W.join_location(str(DATA), name)) == ONE_PAGE
-    assert W.join_location("https://data.commoncrawl.org/", "crawl-data/x.warc.gz") == "https://data.commoncrawl.org/crawl-data/x.warc.gz"
+    assert (
+        W.join_location("https://data.commoncrawl.org/", "crawl-data/x.warc.gz")
+        == "https://data.commoncrawl.org/crawl-data/x.warc.gz"
+    )
     assert W.join_location("s3://commoncrawl", "/crawl-data/x.warc.gz") == "s3://commoncrawl/crawl-data/x.warc.gz"
 
 
@@ -57,13 +61,23 @@ def one_page_row():
 
 def test_wrong_offset_is_a_fetch_error(one_page_row):
     with pytest.raises(W.WarcError) as e:
-        W.read_record(str(ONE_PAGE), one_page_row["warc_record_offset"] + 7, one_page_row["warc_record_length"], max_record_bytes=LIMIT)
+        W.read_record(
+            str(ONE_PAGE),
+            one_page_row["warc_record_offset"] + 7,
+            one_page_row["warc_record_length"],
+            max_record_bytes=LIMIT,
+        )
     assert e.value.status == W.FETCH_ERROR and "no gzip member" in e.value.reason
 
 
 def test_truncated_member_is_a_fetch_error(one_page_row):
     with pytest.raises(W.WarcError) as e:
-        W.read_record(str(ONE_PAGE), one_page_row["warc_record_offset"], one_page_row["warc_record_length"] - 200, max_record_bytes=LIMIT)
+        W.read_record(
+            str(ONE_PAGE),
+            one_page_row["warc_record_offset"],
+            one_page_row["warc_record_length"] - 200,
+            max_record_bytes=LIMIT,
+        )
     assert e.value.status == W.FETCH_ERROR and "truncated gzip member" in e.value.reason
 
 
@@ -90,12 +104,18 @@ def test_non_html_records_are_refused():
 
 def test_record_over_the_bound_is_not_fetched(one_page_row):
     with pytest.raises(W.WarcError) as e:
-        W.read_record(str(ONE_PAGE), one_page_row["warc_record_offset"], one_page_row["warc_record_length"], max_record_bytes=1000)
+        W.read_record(
+            str(ONE_PAGE), one_page_row["warc_record_offset"], one_page_row["warc_record_length"], max_record_bytes=1000
+        )
     assert e.value.status == W.FETCH_ERROR and "not fetched" in e.value.reason
     # compressed size under the bound, decompressed over it: refused after inflating at most the bound
     with pytest.raises(W.WarcError) as e:
-        W.read_record(str(ONE_PAGE), one_page_row["warc_record_offset"], one_page_row["warc_record_length"],
-                      max_record_bytes=one_page_row["warc_record_length"] + 10)
+        W.read_record(
+            str(ONE_PAGE),
+            one_page_row["warc_record_offset"],
+            one_page_row["warc_record_length"],
+            max_record_bytes=one_page_row["warc_record_length"] + 10,
+        )
     assert e.value.status == W.PARSE_ERROR and "decompressed" in e.value.reason
 
 
@@ -103,7 +123,7 @@ def test_cut_file_keeps_the_records_before_the_damage(tmp_path):
     data = EXCERPT.read_bytes()
     cut = tmp_path / "cut.warc.gz"
     sixth = [o for t, o, _ in _offsets(EXCERPT) if t == "response"][5]
-    cut.write_bytes(data[:sixth + 5000])  # inside the 6th response record
+    cut.write_bytes(data[: sixth + 5000])  # inside the 6th response record
     rows = []
     with pytest.raises(W.WarcError) as e:
         for r in W.index_warc(str(cut)):
@@ -113,6 +133,7 @@ def test_cut_file_keeps_the_records_before_the_damage(tmp_path):
 
 
 # ---- bounded records: streamed, never held whole ------------------------------------------------
+
 
 def _zeros_member(n: int) -> bytes:
     """One gzip member of ``n`` zero bytes, compressed in steps (never ``n`` bytes in memory)."""
@@ -133,10 +154,12 @@ def _record_member(url: str, payload_bytes: int) -> bytes:
 
     buf = io.BytesIO()
     w = WARCWriter(buf, gzip=False)
-    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), ("Content-Length", str(payload_bytes))],
-                            protocol="HTTP/1.1")
-    w.write_record(w.create_warc_record(url, "response", payload=io.BytesIO(b"\0" * payload_bytes),
-                                        length=None, http_headers=http))
+    http = StatusAndHeaders(
+        "200 OK", [("Content-Type", "text/html"), ("Content-Length", str(payload_bytes))], protocol="HTTP/1.1"
+    )
+    w.write_record(
+        w.create_warc_record(url, "response", payload=io.BytesIO(b"\0" * payload_bytes), length=None, http_headers=http)
+    )
     return gzip_compress(buf.getvalue())
 
 
@@ -189,8 +212,11 @@ def test_payload_digest_is_the_archived_payload_digest():
     from warcio.archiveiterator import ArchiveIterator
 
     with open(EXCERPT, "rb") as fh:
-        declared = {r.rec_headers.get_header("WARC-Target-URI"): r.rec_headers.get_header("WARC-Payload-Digest")
-                    for r in ArchiveIterator(fh) if r.rec_type == "response"}
+        declared = {
+            r.rec_headers.get_header("WARC-Target-URI"): r.rec_headers.get_header("WARC-Payload-Digest")
+            for r in ArchiveIterator(fh)
+            if r.rec_type == "response"
+        }
     rows = list(W.index_warc(str(EXCERPT)))
     assert len(rows) == 16 and all("sha1:" + r["content_digest"] == declared[r["url"]] for r in rows)
 
@@ -199,8 +225,10 @@ def test_uncompressed_records_over_the_bound_are_rejects(tmp_path):
     import gzip
 
     plain = tmp_path / "plain.warc"
-    plain.write_bytes(gzip.decompress(_record_member("http://t.example/big", 3 * BOUND))
-                      + gzip.decompress(_record_member("http://t.example/small", 10)))
+    plain.write_bytes(
+        gzip.decompress(_record_member("http://t.example/big", 3 * BOUND))
+        + gzip.decompress(_record_member("http://t.example/small", 10))
+    )
     got = list(W.scan_warc(str(plain), max_record_bytes=BOUND, raw_chars=40))
     assert [k for k, _ in got] == ["reject", "row"]
     assert "over max_record_bytes" in got[0][1]["reason"] and got[1][1]["url"] == "http://t.example/small"
@@ -225,8 +253,9 @@ def test_warc_index_job_writes_the_reject_with_the_bound_of_its_config(spark, tm
     head, sep, rest = text.partition("\n[warc_index]\n")
     conf.write_text(head + sep + rest.replace("max_record_bytes = 10000000\n", f"max_record_bytes = {BOUND}\n", 1))
     out = tmp_path / "out"
-    WarcIndexJob(["--input", str(crawl), "--warc-base", str(tmp_path), "--config", str(conf),
-                  "--output", str(out)]).main()
+    WarcIndexJob(
+        ["--input", str(crawl), "--warc-base", str(tmp_path), "--config", str(conf), "--output", str(out)]
+    ).main()
     index = pq.read_table(out / "warc_index").to_pylist()
     offsets = sorted(r["warc_record_offset"] for r in index)
     assert offsets == [offsets[0], len(one) + len(bomb) + offsets[0]]

@@ -4,6 +4,7 @@ under its scheme, host and path prefix. Anything else is a ``not_found`` row who
 rule: the refused file is never opened (an audit hook watches every ``open``), the refused URL never
 requested (a loopback server counts requests), and no byte of either reaches any output column.
 """
+
 from __future__ import annotations
 
 import os
@@ -112,9 +113,17 @@ def test_url_base_admits_its_scheme_host_and_prefix_only():
 
 
 def _row(name: str, length: int = 4000) -> dict:
-    return {"slot": 0, "candidate_rank": 0, "page_url": "https://an.wikipedia.org/wiki/Escopete", "types": None,
-            "warc_filename": name, "warc_record_offset": 0, "warc_record_length": length, "fetch_status": 200,
-            "content_mime_type": "text/html"}
+    return {
+        "slot": 0,
+        "candidate_rank": 0,
+        "page_url": "https://an.wikipedia.org/wiki/Escopete",
+        "types": None,
+        "warc_filename": name,
+        "warc_record_offset": 0,
+        "warc_record_length": length,
+        "fetch_status": 200,
+        "content_mime_type": "text/html",
+    }
 
 
 def _no_secret(out: dict) -> bool:
@@ -128,14 +137,22 @@ def test_refused_entries_are_never_opened_nor_requested_and_leak_no_byte(layout,
     cfg = P.PageConfig.of(load_config().pages)
     bound = load_config().pages.max_record_bytes
     secret = outside / "secret.warc.gz"
-    names = ["../outside/secret.warc.gz", str(secret), f"file://{secret}", "crawl/escape.warc.gz",
-             "crawl/outdir/secret.warc.gz", f"{trap.url}/secret.warc.gz"]
+    names = [
+        "../outside/secret.warc.gz",
+        str(secret),
+        f"file://{secret}",
+        "crawl/escape.warc.gz",
+        "crawl/outdir/secret.warc.gz",
+        f"{trap.url}/secret.warc.gz",
+    ]
     _OPENED = []
     try:
         outs = [fetch.fetch_page(_row(n), str(base), cfg, bound) for n in names]
         # a URL base: another host and another prefix on the same host are refused as well
-        outs += [fetch.fetch_page(_row(n), f"{trap.url}/crawl/", cfg, bound)
-                 for n in (f"{trap.url}/secret.warc.gz", "http://127.0.0.2:1/crawl/x.warc.gz", "../secret.warc.gz")]
+        outs += [
+            fetch.fetch_page(_row(n), f"{trap.url}/crawl/", cfg, bound)
+            for n in (f"{trap.url}/secret.warc.gz", "http://127.0.0.2:1/crawl/x.warc.gz", "../secret.warc.gz")
+        ]
         opened = list(_OPENED)
     finally:
         _OPENED = None
@@ -167,16 +184,32 @@ def test_the_pages_job_refuses_out_of_base_rows(spark, layout, tmp_path):
 
     base, outside = layout
     (row,) = list(W.index_warc(str(base / "crawl" / "one.warc.gz"), "crawl/one.warc.gz"))
-    escapes = {"http://t.example/abs": str(outside / "real.warc.gz"),
-               "http://t.example/link": "crawl/outdir/real.warc.gz",
-               "http://t.example/url": f"file://{outside / 'real.warc.gz'}"}
+    escapes = {
+        "http://t.example/abs": str(outside / "real.warc.gz"),
+        "http://t.example/link": "crawl/outdir/real.warc.gz",
+        "http://t.example/url": f"file://{outside / 'real.warc.gz'}",
+    }
     index = [row] + [dict(row, url=u, warc_filename=n) for u, n in escapes.items()]
     pq.write_table(pa.Table.from_pylist(index), tmp_path / "index.parquet")
-    pq.write_table(pa.Table.from_pylist([{"page_url": u, "types": ["Organization"]} for u in [row["url"], *escapes]]),
-                   tmp_path / "samples.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{"page_url": u, "types": ["Organization"]} for u in [row["url"], *escapes]]),
+        tmp_path / "samples.parquet",
+    )
     out = tmp_path / "out"
-    PagesJob(["--input", str(tmp_path / "samples.parquet"), "--warc-index", str(tmp_path / "index.parquet"),
-              "--warc-base", str(base), "--replacements", "0", "--output", str(out)]).main()
+    PagesJob(
+        [
+            "--input",
+            str(tmp_path / "samples.parquet"),
+            "--warc-index",
+            str(tmp_path / "index.parquet"),
+            "--warc-base",
+            str(base),
+            "--replacements",
+            "0",
+            "--output",
+            str(out),
+        ]
+    ).main()
     pages = {r["page_url"]: r for r in pq.read_table(out / "pages").to_pylist()}
     assert pages[row["url"]]["status"] == "ok"
     for u in escapes:

@@ -1,6 +1,7 @@
 """jobs/evaluate.py and jobs/report.py on real demo pages with the embedded model behind the Ray
 Serve app (started once for the module): a run killed mid-way resumes with no duplicate rows and
 reuses cached answers, the Ray Data path, generation with MeMR and key scores, the report."""
+
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from tests.conftest import ROOT, demo_pages_table
 pytestmark = pytest.mark.model
 MODEL_ID = "qwen2.5-coder-1.5b"
 
+
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory) -> Path:
     """A pages/ table of real demo pages, built with the pages job's own extraction."""
@@ -31,8 +33,23 @@ def pages(tmp_path_factory) -> Path:
 
 
 def evaluate_argv(pages: Path, out: Path, url: str, *extra: str) -> list[str]:
-    return ["--input", str(pages), "--output", str(out), "--base-url", url, "--limit", "2",
-            "--order", "shortest", "--context-window", "2048", "--timeout-s", "900", *extra]
+    return [
+        "--input",
+        str(pages),
+        "--output",
+        str(out),
+        "--base-url",
+        url,
+        "--limit",
+        "2",
+        "--order",
+        "shortest",
+        "--context-window",
+        "2048",
+        "--timeout-s",
+        "900",
+        *extra,
+    ]
 
 
 def read(folder: Path):
@@ -41,8 +58,21 @@ def read(folder: Path):
 
 def test_killed_run_resumes_without_duplicates_and_reuses_answers(service, pages, tmp_path):
     out = tmp_path / "out"
-    argv = evaluate_argv(pages, out, service, "--no-generation", "--max-claims", "2", "--part-pages", "1",
-                         "--stages", "validity", "factuality", "--executor", "local")
+    argv = evaluate_argv(
+        pages,
+        out,
+        service,
+        "--no-generation",
+        "--max-claims",
+        "2",
+        "--part-pages",
+        "1",
+        "--stages",
+        "validity",
+        "factuality",
+        "--executor",
+        "local",
+    )
     cmd = [sys.executable, str(ROOT / "jobs" / "evaluate.py"), *argv]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -60,8 +90,15 @@ def test_killed_run_resumes_without_duplicates_and_reuses_answers(service, pages
     record = json.loads((out / "scores" / "_run.json").read_text())["counters"]
     assert record["already_scored"] == 1 and record["evaluated"] == 1 and record["failed"] == 0
     # counts reconcile: 3 input rows = 1 without text + 1 already scored + 1 evaluated
-    assert record["input_rows"] == record["no_text"] + record["already_scored"] + record["evaluated"] \
-        + record["over_limit"] + record["duplicate_rows"] + record["not_ok_or_not_selected"]
+    assert (
+        record["input_rows"]
+        == record["no_text"]
+        + record["already_scored"]
+        + record["evaluated"]
+        + record["over_limit"]
+        + record["duplicate_rows"]
+        + record["not_ok_or_not_selected"]
+    )
     no_text = pq.read_table(out / "rejects" / "evaluate" / "no_text.parquet").column("source").to_pylist()
     assert [u.rsplit("/", 1)[-1] for u in no_text] == ["null_ld_mock.html"]
 
@@ -79,11 +116,15 @@ def test_killed_run_resumes_without_duplicates_and_reuses_answers(service, pages
         assert 1 <= len({(t["property"], t["value"], t["entity_type"]) for t in judged}) <= 2
         assert s["n_factual"] == sum(bool(t["kept"]) for t in rows)
         # literal claims over the cap are recorded as not judged, with the reason
-        assert all(t["factual_error"].startswith("not judged") for t in rows
-                   if t["valid"] and t["factual"] is None and t["value_kind"] == "literal")
+        assert all(
+            t["factual_error"].startswith("not judged")
+            for t in rows
+            if t["valid"] and t["factual"] is None and t["value_kind"] == "literal"
+        )
         # ... and they are not counted as failed verdicts
-        assert s["n_factual_errors"] == sum(bool(t["factual_error"]) and not t["factual_error"].startswith("not judged")
-                                            for t in rows)
+        assert s["n_factual_errors"] == sum(
+            bool(t["factual_error"]) and not t["factual_error"].startswith("not judged") for t in rows
+        )
         assert s["n_factual_errors"] < sum(bool(t["factual_error"]) for t in rows)
         assert s["verdict_cached_prompt_tokens"] > 0  # the page prefix came from the engine's cache
 
@@ -117,9 +158,23 @@ def test_generated_markup_is_judged_and_scored_against_the_human_one(service, pa
     from jobs.evaluate import EvaluateJob
 
     out = tmp_path / "gen"
-    argv = evaluate_argv(pages, out, service, "--generators", MODEL_ID, "--max-claims", "1", "--max-tokens", "300",
-                         "--correct",
-                         "--stages", "validity", "factuality", "--executor", "local")
+    argv = evaluate_argv(
+        pages,
+        out,
+        service,
+        "--generators",
+        MODEL_ID,
+        "--max-claims",
+        "1",
+        "--max-tokens",
+        "300",
+        "--correct",
+        "--stages",
+        "validity",
+        "factuality",
+        "--executor",
+        "local",
+    )
     argv[argv.index("--limit") + 1] = "1"
     assert EvaluateJob(argv).main() == 0
     scores = {s["source"]: s for s in read(out / "scores")}
@@ -160,14 +215,39 @@ def test_prompts_over_the_served_context_window_are_recorded_not_lost(service, p
     page["text"] = page["judge_text"] = "The anvil rests on the workbench. " * 400 + (page["text"] or "")
     folder = tmp_path / "pages"
     folder.mkdir()
-    pq.write_table(pa.Table.from_pylist([page], schema=pq.read_schema(next(pages.glob("*.parquet")))),
-                   folder / "part-0.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([page], schema=pq.read_schema(next(pages.glob("*.parquet")))), folder / "part-0.parquet"
+    )
     out = tmp_path / "out"
-    argv = ["--input", str(folder), "--output", str(out), "--base-url", service, "--limit", "1",
-            "--context-window", "8192", "--timeout-s", "900", "--no-generation", "--max-claims", "2",
-            "--stages", "validity", "factuality", "--executor", "local"]
-    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "evaluate.py"), *argv], capture_output=True,
-                          text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    argv = [
+        "--input",
+        str(folder),
+        "--output",
+        str(out),
+        "--base-url",
+        service,
+        "--limit",
+        "1",
+        "--context-window",
+        "8192",
+        "--timeout-s",
+        "900",
+        "--no-generation",
+        "--max-claims",
+        "2",
+        "--stages",
+        "validity",
+        "factuality",
+        "--executor",
+        "local",
+    ]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "jobs" / "evaluate.py"), *argv],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     [score] = read(out / "scores")
     triples = read(out / "triples")

@@ -8,6 +8,7 @@ answers: the model is a small OpenAI-compatible stub written here, a real HTTP s
 request's text. The pages are the bundled demo pages (real HTML through the pages job's
 extraction) replicated under new URLs. Answers from a real model are tested in test_evaluate.py.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -51,7 +52,7 @@ class _Stub(http.server.BaseHTTPRequestHandler):
         req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         if self.path.endswith("/tokenize"):
             text = req.get("content", "")
-            self._send({"tokens": [{"id": i, "piece": text[i:i + 4]} for i in range(0, len(text), 4)]})
+            self._send({"tokens": [{"id": i, "piece": text[i : i + 4]} for i in range(0, len(text), 4)]})
             return
         type(self).seen.append(self.headers.get("Authorization") or "")
         if self.delay_s:
@@ -60,13 +61,35 @@ class _Stub(http.server.BaseHTTPRequestHandler):
         yes = hashlib.sha256(last.encode()).digest()[0] % 3 != 0  # two in three claims pass
         word, other = ("yes", "no") if yes else ("no", "yes")
         prompt = sum(len(m["content"]) for m in req["messages"]) // 4
-        self._send({"model": req.get("model") or "stub-model", "choices": [{
-            "index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": word},
-            "logprobs": {"content": [{"token": word, "logprob": -0.05,
-                                      "top_logprobs": [{"token": word, "logprob": -0.05},
-                                                       {"token": other, "logprob": -3.0}]}]}}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": 1,
-                      "prompt_tokens_details": {"cached_tokens": 0}}})
+        self._send(
+            {
+                "model": req.get("model") or "stub-model",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": word},
+                        "logprobs": {
+                            "content": [
+                                {
+                                    "token": word,
+                                    "logprob": -0.05,
+                                    "top_logprobs": [
+                                        {"token": word, "logprob": -0.05},
+                                        {"token": other, "logprob": -3.0},
+                                    ],
+                                }
+                            ]
+                        },
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": 1,
+                    "prompt_tokens_details": {"cached_tokens": 0},
+                },
+            }
+        )
 
 
 @contextlib.contextmanager
@@ -102,8 +125,13 @@ def replicated_pages(folder: Path, copies: int) -> dict:
     rows = []
     for c in range(copies):
         for r in base:
-            rows.append({**r, "page_url": r["page_url"].replace("extruct-samples.example", f"copy{c}.example"),
-                         "sample_rank": c})
+            rows.append(
+                {
+                    **r,
+                    "page_url": r["page_url"].replace("extruct-samples.example", f"copy{c}.example"),
+                    "sample_rank": c,
+                }
+            )
     dup_across = [{**r, "stratum": "other"} for r in rows[: len(base)]]
     dup_within = [{**rows[-1], "stratum": "again"}]
     failed = [{**rows[0], "page_url": "http://failed.example/", "status": "fetch_failed", "text": None}]
@@ -112,15 +140,40 @@ def replicated_pages(folder: Path, copies: int) -> dict:
     pq.write_table(pa.Table.from_pylist(rows[:half] + dup_across), folder / "part-0.parquet")
     pq.write_table(pa.Table.from_pylist(rows[half:] + dup_within + failed), folder / "part-1.parquet")
     with_text = sum(bool((r["text"] or "").strip()) for r in base)
-    return {"input_rows": len(rows) + len(dup_across) + len(dup_within) + 1, "pages": copies * with_text,
-            "no_text": copies * (len(base) - with_text) + sum(not (r["text"] or "").strip() for r in dup_across)
-            + sum(not (r["text"] or "").strip() for r in dup_within)}
+    return {
+        "input_rows": len(rows) + len(dup_across) + len(dup_within) + 1,
+        "pages": copies * with_text,
+        "no_text": copies * (len(base) - with_text)
+        + sum(not (r["text"] or "").strip() for r in dup_across)
+        + sum(not (r["text"] or "").strip() for r in dup_within),
+    }
 
 
 def argv(pages: Path, out, url: str, *extra: str) -> list[str]:
-    return ["--input", str(pages), "--output", str(out), "--base-url", url, "--no-generation",
-            "--stages", "validity", "factuality", "compliance", "--max-claims", "3", "--context-window", "2048",
-            "--executor", "local", "--limit", "0", "--timeout-s", "30", *extra]
+    return [
+        "--input",
+        str(pages),
+        "--output",
+        str(out),
+        "--base-url",
+        url,
+        "--no-generation",
+        "--stages",
+        "validity",
+        "factuality",
+        "compliance",
+        "--max-claims",
+        "3",
+        "--context-window",
+        "2048",
+        "--executor",
+        "local",
+        "--limit",
+        "0",
+        "--timeout-s",
+        "30",
+        *extra,
+    ]
 
 
 def table(folder: Path) -> list[dict]:
@@ -136,8 +189,15 @@ def record(out: Path) -> dict:
     return json.loads((out / "scores" / "_run.json").read_text())
 
 
-RECONCILE = ("not_ok_or_not_selected", "no_text", "duplicate_rows", "over_limit", "already_scored", "evaluated",
-             "failed")
+RECONCILE = (
+    "not_ok_or_not_selected",
+    "no_text",
+    "duplicate_rows",
+    "over_limit",
+    "already_scored",
+    "evaluated",
+    "failed",
+)
 
 
 def reconciles(c: dict) -> bool:
@@ -163,7 +223,8 @@ def test_counters_reconcile_over_files_with_duplicates_and_a_limit(stub, tmp_pat
     assert c["not_ok_or_not_selected"] == 1 and c["over_limit"] == 1 and c["failed"] == 0
     assert c["evaluated"] == limit and c["duplicate_rows"] == want["input_rows"] - 1 - want["no_text"] - want["pages"]
     assert sorted(rec["inputs"]["rows_per_file"].values()) == sorted(
-        pq.read_metadata(p).num_rows for p in pages.glob("*.parquet"))
+        pq.read_metadata(p).num_rows for p in pages.glob("*.parquet")
+    )
     scores, triples = table(out / "scores"), table(out / "triples")
     keys = [s["page_key"] for s in scores]
     assert len(keys) == len(set(keys)) == limit
@@ -230,8 +291,11 @@ def test_a_killed_run_resumes_at_part_granularity(tmp_path):
     want = replicated_pages(pages, copies=4)
     out = tmp_path / "out"
     with stub_server(delay_s=0.05) as slow:
-        cmd = [sys.executable, str(ROOT / "jobs" / "evaluate.py"),
-               *argv(pages, out, slow.url, "--part-pages", "2", "--max-in-flight", "2")]
+        cmd = [
+            sys.executable,
+            str(ROOT / "jobs" / "evaluate.py"),
+            *argv(pages, out, slow.url, "--part-pages", "2", "--max-in-flight", "2"),
+        ]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 300
@@ -241,16 +305,24 @@ def test_a_killed_run_resumes_at_part_granularity(tmp_path):
         proc.wait()
         before = markers(out)
         assert 2 <= len(before) < -(-want["pages"] // 2), proc.stderr.read().decode()[-2000:]
-        kept = {p.name: p.stat().st_mtime_ns for t in ("markups", "triples", "scores")
-                for p in (out / t).glob("part-*.parquet") if p.stem in before}
+        kept = {
+            p.name: p.stat().st_mtime_ns
+            for t in ("markups", "triples", "scores")
+            for p in (out / t).glob("part-*.parquet")
+            if p.stem in before
+        }
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     c = record(out)["counters"]
     assert reconciles(c) and c["failed"] == 0
     assert c["already_scored"] == sum(len(m["pages"]) for m in before.values())
     assert c["already_scored"] + c["evaluated"] == want["pages"]
-    after = {p.name: p.stat().st_mtime_ns for t in ("markups", "triples", "scores")
-             for p in (out / t).glob("part-*.parquet") if p.stem in before}
+    after = {
+        p.name: p.stat().st_mtime_ns
+        for t in ("markups", "triples", "scores")
+        for p in (out / t).glob("part-*.parquet")
+        if p.stem in before
+    }
     assert after == kept  # committed parts untouched
     names = {t: sorted(p.stem for p in (out / t).glob("part-*.parquet")) for t in ("markups", "triples", "scores")}
     assert names["markups"] == names["triples"] == names["scores"] == sorted(markers(out))  # no leftover
@@ -308,9 +380,18 @@ def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
         s = dataclasses.replace(settings, **kw)
         return resolve_judge(s, identities(s), origin=origin)
 
-    cfg = EvalConfig(stages=["validity", "factuality"], judge=judge(), context_window=2048, max_tokens=64, max_claims=0,
-                     validity_engine="compiled", validity_strict=False, validity_vocab="30.0", validity_mode="schemaorg",
-                     scores=load_config().scores)
+    cfg = EvalConfig(
+        stages=["validity", "factuality"],
+        judge=judge(),
+        context_window=2048,
+        max_tokens=64,
+        max_claims=0,
+        validity_engine="compiled",
+        validity_strict=False,
+        validity_vocab="30.0",
+        validity_mode="schemaorg",
+        scores=load_config().scores,
+    )
     prompts = tmp_path / "prompts"
     shutil.copytree(PROMPTS_DIR, prompts)
     h0, _ = settings_hash(cfg, prompts_dir=prompts)
@@ -318,13 +399,17 @@ def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
     q = prompts / "factuality_question.txt"
     q.write_text(q.read_text() + " ")
     assert settings_hash(cfg, prompts_dir=prompts)[0] != h0
-    assert settings_hash(dataclasses.replace(cfg, judge=judge(factuality_threshold=0.6)),
-                         prompts_dir=PROMPTS_DIR)[0] != h0
+    assert (
+        settings_hash(dataclasses.replace(cfg, judge=judge(factuality_threshold=0.6)), prompts_dir=PROMPTS_DIR)[0] != h0
+    )
     # where a threshold came from is not a setting: the same value given on the command line is the same run
-    given = resolve_judge(settings, identities(settings),
-                          origin={**origin, "factuality_threshold": "--factuality-threshold"})
-    assert settings_hash(dataclasses.replace(cfg, judge=given), prompts_dir=prompts)[0] == \
-        settings_hash(cfg, prompts_dir=prompts)[0]
+    given = resolve_judge(
+        settings, identities(settings), origin={**origin, "factuality_threshold": "--factuality-threshold"}
+    )
+    assert (
+        settings_hash(dataclasses.replace(cfg, judge=given), prompts_dir=prompts)[0]
+        == settings_hash(cfg, prompts_dir=prompts)[0]
+    )
     a, b = tmp_path / "a.json", tmp_path / "b" / "a.json"
     b.parent.mkdir()
     a.write_text("{}")
@@ -341,8 +426,9 @@ def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
     assert again != with_a
 
 
-def test_an_s3_output_root_holds_parts_and_markers_read_back_with_duckdb(stub, s3_server, s3_keys, tmp_path,
-                                                                          monkeypatch):
+def test_an_s3_output_root_holds_parts_and_markers_read_back_with_duckdb(
+    stub, s3_server, s3_keys, tmp_path, monkeypatch
+):
     """pages/ and the output on a local S3-compatible server: the workers read their rows from
     S3, the parts, markers and rejects are objects there, DuckDB reads them back, a rerun resumes
     from the markers it finds on S3, and the API key is sent as a bearer token but never written
@@ -357,8 +443,9 @@ def test_an_s3_output_root_holds_parts_and_markers_read_back_with_duckdb(stub, s
     want = replicated_pages(local, copies=2)
     root = f"s3://{s3_server}/eval-{os.getpid()}"
     for f in sorted(local.glob("*.parquet")):
-        boto3.client("s3").put_object(Bucket=s3_server, Key=f"{root.split('/', 3)[3]}/pages/{f.name}",
-                                      Body=f.read_bytes())
+        boto3.client("s3").put_object(
+            Bucket=s3_server, Key=f"{root.split('/', 3)[3]}/pages/{f.name}", Body=f.read_bytes()
+        )
     pages = f"{root}/pages"
     monkeypatch.setenv("LLM4SCHEMA_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
@@ -374,10 +461,13 @@ def test_an_s3_output_root_holds_parts_and_markers_read_back_with_duckdb(stub, s
     con.register_filesystem(s3fs.S3FileSystem())
     n, distinct, hashes = con.execute(
         f"SELECT count(*), count(DISTINCT page_key), count(DISTINCT settings_hash) "
-        f"FROM read_parquet('{root}/scores/part-*.parquet')").fetchone()
+        f"FROM read_parquet('{root}/scores/part-*.parquet')"
+    ).fetchone()
     assert n == distinct == want["pages"] and hashes == 1
-    assert con.execute(f"SELECT count(*) FROM read_parquet('{root}/rejects/evaluate/*.parquet')").fetchone()[0] \
+    assert (
+        con.execute(f"SELECT count(*) FROM read_parquet('{root}/rejects/evaluate/*.parquet')").fetchone()[0]
         == want["no_text"]
+    )
     rec = json.loads(con.execute(f"SELECT content FROM read_text('{root}/scores/_run.json')").fetchone()[0])
     assert "sk-test-secret" not in json.dumps(rec)
     assert EvaluateJob(argv(pages, root, stub.url, "--part-pages", "2")).main() == 0
@@ -402,16 +492,22 @@ def test_the_ray_executor_with_two_workers_writes_the_rows_of_the_local_one(tmp_
         ray_argv[ray_argv.index("--executor") + 1] = "ray"
         # Its own process, so its own local Ray: the suite's model service may hold this process's
         # Ray, and a Ray started or shut down here would be that one.
-        done = subprocess.run([sys.executable, str(ROOT / "jobs" / "evaluate.py"), *ray_argv], capture_output=True,
-                              text=True, timeout=600,
-                              env={**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "PYTHONPATH": str(ROOT)})
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "jobs" / "evaluate.py"), *ray_argv],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "PYTHONPATH": str(ROOT)},
+        )
     assert done.returncode == 0, done.stderr[-3000:]
     assert record(dist)["counters"]["evaluated"] == want["pages"]
     drop = {"latency_s", "verdict_latency_s", "wall_s", "generation_latency_s"}
 
     def rows(out: Path, t: str) -> list:
-        return sorted(json.dumps({k: v for k, v in r.items() if k not in drop}, sort_keys=True, default=str)
-                      for r in table(out / t))
+        return sorted(
+            json.dumps({k: v for k, v in r.items() if k not in drop}, sort_keys=True, default=str)
+            for r in table(out / t)
+        )
 
     for t in ("markups", "triples", "scores"):
         assert rows(local, t) == rows(dist, t)
@@ -428,8 +524,17 @@ def test_progress_line_gives_rates_of_the_named_counts():
 
     now = [0.0]
     out = io.StringIO()
-    p = Progress("evaluate", 10, "pages", stream=out, tty=False, clock=lambda: now[0], background=False,
-                 interval_s=5, rates=("verdicts", "prompt_tokens"))
+    p = Progress(
+        "evaluate",
+        10,
+        "pages",
+        stream=out,
+        tty=False,
+        clock=lambda: now[0],
+        background=False,
+        interval_s=5,
+        rates=("verdicts", "prompt_tokens"),
+    )
     now[0] = 10.0
     p.update(2, verdicts=40, prompt_tokens=5000, cache_hits=3)
     line = out.getvalue().strip()

@@ -14,6 +14,7 @@
 Each test adds a row to the fault table (what was injected, what survived, rows lost);
 ``FAULTS_REPORT=path.json`` writes it (benchmarks/faults.py runs this module and prints it).
 """
+
 import json
 import os
 import shutil
@@ -22,11 +23,23 @@ from pathlib import Path
 
 import pytest
 
-from cluster.local.procs import alive, descendants, cmdline, wait_for
+from cluster.local.procs import alive, cmdline, descendants, wait_for
+from tests.cluster.rehearsal_support import (
+    CSETS_INPUTS,
+    CSETS_JOB,
+    EVALUATE_JOB,
+    SHORT_PAGES,
+    cache_count,
+    csets_rows,
+    csets_single_process,
+    evaluate_args,
+    make_pages,
+    parts,
+    rejects_rows,
+    run_record,
+    triple_key,
+)
 from tests.conftest import DATA, gzip_member_offsets
-from tests.cluster.rehearsal_support import (CSETS_INPUTS, CSETS_JOB, EVALUATE_JOB, SHORT_PAGES, cache_count, csets_rows,
-                                     csets_single_process, evaluate_args, make_pages, parts, rejects_rows,
-                                     run_record, triple_key)
 
 pytestmark = pytest.mark.slow
 REPORT: list[dict] = []
@@ -41,8 +54,17 @@ def fault_table():
 
 
 def report(fault: str, injected: str, survived: str, expected: int, got: int, unit: str) -> None:
-    REPORT.append({"fault": fault, "injected": injected, "survived": survived, "unit": unit,
-                   "expected": expected, "out": got, "lost": expected - got})
+    REPORT.append(
+        {
+            "fault": fault,
+            "injected": injected,
+            "survived": survived,
+            "unit": unit,
+            "expected": expected,
+            "out": got,
+            "lost": expected - got,
+        }
+    )
 
 
 # ---- Spark ------------------------------------------------------------------------------------
@@ -52,13 +74,25 @@ def test_executor_killed_mid_job_the_csets_job_finishes_with_the_same_table(spar
     local = csets_single_process(spark)
     out = tmp_path / "killed"
     # DEBUG: the step lines ("write csets ...") this test waits for are debug output.
-    proc = spark_standalone.submit(CSETS_JOB, "--input", *CSETS_INPUTS, "--output", str(out),
-                                   "--spark-conf", "spark.sql.shuffle.partitions=4", "--log-level", "DEBUG")
+    proc = spark_standalone.submit(
+        CSETS_JOB,
+        "--input",
+        *CSETS_INPUTS,
+        "--output",
+        str(out),
+        "--spark-conf",
+        "spark.sql.shuffle.partitions=4",
+        "--log-level",
+        "DEBUG",
+    )
     log = proc.log_path
     # The first pass is done: both executors hold cached entity rows and shuffle files the rest of
     # the job needs, and the csets write is running.
-    wait_for(lambda: proc.poll() is not None or "write csets ..." in log.read_text(errors="replace"),
-             600, "the csets job's write step")
+    wait_for(
+        lambda: proc.poll() is not None or "write csets ..." in log.read_text(errors="replace"),
+        600,
+        "the csets job's write step",
+    )
     assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
     executors = spark_standalone.executors()
     assert len(executors) == 2, executors
@@ -74,9 +108,14 @@ def test_executor_killed_mid_job_the_csets_job_finishes_with_the_same_table(spar
     assert rows == want
     assert rejects_rows(out) == rejects_rows(local)
     lost = len({r["cset_id"] for r in want} - {r["cset_id"] for r in rows})
-    report("Spark executor killed", f"SIGKILL to the executor JVM of worker-{worker} during the csets write",
-           f"job exit 0; lines {counters['lines_read']:,} = quads + rejected + skipped; table equal to local[2]",
-           len(want), len(want) - lost, "C-set rows")
+    report(
+        "Spark executor killed",
+        f"SIGKILL to the executor JVM of worker-{worker} during the csets write",
+        f"job exit 0; lines {counters['lines_read']:,} = quads + rejected + skipped; table equal to local[2]",
+        len(want),
+        len(want) - lost,
+        "C-set rows",
+    )
 
 
 # ---- corrupt input ------------------------------------------------------------------------------
@@ -114,23 +153,35 @@ def test_corrupt_gzip_is_rejected_with_its_reason_and_the_others_processed(spark
     assert counters["reconciles"] is True and counters["lines_read"] == alone["lines_read"]
     assert counters["files_without_lines"] == alone["files_without_lines"] + 1
     n = len(csets_rows(tmp_path / "good"))
-    report("corrupt gzip (--ignore-corrupt-files)",
-           f"{corrupt.name}: gzip header overwritten, among {len(list(good.iterdir()))} good parts",
-           f"reject row: {corrupt_rows[0]['reason']!r}; other files processed",
-           n, len(csets_rows(tmp_path / "mixed")), "C-set rows")
+    report(
+        "corrupt gzip (--ignore-corrupt-files)",
+        f"{corrupt.name}: gzip header overwritten, among {len(list(good.iterdir()))} good parts",
+        f"reject row: {corrupt_rows[0]['reason']!r}; other files processed",
+        n,
+        len(csets_rows(tmp_path / "mixed")),
+        "C-set rows",
+    )
 
 
 def test_corrupt_gzip_without_the_flag_stops_the_job_naming_the_file(spark, quads_with_a_corrupt_file, tmp_path):
     from jobs.csets import CsetsJob
 
     _, mixed, corrupt = quads_with_a_corrupt_file
-    with pytest.raises(Exception, match=rf"(?s)cannot read \S*{corrupt.name}: corrupt gzip .*Not in GZIP format") as err:
+    with pytest.raises(
+        Exception, match=rf"(?s)cannot read \S*{corrupt.name}: corrupt gzip .*Not in GZIP format"
+    ) as err:
         CsetsJob(["--input", str(mixed), "--output", str(tmp_path / "strict")]).main()
     assert not (tmp_path / "strict" / "csets" / "_run.json").exists()  # no run record claims success
     reason = next(line for line in str(err.value).splitlines() if "cannot read" in line)
-    reason = reason[reason.index("cannot read"):].replace(str(corrupt.parent) + "/", "").strip()
-    report("corrupt gzip (no flag)", corrupt.name, f"job fails, no run record: {reason[:120]}", 0, 0,
-           "rows (nothing written)")
+    reason = reason[reason.index("cannot read") :].replace(str(corrupt.parent) + "/", "").strip()
+    report(
+        "corrupt gzip (no flag)",
+        corrupt.name,
+        f"job fails, no run record: {reason[:120]}",
+        0,
+        0,
+        "rows (nothing written)",
+    )
 
 
 def test_truncated_gzip_is_reported(spark, tmp_path):
@@ -139,8 +190,10 @@ def test_truncated_gzip_is_reported(spark, tmp_path):
     data = (DATA / "demo" / "quads" / "part-00000.nq.gz").read_bytes()
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "part-truncated.nq.gz").write_bytes(data[: len(data) // 2])
-    assert CsetsJob(["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
-                     "--ignore-corrupt-files"]).main() == 0
+    assert (
+        CsetsJob(["--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--ignore-corrupt-files"]).main()
+        == 0
+    )
     assert run_record(tmp_path / "out")["counters"]["lines_read"] > 0  # what came before the damage
     [rej] = [r for r in rejects_rows(tmp_path / "out") if r["source"].endswith("part-truncated.nq.gz")]
     assert rej["reason"].startswith("truncated gzip")
@@ -160,8 +213,12 @@ def _account(out: Path, n_pages: int) -> tuple[list[dict], list[dict]]:
     for s in scores:
         rows = [t for t in triples if t["page_key"] == s["page_key"]]
         assert len(rows) == s["n_triples"] > 0
-        errors = [t[c] for t in rows for c in ("factual_error", "compliant_error")
-                  if t[c] and not t[c].startswith("not judged")]
+        errors = [
+            t[c]
+            for t in rows
+            for c in ("factual_error", "compliant_error")
+            if t[c] and not t[c].startswith("not judged")
+        ]
         assert errors == [], errors
         assert any(t["factual"] is not None for t in rows)
         assert s["n_valid"] == sum(bool(t["valid"]) for t in rows)
@@ -193,10 +250,14 @@ def test_serve_replica_killed_during_evaluation_loses_no_page_or_triple(ray_node
     scores, triples = _account(out, 2)
     after = wait_for(ray_nodes.replicas, 300, "a replacement replica")
     assert len(after) == 1 and after[0][1] != before[0][1]  # Serve replaced the replica
-    report("Serve replica killed",
-           "SIGKILL to the model replica process after the first answer of page 1 of 2 (its second request in flight)",
-           f"job exit 0, {counters['evaluated']} pages ok, no verdict error; replica replaced on node {after[0][0]}",
-           sum(s["n_triples"] for s in scores), len(triples), "triple rows")
+    report(
+        "Serve replica killed",
+        "SIGKILL to the model replica process after the first answer of page 1 of 2 (its second request in flight)",
+        f"job exit 0, {counters['evaluated']} pages ok, no verdict error; replica replaced on node {after[0][0]}",
+        sum(s["n_triples"] for s in scores),
+        len(triples),
+        "triple rows",
+    )
 
 
 def _evaluate_workers(ray_nodes) -> list[int]:
@@ -254,12 +315,16 @@ def test_evaluation_killed_and_restarted_resumes_without_redoing_finished_pages(
     assert reused >= 1
     assert answers_after <= sum(s["verdict_requests"] for s in scores)
     assert answers_after - answers_before <= sum(s["verdict_requests"] for s in redone) - reused
-    report("evaluation driver killed and restarted",
-           f"SIGKILL to jobs/evaluate.py after {len(finished)} of 3 pages, then the same command again",
-           f"resumed: {counters['already_scored']} page(s) skipped, {counters['evaluated']} evaluated; "
-           f"{reused} answer(s) of the page in flight reused from the cache, "
-           f"{answers_after - answers_before} new; no duplicate rows, finished parts untouched",
-           sum(s["n_triples"] for s in scores), len(triples), "triple rows")
+    report(
+        "evaluation driver killed and restarted",
+        f"SIGKILL to jobs/evaluate.py after {len(finished)} of 3 pages, then the same command again",
+        f"resumed: {counters['already_scored']} page(s) skipped, {counters['evaluated']} evaluated; "
+        f"{reused} answer(s) of the page in flight reused from the cache, "
+        f"{answers_after - answers_before} new; no duplicate rows, finished parts untouched",
+        sum(s["n_triples"] for s in scores),
+        len(triples),
+        "triple rows",
+    )
 
 
 # ---- hostile inputs (issue 22): one row per class ----------------------------------------------
@@ -284,19 +349,38 @@ def test_hostile_csets_inputs_lose_nothing_silently(spark, tmp_path):
     elsewhere.mkdir()
     first, second = gzip.compress("".join(lines[:600]).encode()), gzip.compress("".join(lines[600:1000]).encode())
     (d / "member2.nq.gz").write_bytes(first + b"\x1f\x00" + second[2:])
-    long_line = '<http://a.example/x> <http://schema.org/description> "' + "\u00e9" * (4 << 20) + '" <http://a.example/> .'
-    (d / "long.nq.gz").write_bytes(gzip.compress(("".join(lines[1000:1050]) + long_line + "\n"
-                                                  + "".join(lines[1050:1100])).encode()))
-    valid = ['<http://a.example/x> <http://schema.org/name> "r\ufffdsum\ufffd" <http://a.example/>   .',
-             '<http://a.example/x> <http://schema.org/description> "d" <http://a.example/> . # a comment',
-             '<http://a.example/x> <http://schema.org/alternateName> "n" <http://a.example/> .#tight']
+    long_line = (
+        '<http://a.example/x> <http://schema.org/description> "' + "\u00e9" * (4 << 20) + '" <http://a.example/> .'
+    )
+    (d / "long.nq.gz").write_bytes(
+        gzip.compress(("".join(lines[1000:1050]) + long_line + "\n" + "".join(lines[1050:1100])).encode())
+    )
+    valid = [
+        '<http://a.example/x> <http://schema.org/name> "r\ufffdsum\ufffd" <http://a.example/>   .',
+        '<http://a.example/x> <http://schema.org/description> "d" <http://a.example/> . # a comment',
+        '<http://a.example/x> <http://schema.org/alternateName> "n" <http://a.example/> .#tight',
+    ]
     (d / "valid.nq").write_text("\r\n".join(valid) + "\r\n", encoding="utf-8")
     (elsewhere / "linked.nq.gz").write_bytes(gzip.compress("".join(lines[1100:1200]).encode()))
     (d / "sub").symlink_to(elsewhere, target_is_directory=True)
     (elsewhere / "loop").symlink_to(d, target_is_directory=True)
     out = tmp_path / "out"
-    assert CsetsJob(["--input", str(d), "--output", str(out), "--ignore-corrupt-files",
-                     "--max-line-bytes", str(1 << 20), "--reject-raw-chars", "200"]).main() == 0
+    assert (
+        CsetsJob(
+            [
+                "--input",
+                str(d),
+                "--output",
+                str(out),
+                "--ignore-corrupt-files",
+                "--max-line-bytes",
+                str(1 << 20),
+                "--reject-raw-chars",
+                "200",
+            ]
+        ).main()
+        == 0
+    )
     record = run_record(out)
     c = record["counters"]
     assert c["reconciles"] is True
@@ -309,32 +393,49 @@ def test_hostile_csets_inputs_lose_nothing_silently(spark, tmp_path):
     [damage] = by_file["member2.nq.gz"]
     assert damage["reason"].startswith("corrupt gzip (ZipException: bytes after gzip member 1")
     assert read["member2.nq.gz"]["lines"] == 600 and read["member2.nq.gz"]["damaged"] == damage["reason"]
-    report("damaged later gzip member (C-sets)",
-           "member2.nq.gz: the 2nd gzip member's magic broken after 600 lines (the JDK's reader took it for "
-           "the end of the file: exit 0, no reject)",
-           f"reject row {damage['reason']!r}; the file's 600 lines in inputs.read; without the flag the job fails "
-           "naming the file", 600, read["member2.nq.gz"]["lines"], "lines before the damage")
+    report(
+        "damaged later gzip member (C-sets)",
+        "member2.nq.gz: the 2nd gzip member's magic broken after 600 lines (the JDK's reader took it for "
+        "the end of the file: exit 0, no reject)",
+        f"reject row {damage['reason']!r}; the file's 600 lines in inputs.read; without the flag the job fails "
+        "naming the file",
+        600,
+        read["member2.nq.gz"]["lines"],
+        "lines before the damage",
+    )
 
     [long] = by_file["long.nq.gz"]
     assert long["reason"] == f"{N.REASON_TOO_LONG} (1,048,576 bytes)" and long["raw"] == long_line[:200]
-    report("line over max_line_bytes (C-sets)",
-           f"long.nq.gz: one {len(long_line.encode()) >> 20} MiB line among 100 (bound 1 MiB; a 400 MB line "
-           "ran the JVM out of heap)",
-           "reject row with the line's first 200 characters; the 100 others parsed", 101, read["long.nq.gz"]["lines"],
-           "lines")
+    report(
+        "line over max_line_bytes (C-sets)",
+        f"long.nq.gz: one {len(long_line.encode()) >> 20} MiB line among 100 (bound 1 MiB; a 400 MB line "
+        "ran the JVM out of heap)",
+        "reject row with the line's first 200 characters; the 100 others parsed",
+        101,
+        read["long.nq.gz"]["lines"],
+        "lines",
+    )
 
     assert "valid.nq" not in by_file and read["valid.nq"]["lines"] == 3
-    report("valid N-Quads lines once rejected (C-sets)",
-           "valid.nq: a literal holding U+FFFD, a comment after the final '.', '.#' without a space, CRLF",
-           "all 3 parsed as quads, no reject", 3, 3 - len(by_file.get("valid.nq", [])), "quads")
+    report(
+        "valid N-Quads lines once rejected (C-sets)",
+        "valid.nq: a literal holding U+FFFD, a comment after the final '.', '.#' without a space, CRLF",
+        "all 3 parsed as quads, no reject",
+        3,
+        3 - len(by_file.get("valid.nq", [])),
+        "quads",
+    )
 
     skipped = {Path(s["path"]).name: s["reason"] for s in record["inputs"]["skipped"]}
     assert read["linked.nq.gz"]["lines"] == 100 and skipped["loop"].startswith("symlink loop")
-    report("symlinked input folder with a loop (C-sets)",
-           "sub/ a symlink to another folder, holding a symlink back to the input folder",
-           "read through the link; the loop skipped in inputs.skipped: "
-           f"{skipped['loop'].replace(str(d), 'in/')!r}",
-           100, read["linked.nq.gz"]["lines"], "lines")
+    report(
+        "symlinked input folder with a loop (C-sets)",
+        "sub/ a symlink to another folder, holding a symlink back to the input folder",
+        f"read through the link; the loop skipped in inputs.skipped: {skipped['loop'].replace(str(d), 'in/')!r}",
+        100,
+        read["linked.nq.gz"]["lines"],
+        "lines",
+    )
 
 
 def test_a_warc_cut_inside_a_gzip_member_is_a_reject_row(tmp_path):
@@ -344,19 +445,28 @@ def test_a_warc_cut_inside_a_gzip_member_is_a_reject_row(tmp_path):
     data = demo.read_bytes()
     starts = gzip_member_offsets(data)
     cut = tmp_path / "cut.warc.gz"
-    cut.write_bytes(data[:(starts[30] + starts[31]) // 2])
-    limits = {"max_html_bytes": 5_000_000, "max_record_bytes": 10_000_000, "max_markup_chars": 1_000_000,
-              "max_markup_nodes": 200_000, "reject_raw_chars": 200, "time_limit_s": 30.0}
+    cut.write_bytes(data[: (starts[30] + starts[31]) // 2])
+    limits = {
+        "max_html_bytes": 5_000_000,
+        "max_record_bytes": 10_000_000,
+        "max_markup_chars": 1_000_000,
+        "max_markup_nodes": 200_000,
+        "reject_raw_chars": 200,
+        "time_limit_s": 30.0,
+    }
     items = list(extract_file(0, str(cut), str(tmp_path / "out"), **limits))
     counts = items[-1][1]
     [end] = [r for kind, r in items if kind == "reject" and r["reason"].startswith(str(cut))]
     assert end["position"] == starts[30] and counts["file_errors"] == 1 and reconciles(counts)
-    report("WARC cut inside a gzip member (N-Quads extraction)",
-           "the demo WARC (58 records) cut in the middle of its 31st gzip member (warcio stopped there "
-           "without a word)",
-           f"reject row at position {end['position']}: "
-           f"{end['reason'].replace(str(tmp_path) + '/', '')[:110]}...; the 30 records before it extracted",
-           30, counts["records"], "records before the damage")
+    report(
+        "WARC cut inside a gzip member (N-Quads extraction)",
+        "the demo WARC (58 records) cut in the middle of its 31st gzip member (warcio stopped there without a word)",
+        f"reject row at position {end['position']}: "
+        f"{end['reason'].replace(str(tmp_path) + '/', '')[:110]}...; the 30 records before it extracted",
+        30,
+        counts["records"],
+        "records before the damage",
+    )
 
 
 def test_a_record_inflating_past_its_bound_costs_the_bound(tmp_path):
@@ -380,11 +490,16 @@ def test_a_record_inflating_past_its_bound_costs_the_bound(tmp_path):
     rows = [r for kind, r in items if kind == "row"]
     [rej] = [r for kind, r in items if kind == "reject"]
     assert rej["position"] == len(one) and "over max_record_bytes" in rej["reason"] and peak < 8 * bound
-    report("WARC record inflating past max_record_bytes (WARC index)",
-           f"a {len(bomb) >> 10} kB gzip member inflating to 256 MiB between two real records (bound 1 MiB; a "
-           "1 MiB record read whole took a worker to 2.2 GB)",
-           f"reject row with its first bytes; streamed: peak Python memory {peak / (1 << 20):.1f} MiB; "
-           "the next record indexed", 2, len(rows), "index rows")
+    report(
+        "WARC record inflating past max_record_bytes (WARC index)",
+        f"a {len(bomb) >> 10} kB gzip member inflating to 256 MiB between two real records (bound 1 MiB; a "
+        "1 MiB record read whole took a worker to 2.2 GB)",
+        f"reject row with its first bytes; streamed: peak Python memory {peak / (1 << 20):.1f} MiB; "
+        "the next record indexed",
+        2,
+        len(rows),
+        "index rows",
+    )
 
 
 def test_index_entries_outside_the_warc_base_are_refused_unread(tmp_path):
@@ -403,22 +518,50 @@ def test_index_entries_outside_the_warc_base_are_refused_unread(tmp_path):
     cfg = P.PageConfig.of(load_config().pages)
     bound = load_config().pages.max_record_bytes
     with trap_server(b"TOP-SECRET", "application/octet-stream") as trap:
-        names = {"absolute path": str(secret), "file:// URL": f"file://{secret}",
-                 "http:// URL": f"{trap.url}/secret.warc.gz", "symlink out": "crawl/escape.warc.gz"}
-        outs = {k: fetch.fetch_page({"slot": 0, "candidate_rank": 0, "page_url": "http://x.example/", "types": None,
-                                     "warc_filename": n, "warc_record_offset": 0, "warc_record_length": 40,
-                                     "fetch_status": 200, "content_mime_type": "text/html"}, str(base), cfg, bound)
-                for k, n in names.items()}
+        names = {
+            "absolute path": str(secret),
+            "file:// URL": f"file://{secret}",
+            "http:// URL": f"{trap.url}/secret.warc.gz",
+            "symlink out": "crawl/escape.warc.gz",
+        }
+        outs = {
+            k: fetch.fetch_page(
+                {
+                    "slot": 0,
+                    "candidate_rank": 0,
+                    "page_url": "http://x.example/",
+                    "types": None,
+                    "warc_filename": n,
+                    "warc_record_offset": 0,
+                    "warc_record_length": 40,
+                    "fetch_status": 200,
+                    "content_mime_type": "text/html",
+                },
+                str(base),
+                cfg,
+                bound,
+            )
+            for k, n in names.items()
+        }
         requests = list(trap.seen)
-    refused = [k for k, o in outs.items() if o["status"] == P.NOT_FOUND and o["reason"].startswith("refused:")
-               and W.ROOT_RULE in o["reason"] and "TOP-SEC" not in repr(o)]
+    refused = [
+        k
+        for k, o in outs.items()
+        if o["status"] == P.NOT_FOUND
+        and o["reason"].startswith("refused:")
+        and W.ROOT_RULE in o["reason"]
+        and "TOP-SEC" not in repr(o)
+    ]
     assert refused == list(names) and requests == []
-    report("WARC index entries outside --warc-base (pages)",
-           "warc_filename an absolute path, a file:// URL, an http:// URL (a loopback server), a symlink inside "
-           "the base leading out (all were read; a local file's first bytes appeared in a reason)",
-           "not_found rows 'refused: ...' naming the rule; the server got no request, no byte of the file in "
-           "any column",
-           len(names), len(refused), "refused rows")
+    report(
+        "WARC index entries outside --warc-base (pages)",
+        "warc_filename an absolute path, a file:// URL, an http:// URL (a loopback server), a symlink inside "
+        "the base leading out (all were read; a local file's first bytes appeared in a reason)",
+        "not_found rows 'refused: ...' naming the rule; the server got no request, no byte of the file in any column",
+        len(names),
+        len(refused),
+        "refused rows",
+    )
 
 
 def test_quadratic_inputs_grow_linearly(spark):
@@ -438,41 +581,67 @@ def test_quadratic_inputs_grow_linearly(spark):
 
     small, large = probes(5_000), probes(20_000)
     assert large <= 5 * small
-    report("many predicates of one length and ending (C-sets predicate table)",
-           "5,000 then 20,000 distinct predicates sharing length and last 16 bytes (30k took 42.6 s in the table)",
-           f"table probes {small:,} -> {large:,} ({large / small:.1f}x for 4x)", 20_000, 20_000, "predicates")
+    report(
+        "many predicates of one length and ending (C-sets predicate table)",
+        "5,000 then 20,000 distinct predicates sharing length and last 16 bytes (30k took 42.6 s in the table)",
+        f"table probes {small:,} -> {large:,} ({large / small:.1f}x for 4x)",
+        20_000,
+        20_000,
+        "predicates",
+    )
 
     cfg = P.PageConfig.of(load_config().pages, time_limit_s=30.0)
 
     def roots(n):
-        data = {"@context": "https://schema.org",
-                "@graph": [{"@type": "Thing", "@id": S(f"http://x.example/{i}"), "name": "a"} for i in range(n)]}
+        data = {
+            "@context": "https://schema.org",
+            "@graph": [{"@type": "Thing", "@id": S(f"http://x.example/{i}"), "name": "a"} for i in range(n)],
+        }
         blocks = [P.JsonLdBlock(0, _json.dumps(data), data)]
         return lambda: P.read_markups(blocks, ["NoSuchType"], cfg)
 
     roots(5)()
     small, large = operations(roots(300)), operations(roots(1200))
     assert large <= 5 * small
-    report("many JSON-LD roots in one block (pages markup reading)",
-           "one block of 300 then 1,200 root entities (250k roots ran past 600 s, outside the time limit)",
-           f"bytecodes {small:,} -> {large:,} ({large / small:.1f}x for 4x); markup reading under time_limit_s, "
-           "a block over max_markup_nodes refused unread", 1200, 1200, "roots")
+    report(
+        "many JSON-LD roots in one block (pages markup reading)",
+        "one block of 300 then 1,200 root entities (250k roots ran past 600 s, outside the time limit)",
+        f"bytecodes {small:,} -> {large:,} ({large / small:.1f}x for 4x); markup reading under time_limit_s, "
+        "a block over max_markup_nodes refused unread",
+        1200,
+        1200,
+        "roots",
+    )
 
     a = agent("compiled", False, load_config().validity.vocab, "paper")
 
     def entities(n):
-        data = {"@context": "https://schema.org", "@graph": [
-            {"@type": ["Product", "Place", S(f"NoSuchType{i % 7}")], "@id": S(f"http://x.example/{i}"),
-             "latitude": "1.0", "sku": S(f"s{i}")} for i in range(n)]}
+        data = {
+            "@context": "https://schema.org",
+            "@graph": [
+                {
+                    "@type": ["Product", "Place", S(f"NoSuchType{i % 7}")],
+                    "@id": S(f"http://x.example/{i}"),
+                    "latitude": "1.0",
+                    "sku": S(f"s{i}"),
+                }
+                for i in range(n)
+            ],
+        }
         return lambda: a.validate(data)
 
     entities(5)()
     small, large = operations(entities(100)), operations(entities(400))
     assert large <= 5 * small
-    report("validity over many entities (paper mode, the costliest)",
-           "100 then 400 multi-typed entities with an undefined type (50k entities took 51 s; this shape grew 6.8x "
-           "for 4x before the cut-off causes stopped at the first pass without progress)",
-           f"bytecodes {small:,} -> {large:,} ({large / small:.1f}x for 4x)", 400, 400, "entities")
+    report(
+        "validity over many entities (paper mode, the costliest)",
+        "100 then 400 multi-typed entities with an undefined type (50k entities took 51 s; this shape grew 6.8x "
+        "for 4x before the cut-off causes stopped at the first pass without progress)",
+        f"bytecodes {small:,} -> {large:,} ({large / small:.1f}x for 4x)",
+        400,
+        400,
+        "entities",
+    )
 
 
 def test_a_command_goes_on_past_bad_files(tmp_path):
@@ -483,13 +652,22 @@ def test_a_command_goes_on_past_bad_files(tmp_path):
     good, bad, missing = tmp_path / "good.jsonld", tmp_path / "bad.jsonld", tmp_path / "missing.jsonld"
     good.write_text(json.dumps(book))
     bad.write_bytes(b"\xff\xfe<html>not json</html>")
-    res = subprocess.run([sys.executable, "-m", "udfs.agents.validity", str(good), str(bad), str(missing), str(good)],
-                         cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "udfs.agents.validity", str(good), str(bad), str(missing), str(good)],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     errors = [ln for ln in res.stderr.splitlines() if ": error: " in ln]
     rows = [json.loads(ln) for ln in res.stdout.splitlines()]
     triples = [r for r in rows if r.get("file") == str(good) and "error" not in r]
     assert res.returncode == 1 and "Traceback" not in res.stderr and len(errors) == 2, res.stderr
-    report("bad files on a command line (validity CLI)",
-           "a file not UTF-8 nor JSON and a missing file between two good ones (a traceback stopped the files "
-           "after them)", "one 'error:' line each, no traceback, exit 1 at the end; the good files read",
-           4, len(triples), "triples")
+    report(
+        "bad files on a command line (validity CLI)",
+        "a file not UTF-8 nor JSON and a missing file between two good ones (a traceback stopped the files after them)",
+        "one 'error:' line each, no traceback, exit 1 at the end; the good files read",
+        4,
+        len(triples),
+        "triples",
+    )

@@ -6,6 +6,7 @@ through s3fs (DuckDB's httpfs extension would need a download) and listed with b
 jobs need Hadoop's s3a connector (hadoop-aws and the AWS SDK bundle), which pyspark does not ship
 and this machine cannot download: they run with a file:// output root, the same code path (URL
 strings handed to Spark, no Path normalisation, plots and run records written through fsspec)."""
+
 from __future__ import annotations
 
 import io
@@ -33,8 +34,17 @@ def duckdb_on_s3():
     return con
 
 
-EVALUATE_WITHOUT_MODEL = ["--no-generation", "--stages", "validity", "--executor", "local", "--limit", "0",
-                          "--base-url", "http://127.0.0.1:9/v1"]
+EVALUATE_WITHOUT_MODEL = [
+    "--no-generation",
+    "--stages",
+    "validity",
+    "--executor",
+    "local",
+    "--limit",
+    "0",
+    "--base-url",
+    "http://127.0.0.1:9/v1",
+]
 
 
 def test_evaluate_and_report_on_a_local_root_write_what_they_wrote_before(tmp_path):
@@ -58,9 +68,10 @@ def test_evaluate_and_report_on_a_local_root_write_what_they_wrote_before(tmp_pa
 
 def test_evaluate_and_report_read_and_write_an_s3_root(s3_server, s3_root, s3_keys, tmp_path, monkeypatch):
     """pages/ on S3 -> evaluate (validity only: no model) -> scores/ on S3 -> report/ on S3."""
+    import boto3
+
     from jobs.evaluate import EvaluateJob
     from jobs.report import ReportJob
-    import boto3
 
     buf = io.BytesIO()
     pq.write_table(demo_pages_table(), buf)
@@ -77,8 +88,9 @@ def test_evaluate_and_report_read_and_write_an_s3_root(s3_server, s3_root, s3_ke
     assert f"{prefix}/scores/_run.json" in keys and f"{prefix}/rejects/evaluate/no_text.parquet" in keys
     assert not any("/cache/" in k or k.endswith(".tmp") for k in keys)  # SQLite stays on a local disk
     con = duckdb_on_s3()
-    scores = con.execute(f"SELECT page_key, n_triples, n_valid FROM read_parquet('{s3_root}/scores/part-*.parquet')"
-                         " ORDER BY page_key").fetchall()
+    scores = con.execute(
+        f"SELECT page_key, n_triples, n_valid FROM read_parquet('{s3_root}/scores/part-*.parquet') ORDER BY page_key"
+    ).fetchall()
     assert len(scores) == 2 and all(n > 0 and 0 < v <= n for _, n, v in scores)
     rej = con.execute(f"SELECT source FROM read_parquet('{s3_root}/rejects/evaluate/no_text.parquet')").fetchall()
     assert rej == [("http://extruct-samples.example/misc/null_ld_mock.html",)]
@@ -90,7 +102,9 @@ def test_evaluate_and_report_read_and_write_an_s3_root(s3_server, s3_root, s3_ke
 
     # The report reads scores/ and pages/ from S3 and writes its tables, plot and page there.
     assert ReportJob(["--input", f"{s3_root}/scores", "--output", s3_root]).main() == 0
-    t7 = con.execute(f"SELECT source, triples_in, after_validity, pages FROM read_csv('{s3_root}/report/table7.csv')").fetchall()
+    t7 = con.execute(
+        f"SELECT source, triples_in, after_validity, pages FROM read_csv('{s3_root}/report/table7.csv')"
+    ).fetchall()
     assert t7 == [("human", sum(n for _, n, _ in scores), sum(v for _, _, v in scores), 2)]
     t8 = con.execute(f"SELECT feature, stratum FROM read_csv('{s3_root}/report/table8.csv') ORDER BY ALL").fetchall()
     assert t8 == [("n_instances", "low"), ("n_properties", "high")]
@@ -138,8 +152,10 @@ def test_spark_jobs_chain_under_a_file_url_root(spark, tmp_path, monkeypatch):
     assert CsetsJob(["--input", str(run / "quads"), "--output", url]).main() == 0
     assert SampleJob(["--input", str(run / "csets"), "--output", url, "--per-stratum", "2"]).main() == 0
     assert WarcIndexJob(["--input", str(warc), "--output", url]).main() == 0
-    assert PagesJob(["--input", str(run / "samples"), "--warc-index", str(run / "warc_index"),
-                     "--output", url]).main() == 0
+    assert (
+        PagesJob(["--input", str(run / "samples"), "--warc-index", str(run / "warc_index"), "--output", url]).main()
+        == 0
+    )
 
     for table in ("quads", "csets", "samples", "warc_index", "pages"):
         record = json.loads((run / table / "_run.json").read_text())
@@ -152,8 +168,12 @@ def test_spark_jobs_chain_under_a_file_url_root(spark, tmp_path, monkeypatch):
     pngs = sorted((run / "report" / "sample").glob("hist_*.png"))
     assert [p.name for p in pngs] == ["hist_n_instances.png", "hist_n_properties.png"]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
-    assert json.loads((run / "samples" / "_run.json").read_text())["report"] == [f"{url}/report/sample/{p.name}" for p in pngs]
-    assert sorted(p.name for p in (run / "quads").iterdir() if not p.name.startswith((".", "_"))) == ["part-00000.nq.gz"]
+    assert json.loads((run / "samples" / "_run.json").read_text())["report"] == [
+        f"{url}/report/sample/{p.name}" for p in pngs
+    ]
+    assert sorted(p.name for p in (run / "quads").iterdir() if not p.name.startswith((".", "_"))) == [
+        "part-00000.nq.gz"
+    ]
     assert not list(tmp_path.glob("file*")) and not list(run.rglob("*.tmp"))
 
     # A rerun replaces the job's outputs (Folder.rm under a URL root), it does not add to them.

@@ -7,6 +7,7 @@ with their real markup, read by the project's JSON-LD reader and judged by the r
 factuality and compliance scores are fixed numbers (no model call), a model source's markup is a
 subset of the human one with an injected ``<script>`` value that the page must show as text.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,15 +29,26 @@ from udfs.schemaorg.markup import Literal, claim_text, parse_markup
 
 SAMPLES = DATA_DIR / "html" / "extruct-samples"
 PAGES = {
-    "http://extruct-samples.example/schema.org/CreativeWork.001.html": SAMPLES / "schema.org" / "CreativeWork.001.jsonld",
-    "http://extruct-samples.example/songkick/elysianfields.html":
-        SAMPLES / "songkick" / "Elysian Fields Brooklyn Tickets, The Owl Music Parlor, 31 Oct 2015.jsonld",
+    "http://extruct-samples.example/schema.org/CreativeWork.001.html": SAMPLES
+    / "schema.org"
+    / "CreativeWork.001.jsonld",
+    "http://extruct-samples.example/songkick/elysianfields.html": SAMPLES
+    / "songkick"
+    / "Elysian Fields Brooklyn Tickets, The Owl Music Parlor, 31 Oct 2015.jsonld",
 }
 MODEL = "test-model"
 INJECTED = '<script>document.title="pwned"</script>'
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--hide-scrollbars"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
 # Put first in <head> of a copy of the page: records script errors and console errors, and on load
 # writes what the test asserts into the DOM (which --dump-dom prints).
 PROBE = """<script>
@@ -81,17 +93,37 @@ def _rows(url: str, markup_json, source: str) -> tuple[list[dict], dict]:
     key = page_key(url, human)
     markup = parse_markup(markup_json)
     verdicts = validity.agent("compiled", False, "30.0", "schemaorg").validate(markup).verdicts
-    rows = [{"page_key": key, "page_url": url, "source": source, "subject": v.subject, "property": v.property,
-             "value": t.value.text if isinstance(t.value, Literal) else t.value.id, "claim": claim_text(markup, t),
-             "value_kind": v.value_kind, "entity_type": v.entity_type, "valid": v.valid,
-             "valid_reason": v.reason or None, "validity_rule": v.rule, "model": MODEL}
-            for v, t in zip(verdicts, markup.triples())]
+    rows = [
+        {
+            "page_key": key,
+            "page_url": url,
+            "source": source,
+            "subject": v.subject,
+            "property": v.property,
+            "value": t.value.text if isinstance(t.value, Literal) else t.value.id,
+            "claim": claim_text(markup, t),
+            "value_kind": v.value_kind,
+            "entity_type": v.entity_type,
+            "valid": v.valid,
+            "valid_reason": v.reason or None,
+            "validity_rule": v.rule,
+            "model": MODEL,
+        }
+        for v, t in zip(verdicts, markup.triples())
+    ]
     _judge(rows)
     n = len(rows)
-    score = {"page_key": key, "page_url": url, "source": source, "status": "ok", "root_types": [],
-             "n_triples": n, "n_valid": sum(bool(r["valid"]) for r in rows),
-             "n_factual": sum(bool(r.get("factual")) for r in rows),
-             "n_compliant": sum(bool(r.get("compliant")) for r in rows)}
+    score = {
+        "page_key": key,
+        "page_url": url,
+        "source": source,
+        "status": "ok",
+        "root_types": [],
+        "n_triples": n,
+        "n_valid": sum(bool(r["valid"]) for r in rows),
+        "n_factual": sum(bool(r.get("factual")) for r in rows),
+        "n_compliant": sum(bool(r.get("compliant")) for r in rows),
+    }
     return rows, score
 
 
@@ -121,42 +153,118 @@ def root(tmp_path_factory) -> Path:
         triples += mrows
         scores.append(mscore)
         for feature, stratum in (("n_instances", ["low", "high"][i]), ("n_properties", "medium")):
-            pages.append({"page_url": url, "human_markup": json.dumps(human), "feature": feature, "stratum": stratum,
-                          "status": "ok", "selected": True, "text_chars": 1000 + i})
-    scores.append({"page_key": "f" * 20, "page_url": "http://extruct-samples.example/misc/null_ld_mock.html",
-                   "source": MODEL, "status": "generation_failed", "reason": "the model answered no JSON"})
-    for name, table in (("triples", to_table(triples, TRIPLES_SCHEMA)), ("scores", to_table(scores, SCORES_SCHEMA)),
-                        ("pages", pa.Table.from_pylist(pages))):
+            pages.append(
+                {
+                    "page_url": url,
+                    "human_markup": json.dumps(human),
+                    "feature": feature,
+                    "stratum": stratum,
+                    "status": "ok",
+                    "selected": True,
+                    "text_chars": 1000 + i,
+                }
+            )
+    scores.append(
+        {
+            "page_key": "f" * 20,
+            "page_url": "http://extruct-samples.example/misc/null_ld_mock.html",
+            "source": MODEL,
+            "status": "generation_failed",
+            "reason": "the model answered no JSON",
+        }
+    )
+    for name, table in (
+        ("triples", to_table(triples, TRIPLES_SCHEMA)),
+        ("scores", to_table(scores, SCORES_SCHEMA)),
+        ("pages", pa.Table.from_pylist(pages)),
+    ):
         (out / name).mkdir()
         pq.write_table(table, out / name / "part-0.parquet")
-    (out / "scores" / "_run.json").write_text(json.dumps({
-        "job": "evaluate", "argv": ["--strategy", "direct"], "started_at": "2026-11-30T10:00:00+00:00",
-        "finished_at": "2026-11-30T10:05:00+00:00", "python": "3.11.7",
-        "counters": {"evaluated": 2, "over_limit": 1},
-        "config": {"limit": 2, "order": "shortest", "models": [MODEL], "config": "conf/pipeline.toml"},
-        "evaluation": {"stages": ["validity", "factuality", "compliance"], "judge": {
-            "settings": {"strategy": "direct"}, "factuality_threshold": 0.5, "compliance_threshold": 0.5,
-            "provenance": {"factuality": "0.5 from --factuality-threshold",
-                           "compliance": "0.5 from conf/pipeline.toml [judge]; calibration: none"}}}}))
+    (out / "scores" / "_run.json").write_text(
+        json.dumps(
+            {
+                "job": "evaluate",
+                "argv": ["--strategy", "direct"],
+                "started_at": "2026-11-30T10:00:00+00:00",
+                "finished_at": "2026-11-30T10:05:00+00:00",
+                "python": "3.11.7",
+                "counters": {"evaluated": 2, "over_limit": 1},
+                "config": {"limit": 2, "order": "shortest", "models": [MODEL], "config": "conf/pipeline.toml"},
+                "evaluation": {
+                    "stages": ["validity", "factuality", "compliance"],
+                    "judge": {
+                        "settings": {"strategy": "direct"},
+                        "factuality_threshold": 0.5,
+                        "compliance_threshold": 0.5,
+                        "provenance": {
+                            "factuality": "0.5 from --factuality-threshold",
+                            "compliance": "0.5 from conf/pipeline.toml [judge]; calibration: none",
+                        },
+                    },
+                },
+            }
+        )
+    )
     (out / "samples").mkdir()
-    pq.write_table(pa.Table.from_pylist([{"page_url": u, "feature": f} for u in PAGES for f in ("a", "b")]),
-                   out / "samples" / "part-0.parquet")
-    hist = lambda f, counts: {"feature": f, "bins": [{"lower": 2.0 ** k, "upper": 2.0 ** (k + 1), "count": c}  # noqa: E731
-                                                      for k, c in enumerate(counts)], "nonpositive": 0}
-    (out / "samples" / "_run.json").write_text(json.dumps({
-        "job": "sample", "stratum_names": ["low", "medium", "high"],
-        "bounds": {"n_instances": [1.0, 2.0], "n_properties": [3.0, 4.0]},
-        "strata_sizes": [{"feature": f, "stratum": s, "population": n} for f in ("n_instances", "n_properties")
-                         for s, n in (("low", 20), ("medium", 9), ("high", 12))],
-        "histograms": [hist("n_instances", [20, 9, 3, 1, 2, 4]), hist("n_properties", [1, 21, 15, 4])]}))
+    pq.write_table(
+        pa.Table.from_pylist([{"page_url": u, "feature": f} for u in PAGES for f in ("a", "b")]),
+        out / "samples" / "part-0.parquet",
+    )
+
+    def hist(f, counts):
+        return {
+            "feature": f,
+            "bins": [{"lower": 2.0**k, "upper": 2.0 ** (k + 1), "count": c} for k, c in enumerate(counts)],
+            "nonpositive": 0,
+        }
+
+    (out / "samples" / "_run.json").write_text(
+        json.dumps(
+            {
+                "job": "sample",
+                "stratum_names": ["low", "medium", "high"],
+                "bounds": {"n_instances": [1.0, 2.0], "n_properties": [3.0, 4.0]},
+                "strata_sizes": [
+                    {"feature": f, "stratum": s, "population": n}
+                    for f in ("n_instances", "n_properties")
+                    for s, n in (("low", 20), ("medium", 9), ("high", 12))
+                ],
+                "histograms": [hist("n_instances", [20, 9, 3, 1, 2, 4]), hist("n_properties", [1, 21, 15, 4])],
+            }
+        )
+    )
     bench = out / "agents_bench" / "results" / "direct"
     bench.mkdir(parents=True)
-    metrics = [{"config": "direct", "task": t, "agent": a, "threshold": 0.5, "n": 40, "precision": p, "recall": r,
-                "f1": 2 * p * r / (p + r), "auroc": 0.8, "unanswered": 0}
-               for t, a, p, r in (("intrinsic", "factuality", 0.7, 0.6), ("compliance", "compliance", 0.6, 0.9))]
-    sweep = [{"config": "direct", "task": m["task"], "threshold": th / 10, "tp": 10 - th, "fp": 5 - th // 2, "tn": th,
-              "fn": th, "precision": (10 - th) / (15 - th - th // 2), "recall": (10 - th) / 10}
-             for m in metrics for th in range(10)]
+    metrics = [
+        {
+            "config": "direct",
+            "task": t,
+            "agent": a,
+            "threshold": 0.5,
+            "n": 40,
+            "precision": p,
+            "recall": r,
+            "f1": 2 * p * r / (p + r),
+            "auroc": 0.8,
+            "unanswered": 0,
+        }
+        for t, a, p, r in (("intrinsic", "factuality", 0.7, 0.6), ("compliance", "compliance", 0.6, 0.9))
+    ]
+    sweep = [
+        {
+            "config": "direct",
+            "task": m["task"],
+            "threshold": th / 10,
+            "tp": 10 - th,
+            "fp": 5 - th // 2,
+            "tn": th,
+            "fn": th,
+            "precision": (10 - th) / (15 - th - th // 2),
+            "recall": (10 - th) / 10,
+        }
+        for m in metrics
+        for th in range(10)
+    ]
     pq.write_table(ab.to_table(metrics, ab.METRICS_SCHEMA), bench / "metrics.parquet")
     ab.plot_precision_recall(sweep, metrics, bench / "pr.png")
     return out
@@ -193,18 +301,30 @@ def test_the_page_is_self_contained_and_says_why_a_value_is_missing(page):
     assert "5,690" in html and "85.7%" in html and "humans ahead" in html
     assert "Strata overlap" in html and "deduplicated" in html
     # the readable claims of the rejected triples, with their scores
-    assert 'Book &#34;The Catcher in the Rye&#34; / ' in html
+    assert "Book &#34;The Catcher in the Rye&#34; / " in html
 
 
 def test_the_page_loads_in_chromium_without_errors_with_every_image_and_table(page, chromium, tmp_path):
     probed = tmp_path / "probed.html"
     probed.write_text(page.read_text().replace("<head>", "<head>\n" + PROBE, 1))
-    run = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
-                          "--virtual-time-budget=10000", "--dump-dom", probed.as_uri()],
-                         capture_output=True, text=True, timeout=180)
+    run = subprocess.run(
+        [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            probed.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     m = re.search(r'<pre id="probe">(.*?)</pre>', run.stdout, re.S)
     assert m, f"no probe result in the DOM (rc {run.returncode}): {run.stderr[-2000:]}"
-    probe = json.loads(m.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+    probe = json.loads(
+        m.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    )
     assert probe["errors"] == []
     assert len(probe["images"]) == 5 and all(i["ok"] and i["data"] for i in probe["images"]), probe["images"]
     assert probe["tables"] and all(n > 0 for n in probe["tables"]), probe["tables"]
@@ -214,8 +334,18 @@ def test_the_page_loads_in_chromium_without_errors_with_every_image_and_table(pa
 
 def test_a_screenshot_of_the_page_is_not_blank(page, chromium, tmp_path):
     shot = tmp_path / "report.png"
-    subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,4000",
-                    f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=180)
+    subprocess.run(
+        [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1280,4000",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=180,
+    )
     from PIL import Image
 
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -235,8 +365,14 @@ def test_a_root_with_scores_only_gives_a_page_that_says_what_is_missing(root, tm
     shutil.copytree(root / "scores", out / "scores", ignore=shutil.ignore_patterns("_run.json"))
     assert ReportJob(["--input", str(out / "scores"), "--output", str(out)]).main() == 0
     html = (out / "report" / "index.html").read_text()
-    for said in ("samples/ not found under the output root", "pages/ not found under the output root",
-                 "no strata: pages/ not found", "triples/ not found under the output root",
-                 "No histogram: samples/_run.json", "No benchmark run under", "unknown: scores/_run.json not found"):
+    for said in (
+        "samples/ not found under the output root",
+        "pages/ not found under the output root",
+        "no strata: pages/ not found",
+        "triples/ not found under the output root",
+        "No histogram: samples/_run.json",
+        "No benchmark run under",
+        "unknown: scores/_run.json not found",
+    ):
         assert said in html, said
     assert html.count('src="data:image/png;base64,') == 1  # Table 7's plot only

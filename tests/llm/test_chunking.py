@@ -1,12 +1,12 @@
 """Token-aware chunking: the paper's sizing formula, 10% overlap, boundaries on real page text."""
+
 import math
 
 import html2text
 import pytest
 
 from tests.conftest import DATA
-from udfs.llm.chunking import (Chunk, TiktokenTokenizer, chunk_text, chunk_token_budget, chunk_tokens,
-                           n_chunks)
+from udfs.llm.chunking import Chunk, TiktokenTokenizer, chunk_text, chunk_token_budget, chunk_tokens, n_chunks
 
 PAGE = DATA / "html" / "extruct-samples" / "websites" / "microdata-with-description.html"
 
@@ -43,13 +43,13 @@ def check_chunks(chunks: list[Chunk], text: str, tokens: list[bytes], budget: in
     overlap = budget - math.floor(0.9 * budget)
     for c in chunks:
         assert c.n_tokens <= budget
-        assert text[c.start_char:c.end_char] == c.text
+        assert text[c.start_char : c.end_char] == c.text
     for a, b in zip(chunks, chunks[1:]):
         # Each chunk but the last is full and shares its last tenth with the next one.
         assert a.n_tokens == budget
         assert a.end_token - b.start_token == overlap
         assert b.start_char < a.end_char
-        assert text[b.start_char:a.end_char] == a.text[b.start_char - a.start_char:]
+        assert text[b.start_char : a.end_char] == a.text[b.start_char - a.start_char :]
     # The formula's count is the ceiling; full chunks with exact overlap never need more.
     assert len(chunks) <= n_chunks(len(tokens), budget)
     assert len(chunks) >= n_chunks(len(tokens), budget) - 1
@@ -65,8 +65,7 @@ def test_real_page_with_cl100k(cl100k):
 
 
 def test_short_text_is_one_chunk(cl100k):
-    chunks = chunk_text("Executive Anvil, $119.99", cl100k, context_window=4096, output_tokens=512,
-                        prompt_tokens=100)
+    chunks = chunk_text("Executive Anvil, $119.99", cl100k, context_window=4096, output_tokens=512, prompt_tokens=100)
     assert len(chunks) == 1 and chunks[0].text == "Executive Anvil, $119.99"
     assert chunk_text("", cl100k, context_window=4096, output_tokens=512, prompt_tokens=100) == []
 
@@ -78,7 +77,7 @@ def test_multibyte_characters_are_never_split(cl100k):
     chunks = chunk_tokens(tokens, text, 7)
     assert chunks[-1].end_char == len(text)
     for c in chunks:
-        assert c.text == text[c.start_char:c.end_char]
+        assert c.text == text[c.start_char : c.end_char]
         assert "\ufffd" not in c.text
     covered = set()
     for c in chunks:

@@ -13,6 +13,7 @@ Each engine starts once per session. What the session measured (start-up seconds
 memory of the service's process tree, seconds per verdict) is written to
 ``out/engine-contract.json``, one entry per engine, for the README's figures.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,10 +41,14 @@ KEY = "sk-llm4schema-contract-0123456789"
 N_CTX = 2048
 PRODUCT_PAGE = DATA / "html" / "extruct-samples" / "schema.org" / "product.html"
 # Questions with a known answer (three true, three false), asked one at a time for seconds per verdict.
-FACTS = [("Is Paris the capital of France?", True), ("Is water made of hydrogen and oxygen?", True),
-         ("Is the Pacific Ocean larger than Lake Geneva?", True),
-         ("Is the Pacific Ocean smaller than Lake Geneva?", False), ("Is Berlin the capital of Spain?", False),
-         ("Do cats have six legs?", False)]
+FACTS = [
+    ("Is Paris the capital of France?", True),
+    ("Is water made of hydrogen and oxygen?", True),
+    ("Is the Pacific Ocean larger than Lake Geneva?", True),
+    ("Is the Pacific Ocean smaller than Lake Geneva?", False),
+    ("Is Berlin the capital of Spain?", False),
+    ("Do cats have six legs?", False),
+]
 SYSTEM = {"role": "system", "content": "Answer the question with yes or no."}
 
 
@@ -109,8 +114,15 @@ def embedded_engine(request, figures):
 
     rss = PeakRss(replicas)
     url = request.getfixturevalue("service")
-    eng = Engine("embedded", url, SERVED_MODEL_ID, None, "served:llama.cpp", True,
-                 figures=figures.setdefault("embedded", {"model": SERVED_MODEL_ID}))
+    eng = Engine(
+        "embedded",
+        url,
+        SERVED_MODEL_ID,
+        None,
+        "served:llama.cpp",
+        True,
+        figures=figures.setdefault("embedded", {"model": SERVED_MODEL_ID}),
+    )
     # the suite's service started once, for whichever test asked first: its own start time
     eng.figures["start_s"] = getattr(request.config, "service_start_s", None)
     yield eng
@@ -137,17 +149,30 @@ sys.stdin.read()  # serve until the test closes stdin
 def keyed_engine(figures):
     """llama.cpp's own OpenAI-compatible server, requiring KEY (sent on stdin, never on a command line)."""
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-c", KEYED_SERVER, SMALL_GGUF, str(N_CTX), str(free_port()), "qwen05"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KEYED_SERVER, SMALL_GGUF, str(N_CTX), str(free_port()), "qwen05"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     rss = PeakRss(lambda: [proc.pid])
     try:
         proc.stdin.write(KEY + "\n")
         proc.stdin.flush()
         url = proc.stdout.readline().strip().rstrip("/")
         assert url.startswith("http://"), f"the keyed server did not start (exit {proc.poll()})"
-        eng = Engine("keyed", url + "/v1", "qwen05", KEY, "served:llama.cpp", False,
-                     figures=figures.setdefault("keyed", {"model": SMALL_GGUF}))
+        eng = Engine(
+            "keyed",
+            url + "/v1",
+            "qwen05",
+            KEY,
+            "served:llama.cpp",
+            False,
+            figures=figures.setdefault("keyed", {"model": SMALL_GGUF}),
+        )
         eng.figures["start_s"] = round(time.monotonic() - t0, 1)
         yield eng
     finally:
@@ -176,19 +201,33 @@ def vllm_engine(figures, tmp_path_factory):
     log = tmp_path_factory.mktemp("vllm") / "service.log"
     t0 = time.monotonic()
     with open(log, "wb") as err:
-        proc = subprocess.Popen([py, str(ROOT / "cluster" / "vllm_cpu.py"), "--hold", "--port", str(free_port())],
-                                stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT, start_new_session=True,
-                                env={**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"})
+        proc = subprocess.Popen(
+            [py, str(ROOT / "cluster" / "vllm_cpu.py"), "--hold", "--port", str(free_port())],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            cwd=ROOT,
+            start_new_session=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"},
+        )
     rss = PeakRss(lambda: [proc.pid, *descendants(proc.pid)])
     try:
         line = proc.stdout.readline()
         if not line.startswith("{"):
             proc.wait(60)
-            pytest.fail(f"the vLLM service exited ({proc.returncode}); {log} ends:\n"
-                        + log.read_text(errors="replace")[-3000:])
+            pytest.fail(
+                f"the vLLM service exited ({proc.returncode}); {log} ends:\n" + log.read_text(errors="replace")[-3000:]
+            )
         ready = json.loads(line)
-        eng = Engine("vllm", ready["url"], conf.model_id, None, "served:vllm", True,
-                     figures=figures.setdefault("vllm", {"model": conf.model_id}))
+        eng = Engine(
+            "vllm",
+            ready["url"],
+            conf.model_id,
+            None,
+            "served:vllm",
+            True,
+            figures=figures.setdefault("vllm", {"model": conf.model_id}),
+        )
         eng.figures["start_s"] = round(time.monotonic() - t0, 1)
         yield eng
     finally:
@@ -202,8 +241,11 @@ def vllm_engine(figures, tmp_path_factory):
             eng.figures["peak_rss_gb"] = round(rss.stop() / 2**30, 2)
 
 
-ENGINES = [pytest.param("embedded", marks=pytest.mark.model), pytest.param("keyed", marks=pytest.mark.model),
-           pytest.param("vllm", marks=[pytest.mark.vllm, pytest.mark.slow])]
+ENGINES = [
+    pytest.param("embedded", marks=pytest.mark.model),
+    pytest.param("keyed", marks=pytest.mark.model),
+    pytest.param("vllm", marks=[pytest.mark.vllm, pytest.mark.slow]),
+]
 
 
 @pytest.fixture(params=ENGINES)
@@ -217,6 +259,7 @@ def ask(text):
 
 # ---- the contract --------------------------------------------------------------------------------
 
+
 def test_models_lists_the_served_model(engine):
     assert first_model(engine.url, timeout_s=30, api_key=engine.api_key) == engine.model
     client = engine.client(model=None)
@@ -227,11 +270,16 @@ def test_models_lists_the_served_model(engine):
 
 
 def test_chat_answers_with_a_json_schema(engine):
-    schema = {"type": "object", "properties": {"name": {"type": "string"}, "birth_year": {"type": "integer"}},
-              "required": ["name", "birth_year"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "birth_year": {"type": "integer"}},
+        "required": ["name", "birth_year"],
+        "additionalProperties": False,
+    }
     client = engine.client()
-    c = client.chat_sync(ask("Ada Lovelace, born 1815. Give her name and birth year as JSON."),
-                         json_schema=schema, max_tokens=40)
+    c = client.chat_sync(
+        ask("Ada Lovelace, born 1815. Give her name and birth year as JSON."), json_schema=schema, max_tokens=40
+    )
     assert c.ok, c.error
     assert c.parsed["birth_year"] == 1815 and "Lovelace" in c.parsed["name"]
     client.close()
@@ -273,11 +321,15 @@ def test_served_tokenizer_chunks_a_page(engine):
 
 
 def test_prompt_prefix_is_reused(engine):
-    page = ("ACME Executive Anvil. Sleeker than ACME's Classic Anvil, the Executive Anvil is perfect for "
-            "the business traveler looking for something to drop from a height. ") * 12
+    page = (
+        "ACME Executive Anvil. Sleeker than ACME's Classic Anvil, the Executive Anvil is perfect for "
+        "the business traveler looking for something to drop from a height. "
+    ) * 12
     client = engine.client()
-    answers = [client.chat_sync([SYSTEM, *ask(f"Page:\n{page}\nQuestion: {q}")], max_tokens=1)
-               for q in ("Is it an anvil?", "Is it for business travelers?")]
+    answers = [
+        client.chat_sync([SYSTEM, *ask(f"Page:\n{page}\nQuestion: {q}")], max_tokens=1)
+        for q in ("Is it an anvil?", "Is it for business travelers?")
+    ]
     assert all(c.ok for c in answers), [c.error for c in answers]
     # the engine reports the shared page as cached prompt tokens on the second request
     assert answers[1].cached_prompt_tokens >= answers[1].prompt_tokens // 2
@@ -298,8 +350,14 @@ def test_a_prompt_over_the_context_window_fails_alone(engine):
     """One request over the context window is a clear error; the batch around it loses nothing."""
     client = engine.client()
     long = "anvil " * (N_CTX + 500)
-    got = client.run(client.verdict_many([{"messages": [SYSTEM, *ask(q)]} for q in
-                                          ("Is Paris in France?", f"{long}\nIs this about anvils?", "Is Rome in Italy?")]))
+    got = client.run(
+        client.verdict_many(
+            [
+                {"messages": [SYSTEM, *ask(q)]}
+                for q in ("Is Paris in France?", f"{long}\nIs this about anvils?", "Is Rome in Italy?")
+            ]
+        )
+    )
     assert len(got) == 3 and got[0].error is None and got[2].error is None
     err = got[1].error
     assert err.startswith("HTTP 400") and ("context" in err or "length" in err), err
@@ -308,6 +366,7 @@ def test_a_prompt_over_the_context_window_fails_alone(engine):
 
 
 # ---- hosted endpoints: the key goes out as a bearer token and nowhere else ------------------------
+
 
 @pytest.mark.model
 def test_the_key_is_required_and_read_from_the_environment(keyed_engine, monkeypatch):
@@ -331,10 +390,29 @@ def test_agents_bench_with_api_key_writes_the_key_nowhere(keyed_engine, examples
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", keyed_engine.url)  # no --base-url: the environment's endpoint
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "jobs/agents_bench.py", "run", "--input", str(examples_ground_truth),
-                          "--output", str(out), "--limit", "2", "--seed", "7", "--api-key", KEY,
-                          "--log-level", "DEBUG"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "jobs/agents_bench.py",
+            "run",
+            "--input",
+            str(examples_ground_truth),
+            "--output",
+            str(out),
+            "--limit",
+            "2",
+            "--seed",
+            "7",
+            "--api-key",
+            KEY,
+            "--log-level",
+            "DEBUG",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert KEY not in run.stdout and KEY not in run.stderr
     written = [p for p in out.rglob("*") if p.is_file()]
@@ -369,16 +447,27 @@ def test_an_endpoint_without_tokenize_falls_back_to_tiktoken():
 
 def test_vocabulary_strings_map_back_to_bytes():
     # byte-level BPE (Qwen, Llama 3): "Ġ" is the space byte, "Ã©" the two bytes of "é"
-    assert token_strs_to_bytes(["Caf", "Ã©", "Ġis", "Ġopen"], "Café is open") == [b"Caf", "é".encode(), b" is", b" open"]
+    assert token_strs_to_bytes(["Caf", "Ã©", "Ġis", "Ġopen"], "Café is open") == [
+        b"Caf",
+        "é".encode(),
+        b" is",
+        b" open",
+    ]
     # a character split across tokens: bytes that are not text on their own
     assert token_strs_to_bytes(["æ", "Ŀ", "±"], "東") == [b"\xe6", b"\x9d", b"\xb1"]
     # SentencePiece: "▁" is a space, <0xNN> a raw byte
-    assert token_strs_to_bytes(["▁hello", "<0xE2>", "<0x9C>", "<0x93>"], " hello✓") == [b" hello", b"\xe2", b"\x9c", b"\x93"]
+    assert token_strs_to_bytes(["▁hello", "<0xE2>", "<0x9C>", "<0x93>"], " hello✓") == [
+        b" hello",
+        b"\xe2",
+        b"\x9c",
+        b"\x93",
+    ]
     with pytest.raises(ValueError, match="do not spell the text"):
         token_strs_to_bytes(["Hello"], "Goodbye")
 
 
 # ---- whole jobs on the engine ---------------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def examples_ground_truth(tmp_path_factory) -> Path:
@@ -389,8 +478,23 @@ def examples_ground_truth(tmp_path_factory) -> Path:
     blocks = (SCHEMAORG / "schemaorg-all-examples.txt").read_text(encoding="utf-8").split("TYPES:")[1:]
     folder = tmp_path_factory.mktemp("gt")
     (folder / "examples.txt").write_text("".join("TYPES:" + b for b in blocks if b.split()[0] in handful))
-    run = subprocess.run([sys.executable, "jobs/agents_bench.py", "build", "--input", str(folder / "examples.txt"),
-                          "--output", str(folder), "--seed", "7"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "jobs/agents_bench.py",
+            "build",
+            "--input",
+            str(folder / "examples.txt"),
+            "--output",
+            str(folder),
+            "--seed",
+            "7",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     return folder / "agents_bench" / "ground_truth"
 
@@ -403,8 +507,10 @@ def demo_pages(tmp_path_factory) -> Path:
     return folder
 
 
-JOB_ENGINES = [pytest.param("embedded", marks=pytest.mark.model),
-               pytest.param("vllm", marks=[pytest.mark.vllm, pytest.mark.slow])]
+JOB_ENGINES = [
+    pytest.param("embedded", marks=pytest.mark.model),
+    pytest.param("vllm", marks=[pytest.mark.vllm, pytest.mark.slow]),
+]
 
 
 @pytest.mark.parametrize("name", JOB_ENGINES)
@@ -417,10 +523,35 @@ def test_evaluate_and_agents_bench_run_whole_on_the_engine(name, request, demo_p
 
     eng: Engine = request.getfixturevalue(f"{name}_engine")
     out = tmp_path / "out"
-    evaluate = subprocess.run([sys.executable, "jobs/evaluate.py", "--input", str(demo_pages), "--output", str(out),
-                               "--base-url", eng.url, "--limit", "1", "--order", "shortest", "--no-generation",
-                               "--max-claims", "3", "--context-window", str(N_CTX), "--executor", "local",
-                               "--timeout-s", "900"], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    evaluate = subprocess.run(
+        [
+            sys.executable,
+            "jobs/evaluate.py",
+            "--input",
+            str(demo_pages),
+            "--output",
+            str(out),
+            "--base-url",
+            eng.url,
+            "--limit",
+            "1",
+            "--order",
+            "shortest",
+            "--no-generation",
+            "--max-claims",
+            "3",
+            "--context-window",
+            str(N_CTX),
+            "--executor",
+            "local",
+            "--timeout-s",
+            "900",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert evaluate.returncode == 0, evaluate.stderr[-3000:]
     # the run record says which tokenizer chunked the pages: the engine's own /tokenize, each shape
     record = json.loads((out / "scores" / "_run.json").read_text())
@@ -438,9 +569,27 @@ def test_evaluate_and_agents_bench_run_whole_on_the_engine(name, request, demo_p
             assert t["compliant_score"] is not None or t["compliant_error"], t
     assert {t["model"] for t in triples.to_pylist() if t["factual_score"] is not None} <= {eng.model}
 
-    bench = subprocess.run([sys.executable, "jobs/agents_bench.py", "run", "--input", str(examples_ground_truth),
-                            "--output", str(out), "--base-url", eng.url, "--limit", "6", "--seed", "7"],
-                           cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    bench = subprocess.run(
+        [
+            sys.executable,
+            "jobs/agents_bench.py",
+            "run",
+            "--input",
+            str(examples_ground_truth),
+            "--output",
+            str(out),
+            "--base-url",
+            eng.url,
+            "--limit",
+            "6",
+            "--seed",
+            "7",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert bench.returncode == 0, bench.stderr[-3000:]
     results = next((out / "agents_bench" / "results").iterdir())
     verdicts = pq.read_table(results / "verdicts")

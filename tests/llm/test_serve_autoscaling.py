@@ -11,6 +11,7 @@ does, and reads Serve's own status until the deployment runs a second replica.
 Ray and Serve run in a subprocess: an in-process ``ray.init``/``ray.shutdown`` would end the
 suite's shared model service.
 """
+
 import json
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SCRIPT = r'''
+SCRIPT = r"""
 import asyncio, json, sys, tempfile, time
 import ray
 from ray import serve
@@ -72,15 +73,16 @@ with open(sys.argv[2], "w") as f:
     json.dump(result, f)
 serve.shutdown()
 ray.shutdown()
-'''
+"""
 
 
 def test_a_backlog_scales_the_gpu_apps_replicas(tmp_path):
     script = tmp_path / "autoscale.py"
     script.write_text(SCRIPT)
     found = tmp_path / "result.json"
-    out = subprocess.run([sys.executable, str(script), str(ROOT), str(found)], capture_output=True, text=True,
-                         timeout=240)
+    out = subprocess.run(
+        [sys.executable, str(script), str(ROOT), str(found)], capture_output=True, text=True, timeout=240
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(found.read_text())
     auto = result["config"]["autoscaling_config"]

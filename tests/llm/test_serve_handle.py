@@ -4,6 +4,7 @@ the suite's embedded model service; the client side runs in another process that
 Ray cluster, as a job's workers do. Both Ray processes are subprocesses: an in-process
 ``ray.init``/``ray.shutdown`` here would end the suite's model service. Every answer through a
 handle is compared with the same request's answer over HTTP through Serve's proxy."""
+
 import json
 import os
 import subprocess
@@ -18,7 +19,7 @@ from tests.conftest import ROOT
 
 # Runs in a process that joined the cluster: argv = Ray address, the proxy's /v1 URL, the app's
 # serve:// URL, the model; prints one JSON line of what each way answered.
-CLIENT = r'''
+CLIENT = r"""
 import json, sys, time
 import ray
 
@@ -79,7 +80,7 @@ if "--bare" in sys.argv:
     out["bare"] = verdict("serve://bare/v1", model)
     serve.delete("bare")
 print(json.dumps(out))
-'''
+"""
 
 
 def ask(tmp_path: Path, address: str, http: str, handle: str, model: str, env: dict[str, str], *extra: str) -> dict:
@@ -87,8 +88,14 @@ def ask(tmp_path: Path, address: str, http: str, handle: str, model: str, env: d
     script.write_text(CLIENT)
     env = {**env, "PYTHONPATH": str(ROOT)}
     env.pop("RAY_ADDRESS", None)
-    done = subprocess.run([sys.executable, str(script), address, http, handle, model, *extra], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(script), address, http, handle, model, *extra],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -97,9 +104,14 @@ def ask(tmp_path: Path, address: str, http: str, handle: str, model: str, env: d
 def stub_app():
     """The stub as the Serve app ``stub`` in its own process: (Ray address, proxy URL, join env)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "udfs.bench.stub_engine", "--serve", "--port", str(port), "--app", "stub"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
-                            env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "udfs.bench.stub_engine", "--serve", "--port", str(port), "--app", "stub"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+    )
     try:
         deadline = time.monotonic() + 180
         line = ""
@@ -138,7 +150,9 @@ def test_an_app_that_is_not_running_fails_after_the_retries(stub_answers):
     assert no_app["score"] is None and no_app["attempts"] == 3
     assert no_app["error"].startswith("gave up after 3 attempts: AppNotRunning")
     assert "no-such-app" in no_app["error"]
-    assert "cannot be read" in stub_answers["first_model_no_app"] and "AppNotRunning" in stub_answers["first_model_no_app"]
+    assert (
+        "cannot be read" in stub_answers["first_model_no_app"] and "AppNotRunning" in stub_answers["first_model_no_app"]
+    )
 
 
 def test_first_model_and_the_tokenizer_through_the_handle(stub_answers):
@@ -168,11 +182,32 @@ def test_the_evaluate_job_asks_through_handles(stub_app, tmp_path):
     pages = write_pages(tmp_path, 3)
     before = httpx.get(http[: -len("/v1")] + "/stats").json()["counts"].get("verdict", 0)
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, str(ROOT / "jobs" / "evaluate.py"), "--input", str(pages), "--output",
-                           str(out), "--base-url", "serve://stub/v1", "--ray-address", address, "--limit", "0",
-                           # one yes/no request per verdict, none repeated: the stub's count is the job's
-                           "--executor", "local", "--factuality-questions", "plain"], capture_output=True, text=True, cwd=ROOT,
-                          env={k: v for k, v in env.items() if k != "RAY_ADDRESS"}, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "jobs" / "evaluate.py"),
+            "--input",
+            str(pages),
+            "--output",
+            str(out),
+            "--base-url",
+            "serve://stub/v1",
+            "--ray-address",
+            address,
+            "--limit",
+            "0",
+            # one yes/no request per verdict, none repeated: the stub's count is the job's
+            "--executor",
+            "local",
+            "--factuality-questions",
+            "plain",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={k: v for k, v in env.items() if k != "RAY_ADDRESS"},
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     answered = httpx.get(http[: -len("/v1")] + "/stats").json()["counts"].get("verdict", 0) - before
     scores = Folder(out / "scores").read(columns=["page_key", "verdict_requests"])
@@ -194,11 +229,18 @@ def test_the_embedded_service_through_its_handle(service, tmp_path):
     from udfs.llm.serving.config import load_serving_conf
 
     app = load_serving_conf().serving.app_name
-    got = ask(tmp_path, ray.get_runtime_context().gcs_address, service, f"serve://{app}/v1", "qwen2.5-coder-1.5b",
-              dict(os.environ))
+    got = ask(
+        tmp_path,
+        ray.get_runtime_context().gcs_address,
+        service,
+        f"serve://{app}/v1",
+        "qwen2.5-coder-1.5b",
+        dict(os.environ),
+    )
     assert got["first_model"] == got["first_model_http"] == "qwen2.5-coder-1.5b"
     assert got["handle"]["error"] is None and got["handle"]["score"] == got["http"]["score"]
-    assert (got["unknown_handle"]["error"].replace(f"serve://{app}/v1", "URL")
-            == got["unknown_http"]["error"].replace(service, "URL"))
+    assert got["unknown_handle"]["error"].replace(f"serve://{app}/v1", "URL") == got["unknown_http"]["error"].replace(
+        service, "URL"
+    )
     assert got["tokens"] == got["tokens_http"] and got["tokens"]["kind"] == "served:llama.cpp"
     assert got["no_app"]["error"].startswith("gave up after 3 attempts: AppNotRunning")

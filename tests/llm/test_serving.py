@@ -1,6 +1,7 @@
 """The Ray Serve application with the embedded engine, started once for the module, and the client
 driven through it: real prompts, structured output, prefix reuse, the served tokenizer, errors,
 and a replica killed in the middle of a batch."""
+
 import asyncio
 
 import pytest
@@ -44,8 +45,9 @@ def test_models_and_a_real_answer(service):
 
 def test_choice_constrained_verdict(service):
     client = LLMClient(service, MODEL_ID)
-    v = client.verdict_sync([{"role": "system", "content": "Answer with yes or no."},
-                             *ask("Is Paris the capital of France?")])
+    v = client.verdict_sync(
+        [{"role": "system", "content": "Answer with yes or no."}, *ask("Is Paris the capital of France?")]
+    )
     assert v.error is None
     # structured_outputs.choice became a grammar: the answer is exactly one of the choices,
     # while the top logprobs still carry the unconstrained distribution.
@@ -57,9 +59,14 @@ def test_choice_constrained_verdict(service):
 def test_json_schema_through_serve(service):
     schema = {"type": "object", "properties": {"price": {"type": "number"}}, "required": ["price"]}
     client = LLMClient(service, MODEL_ID)
-    c = client.chat_sync([{"role": "system", "content": "Extract from the page."},
-                          *ask(f"Page:\n{page_text()}\nWhat is the sale price? JSON.")],
-                         json_schema=schema, max_tokens=24)
+    c = client.chat_sync(
+        [
+            {"role": "system", "content": "Extract from the page."},
+            *ask(f"Page:\n{page_text()}\nWhat is the sale price? JSON."),
+        ],
+        json_schema=schema,
+        max_tokens=24,
+    )
     assert c.ok, (c.error, c.text)
     assert c.parsed["price"] == pytest.approx(119.99)
     client.close()
@@ -67,12 +74,16 @@ def test_json_schema_through_serve(service):
 
 def test_prompt_prefix_is_reused(service):
     client = LLMClient(service, MODEL_ID)
-    prefix = [{"role": "system", "content": "Answer yes or no about the page."},
-              {"role": "user", "content": f"Page:\n{page_text()}\nQuestion: "}]
-    first = client.chat_sync(prefix[:1] + [{"role": "user", "content": prefix[1]["content"] + "Is it an anvil?"}],
-                             max_tokens=1)
-    second = client.chat_sync(prefix[:1] + [{"role": "user", "content": prefix[1]["content"] + "Is it on sale?"}],
-                              max_tokens=1)
+    prefix = [
+        {"role": "system", "content": "Answer yes or no about the page."},
+        {"role": "user", "content": f"Page:\n{page_text()}\nQuestion: "},
+    ]
+    first = client.chat_sync(
+        prefix[:1] + [{"role": "user", "content": prefix[1]["content"] + "Is it an anvil?"}], max_tokens=1
+    )
+    second = client.chat_sync(
+        prefix[:1] + [{"role": "user", "content": prefix[1]["content"] + "Is it on sale?"}], max_tokens=1
+    )
     assert first.ok and second.ok
     assert second.cached_prompt_tokens >= 0.8 * second.prompt_tokens > 50
     client.close()
@@ -110,8 +121,11 @@ def test_bad_requests_get_clear_errors(service):
 def replica_names():
     import ray
 
-    return sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-                  if a["name"].startswith("SERVE_REPLICA::") and "EmbeddedLLM" in a["name"])
+    return sorted(
+        a["name"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["name"].startswith("SERVE_REPLICA::") and "EmbeddedLLM" in a["name"]
+    )
 
 
 def test_replica_killed_mid_batch_loses_no_row(service):
@@ -119,8 +133,9 @@ def test_replica_killed_mid_batch_loses_no_row(service):
 
     before = replica_names()
     assert len(before) == 1
-    client = LLMClient(service, MODEL_ID, max_concurrency=2, max_retries=12, backoff_base_s=0.5,
-                       backoff_max_s=8, timeout_s=120)
+    client = LLMClient(
+        service, MODEL_ID, max_concurrency=2, max_retries=12, backoff_base_s=0.5, backoff_max_s=8, timeout_s=120
+    )
     numbers = list(range(1, 7))
     reqs = [{"messages": ask(f"What is {n} + {n}? Reply with the number only."), "max_tokens": 4} for n in numbers]
 
@@ -144,12 +159,19 @@ def test_replica_killed_mid_batch_loses_no_row(service):
 
 
 def test_translate_request_maps_vllm_fields():
-    req = translate_request({"messages": [{"role": "user", "content": "x"}],
-                             "structured_outputs": {"choice": ["yes", "no"]}, "max_tokens": 9999}, 512)
+    req = translate_request(
+        {
+            "messages": [{"role": "user", "content": "x"}],
+            "structured_outputs": {"choice": ["yes", "no"]},
+            "max_tokens": 9999,
+        },
+        512,
+    )
     assert req["grammar"] == 'root ::= "yes" | "no"' and req["max_tokens"] == 512
     assert "structured_outputs" not in req
-    req = translate_request({"messages": [{"role": "user", "content": "x"}],
-                             "structured_outputs": {"json": {"type": "object"}}}, 512)
+    req = translate_request(
+        {"messages": [{"role": "user", "content": "x"}], "structured_outputs": {"json": {"type": "object"}}}, 512
+    )
     assert req["response_format"]["json_schema"]["schema"] == {"type": "object"}
     with pytest.raises(ValueError, match="non-empty list of strings"):
         translate_request({"messages": [{"role": "user", "content": "x"}], "structured_outputs": {"choice": []}}, 8)

@@ -1,6 +1,7 @@
 """The model service's configuration (``udfs.llm.serving.config``): the shipped files load into typed,
 frozen dataclasses; a fault in a file is a ConfigError naming the file, the section and the key; every key
 is declared once, without a default, with its meaning (``config_reference``)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,8 +14,14 @@ import pytest
 
 from udfs.llm.serving.apps import vllm_llm_config_kwargs
 from udfs.llm.serving.config import (
-    DEFAULT_SERVING_CONF, EmbeddedModelConf, ServingConf, ServingConfig, VllmConf, config_reference,
-    load_serving_conf, with_vllm_env,
+    DEFAULT_SERVING_CONF,
+    EmbeddedModelConf,
+    ServingConf,
+    ServingConfig,
+    VllmConf,
+    config_reference,
+    load_serving_conf,
+    with_vllm_env,
 )
 from udfs.runtime.config import ConfigError
 
@@ -40,6 +47,7 @@ def error(path: Path, **kw) -> str:
 
 # ---- the shipped files ------------------------------------------------------------------------------
 
+
 def test_there_are_three_shipped_files():
     assert [p.name for p in SHIPPED] == ["serving-consensus.toml", "serving-gpu.toml", "serving.toml"]
 
@@ -58,8 +66,9 @@ def test_each_shipped_file_loads_whole_and_typed(path):
     if conf.embedded is not None:
         shared = {k: v for k, v in raw["embedded"].items() if k != "models"}
         listed = raw["embedded"].get("models", [{}])
-        assert [{k: getattr(m, k) for k in {**shared, **t}} for m, t in zip(conf.embedded.models, listed)] == \
-            [{**shared, **t} for t in listed]
+        assert [{k: getattr(m, k) for k in {**shared, **t}} for m, t in zip(conf.embedded.models, listed)] == [
+            {**shared, **t} for t in listed
+        ]
     with pytest.raises(dataclasses.FrozenInstanceError):
         conf.serving.port = 1
 
@@ -98,6 +107,7 @@ def test_more_replica_environment_is_added_not_replaced():
 
 # ---- a bad file names the file, the section and the key -----------------------------------------------
 
+
 def test_an_unknown_key_names_file_section_and_key(tmp_path):
     path = edited(tmp_path, "ray_num_cpus = 2\n", "ray_num_cpus = 2\nray_num_gpus = 1\n")
     assert error(path).startswith(f"{path}: [serving] has unknown key ray_num_gpus (known: engine, ")
@@ -105,8 +115,9 @@ def test_an_unknown_key_names_file_section_and_key(tmp_path):
     assert error(path).startswith(f"{path}: [vllm] has unknown key max_num_seq (known: ")
     path = edited(tmp_path, "n_threads = 2\n", "n_threads = 2\nthreads = 2\n")
     assert error(path).startswith(f"{path}: [embedded] has unknown key threads (known: ")
-    path = edited(tmp_path, 'model_id = "qwen2.5-coder-0.5b"\n', 'model_id = "qwen2.5-coder-0.5b"\nctx = 9\n',
-                  CONSENSUS)
+    path = edited(
+        tmp_path, 'model_id = "qwen2.5-coder-0.5b"\n', 'model_id = "qwen2.5-coder-0.5b"\nctx = 9\n', CONSENSUS
+    )
     assert error(path).startswith(f"{path}: [[embedded.models]] #2 has unknown key ctx (known: ")
 
 
@@ -120,10 +131,12 @@ def test_a_mistyped_value_names_file_section_and_key(tmp_path):
     path = edited(tmp_path, "n_ctx = 8192", "n_ctx = 8192.0")
     assert error(path) == f"{path}: [embedded] n_ctx must be an integer, not float 8192.0"
     # a key a model overrides is checked in that model's table
-    path = edited(tmp_path, 'model_id = "qwen2.5-coder-0.5b"\n', 'model_id = "qwen2.5-coder-0.5b"\nn_ctx = "2k"\n',
-                  CONSENSUS)
-    assert error(path) == (f"{path}: [[embedded.models]] #2 (with the keys of [embedded]) n_ctx must be an "
-                           "integer, not str '2k'")
+    path = edited(
+        tmp_path, 'model_id = "qwen2.5-coder-0.5b"\n', 'model_id = "qwen2.5-coder-0.5b"\nn_ctx = "2k"\n', CONSENSUS
+    )
+    assert error(path) == (
+        f"{path}: [[embedded.models]] #2 (with the keys of [embedded]) n_ctx must be an integer, not str '2k'"
+    )
 
 
 def test_a_value_outside_its_choices_or_replicas_out_of_order_name_the_key(tmp_path):
@@ -131,10 +144,14 @@ def test_a_value_outside_its_choices_or_replicas_out_of_order_name_the_key(tmp_p
     assert error(path) == f"{path}: [vllm] device must be one of 'cpu', 'gpu', not 'tpu'"
     path = edited(tmp_path, 'engine = "embedded"', 'engine = "llamacpp"')
     assert error(path) == f"{path}: [serving] engine must be one of 'embedded', 'vllm', not 'llamacpp'"
-    path = edited(tmp_path, "min_replicas = 1\nmax_replicas = 1\ntarget_ongoing_requests = 8",
-                  "min_replicas = 3\nmax_replicas = 2\ntarget_ongoing_requests = 8")
-    assert error(path) == (f"{path}: [vllm] min_replicas, max_replicas: need 1 <= max_replicas and "
-                           "min_replicas <= max_replicas, got 3..2")
+    path = edited(
+        tmp_path,
+        "min_replicas = 1\nmax_replicas = 1\ntarget_ongoing_requests = 8",
+        "min_replicas = 3\nmax_replicas = 2\ntarget_ongoing_requests = 8",
+    )
+    assert error(path) == (
+        f"{path}: [vllm] min_replicas, max_replicas: need 1 <= max_replicas and min_replicas <= max_replicas, got 3..2"
+    )
 
 
 def test_a_missing_section_or_key_names_file_section_and_key(tmp_path):
@@ -145,12 +162,15 @@ def test_a_missing_section_or_key_names_file_section_and_key(tmp_path):
     assert error(path) == f"{path}: missing section [serving]"
     path = tmp_path / "no-embedded.toml"
     text = DEFAULT_SERVING_CONF.read_text()
-    path.write_text(text[:text.index("[embedded]")] + text[text.index("[vllm]"):])
+    path.write_text(text[: text.index("[embedded]")] + text[text.index("[vllm]") :])
     assert error(path) == f"{path}: missing section [embedded] ([serving] engine is 'embedded')"
     path = edited(tmp_path, "max_model_len = 2048\n", "")
     assert error(path) == f"{path}: [vllm] is missing key max_model_len"
-    path = edited(tmp_path, "upscale_delay_s = 30\ndownscale_delay_s = 600\nmax_ongoing_requests = 16",
-                  "max_ongoing_requests = 16")
+    path = edited(
+        tmp_path,
+        "upscale_delay_s = 30\ndownscale_delay_s = 600\nmax_ongoing_requests = 16",
+        "max_ongoing_requests = 16",
+    )
     assert error(path) == f"{path}: [embedded] is missing keys upscale_delay_s, downscale_delay_s"
     path = edited(tmp_path, "ray_num_cpus = 2\n", "", ROOT / "conf" / "serving-gpu.toml")
     assert error(path) == f"{path}: [serving] is missing key ray_num_cpus"
@@ -162,14 +182,21 @@ def test_a_missing_section_or_key_names_file_section_and_key(tmp_path):
 
 def test_the_command_line_turns_a_bad_file_into_one_line_and_status_2(tmp_path):
     path = edited(tmp_path, "port = 8000", 'port = "8000"')
-    run = subprocess.run([sys.executable, "-m", "udfs.llm.serving", "status", "--config", str(path)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "udfs.llm.serving", "status", "--config", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 2 and "Traceback" not in run.stderr
-    assert run.stderr.strip() == (f"python -m udfs.llm.serving: error: {path}: [serving] port must be an "
-                                  "integer, not str '8000'")
+    assert run.stderr.strip() == (
+        f"python -m udfs.llm.serving: error: {path}: [serving] port must be an integer, not str '8000'"
+    )
 
 
 # ---- every key declared once, without a default, with its meaning ----------------------------------------
+
 
 def test_no_key_has_a_default_and_every_key_says_what_it_means():
     for cls in (ServingConf, EmbeddedModelConf, VllmConf):
@@ -186,12 +213,14 @@ def test_the_reference_lists_every_key_of_the_files():
     types = {(r.section, r.key): r.type for r in rows}
     assert types["serving", "port"] == "integer" and types["vllm", "env"] == "table of str"
     assert types["vllm", "upscale_delay_s"] == "number" and types["vllm", "enable_prefix_caching"] == "boolean"
-    assert {(r.key, r.choices) for r in rows if r.choices} == {("engine", ("embedded", "vllm")),
-                                                               ("device", ("cpu", "gpu"))}
+    assert {(r.key, r.choices) for r in rows if r.choices} == {
+        ("engine", ("embedded", "vllm")),
+        ("device", ("cpu", "gpu")),
+    }
     # required everywhere except the keys a [[embedded.models]] table may leave to [embedded]
-    assert {(r.section, r.key) for r in rows if not r.required} == \
-        {("embedded", "models")} | {("embedded.models", k) for s, k in keys if s == "embedded.models"
-                                    and k not in ("model", "model_id")}
+    assert {(r.section, r.key) for r in rows if not r.required} == {("embedded", "models")} | {
+        ("embedded.models", k) for s, k in keys if s == "embedded.models" and k not in ("model", "model_id")
+    }
     for path in SHIPPED:
         raw = tomllib.loads(path.read_text())
         for section, table in raw.items():

@@ -2,6 +2,7 @@
 claims are false with a known share, judged by a judge of known sensitivity and specificity (the
 calibration's test-split counts in the run record); the corrected rate comes back near the known
 share, an agent without a matching calibration says so, and the run's calibration is named."""
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -17,16 +18,34 @@ def scores_table(pages=300, claims=10, false_share=0.3, sens=0.8, spec=0.9, seed
         u = rng.random(claims)
         rejected = int(np.where(false, u < spec, u >= sens).sum())
         n_factual = claims - rejected
-        rows.append({"page_key": f"p{i}", "source": "human", "status": "ok", "n_valid": claims,
-                     "n_factual": n_factual, "n_compliant": n_factual})
+        rows.append(
+            {
+                "page_key": f"p{i}",
+                "source": "human",
+                "status": "ok",
+                "n_valid": claims,
+                "n_factual": n_factual,
+                "n_compliant": n_factual,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def record(matched=True):
     test = {"n": 600, "tp": 240, "fn": 60, "tn": 270, "fp": 30}  # sens 0.8, spec 0.9
-    return {"evaluation": {"stages": ["validity", "factuality", "compliance"], "judge": {"calibration": {
-        "file": "/x/conf/calibration.json", "sha256": "ab" * 32, "note": "calibrated (factuality) for m, direct",
-        "agents": {"factuality": {"matched": matched, "test": test}, "compliance": {"matched": False}}}}}}
+    return {
+        "evaluation": {
+            "stages": ["validity", "factuality", "compliance"],
+            "judge": {
+                "calibration": {
+                    "file": "/x/conf/calibration.json",
+                    "sha256": "ab" * 32,
+                    "note": "calibrated (factuality) for m, direct",
+                    "agents": {"factuality": {"matched": matched, "test": test}, "compliance": {"matched": False}},
+                }
+            },
+        }
+    }
 
 
 def test_the_corrected_rate_recovers_the_known_share_and_unmatched_agents_say_so():

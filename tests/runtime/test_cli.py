@@ -2,6 +2,7 @@
 ``--config`` for the TOML file (``--conf`` is Spark's), boolean flags with ``--x/--no-x``, a help
 text for every flag, one meaning per flag name across jobs, usage examples kept as written, and
 errors as one ``<prog>: error: <message>`` line on stderr with a non-zero exit status."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,9 +18,16 @@ from udfs.runtime.cli import HelpFormatter, config_hint, fail
 from udfs.runtime.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
-JOBS = {"csets": "CsetsJob", "sample": "SampleJob", "warc_index": "WarcIndexJob",
-        "extract_quads": "ExtractQuadsJob", "pages": "PagesJob", "evaluate": "EvaluateJob",
-        "report": "ReportJob", "agents_bench": "AgentsBenchJob"}
+JOBS = {
+    "csets": "CsetsJob",
+    "sample": "SampleJob",
+    "warc_index": "WarcIndexJob",
+    "extract_quads": "ExtractQuadsJob",
+    "pages": "PagesJob",
+    "evaluate": "EvaluateJob",
+    "report": "ReportJob",
+    "agents_bench": "AgentsBenchJob",
+}
 # Flag names several jobs take with a different dest or type, each with the reason it is allowed.
 # Empty: every shared flag name means one thing.
 SHARED_FLAG_EXCEPTIONS: dict[str, str] = {}
@@ -48,6 +56,7 @@ def assert_one_error_line(res: subprocess.CompletedProcess, prog: str, code: int
 
 # ---- the helper ----------------------------------------------------------------------------------
 
+
 def test_fail_prints_one_line_in_argparses_style(capsys):
     with pytest.raises(SystemExit) as exc:
         fail("x.py", "first line\nsecond line", code=3)
@@ -61,8 +70,11 @@ def test_fail_prints_one_line_in_argparses_style(capsys):
 
 
 def test_the_help_formatter_keeps_usage_examples_and_shows_defaults():
-    p = argparse.ArgumentParser(prog="x.py", formatter_class=HelpFormatter,
-                                description="Title.\n\n    python x.py --a 1\n    python x.py --no-b\n")
+    p = argparse.ArgumentParser(
+        prog="x.py",
+        formatter_class=HelpFormatter,
+        description="Title.\n\n    python x.py --a 1\n    python x.py --no-b\n",
+    )
     p.add_argument("--a", type=int, default=7, help="an a")
     p.add_argument("--b", action=argparse.BooleanOptionalAction, default=True, help="a b")
     p.add_argument("--c", help="no default")
@@ -73,6 +85,7 @@ def test_the_help_formatter_keeps_usage_examples_and_shows_defaults():
 
 
 # ---- --config, not --conf --------------------------------------------------------------------------
+
 
 def test_config_hint_only_for_settings():
     assert config_hint("conf/pipeline.toml") is None
@@ -108,6 +121,7 @@ def test_the_library_commands_take_config(tmp_path, module):
 
 # ---- flags ---------------------------------------------------------------------------------------
 
+
 def test_every_flag_of_every_job_has_help_and_booleans_have_a_no_form():
     for name, p in parsers().items():
         for action in p._actions:
@@ -115,8 +129,9 @@ def test_every_flag_of_every_job_has_help_and_booleans_have_a_no_form():
                 continue
             what = f"{name}.py {action.option_strings or action.dest}"
             assert action.help and action.help.strip(), f"{what} has no help"
-            assert not isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)), \
+            assert not isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)), (
                 f"{what}: a switch is a BooleanOptionalAction (--x / --no-x, its default shown)"
+            )
             if isinstance(action, argparse.BooleanOptionalAction):
                 assert isinstance(action.default, bool), f"{what}: a switch's default is True or False"
 
@@ -126,8 +141,12 @@ def test_a_flag_name_means_one_thing_in_every_job():
     for name, p in parsers().items():
         for action in p._actions:
             for flag in action.option_strings:
-                meaning = (action.dest, getattr(action.type, "__name__", action.type), type(action).__name__,
-                           action.nargs)
+                meaning = (
+                    action.dest,
+                    getattr(action.type, "__name__", action.type),
+                    type(action).__name__,
+                    action.nargs,
+                )
                 seen[flag][meaning].append(name)
     shared = {flag for flag, meanings in seen.items() if sum(map(len, meanings.values())) > 1}
     assert {"--input", "--output", "--config", "--limit", "--judge-model", "--verdict-models"} <= shared
@@ -161,6 +180,7 @@ def test_every_job_help_runs_and_keeps_its_usage_examples(job):
 
 # ---- errors of bad input -------------------------------------------------------------------------
 
+
 def test_a_missing_input_is_one_line(tmp_path):
     res = run("jobs/csets.py", "--input", str(tmp_path / "nowhere.nq"), "--output", str(tmp_path / "out"))
     line = assert_one_error_line(res, "csets.py")
@@ -169,16 +189,31 @@ def test_a_missing_input_is_one_line(tmp_path):
 
 def test_evaluate_with_a_missing_input_says_which(tmp_path):
     # --no-generation: no model to ask the service for, so the input is the first thing read
-    res = run("jobs/evaluate.py", "--input", str(tmp_path / "pages"), "--output", str(tmp_path / "out"),
-              "--no-generation", "--base-url", "http://127.0.0.1:9/v1")
+    res = run(
+        "jobs/evaluate.py",
+        "--input",
+        str(tmp_path / "pages"),
+        "--output",
+        str(tmp_path / "out"),
+        "--no-generation",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+    )
     line = assert_one_error_line(res, "evaluate.py")
     assert f"--input '{tmp_path / 'pages'}'" in line and "no such file" in line
 
 
 def test_evaluate_with_the_service_down_says_so(tmp_path):
     # port 9 (discard) has no listener here: the service is down
-    res = run("jobs/evaluate.py", "--input", str(tmp_path / "pages"), "--output", str(tmp_path / "out"),
-              "--base-url", "http://127.0.0.1:9/v1")
+    res = run(
+        "jobs/evaluate.py",
+        "--input",
+        str(tmp_path / "pages"),
+        "--output",
+        str(tmp_path / "out"),
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+    )
     line = assert_one_error_line(res, "evaluate.py", code=1)
     assert "http://127.0.0.1:9/v1" in line and "start the service" in line
 

@@ -3,6 +3,7 @@
 the end, and no input makes a traceback. The bad files are what an adversary hands over: not JSON,
 not UTF-8, missing, a folder, a remote @context, a lone surrogate escaped in a string or a key.
 """
+
 from __future__ import annotations
 
 import json
@@ -79,11 +80,14 @@ def test_memr_counts_report_each_bad_file_and_read_the_others(tmp_path):
     assert rows[1]["counts"] == {"na\udc00me": 1, "rdf:type": 1}
 
 
-@pytest.mark.parametrize("content, reason", [
-    (b"garbage <<< .\n", "not an N-Triples line"),
-    (b'\xff\xfe<http://a> <http://b> "c" .\n', "is not UTF-8"),
-    (b"", "defines no type"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"garbage <<< .\n", "not an N-Triples line"),
+        (b'\xff\xfe<http://a> <http://b> "c" .\n', "is not UTF-8"),
+        (b"", "defines no type"),
+    ],
+)
 def test_shapes_generate_on_a_bad_vocabulary_is_one_line(tmp_path, content, reason):
     vocab = tmp_path / "vocab.nt"
     vocab.write_bytes(content)

@@ -1,6 +1,7 @@
 """conf/pipeline.toml is the one home of every setting: read once into typed, frozen sections
 (udfs/runtime/config.py), every key read by something, each job's flags exactly its section's keys,
 a bad file a one-line error naming the key, and no default of a setting left in the code."""
+
 from __future__ import annotations
 
 import ast
@@ -19,9 +20,16 @@ from udfs.runtime.config import ConfigError, load_config
 from udfs.runtime.paths import DEFAULT_CONF
 
 ROOT = Path(__file__).resolve().parents[2]
-JOBS = {"csets": "CsetsJob", "sample": "SampleJob", "warc_index": "WarcIndexJob",
-        "extract_quads": "ExtractQuadsJob", "pages": "PagesJob", "evaluate": "EvaluateJob",
-        "report": "ReportJob", "agents_bench": "AgentsBenchJob"}
+JOBS = {
+    "csets": "CsetsJob",
+    "sample": "SampleJob",
+    "warc_index": "WarcIndexJob",
+    "extract_quads": "ExtractQuadsJob",
+    "pages": "PagesJob",
+    "evaluate": "EvaluateJob",
+    "report": "ReportJob",
+    "agents_bench": "AgentsBenchJob",
+}
 LIBRARY_SECTIONS = ("scores", "validity")  # sections that configure library objects, not one job's flags
 SHARED = {"judge": ("evaluate", "agents_bench")}  # sections whose flags several jobs take, and those jobs
 
@@ -30,8 +38,14 @@ def job_class(name: str):
     return getattr(importlib.import_module(f"jobs.{name}"), JOBS[name])
 
 
-def conf_with(tmp_path: Path, section: str, *, drop: str | None = None, add: str | None = None,
-              replace: tuple[str, str] | None = None) -> Path:
+def conf_with(
+    tmp_path: Path,
+    section: str,
+    *,
+    drop: str | None = None,
+    add: str | None = None,
+    replace: tuple[str, str] | None = None,
+) -> Path:
     """The bundled conf file with one edit inside ``[section]``: a key's line dropped, a line added,
     or a key's value replaced."""
     text = DEFAULT_CONF.read_text()
@@ -64,6 +78,7 @@ def parse_error(job: str, argv: list[str], capsys) -> str:
 
 
 # ---- (a) every key is read by something ----------------------------------------------------------
+
 
 def test_the_sections_are_the_jobs_and_the_library_objects():
     conf = load_config()
@@ -138,34 +153,63 @@ def test_the_scores_settings_reach_the_scores():
     from udfs.scores import matching
 
     s = load_config().scores
-    assert matching.settings(s) == {"threshold": s.match_threshold, "batch_size": s.embedding_batch_size,
-                                    "threads": s.embedding_threads}
+    assert matching.settings(s) == {
+        "threshold": s.match_threshold,
+        "batch_size": s.embedding_batch_size,
+        "threads": s.embedding_threads,
+    }
     # the evaluation's key scores and validity agent take [scores] and [validity] (test below)
     from udfs.evaluation.evaluator import EvalConfig
 
-    assert {f.name for f in dataclasses.fields(EvalConfig)} >= {"scores", "validity_engine", "validity_strict",
-                                                                "validity_vocab"}
+    assert {f.name for f in dataclasses.fields(EvalConfig)} >= {
+        "scores",
+        "validity_engine",
+        "validity_strict",
+        "validity_vocab",
+    }
 
 
 def test_the_validity_command_takes_its_defaults_from_the_conf(tmp_path):
     path = conf_with(tmp_path, "validity", replace=("strict", "true"))
-    run = subprocess.run([sys.executable, "-m", "udfs.agents.validity", "--config", str(path), "--help"],
-                         cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "udfs.agents.validity", "--config", str(path), "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     assert re.search(r"--strict, --no-strict\s.*\(default:\s+True\)", run.stdout, re.S)
     bad = conf_with(tmp_path, "validity", replace=("engine", "3"))
-    run = subprocess.run([sys.executable, "-m", "udfs.agents.validity", "--config", str(bad), "x.json"],
-                         cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "udfs.agents.validity", "--config", str(bad), "x.json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert f"{bad}: [validity] engine must be a string, not int 3" in run.stderr
 
 
 # ---- (b) a bad file is an error naming the key ---------------------------------------------------
 
+
 def test_a_missing_key_stops_a_real_job_with_one_line(tmp_path):
     path = conf_with(tmp_path, "csets", drop="top")
-    run = subprocess.run([sys.executable, str(ROOT / "jobs" / "csets.py"), "--input", "x", "--output",
-                          str(tmp_path / "out"), "--config", str(path)], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "jobs" / "csets.py"),
+            "--input",
+            "x",
+            "--output",
+            str(tmp_path / "out"),
+            "--config",
+            str(path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.strip() == f"csets.py: error: {path}: [csets] is missing key top"
 
@@ -223,8 +267,11 @@ def test_a_setting_flag_without_a_key_and_a_key_without_a_flag_are_errors():
     conf = load_config()
     with pytest.raises(ConfigError, match=r"\[warc_index\] is missing key colour \(the default of --colour\)"):
         Extra.__new__(Extra).build_parser(conf)
-    with pytest.raises(ConfigError, match=r"\[warc_index\] has keys max_record_bytes, reject_raw_chars, warc_base "
-                                          r"that no flag of warc_index.py takes"):
+    with pytest.raises(
+        ConfigError,
+        match=r"\[warc_index\] has keys max_record_bytes, reject_raw_chars, warc_base "
+        r"that no flag of warc_index.py takes",
+    ):
         Fewer.__new__(Fewer).build_parser(conf)
 
 
@@ -237,6 +284,7 @@ def test_the_config_is_frozen_and_its_lists_are_tuples():
 
 
 # ---- (c) --help shows the file's values ----------------------------------------------------------
+
 
 def test_help_shows_the_values_of_the_conf_file(tmp_path, capsys):
     path = conf_with(tmp_path, "sample", replace=("per_stratum", "17"))
@@ -255,10 +303,14 @@ def test_help_shows_the_values_of_the_conf_file(tmp_path, capsys):
 
 # ---- (d) the evaluation takes [validity] and [scores] --------------------------------------------
 
+
 def test_evaluate_takes_validity_and_scores_from_the_conf(tmp_path):
     path = conf_with(tmp_path, "validity", replace=("strict", "true"))
-    path.write_text(path.read_text().replace('engine = "compiled"', 'engine = "pyshacl"')
-                    .replace('mode = "schemaorg"', 'mode = "paper"'))
+    path.write_text(
+        path.read_text()
+        .replace('engine = "compiled"', 'engine = "pyshacl"')
+        .replace('mode = "schemaorg"', 'mode = "paper"')
+    )
     job = job_class("evaluate")(["--input", "x", "--output", str(tmp_path / "out"), "--config", str(path)])
     cfg = job.eval_config(["m"])
     assert (cfg.validity_strict, cfg.validity_engine, cfg.validity_vocab) == (True, "pyshacl", "30.0")
@@ -273,6 +325,7 @@ def test_evaluate_takes_validity_and_scores_from_the_conf(tmp_path):
 
 
 # ---- (e) no default of a setting in the code -----------------------------------------------------
+
 
 def _no_default(cls, names):
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -294,15 +347,34 @@ def test_the_code_holds_no_default_of_a_setting():
     from udfs.evaluation.evaluator import EvalConfig
     from udfs.scores import keys, matching
 
-    for module, name in [(verdicts, "DEFAULT_THRESHOLD"), (matching, "DEFAULT_THRESHOLD"),
-                         (matching, "DEFAULT_BATCH_SIZE"), (matching, "DEFAULT_THREADS"),
-                         (keys, "DEFAULT_IGNORE_KEYS"), (groundtruth, "DEFAULT_SEED"),
-                         (groundtruth, "DEFAULT_DISTANT_MAX"), (groundtruth, "DEFAULT_MAX_VALUE_CHARS")]:
+    for module, name in [
+        (verdicts, "DEFAULT_THRESHOLD"),
+        (matching, "DEFAULT_THRESHOLD"),
+        (matching, "DEFAULT_BATCH_SIZE"),
+        (matching, "DEFAULT_THREADS"),
+        (keys, "DEFAULT_IGNORE_KEYS"),
+        (groundtruth, "DEFAULT_SEED"),
+        (groundtruth, "DEFAULT_DISTANT_MAX"),
+        (groundtruth, "DEFAULT_MAX_VALUE_CHARS"),
+    ]:
         assert not hasattr(module, name), f"{module.__name__}.{name}"
     for cls in C.SECTIONS.values():
         _no_default(cls, [f.name for f in dataclasses.fields(cls)])
-    _no_default(EvalConfig, ["stages", "judge", "context_window", "max_tokens", "max_claims", "validity_engine",
-                             "validity_strict", "validity_vocab", "validity_mode", "scores"])
+    _no_default(
+        EvalConfig,
+        [
+            "stages",
+            "judge",
+            "context_window",
+            "max_tokens",
+            "max_claims",
+            "validity_engine",
+            "validity_strict",
+            "validity_vocab",
+            "validity_mode",
+            "scores",
+        ],
+    )
     _no_default(runner.VerdictConfig, ["models", "judge"])
     _no_default(html.PageConfig, [f.name for f in dataclasses.fields(html.PageConfig)])
     _no_default(csets.CsetConfig, ["subject_scope", "sample_urls", "reject_raw_chars", "max_line_bytes"])
@@ -311,14 +383,17 @@ def test_the_code_holds_no_default_of_a_setting():
     _required(verdicts.factuality_messages, ["strategy"])
     _required(validity.ValidityAgent, ["engine", "strict", "vocab", "mode"])
     _required(validity.agent, ["engine", "strict", "vocab", "mode"])
-    _required(sampling.sample_csets, ["n_strata", "per_stratum", "seed", "replacement_urls", "replacement_csets",
-                                      "reject_raw_chars"])
+    _required(
+        sampling.sample_csets,
+        ["n_strata", "per_stratum", "seed", "replacement_urls", "replacement_csets", "reject_raw_chars"],
+    )
     _required(keys.key_scores, ["ignore_keys", "max_order"])
     _required(matching.match_pairs, ["threshold", "batch_size", "threads"])
     _required(groundtruth.build_ground_truth, ["seed", "distant_max", "intrinsic", "max_value_chars", "distance"])
 
 
 # ---- (f) the shared checking: a default, choices, a table of strings, the reference rows ------------------
+
 
 def test_parse_section_and_describe_section_on_a_small_dataclass():
     @dataclasses.dataclass(frozen=True)
@@ -338,4 +413,5 @@ def test_parse_section_and_describe_section_on_a_small_dataclass():
     assert C.describe_section(Small, "small") == [
         C.ConfigKey("small", "colour", "string", True, None, ("red", "blue"), "the colour"),
         C.ConfigKey("small", "env", "table of str", True, None, (), "variables"),
-        C.ConfigKey("small", "size", "integer", False, 3, (), "how big")]
+        C.ConfigKey("small", "size", "integer", False, 3, (), "how big"),
+    ]

@@ -1,5 +1,6 @@
 """[project.scripts]: the installed commands exist, answer --help, and a Spark job's command runs
 from any directory on its own (no PATH=, no SPARK_CONF_DIR=): quietly, ending on its summary."""
+
 from __future__ import annotations
 
 import os
@@ -28,16 +29,23 @@ def test_every_script_is_installed():
 
 @pytest.mark.parametrize("script", ["llm4schema-serve", "llm4schema-evaluate", "llm4schema-csets", "llm4schema-memr"])
 def test_help_exits_zero(script, tmp_path):
-    done = subprocess.run([str(BIN / script), "--help"], cwd=tmp_path, env=BARE_ENV,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(BIN / script), "--help"], cwd=tmp_path, env=BARE_ENV, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: ")
     assert done.stderr == ""
 
 
 def test_serve_names_itself_by_its_script(tmp_path):
-    done = subprocess.run([str(BIN / "llm4schema-serve"), "--help"], cwd=tmp_path, env=BARE_ENV,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(BIN / "llm4schema-serve"), "--help"],
+        cwd=tmp_path,
+        env=BARE_ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.stdout.startswith("usage: llm4schema-serve ")
 
 
@@ -46,17 +54,33 @@ def test_spark_job_script_runs_quietly_from_anywhere(tmp_path):
     JVM reads the project's conf/ (log4j2.properties: no INFO start-up lines), and the job ends
     on its summary (table, rows, location, next command)."""
     out = tmp_path / "out"
-    done = subprocess.run([str(BIN / "llm4schema-warc-index"), "--input", str(PROJECT_ROOT / "data" / "warc"),
-                           "--warc-base", str(PROJECT_ROOT / "data"), "--output", str(out), "--log-level", "WARNING"],
-                          cwd=tmp_path, env=BARE_ENV, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            str(BIN / "llm4schema-warc-index"),
+            "--input",
+            str(PROJECT_ROOT / "data" / "warc"),
+            "--warc-base",
+            str(PROJECT_ROOT / "data"),
+            "--output",
+            str(out),
+            "--log-level",
+            "WARNING",
+        ],
+        cwd=tmp_path,
+        env=BARE_ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     err = done.stderr
     spark_info = [ln for ln in err.splitlines() if re.match(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d INFO ", ln)]
     assert not spark_info, spark_info[:5]
     assert "Using Spark's default log4j profile" not in err
-    summary = err[err.index("warc_index: done in"):].splitlines()
+    summary = err[err.index("warc_index: done in") :].splitlines()
     table = next(ln for ln in summary if ln.strip().startswith("warc_index/"))
     rows = int(table.split()[1].replace(",", ""))
     assert rows > 0 and table.endswith(str(out / "warc_index"))
-    assert summary[-1] == (f"  next: llm4schema-pages --input {out}/samples --warc-index {out}/warc_index "
-                           f"--output {out}")
+    assert summary[-1] == (
+        f"  next: llm4schema-pages --input {out}/samples --warc-index {out}/warc_index --output {out}"
+    )

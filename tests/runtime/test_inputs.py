@@ -2,6 +2,7 @@
 (a symlinked sub-folder is read), a folder reached again (a symlink loop) is skipped with the reason,
 never silently; the report of what a resolution considered and skipped reaches the job's run record
 (``Job.resolve_inputs``, ``record["inputs"]``); with roots, a remote URL must lie under a URL root."""
+
 from __future__ import annotations
 
 import json
@@ -82,8 +83,14 @@ def test_remote_lines_need_a_url_root(tmp_path):
     url_root = "s3://commoncrawl/crawl-data/"
     m.write_text("s3://commoncrawl/crawl-data/CC-MAIN-2024-22/x.nq.gz\n")
     assert resolve_inputs([str(m)], root=[root, url_root]) == ["s3://commoncrawl/crawl-data/CC-MAIN-2024-22/x.nq.gz"]
-    for line in ("s3://commoncrawl/other/x.nq.gz", "s3://evil/crawl-data/x.nq.gz", "s3://commoncrawl/crawl-data/../x",
-                 "s3://commoncrawl/crawl-data/%2e%2e/x", "s3://commoncrawl/crawl-data-2/x", "https://commoncrawl/crawl-data/x"):
+    for line in (
+        "s3://commoncrawl/other/x.nq.gz",
+        "s3://evil/crawl-data/x.nq.gz",
+        "s3://commoncrawl/crawl-data/../x",
+        "s3://commoncrawl/crawl-data/%2e%2e/x",
+        "s3://commoncrawl/crawl-data-2/x",
+        "https://commoncrawl/crawl-data/x",
+    ):
         m.write_text(line + "\n")
         with pytest.raises(InputError, match="outside the allowed root"):
             resolve_inputs([str(m)], root=[root, url_root])
@@ -104,7 +111,10 @@ def test_the_run_record_lists_what_was_considered_and_skipped(spark, linked, tmp
     skipped = {Path(s["path"]).name: (s["reason"], s["flag"]) for s in inputs["skipped"]}
     assert skipped["loop"] == (f"symlink loop: leads back to {top}, already walked", "--input")
     assert skipped["a.nq"][0].startswith("name does not end in .warc.gz")
-    assert sorted(r["source"] for r in inputs["read"]) == [str(elsewhere / "one.warc.gz"), str(top / "sub" / "two.warc.gz")]
+    assert sorted(r["source"] for r in inputs["read"]) == [
+        str(elsewhere / "one.warc.gz"),
+        str(top / "sub" / "two.warc.gz"),
+    ]
     assert all(r["records"] == 1 and r["damaged"] is None for r in inputs["read"])
 
 
@@ -127,7 +137,9 @@ def test_the_python_side_tables_report_their_inputs_too(tmp_path):
     ds = parquet_dataset([str(table)], report=report)
     assert sorted(ds.to_table().column("page_url").to_pylist()) == ["a", "b"]
     assert sorted(report.considered) == [str(table / "more" / "part-1.parquet"), str(table / "part-0.parquet")]
-    assert report.skipped == [{"path": str(table / "_SUCCESS"), "reason": "hidden or bookkeeping name (starts with . or _)"}]
+    assert report.skipped == [
+        {"path": str(table / "_SUCCESS"), "reason": "hidden or bookkeeping name (starts with . or _)"}
+    ]
 
 
 def test_the_report_job_counts_the_rows_of_each_scores_file(tmp_path):
@@ -148,6 +160,9 @@ def test_the_report_job_counts_the_rows_of_each_scores_file(tmp_path):
     job.count_scores_rows()
     inputs, counters = job.record["inputs"], job.record["counters"]
     assert [(Path(r["source"]).name, r["rows"]) for r in inputs["read"]] == [
-        ("part-0.parquet", 3), ("part-1.parquet", 1), ("part-2.parquet", 0)]
+        ("part-0.parquet", 3),
+        ("part-1.parquet", 1),
+        ("part-2.parquet", 0),
+    ]
     assert counters["scores_rows"] == 4 and counters["reconciles"] is True
     assert [Path(s["path"]).name for s in inputs["skipped"]] == ["_SUCCESS"]

@@ -1,6 +1,7 @@
 """udfs/runtime/io.py: one Folder for local paths and URLs. Each behaviour is checked on a local
 folder and on s3:// against a local S3-compatible server (moto, 127.0.0.1); what lands in the
 bucket is read back with boto3, not through the code under test."""
+
 import json
 import os
 import uuid
@@ -27,7 +28,7 @@ def stored(root: Folder, request) -> list[str]:
         base = root.local_path
         return sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.is_file()) if base.exists() else []
     prefix = root.path.split("/", 1)[1]
-    return [k[len(prefix) + 1:] for k in request.getfixturevalue("s3_keys")(prefix)]
+    return [k[len(prefix) + 1 :] for k in request.getfixturevalue("s3_keys")(prefix)]
 
 
 def test_urls_keep_their_form_and_s3_has_one_name_per_engine():
@@ -57,8 +58,13 @@ def test_write_read_list_and_remove(root, request):
     (root / "csets2").write_bytes("keep.bin", b"\x00\x01")  # shares the prefix "csets"
     (root / "rejects" / "csets").write_text("no_text.jsonl", '{"source": "a"}\n')
 
-    assert stored(root, request) == ["csets/_run.json", "csets/part-00000.parquet", "csets/sub/part-00001.parquet",
-                                     "csets2/keep.bin", "rejects/csets/no_text.jsonl"]
+    assert stored(root, request) == [
+        "csets/_run.json",
+        "csets/part-00000.parquet",
+        "csets/sub/part-00001.parquet",
+        "csets2/keep.bin",
+        "rejects/csets/no_text.jsonl",
+    ]
     assert table.exists() and table.isdir() and table.isfile("_run.json") and not table.isfile("nothing")
     assert table.ls() == ["_run.json", "part-00000.parquet", "sub"]
     assert table.ls("part-*.parquet") == ["part-00000.parquet"]
@@ -70,7 +76,10 @@ def test_write_read_list_and_remove(root, request):
     assert (root / "csets2").read_bytes("keep.bin") == b"\x00\x01"
 
     (root / "rejects" / "csets").append_text("no_text.jsonl", '{"source": "b"}\n')
-    assert (root / "rejects" / "csets").read_text("no_text.jsonl").splitlines() == ['{"source": "a"}', '{"source": "b"}']
+    assert (root / "rejects" / "csets").read_text("no_text.jsonl").splitlines() == [
+        '{"source": "a"}',
+        '{"source": "b"}',
+    ]
 
     assert table.rm() and not table.exists()
     assert stored(root, request) == ["csets2/keep.bin", "rejects/csets/no_text.jsonl"]
@@ -120,7 +129,9 @@ def test_parquet_dataset_reads_a_remote_table_and_local_specs_alike(root, tmp_pa
     from udfs.runtime.inputs import InputError
 
     with pytest.raises(InputError, match="no such file or folder"):
-        parquet_dataset([str(root / "nothing")]) if not root.is_local else parquet_dataset([f"file://{root.url}/nothing"])
+        parquet_dataset([str(root / "nothing")]) if not root.is_local else parquet_dataset(
+            [f"file://{root.url}/nothing"]
+        )
 
 
 def test_run_record_and_clear_outputs_go_through_the_folder(root, request):

@@ -1,4 +1,5 @@
 """udfs/runtime/progress.py: a bar in a terminal, a periodic one-line summary anywhere else."""
+
 from __future__ import annotations
 
 import io

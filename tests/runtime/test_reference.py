@@ -1,5 +1,6 @@
 """The generated configuration reference (docs/configuration.md): every setting has a meaning and
 its default is the value the code reads."""
+
 from __future__ import annotations
 
 from udfs.runtime.config import SECTIONS, load_config

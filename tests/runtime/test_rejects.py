@@ -1,5 +1,6 @@
 """The one rejects contract (udfs/runtime/rejects.py): columns, nullability, the raw bound, and the
 errors a reject without a source, a reason or a bound gets."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,11 @@ def test_the_spark_schema_is_the_field_list():
 
     assert R.REJECTS_SCHEMA is R.spark_schema()  # built once
     assert [(f.name, f.dataType, f.nullable) for f in R.REJECTS_SCHEMA] == [
-        ("source", T.StringType(), False), ("position", T.LongType(), True),
-        ("reason", T.StringType(), False), ("raw", T.StringType(), True)]
+        ("source", T.StringType(), False),
+        ("position", T.LongType(), True),
+        ("reason", T.StringType(), False),
+        ("raw", T.StringType(), True),
+    ]
     assert tuple(R.REJECTS_SCHEMA.names) == R.COLUMNS
 
 
@@ -26,7 +30,11 @@ def test_the_committed_demo_rejects_have_the_contract_columns():
 
     schema = pq.read_table(DATA / "demo" / "rejects" / "extract_quads").schema
     assert [(f.name, str(f.type), f.nullable) for f in schema] == [
-        ("source", "string", False), ("position", "int64", True), ("reason", "string", False), ("raw", "string", True)]
+        ("source", "string", False),
+        ("position", "int64", True),
+        ("reason", "string", False),
+        ("raw", "string", True),
+    ]
 
 
 def test_raw_is_cut_to_the_bound_and_bytes_become_text():
@@ -41,8 +49,12 @@ def test_raw_is_cut_to_the_bound_and_bytes_become_text():
 
 def test_a_reject_row_says_where_and_why():
     row = R.reject_row("f.warc.gz", 12, "block 1: invalid JSON", "{" * 50, raw_chars=4)
-    assert list(row) == list(R.COLUMNS) and row == {"source": "f.warc.gz", "position": 12,
-                                                      "reason": "block 1: invalid JSON", "raw": "{{{{"}
+    assert list(row) == list(R.COLUMNS) and row == {
+        "source": "f.warc.gz",
+        "position": 12,
+        "reason": "block 1: invalid JSON",
+        "raw": "{{{{",
+    }
     assert R.reject_row("f", None, "gone")["raw"] is None
     with pytest.raises(ValueError, match="without a source"):
         R.reject_row("", 1, "why")

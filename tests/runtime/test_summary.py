@@ -1,4 +1,5 @@
 """udfs/runtime/summary.py: the end-of-run block of every job and the demo's closing summary."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,13 +22,32 @@ DEMO_SCORES = [
     ("http://extruct-samples.example/songkick/elysianfields_1.html", "qwen2.5-coder-1.5b", 7, 7, 1, 1),
 ]
 # The counters the evaluate job recorded on that run.
-EVALUATE_COUNTERS = {"input_rows": 82, "not_ok_or_not_selected": 0, "no_text": 22, "duplicate_rows": 51,
-                     "over_limit": 7, "already_scored": 0, "evaluated": 2, "failed": 0}
+EVALUATE_COUNTERS = {
+    "input_rows": 82,
+    "not_ok_or_not_selected": 0,
+    "no_text": 22,
+    "duplicate_rows": 51,
+    "over_limit": 7,
+    "already_scored": 0,
+    "evaluated": 2,
+    "failed": 0,
+}
 
 
 def _scores_table():
-    rows = [{"page_key": url[-20:], "page_url": url, "source": src, "status": "ok", "n_triples": n,
-             "n_valid": v, "n_factual": f, "n_compliant": c} for url, src, n, v, f, c in DEMO_SCORES]
+    rows = [
+        {
+            "page_key": url[-20:],
+            "page_url": url,
+            "source": src,
+            "status": "ok",
+            "n_triples": n,
+            "n_valid": v,
+            "n_factual": f,
+            "n_compliant": c,
+        }
+        for url, src, n, v, f, c in DEMO_SCORES
+    ]
     return pa.Table.from_pylist([{f.name: r.get(f.name) for f in SCORES_SCHEMA} for r in rows], schema=SCORES_SCHEMA)
 
 
@@ -36,28 +56,56 @@ def demo_root(tmp_path):
     root = Folder(tmp_path / "out")
     (root / "scores").write_parquet("part-a.parquet", _scores_table().slice(0, 2))
     (root / "scores").write_parquet("part-b.parquet", _scores_table().slice(2, 2))
-    (root / "scores").write_text("_run.json", json.dumps(
-        {"job": "evaluate", "counters": EVALUATE_COUNTERS, "wall_s": 99.1,
-         "started_at": "2026-11-30T21:36:28+00:00", "finished_at": "2026-11-30T21:38:07+00:00"}))
-    (root / "csets").write_text("_run.json", json.dumps(
-        {"job": "csets", "counters": {"lines_rejected": 0, "rejects_written": 2, "files_damaged": 0},
-         "started_at": "2026-11-30T21:34:47+00:00", "finished_at": "2026-11-30T21:35:01+00:00"}))
+    (root / "scores").write_text(
+        "_run.json",
+        json.dumps(
+            {
+                "job": "evaluate",
+                "counters": EVALUATE_COUNTERS,
+                "wall_s": 99.1,
+                "started_at": "2026-11-30T21:36:28+00:00",
+                "finished_at": "2026-11-30T21:38:07+00:00",
+            }
+        ),
+    )
+    (root / "csets").write_text(
+        "_run.json",
+        json.dumps(
+            {
+                "job": "csets",
+                "counters": {"lines_rejected": 0, "rejects_written": 2, "files_damaged": 0},
+                "started_at": "2026-11-30T21:34:47+00:00",
+                "finished_at": "2026-11-30T21:35:01+00:00",
+            }
+        ),
+    )
     (root / "report").write_text("index.html", "<html></html>")
     return root
 
 
 def test_attention_keeps_nonzero_trouble_counters_only():
     assert attention(EVALUATE_COUNTERS) == {"no_text": 22}
-    counters = {"lines_rejected": 3, "rejects_written": 3, "reconciles": True, "files_damaged": 0,
-                "rejected_by_reason": {"bad iri": 3}, "claims_not_judged": 5, "selected_fetch_error": 2}
+    counters = {
+        "lines_rejected": 3,
+        "rejects_written": 3,
+        "reconciles": True,
+        "files_damaged": 0,
+        "rejected_by_reason": {"bad iri": 3},
+        "claims_not_judged": 5,
+        "selected_fetch_error": 2,
+    }
     # rejects_written is bookkeeping; booleans and dicts are not counters to add up
     assert attention(counters) == {"lines_rejected": 3, "claims_not_judged": 5, "selected_fetch_error": 2}
 
 
 def test_job_summary_names_tables_rows_locations_and_next_step(demo_root):
     record = {"wall_s": 99.1, "counters": EVALUATE_COUNTERS}
-    text = job_summary("evaluate", [("scores", demo_root / "scores"), ("triples", demo_root / "triples")],
-                       record, "llm4schema-report --input OUT/scores --output OUT")
+    text = job_summary(
+        "evaluate",
+        [("scores", demo_root / "scores"), ("triples", demo_root / "triples")],
+        record,
+        "llm4schema-report --input OUT/scores --output OUT",
+    )
     lines = text.splitlines()
     assert lines[0] == "evaluate: done in 99.1 s"
     assert lines[1].split()[:3] == ["scores/", "4", "rows"] and lines[1].endswith(str(demo_root / "scores"))
@@ -68,27 +116,37 @@ def test_job_summary_names_tables_rows_locations_and_next_step(demo_root):
 
 def test_headline_says_which_agent_cut_most():
     assert headline("human", {"n_triples": 49, "n_valid": 49, "n_factual": 5, "n_compliant": 4}) == (
-        "  human: 49 triples -> 49 valid -> 5 factual -> 4 compliant  (factuality rejected 44 of 49 human triples)")
+        "  human: 49 triples -> 49 valid -> 5 factual -> 4 compliant  (factuality rejected 44 of 49 human triples)"
+    )
     assert headline("m", {"n_triples": 0, "n_valid": 0, "n_factual": 0, "n_compliant": 0}) == (
-        "  m: 0 triples -> 0 valid -> 0 factual -> 0 compliant")
+        "  m: 0 triples -> 0 valid -> 0 factual -> 0 compliant"
+    )
 
 
 def test_demo_summary_over_an_output_root(demo_root):
     text = demo_summary(demo_root)
     assert f"report:  file://{demo_root.local_path / 'report' / 'index.html'}" in text
     assert "triples kept after each agent (2 pages):" in text
-    assert "  human: 49 triples -> 49 valid -> 5 factual -> 4 compliant  (factuality rejected 44 of 49 human triples)" in text
+    assert (
+        "  human: 49 triples -> 49 valid -> 5 factual -> 4 compliant  (factuality rejected 44 of 49 human triples)"
+        in text
+    )
     assert "  qwen2.5-coder-1.5b: 12 triples -> 10 valid -> 2 factual -> 1 compliant" in text
     assert "to look at: evaluate.no_text 22" in text
     assert text.splitlines()[-1] == "total time: 3.3 min (first job's start to last job's end)"
 
 
 def test_summary_command(demo_root, tmp_path):
-    ok = subprocess.run([sys.executable, "-m", "udfs.runtime.summary", str(demo_root)],
-                        capture_output=True, text=True, timeout=60)
+    ok = subprocess.run(
+        [sys.executable, "-m", "udfs.runtime.summary", str(demo_root)], capture_output=True, text=True, timeout=60
+    )
     assert ok.returncode == 0 and "factuality rejected 44 of 49 human triples" in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "udfs.runtime.summary", str(tmp_path / "nowhere")],
-                         capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "udfs.runtime.summary", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip() == f"summary: error: {tmp_path / 'nowhere'}: no such output root"
 
@@ -96,8 +154,7 @@ def test_summary_command(demo_root, tmp_path):
 def test_job_summary_of_the_report_links_it_once_and_skips_empty_rejects(demo_root):
     report = demo_root / "report"
     record = {"wall_s": 1.5, "counters": {"table7_rows": 2}, "report": str(report / "index.html")}
-    text = job_summary("report", [("report", report), ("rejects/report", demo_root / "rejects" / "report")],
-                       record, "")
+    text = job_summary("report", [("report", report), ("rejects/report", demo_root / "rejects" / "report")], record, "")
     assert text.splitlines() == ["report: done in 1.5 s", f"  report: file://{report.local_path / 'index.html'}"]
 
 
@@ -129,12 +186,19 @@ def test_the_summary_says_which_thresholds_decided_and_the_shipped_calibration_f
         assert f"{agent} {judge.threshold(agent):.3g} (calibrated)" in line
     assert line.endswith(f"calibration file {path}")
 
-    other = cal.resolve_judge(dataclasses.replace(settings, compliance_threshold=0.4), identities(settings),
-                              served_model="another-model", origin=conf)
+    other = cal.resolve_judge(
+        dataclasses.replace(settings, compliance_threshold=0.4),
+        identities(settings),
+        served_model="another-model",
+        origin=conf,
+    )
     _write_judge(demo_root, other)
     assert "verdict thresholds: factuality 0.5 (configured), compliance 0.4 (configured)" in demo_summary(demo_root)
-    given = cal.resolve_judge(settings, identities(settings), served_model=model,
-                              origin={**conf, "factuality_threshold": "--factuality-threshold"})
+    given = cal.resolve_judge(
+        settings,
+        identities(settings),
+        served_model=model,
+        origin={**conf, "factuality_threshold": "--factuality-threshold"},
+    )
     _write_judge(demo_root, given)
     assert "verdict thresholds: factuality 0.5 (command line), compliance 0.318 (calibrated)" in demo_summary(demo_root)
-

@@ -1,5 +1,6 @@
 """The readable ``claim`` of a triple (``udfs.schemaorg.markup.claim_text``, the ``triples/``
 column beside the ids), on a real markup: the schema.org Book example of data/html."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,10 @@ def test_a_claim_names_its_subject_by_type_and_name_and_quotes_a_literal():
 def test_a_node_value_is_named_by_its_label_and_an_outside_iri_is_itself():
     c = claims()
     assert c[("WebPage", "mainEntity")] == ['WebPage / mainEntity: Book "The Catcher in the Rye"']
-    assert sorted(c[("Book", "review")]) == ['Book "The Catcher in the Rye" / review: Review "A good read."',
-                                            'Book "The Catcher in the Rye" / review: Review "A masterpiece of literature"']
+    assert sorted(c[("Book", "review")]) == [
+        'Book "The Catcher in the Rye" / review: Review "A good read."',
+        'Book "The Catcher in the Rye" / review: Review "A masterpiece of literature"',
+    ]
     # image is an @id property in the context: a relative IRI outside the markup, shown as is
     assert c[("Book", "image")] == ['Book "The Catcher in the Rye" / image: catcher-in-the-rye-book-cover.jpg']
 

@@ -4,6 +4,7 @@ Each adversarial shape is read at n and 4n, and the work, counted in executed by
 every id and type a str whose comparisons run Python code, so a membership scan over a list is
 counted too), must grow by at most 5x; the quadratic reading grew 11x to 16x on these shapes.
 """
+
 from __future__ import annotations
 
 import gc
@@ -12,8 +13,14 @@ import sys
 import pytest
 
 from udfs.corpus import html as P
-from udfs.schemaorg.markup import (MAX_CONTEXT_LAYERS, MarkupError, count_json_values, parse_markup,
-                                   root_documents, to_jsonld)
+from udfs.schemaorg.markup import (
+    MAX_CONTEXT_LAYERS,
+    MarkupError,
+    count_json_values,
+    parse_markup,
+    root_documents,
+    to_jsonld,
+)
 
 
 class S(str):
@@ -37,6 +44,7 @@ def operations(fn, repeats: int = 3) -> int:
     that happens to run in this thread during one run (earlier tests leave Ray and Spark
     objects behind) adds its own bytecodes to that run only, and must not count as ``fn``'s.
     """
+
     def once() -> int:
         n = 0
 
@@ -70,13 +78,19 @@ def operations(fn, repeats: int = 3) -> int:
 
 SHAPES = {
     # many roots in @graph, each an IRI (the reported page)
-    "graph_roots": lambda n: {"@context": "https://schema.org",
-                              "@graph": [{"@type": "Thing", "@id": S(f"http://x.example/{i}"), "name": "a"} for i in range(n)]},
+    "graph_roots": lambda n: {
+        "@context": "https://schema.org",
+        "@graph": [{"@type": "Thing", "@id": S(f"http://x.example/{i}"), "name": "a"} for i in range(n)],
+    },
     # a top-level array of roots
     "array_roots": lambda n: [{"@type": "Thing", "@id": S(f"http://x.example/{i}"), "name": "a"} for i in range(n)],
     # each root refers to the next: following references from every root reaches the whole chain
-    "reference_chain": lambda n: {"@graph": [{"@type": "Thing", "@id": S(f"http://x.example/{i}"),
-                                              "knows": {"@id": S(f"http://x.example/{i + 1}")}} for i in range(n)]},
+    "reference_chain": lambda n: {
+        "@graph": [
+            {"@type": "Thing", "@id": S(f"http://x.example/{i}"), "knows": {"@id": S(f"http://x.example/{i + 1}")}}
+            for i in range(n)
+        ]
+    },
     # every root of its own type (types seen so far)
     "distinct_types": lambda n: {"@graph": [{"@type": S(f"http://t.example/{i}"), "name": "a"} for i in range(n)]},
     # one entity, many types
@@ -84,12 +98,15 @@ SHAPES = {
     # one IRI described by many nodes, each with another type
     "same_id": lambda n: [{"@id": S("http://x.example/1"), "@type": S(f"http://t.example/{i}")} for i in range(n)],
     # a large inline context shared by many roots (read once per root by the pages path)
-    "inline_context": lambda n: {"@context": {f"t{i}": f"http://v.example/{i}" for i in range(n)},
-                                 "@graph": [{"@type": "Thing", "name": "a"} for _ in range(n)]},
+    "inline_context": lambda n: {
+        "@context": {f"t{i}": f"http://v.example/{i}" for i in range(n)},
+        "@graph": [{"@type": "Thing", "name": "a"} for _ in range(n)],
+    },
     # a small context on every node under a large one (applied by copying the large one)
-    "nested_contexts": lambda n: {"@context": {f"t{i}": f"http://v.example/{i}" for i in range(n)},
-                                  "@graph": [{"@context": {"q": "http://q.example/"}, "@type": "Thing", "name": "a"}
-                                             for _ in range(n)]},
+    "nested_contexts": lambda n: {
+        "@context": {f"t{i}": f"http://v.example/{i}" for i in range(n)},
+        "@graph": [{"@context": {"q": "http://q.example/"}, "@type": "Thing", "name": "a"} for _ in range(n)],
+    },
 }
 
 READERS = {
@@ -115,10 +132,20 @@ def test_reading_grows_linearly(shape, reader):
 def test_layered_contexts_read_as_merged_ones():
     """A context over another hides the outer definition of a term it redefines, a null term makes
     no triple, and schema.org's id/type aliases still hold under an inline layer."""
-    doc = {"@context": ["https://schema.org", {"ex": "http://ex.example/", "rating": "ex:rating"}],
-           "type": "Book", "id": "http://b.example/1", "rating": 5, "name": "B",
-           "author": {"@context": {"rating": "http://other.example/rating", "name": None},
-                      "type": "Person", "name": "hidden", "rating": 3, "ex:age": 40}}
+    doc = {
+        "@context": ["https://schema.org", {"ex": "http://ex.example/", "rating": "ex:rating"}],
+        "type": "Book",
+        "id": "http://b.example/1",
+        "rating": 5,
+        "name": "B",
+        "author": {
+            "@context": {"rating": "http://other.example/rating", "name": None},
+            "type": "Person",
+            "name": "hidden",
+            "rating": 3,
+            "ex:age": 40,
+        },
+    }
     m = parse_markup(doc)
     book = m.entities["http://b.example/1"]
     assert book.types == ["Book"]
@@ -137,7 +164,9 @@ def test_contexts_stacked_past_the_limit_are_refused():
 
 def test_counting_json_values_stops_at_the_limit():
     doc = {"@graph": [{"@type": "Thing", "name": [1, 2, {"a": None}]}] * 3}
-    assert count_json_values(doc, 1000) == 1 + 1 + 3 * 7  # doc, @graph, and per node: itself, type, list, 1, 2, {a}, null
+    assert (
+        count_json_values(doc, 1000) == 1 + 1 + 3 * 7
+    )  # doc, @graph, and per node: itself, type, list, 1, 2, {a}, null
     huge = [[i, [i]] for i in range(200_000)]
     assert count_json_values(huge, 10) == 11
     # the count of a huge markup costs what the limit allows, not what the markup holds
@@ -148,8 +177,10 @@ def test_counting_json_values_stops_at_the_limit():
 ROOT_SHAPES = [
     {"@context": "https://schema.org", "@type": "Book", "name": "b"},
     [{"@type": "Book", "name": "b"}, None, {"@context": "https://schema.org", "@type": "Person", "name": "p"}],
-    {"@context": "https://schema.org",
-     "@graph": [{"@type": "Book", "name": "b"}, None, {"@type": "Person", "name": "p"}]},
+    {
+        "@context": "https://schema.org",
+        "@graph": [{"@type": "Book", "name": "b"}, None, {"@type": "Person", "name": "p"}],
+    },
     {"@context": "https://schema.org", "@type": "WebSite", "name": "w", "@graph": [{"@type": "Person", "name": "p"}]},
     {"@context": "https://schema.org", "@id": "http://x.example/", "@graph": {"@type": "Event", "name": "e"}},
     {"@context": "https://schema.org", "@type": "Event", "name": "e", "@graph": None},
@@ -165,8 +196,10 @@ def test_root_documents_are_the_roots_the_reader_reads(doc):
     assert len(alone) == len(whole.roots)
     for rid, m in zip(whole.roots, alone):
         ent, one = whole.entities[rid], m.entities[m.roots[0]]
-        assert (ent.types, {p: [v.key() for v in vs] for p, vs in ent.properties.items()}) == \
-            (one.types, {p: [v.key() for v in vs] for p, vs in one.properties.items()})
+        assert (ent.types, {p: [v.key() for v in vs] for p, vs in ent.properties.items()}) == (
+            one.types,
+            {p: [v.key() for v in vs] for p, vs in one.properties.items()},
+        )
 
 
 def test_root_documents_refuse_what_the_reader_refuses():

@@ -1,13 +1,14 @@
 """The schema.org namespace and context pattern: one definition (udfs/schemaorg/namespace.py), the
 same answers from every reader that uses it, and no second copy in the code."""
+
 from __future__ import annotations
 
 import ast
 import json
 
 import pytest
-
 from conftest import ROOT, SCHEMAORG
+
 from udfs.corpus.html import RemoteContextError, jsonld_to_quads, with_bundled_contexts
 from udfs.schemaorg.markup import MarkupError, parse_markup, to_jsonld
 from udfs.schemaorg.namespace import (
@@ -19,14 +20,26 @@ from udfs.schemaorg.namespace import (
 from udfs.schemaorg.vocab import DEFAULT_RELEASE, schema_local_name
 
 SCHEMA_CONTEXTS = [
-    "https://schema.org", "http://schema.org/", "https://www.schema.org", "HTTPS://Schema.org/",
-    " https://schema.org/ ", "https://schema.org/docs/jsonldcontext.json",
-    "http://schema.org/docs/jsonldcontext.jsonld", "https://schema.org/docs/jsonldcontext.json/",
-    "http://health-lifesci.schema.org/", "https://pending.schema.org", "http://bib.schema.org",
+    "https://schema.org",
+    "http://schema.org/",
+    "https://www.schema.org",
+    "HTTPS://Schema.org/",
+    " https://schema.org/ ",
+    "https://schema.org/docs/jsonldcontext.json",
+    "http://schema.org/docs/jsonldcontext.jsonld",
+    "https://schema.org/docs/jsonldcontext.json/",
+    "http://health-lifesci.schema.org/",
+    "https://pending.schema.org",
+    "http://bib.schema.org",
 ]
 REMOTE_CONTEXTS = [
-    "https://www.w3.org/ns/credentials/v2", "https://schema.org.example.com/", "https://example.org/schema.org",
-    "https://schema.org/Recipe", "https://notschema.org/", "https://schema.org//", "ftp://schema.org/",
+    "https://www.w3.org/ns/credentials/v2",
+    "https://schema.org.example.com/",
+    "https://example.org/schema.org",
+    "https://schema.org/Recipe",
+    "https://notschema.org/",
+    "https://schema.org//",
+    "ftp://schema.org/",
 ]
 
 
@@ -38,9 +51,19 @@ def test_the_namespace_is_the_bundled_contexts_vocabulary():
 
 
 def test_namespace_spellings_are_one_namespace():
-    for iri in ("http://schema.org/name", "https://schema.org/name", "https://www.schema.org/name", "HTTP://Schema.ORG/name"):
+    for iri in (
+        "http://schema.org/name",
+        "https://schema.org/name",
+        "https://www.schema.org/name",
+        "HTTP://Schema.ORG/name",
+    ):
         assert schema_local_name(iri) == "name", iri
-    for iri in ("https://schema.org.example.com/name", "https://example.org/name", "schema.org/name", "https://schema.org/"):
+    for iri in (
+        "https://schema.org.example.com/name",
+        "https://example.org/name",
+        "schema.org/name",
+        "https://schema.org/",
+    ):
         assert schema_local_name(iri) is None, iri
 
 
@@ -101,6 +124,8 @@ def test_the_namespace_and_the_context_pattern_are_defined_once():
             offenders[rel] = hits
     assert offenders == {}
     assert [v for _, v in _schema_org_literals(ROOT / "udfs/schemaorg/namespace.py")] == [
-        SCHEMA_NS, SCHEMA_CONTEXT_URL, "^https?://(?:www\\.)?schema\\.org/",
+        SCHEMA_NS,
+        SCHEMA_CONTEXT_URL,
+        "^https?://(?:www\\.)?schema\\.org/",
         "^https?://(?:[a-z0-9-]+\\.)?schema\\.org(?:/(?:docs/jsonldcontext\\.json(?:ld)?/?)?)?$",
     ]

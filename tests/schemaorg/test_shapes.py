@@ -1,4 +1,5 @@
 """The generated SHACL shapes: reproducible, and encoding the three rules on the real vocabulary."""
+
 from __future__ import annotations
 
 import pytest

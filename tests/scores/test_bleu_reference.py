@@ -2,6 +2,7 @@
 implementation, on real values: the schema:name and schema:description literals of the bundled
 WDC quads, each against the next one of the same property (related but different text) and
 against its own first half (a value cut short: the brevity penalty)."""
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,9 @@ def reference_bleu(hypothesis: str, reference: str, max_order: int, cache: dict)
     hyp, ref = " ".join(tokenize(hypothesis)), " ".join(tokenize(reference))
     order = min(max_order, len(hyp.split()))
     if order not in cache:
-        cache[order] = BLEU(max_ngram_order=order, smooth_method="add-k", smooth_value=1, tokenize="none",
-                            effective_order=True)
+        cache[order] = BLEU(
+            max_ngram_order=order, smooth_method="add-k", smooth_value=1, tokenize="none", effective_order=True
+        )
     return cache[order].sentence_score(hyp, [ref]).score / 100
 
 

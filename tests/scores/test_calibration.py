@@ -1,6 +1,7 @@
 """Calibration: the threshold fit (max class-balanced F1, ties to the middle) and the isotonic map against answers
 worked out by hand and against scikit-learn, the seeded split by group, the file and what an
 evaluation takes from it."""
+
 import json
 
 import numpy as np
@@ -75,8 +76,17 @@ def simulated_items(n_groups=300, seed=5):
 
 def test_a_fitted_entry_reports_on_the_test_split_only():
     items = simulated_items()
-    e = cal.fit_entry(items, model="m", agent="factuality", strategy="direct", layout="shared_prefix", seed=42,
-                      fit_fraction=0.5, ground_truth_sha256="abc", tasks=("intrinsic", "extrinsic"))
+    e = cal.fit_entry(
+        items,
+        model="m",
+        agent="factuality",
+        strategy="direct",
+        layout="shared_prefix",
+        seed=42,
+        fit_fraction=0.5,
+        ground_truth_sha256="abc",
+        tasks=("intrinsic", "extrinsic"),
+    )
     assert 0.4 < e["threshold"] < 0.6
     assert e["fit"]["n"] + e["test"]["n"] == len(items)
     fit_groups = {i.group for i in items if cal.split_of(i.group, 42, 0.5) == "fit"}

@@ -1,6 +1,7 @@
 """Rejection rates corrected for the judge: simulated corpora with a known share of false claims,
 judged by a simulated judge of known sensitivity and specificity, must come back within the
 interval; a judge whose verdicts do not depend on the truth is flagged."""
+
 import numpy as np
 import pytest
 

@@ -2,6 +2,7 @@
 evaluation's path (``parse_markup`` + ``memr``) give the same triple counts and the same scores on
 every bundled real markup, accept and refuse the same contexts, and the command line reports a bad
 file in one line and goes on with the others."""
+
 from __future__ import annotations
 
 import io
@@ -13,8 +14,8 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from udfs.bench.markup_corpus import real_markups
 from udfs.corpus.html import jsonld_to_quads
 from udfs.schemaorg.markup import MarkupError, parse_markup
@@ -79,8 +80,11 @@ def test_cli_scores_equal_the_pipeline_scores_on_real_markup_pairs(corpus):
         got = json.loads(out[0])
         want = memr(parse_markup(th), parse_markup(tl))
         assert (got["h"], got["l"]) == (want.h, want.l), (sh, sl)
-        assert (got["human_total"], got["model_total"], got["merged_total"]) == \
-            (want.human_total, want.model_total, want.merged_total), (sh, sl)
+        assert (got["human_total"], got["model_total"], got["merged_total"]) == (
+            want.human_total,
+            want.model_total,
+            want.merged_total,
+        ), (sh, sl)
         differing += got["h"] != got["l"]
     assert differing > len(pairs) / 2  # real pairs, not copies
 
@@ -120,8 +124,9 @@ def test_a_bad_file_is_one_error_line_and_the_others_are_still_counted(tmp_path)
         else:
             (tmp_path / name).write_text(text, encoding="utf-8")
     paths = [str(tmp_path / n) for n in files] + [str(tmp_path / "missing.jsonld")]
-    run = subprocess.run([sys.executable, "-m", "udfs.scores.memr", "--counts", *paths],
-                         cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "udfs.scores.memr", "--counts", *paths], cwd=ROOT, capture_output=True, text=True
+    )
     assert run.returncode == 2
     assert "Traceback" not in run.stderr
     err = run.stderr.splitlines()

@@ -1,5 +1,6 @@
 """Scores: MeMR (LLM4Schema.org), key scores (ScrapeGraphAI-100k) and value matching (BLINKG),
 on the paper's worked example, crafted pairs and real schema.org example markup and values."""
+
 from __future__ import annotations
 
 import json
@@ -10,15 +11,15 @@ import sys
 from collections import Counter
 
 import pytest
-
 from conftest import ROOT, SCHEMAORG
-from udfs.scores import keys as keyscores
-from udfs.scores import matching
+
 from udfs.runtime.config import load_config
 from udfs.schemaorg.markup import parse_markup
+from udfs.scores import keys as keyscores
+from udfs.scores import matching
 from udfs.scores.memr import (
-    MarkupError,
     TYPE_PREDICATE,
+    MarkupError,
     memr,
     memr_from_counts,
     memr_markups,
@@ -87,11 +88,11 @@ def test_memr_paper_worked_example():
 
 
 def test_memr_cli_prints_h_and_l(tmp_path):
-    h, l = tmp_path / "human.jsonld", tmp_path / "model.jsonld"
-    h.write_text(json.dumps(HUMAN_BANANA))
-    l.write_text(json.dumps(LLM_BANANA))  # no @context: read as schema.org
+    human, model = tmp_path / "human.jsonld", tmp_path / "model.jsonld"
+    human.write_text(json.dumps(HUMAN_BANANA))
+    model.write_text(json.dumps(LLM_BANANA))  # no @context: read as schema.org
     run = subprocess.run(
-        [sys.executable, "-m", "udfs.scores.memr", str(h), str(l)], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "udfs.scores.memr", str(human), str(model)], cwd=ROOT, capture_output=True, text=True
     )
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
@@ -103,49 +104,72 @@ def test_memr_cli_rejects_bad_input_clearly(tmp_path):
     good, bad = tmp_path / "h.jsonld", tmp_path / "m.jsonld"
     good.write_text(json.dumps(HUMAN_BANANA))
     bad.write_text('{"@type": "Recipe", "name": ')
-    run = subprocess.run([sys.executable, "-m", "udfs.scores.memr", str(good), str(bad)], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "udfs.scores.memr", str(good), str(bad)], cwd=ROOT, capture_output=True, text=True
+    )
     assert run.returncode == 2 and "m.jsonld" in run.stderr and "not JSON" in run.stderr
     missing = subprocess.run(
-        [sys.executable, "-m", "udfs.scores.memr", str(good), str(tmp_path / "nope.jsonld")], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "udfs.scores.memr", str(good), str(tmp_path / "nope.jsonld")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert missing.returncode == 2 and "cannot read" in missing.stderr
 
 
 def test_null_values_are_no_triples():
-    c = counts({
-        "@type": "Recipe",
-        "name": None,
-        "description": None,
-        "recipeIngredient": [None, "1 egg", None],
-        "author": {"@type": "Person", "name": None},
-        "nutrition": {"@value": None},
-    })
+    c = counts(
+        {
+            "@type": "Recipe",
+            "name": None,
+            "description": None,
+            "recipeIngredient": [None, "1 egg", None],
+            "author": {"@type": "Person", "name": None},
+            "nutrition": {"@value": None},
+        }
+    )
     assert c == Counter({TYPE_PREDICATE: 2, "recipeIngredient": 1, "author": 1})
 
 
 def test_nested_entities_count_as_objects_and_their_triples_count_too():
-    c = counts({
-        "@context": "https://schema.org",
-        "@type": "Recipe",
-        "author": {"@type": "Person", "name": "John Smith", "address": {"@type": "PostalAddress", "addressLocality": "Paris"}},
-        "nutrition": {"@type": "NutritionInformation", "calories": "240 calories", "fatContent": "9 grams"},
-    })
-    assert c == Counter({
-        TYPE_PREDICATE: 4, "author": 1, "name": 1, "address": 1, "addressLocality": 1,
-        "nutrition": 1, "calories": 1, "fatContent": 1,
-    })
+    c = counts(
+        {
+            "@context": "https://schema.org",
+            "@type": "Recipe",
+            "author": {
+                "@type": "Person",
+                "name": "John Smith",
+                "address": {"@type": "PostalAddress", "addressLocality": "Paris"},
+            },
+            "nutrition": {"@type": "NutritionInformation", "calories": "240 calories", "fatContent": "9 grams"},
+        }
+    )
+    assert c == Counter(
+        {
+            TYPE_PREDICATE: 4,
+            "author": 1,
+            "name": 1,
+            "address": 1,
+            "addressLocality": 1,
+            "nutrition": 1,
+            "calories": 1,
+            "fatContent": 1,
+        }
+    )
 
 
 def test_arrays_are_sets_per_subject_as_in_rdf():
-    c = counts({
-        "@type": ["Recipe", "HowTo", "Recipe"],
-        "recipeIngredient": ["sugar", "sugar", "flour", ["egg", "sugar"]],
-        "review": [
-            {"@type": "Review", "reviewBody": "good"},
-            {"@type": "Review", "reviewBody": "good"},  # two blank reviews: two objects
-        ],
-        "recipeYield": [8, "8", 8.0],  # a number and a string are two literals; 8 and 8.0 one
-    })
+    c = counts(
+        {
+            "@type": ["Recipe", "HowTo", "Recipe"],
+            "recipeIngredient": ["sugar", "sugar", "flour", ["egg", "sugar"]],
+            "review": [
+                {"@type": "Review", "reviewBody": "good"},
+                {"@type": "Review", "reviewBody": "good"},  # two blank reviews: two objects
+            ],
+            "recipeYield": [8, "8", 8.0],  # a number and a string are two literals; 8 and 8.0 one
+        }
+    )
     assert c[TYPE_PREDICATE] == 4  # Recipe, HowTo, Review x2 (one per blank node)
     assert c["recipeIngredient"] == 3
     assert c["review"] == 2 and c["reviewBody"] == 2
@@ -172,13 +196,25 @@ def test_graph_and_id_references():
 def test_context_spellings_read_as_schema_org():
     bare = {"@type": "Recipe", "name": "Pie", "recipeIngredient": ["apples"]}
     base = counts(bare)
-    for ctx in ("https://schema.org", "http://schema.org/", "https://www.schema.org", {"@vocab": "http://schema.org"}, None):
+    for ctx in (
+        "https://schema.org",
+        "http://schema.org/",
+        "https://www.schema.org",
+        {"@vocab": "http://schema.org"},
+        None,
+    ):
         assert counts({"@context": ctx, **bare}) == base, ctx
     # Aliases and prefixes of the official context.
     assert counts({"type": "Recipe", "schema:name": "Pie", "https://schema.org/recipeIngredient": "apples"}) == base
     # Other vocabularies keep their IRI; a term undefined by an inline context is dropped.
-    c = counts({"@context": [{"@vocab": "http://schema.org/"}, {"og": "http://ogp.me/ns#", "internal": None}],
-                "@type": "Recipe", "og:title": "Pie", "internal": "x"})
+    c = counts(
+        {
+            "@context": [{"@vocab": "http://schema.org/"}, {"og": "http://ogp.me/ns#", "internal": None}],
+            "@type": "Recipe",
+            "og:title": "Pie",
+            "internal": "x",
+        }
+    )
     assert c == Counter({TYPE_PREDICATE: 1, "http://ogp.me/ns#title": 1})
 
 
@@ -192,7 +228,9 @@ def test_remote_context_is_never_fetched_and_the_markup_is_refused():
 def test_memr_edge_cases():
     same = memr_markups(HUMAN_BANANA, HUMAN_BANANA)
     assert same.h == same.l == 1.0
-    disjoint = memr_markups({"@type": "Recipe", "name": "Pie"}, {"cookTime": "PT1H", "prepTime": "PT5M", "recipeYield": "1"})
+    disjoint = memr_markups(
+        {"@type": "Recipe", "name": "Pie"}, {"cookTime": "PT1H", "prepTime": "PT5M", "recipeYield": "1"}
+    )
     assert (disjoint.h, disjoint.l) == (pytest.approx(2 / 5), pytest.approx(3 / 5))
     empty = memr_markups({"name": None}, [])
     assert (empty.h, empty.l, empty.merged_total) == (None, None, 0)
@@ -215,7 +253,10 @@ def test_memr_from_triple_rows_matches_markup_reading():
     assert object_counts(rows_h) == counts(markup_h)
     rows_l = [("_:x", "name", "Pie", "Recipe")]
     assert memr(rows_h, rows_l).as_dict() == memr_markups(markup_h, {"@type": "Recipe", "name": "Pie"}).as_dict()
-    assert memr_from_counts({"a": 2}, {"a": 1, "b": 1}).as_dict() == {"h": pytest.approx(2 / 3), "l": pytest.approx(2 / 3)}
+    assert memr_from_counts({"a": 2}, {"a": 1, "b": 1}).as_dict() == {
+        "h": pytest.approx(2 / 3),
+        "l": pytest.approx(2 / 3),
+    }
 
 
 def _rdflib_counts(doc, context) -> Counter:
@@ -247,7 +288,10 @@ def test_counts_agree_with_rdflib_on_real_schemaorg_examples():
 
     def comparable(doc) -> bool:
         docs = doc if isinstance(doc, list) else [doc]
-        if not all(isinstance(d, dict) and isinstance(d.get("@context"), str) and _SCHEMA_URL.match(d["@context"]) for d in docs):
+        if not all(
+            isinstance(d, dict) and isinstance(d.get("@context"), str) and _SCHEMA_URL.match(d["@context"])
+            for d in docs
+        ):
             return False
         text = json.dumps(doc)
         if re.search(r'"@type": [^,}]*, "type"|"type": [^,}]*, "@type"', text):
@@ -256,7 +300,12 @@ def test_counts_agree_with_rdflib_on_real_schemaorg_examples():
         def bad_iri(o) -> bool:
             if isinstance(o, dict):
                 return any(
-                    (k in id_terms and any(isinstance(x, str) and (" " in x or "'" in x) for x in (v if isinstance(v, list) else [v])))
+                    (
+                        k in id_terms
+                        and any(
+                            isinstance(x, str) and (" " in x or "'" in x) for x in (v if isinstance(v, list) else [v])
+                        )
+                    )
                     or bad_iri(v)
                     for k, v in o.items()
                 )
@@ -275,14 +324,20 @@ def test_counts_agree_with_rdflib_on_real_schemaorg_examples():
 
 # ---- key scores ------------------------------------------------------------------------------
 
+
 def test_flatten_dot_paths_with_array_marker():
-    flat = keyscores.flatten({
-        "@context": "https://schema.org", "@type": "Recipe",
-        "nutrition": {"calories": "240 calories", "fatContent": None},
-        "recipeIngredient": ["bananas", "egg"],
-        "review": [{"author": {"name": "Ann"}}, {"author": {"name": "Bob"}, "tags": [["x"]]}],
-        "empty": [], "nothing": None,
-    }, SCORES.ignore_keys)
+    flat = keyscores.flatten(
+        {
+            "@context": "https://schema.org",
+            "@type": "Recipe",
+            "nutrition": {"calories": "240 calories", "fatContent": None},
+            "recipeIngredient": ["bananas", "egg"],
+            "review": [{"author": {"name": "Ann"}}, {"author": {"name": "Bob"}, "tags": [["x"]]}],
+            "empty": [],
+            "nothing": None,
+        },
+        SCORES.ignore_keys,
+    )
     assert flat == {
         "@type": ["Recipe"],
         "nutrition.calories": ["240 calories"],
@@ -299,13 +354,16 @@ def test_flatten_dot_paths_with_array_marker():
 
 def test_key_precision_recall_f1_with_arrays():
     reference = {
-        "@context": "https://schema.org", "@type": "Recipe", "name": "Mom's World Famous Banana Bread",
+        "@context": "https://schema.org",
+        "@type": "Recipe",
+        "name": "Mom's World Famous Banana Bread",
         "recipeIngredient": ["3 or 4 ripe bananas, smashed", "1 egg", "3/4 cup of sugar"],
         "nutrition": {"@type": "NutritionInformation", "calories": "240 calories", "fatContent": "9 grams"},
         "review": [{"@type": "Review", "author": "Ellie", "reviewRating": {"ratingValue": 1}}],
     }
     prediction = {
-        "@type": "Recipe", "name": "Banana Bread",
+        "@type": "Recipe",
+        "name": "Banana Bread",
         "recipeIngredient": ["1 egg", "3 or 4 ripe bananas, smashed", "3/4 cup of sugar"],
         "nutrition": {"@type": "NutritionInformation", "calories": "240 calories"},
         "review": [{"@type": "Review", "author": "Ellie"}, {"@type": "Review", "author": "Lucy"}],
@@ -333,6 +391,7 @@ def test_key_precision_recall_f1_with_arrays():
 def test_value_scores_are_type_aware():
     def vs(reference, prediction, array):
         return keyscores.value_score(reference, prediction, array, SCORES.bleu_max_order)
+
     assert vs([True], [True], False) == 1.0 and vs([True], [False], False) == 0.0
     assert vs([1], [True], False) == 0.0  # a boolean is not the number 1
     assert vs([8], [8.0], False) == 1.0 and vs([8], ["8"], False) == 0.0 and vs([4.5], [4.6], False) == 0.0
@@ -343,9 +402,12 @@ def test_value_scores_are_type_aware():
 def test_sentence_bleu_hand_computed():
     def b(hypothesis, reference):
         return keyscores.sentence_bleu(hypothesis, reference, max_order=4)  # the order computed by hand below
+
     assert b("the cat sat on the mat", "the cat sat on the mat") == pytest.approx(1.0)
     # p1 = 5/6, p2..p4 add-one smoothed: (3+1)/(5+1), (1+1)/(4+1), (0+1)/(3+1); equal lengths, BP 1
-    assert b("the cat sat on the mat", "the cat is on the mat") == pytest.approx((5 / 6 * 4 / 6 * 2 / 5 * 1 / 4) ** 0.25)
+    assert b("the cat sat on the mat", "the cat is on the mat") == pytest.approx(
+        (5 / 6 * 4 / 6 * 2 / 5 * 1 / 4) ** 0.25
+    )
     assert b("Fit", "Fit") == 1.0 and b("", "") == 1.0 and b("x", "") == 0.0 and b("walnuts", "bananas") == 0.0
 
 
@@ -374,6 +436,7 @@ def test_key_scores_on_real_examples_identity_and_variants():
 
 # ---- BLINKG matching -------------------------------------------------------------------------
 
+
 def test_levenshtein_on_real_values():
     lev = matching.levenshtein_similarity
     # eg-0013's recipe name against a copy missing its apostrophe: 1 edit in 31 characters.
@@ -389,10 +452,13 @@ def test_blinkg_matches_on_real_schemaorg_values():
         ("Mom's World Famous Banana Bread", "Moms World Famous Banana Bread", True),  # Levenshtein
         ("Hiking Boots", "boots for hiking", True),  # embeddings only
         ("John Smith", "Smith, John", True),  # embeddings only
-        ("Preheat the oven to 350 degrees. Mix in the ingredients in a bowl. Add the flour last. "
-         "Pour the mixture into a loaf pan and bake for one hour.",
-         "Heat the oven to 350 degrees, mix the ingredients in a bowl, add flour at the end, pour "
-         "into a loaf pan and bake 1 hour.", True),
+        (
+            "Preheat the oven to 350 degrees. Mix in the ingredients in a bowl. Add the flour last. "
+            "Pour the mixture into a loaf pan and bake for one hour.",
+            "Heat the oven to 350 degrees, mix the ingredients in a bowl, add flour at the end, pour "
+            "into a loaf pan and bake 1 hour.",
+            True,
+        ),
         ("Mom's World Famous Banana Bread", "The Eiffel Tower", False),
         ("Daily from 11:00am till 8pm", "Mo,Tu,We,Th,Fr,Sa,Su 11:00-20:00", False),
         ("PT1H", "1 hour", False),
@@ -414,11 +480,19 @@ def test_blinkg_matches_on_real_schemaorg_values():
 
 
 def test_match_property_values_one_to_one():
-    reference = [("name", "Mom's World Famous Banana Bread"), ("author", "John Smith"),
-                 ("recipeIngredient", "3 or 4 ripe bananas, smashed"), ("recipeIngredient", "1 egg")]
-    predicted = [("name", "Moms World Famous Banana Bread"), ("author", "Smith, John"),
-                 ("recipeIngredient", "1 egg"), ("recipeIngredient", "1 egg"),  # one reference egg only
-                 ("description", "John Smith")]  # right value, wrong property: no match
+    reference = [
+        ("name", "Mom's World Famous Banana Bread"),
+        ("author", "John Smith"),
+        ("recipeIngredient", "3 or 4 ripe bananas, smashed"),
+        ("recipeIngredient", "1 egg"),
+    ]
+    predicted = [
+        ("name", "Moms World Famous Banana Bread"),
+        ("author", "Smith, John"),
+        ("recipeIngredient", "1 egg"),
+        ("recipeIngredient", "1 egg"),  # one reference egg only
+        ("description", "John Smith"),
+    ]  # right value, wrong property: no match
     r = matching.match_property_values(predicted, reference, **MATCH)
     assert (r.matched, r.n_predicted, r.n_reference) == (3, 5, 4)
     assert r.precision == pytest.approx(3 / 5) and r.recall == pytest.approx(3 / 4)
@@ -440,6 +514,7 @@ def test_scores_conf_section_drives_the_scores():
     m = matching.match_pairs([("1 egg", "1 egg"), ("Hiking Boots", "boots for hiking")], **MATCH)
     assert [x.matched for x in m] == [True, True]
     assert torch.get_num_threads() == SCORES.embedding_threads  # set when the model embedded
-    strict = matching.match_pairs([("Hiking Boots", "boots for hiking")],
-                                  **{**MATCH, "threshold": (m[1].score + 1) / 2})
+    strict = matching.match_pairs(
+        [("Hiking Boots", "boots for hiking")], **{**MATCH, "threshold": (m[1].score + 1) / 2}
+    )
     assert not strict[0].matched

@@ -25,6 +25,7 @@ Pure: strings and numbers in, numbers out; nothing here calls a model or reads a
 evidence cannot tell: a value stated on the page for another property (an intrinsic error) is
 "stated" all the same; ``near`` is the only feature that looks at where.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,14 +57,17 @@ def _find(seq: list[str], part: list[str]) -> list[int]:
     if not n:
         return []
     first = part[0]
-    return [i for i, w in enumerate(seq) if w == first and seq[i:i + n] == part]
+    return [i for i, w in enumerate(seq) if w == first and seq[i : i + n] == part]
 
 
 def _stem_match(a: str, b: str) -> bool:
     """Two words match when one is the other or they share their first five letters (translator /
     translation, review / reviews)."""
-    return a == b or (len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5]) or \
-        (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
+    return (
+        a == b
+        or (len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5])
+        or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
+    )
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,7 @@ def evidence(text: str, value: str, prop: str | None = None, *, window: int = 6)
     pw = property_words(prop or "")
     if pw and starts:
         for s in starts:
-            before = t[max(0, s - window):s]
+            before = t[max(0, s - window) : s]
             if any(_stem_match(w, p) for w in before for p in pw):
                 near = True
                 break
@@ -133,7 +137,7 @@ def excerpt(text: str, value: str, *, window: int = 12, most: int = 3) -> str | 
             spans[-1][1] = max(spans[-1][1], hi)
         else:
             spans.append([lo, hi])
-    parts = [text[tokens[lo][0]:tokens[hi][1]] for lo, hi in spans]
+    parts = [text[tokens[lo][0] : tokens[hi][1]] for lo, hi in spans]
     head = "... " if spans[0][0] > 0 else ""
     tail = " ..." if spans[-1][1] < len(tokens) - 1 else ""
     return head + " ... ".join(parts) + tail
@@ -167,8 +171,14 @@ class Logistic:
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
-def fit_logistic(x: Sequence[Sequence[float]], y: Sequence[bool], *, l2: float = 1.0, iters: int = 50,
-                 names: Sequence[str] = FEATURES) -> Logistic:
+def fit_logistic(
+    x: Sequence[Sequence[float]],
+    y: Sequence[bool],
+    *,
+    l2: float = 1.0,
+    iters: int = 50,
+    names: Sequence[str] = FEATURES,
+) -> Logistic:
     """L2-regularised logistic regression by Newton's method (the bias is not penalised), so
     separable data (evidence that splits the fit items exactly) gives finite weights. Raises
     ValueError without both classes."""
@@ -266,8 +276,11 @@ def first_token_share(candidates: Sequence[tuple[str, float]], value: str) -> fl
     no letter or digit (a quote, a space) begin any answer and are left out, as is what the value
     holds before its first letter or digit (the "$" of "$19.99")."""
     want = _LEADING.sub("", _token_text(surface(value)))
-    probs = [(t, math.exp(lp)) for t, lp in ((_token_text(t), lp) for t, lp in candidates)
-             if lp is not None and lp != -math.inf and any(ch.isalnum() for ch in t)]
+    probs = [
+        (t, math.exp(lp))
+        for t, lp in ((_token_text(t), lp) for t, lp in candidates)
+        if lp is not None and lp != -math.inf and any(ch.isalnum() for ch in t)
+    ]
     if not want or not probs:
         return 0.0
     hit = sum(p for t, p in probs if want.startswith(t))

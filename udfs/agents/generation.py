@@ -9,14 +9,14 @@ a readable JSON object with a type, is recorded with its error and not merged. P
 ``conf/prompts/generation_*.txt`` (``udfs/agents/prompts.py``); every model call goes through
 ``udfs.llm.client.LLMClient``.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from udfs.agents.prompts import (TEMPLATE_TOKENS, Example, count_tokens, example_for, fence, load_prompt,
-                                 page_chunks)
+from udfs.agents.prompts import TEMPLATE_TOKENS, Example, count_tokens, example_for, fence, load_prompt, page_chunks
 from udfs.schemaorg.markup import Entity, Markup, MarkupError, Ref, parse_markup, to_jsonld
 from udfs.schemaorg.vocab import load_vocabulary
 
@@ -28,7 +28,6 @@ GENERATION_SCHEMA: dict[str, Any] = {
     # explicit: some engines' schema-to-grammar converters close the object otherwise
     "additionalProperties": True,
 }
-
 
 
 # ---- generation ------------------------------------------------------------------------------
@@ -51,8 +50,9 @@ class Generation:
         return sum(c.get("latency_s", 0.0) for c in self.chunks)
 
 
-def generation_messages(types: Sequence[str], page_text: str, *, vocab=None,
-                        example: Example | None = None, prompts_dir: str | None = None) -> list[dict[str, str]]:
+def generation_messages(
+    types: Sequence[str], page_text: str, *, vocab=None, example: Example | None = None, prompts_dir: str | None = None
+) -> list[dict[str, str]]:
     vocab = vocab or load_vocabulary()
     props: set[str] = set()
     for t in types:
@@ -66,13 +66,24 @@ def generation_messages(types: Sequence[str], page_text: str, *, vocab=None,
         example_jsonld=json.dumps(ex.jsonld, ensure_ascii=False) if ex else "{}",
         page=fence(page_text),
     )
-    return [{"role": "system", "content": load_prompt("generation_system", prompts_dir)},
-            {"role": "user", "content": user}]
+    return [
+        {"role": "system", "content": load_prompt("generation_system", prompts_dir)},
+        {"role": "user", "content": user},
+    ]
 
 
-async def generate(client, types: Sequence[str], page_text: str, *, tokenizer=None, context_window: int,
-                   max_tokens: int, vocab=None, example: Example | None = None,
-                   prompts_dir: str | None = None) -> Generation:
+async def generate(
+    client,
+    types: Sequence[str],
+    page_text: str,
+    *,
+    tokenizer=None,
+    context_window: int,
+    max_tokens: int,
+    vocab=None,
+    example: Example | None = None,
+    prompts_dir: str | None = None,
+) -> Generation:
     """Markup of ``types`` for the page text: one request per chunk, outputs merged (union of
     triples). A chunk whose answer is not a JSON object with a type is recorded, not merged."""
     if not types:
@@ -80,19 +91,35 @@ async def generate(client, types: Sequence[str], page_text: str, *, tokenizer=No
     empty = generation_messages(types, "", vocab=vocab, example=example, prompts_dir=prompts_dir)
     overhead = (sum(count_tokens(tokenizer, m["content"]) for m in empty) + TEMPLATE_TOKENS) if tokenizer else 0
     try:
-        chunks = page_chunks(page_text, tokenizer, context_window=context_window,
-                             output_tokens=max_tokens, prompt_tokens=overhead)
+        chunks = page_chunks(
+            page_text, tokenizer, context_window=context_window, output_tokens=max_tokens, prompt_tokens=overhead
+        )
     except ValueError as exc:  # the prompt alone fills the context
         return Generation(None, error=f"chunking: {exc}")
-    completions = await client.chat_many([
-        {"messages": generation_messages(types, c, vocab=vocab, example=example, prompts_dir=prompts_dir),
-         "json_schema": GENERATION_SCHEMA, "max_tokens": max_tokens, "temperature": 0.0}
-        for c in chunks])
+    completions = await client.chat_many(
+        [
+            {
+                "messages": generation_messages(types, c, vocab=vocab, example=example, prompts_dir=prompts_dir),
+                "json_schema": GENERATION_SCHEMA,
+                "max_tokens": max_tokens,
+                "temperature": 0.0,
+            }
+            for c in chunks
+        ]
+    )
     docs, records = [], []
     for i, (chunk, c) in enumerate(zip(chunks, completions)):
-        rec = {"chunk": i, "chars": len(chunk), "error": c.error, "prompt_tokens": c.prompt_tokens,
-               "cached_prompt_tokens": c.cached_prompt_tokens, "completion_tokens": c.completion_tokens,
-               "latency_s": c.latency_s, "from_cache": c.from_cache, "finish_reason": c.finish_reason}
+        rec = {
+            "chunk": i,
+            "chars": len(chunk),
+            "error": c.error,
+            "prompt_tokens": c.prompt_tokens,
+            "cached_prompt_tokens": c.cached_prompt_tokens,
+            "completion_tokens": c.completion_tokens,
+            "latency_s": c.latency_s,
+            "from_cache": c.from_cache,
+            "finish_reason": c.finish_reason,
+        }
         if c.ok and c.finish_reason == "length":
             # A cut answer is not JSON; saying why beats a parse error about a missing brace.
             rec["error"] = f"output cut at max_tokens={max_tokens} (raise max_tokens)"
@@ -150,8 +177,10 @@ def _merge_identical_blank_nodes(entities: dict[str, Entity], roots: list[str]) 
         for eid, ent in entities.items():
             if not eid.startswith("_:c") or eid in roots:
                 continue
-            sig = (tuple(sorted(ent.types)),
-                   tuple(sorted((p, repr(v.key())) for p, vs in ent.properties.items() for v in vs)))
+            sig = (
+                tuple(sorted(ent.types)),
+                tuple(sorted((p, repr(v.key())) for p, vs in ent.properties.items() for v in vs)),
+            )
             if sig in canon:
                 alias[eid] = canon[sig]
             else:

@@ -16,6 +16,7 @@ every agent's messages are built from.
 * Page text to prompt size: ``page_chunks`` cuts the text with the paper's formula
   (``udfs.llm.chunking``) so the instructions, one chunk and the answer fit the context window.
 """
+
 from __future__ import annotations
 
 import functools
@@ -91,8 +92,13 @@ def load_examples(path: str | None = None) -> tuple[Example, ...]:
         m = re.match(r"\s*(#\S+)\s*(.*)", head)
         if not m:
             continue
-        sections = dict(re.findall(r"^(PRE-MARKUP|MICRODATA|RDFA|JSON):\s*\n(.*?)(?=^(?:PRE-MARKUP|MICRODATA|RDFA|JSON):|\Z)",
-                                   rest, flags=re.M | re.S))
+        sections = dict(
+            re.findall(
+                r"^(PRE-MARKUP|MICRODATA|RDFA|JSON):\s*\n(.*?)(?=^(?:PRE-MARKUP|MICRODATA|RDFA|JSON):|\Z)",
+                rest,
+                flags=re.M | re.S,
+            )
+        )
         js = sections.get("JSON", "")
         script = _SCRIPT.search(js)
         try:
@@ -118,7 +124,6 @@ def example_for(types: Sequence[str], examples: Sequence[Example] | None = None)
     return None
 
 
-
 # ---- few-shot blocks and system prompts -------------------------------------------------------
 @functools.lru_cache(maxsize=4)
 def fewshot_block(agent: str) -> str:
@@ -129,8 +134,11 @@ def fewshot_block(agent: str) -> str:
     picks = []
     for e in exs:
         doc = e.jsonld
-        lits = [(p, v) for p, v in doc.items() if not p.startswith("@") and isinstance(v, str)
-                and 3 < len(v) < 60 and v in e.text]
+        lits = [
+            (p, v)
+            for p, v in doc.items()
+            if not p.startswith("@") and isinstance(v, str) and 3 < len(v) < 60 and v in e.text
+        ]
         if len(lits) >= 2 and isinstance(doc.get("@type"), str):
             picks.append((e, doc["@type"], lits))
         if len(picks) == 2:
@@ -140,18 +148,22 @@ def fewshot_block(agent: str) -> str:
     (e1, t1, l1), (e2, t2, l2) = picks
     head = load_prompt("fewshot_header")
     if agent == "factuality":
-        return "\n".join([
-            head,
-            f"Text: {e1.text}\nFact: the {t1} has {l1[0][0]} = {l1[0][1]}\nAnswer: yes",
-            f"Text: {e1.text}\nFact: the {t1} has {l1[1][0]} = {l2[0][1]}\nAnswer: no",
-        ])
+        return "\n".join(
+            [
+                head,
+                f"Text: {e1.text}\nFact: the {t1} has {l1[0][0]} = {l1[0][1]}\nAnswer: yes",
+                f"Text: {e1.text}\nFact: the {t1} has {l1[1][0]} = {l2[0][1]}\nAnswer: no",
+            ]
+        )
     vocab = load_vocabulary()
     (p1, v1), (_, v2) = l1[0], l1[1]
-    return "\n".join([
-        head,
-        f"Property: {p1}\nDefinition: {vocab.comments.get(p1, '')}\nValue: {v1}\nAnswer: yes",
-        f"Property: {p1}\nDefinition: {vocab.comments.get(p1, '')}\nValue: {v2}\nAnswer: no",
-    ])
+    return "\n".join(
+        [
+            head,
+            f"Property: {p1}\nDefinition: {vocab.comments.get(p1, '')}\nValue: {v1}\nAnswer: yes",
+            f"Property: {p1}\nDefinition: {vocab.comments.get(p1, '')}\nValue: {v2}\nAnswer: no",
+        ]
+    )
 
 
 def system_prompt(agent: str, strategy: str, prompts_dir: str | None) -> str:
@@ -203,8 +215,12 @@ def page_chunks(text: str, tokenizer, *, context_window: int, output_tokens: int
 
     if tokenizer is None or not text:
         return [text or ""]
-    return [c.text for c in chunk_text(text, tokenizer, context_window=context_window,
-                                       output_tokens=output_tokens, prompt_tokens=prompt_tokens)] or [""]
+    return [
+        c.text
+        for c in chunk_text(
+            text, tokenizer, context_window=context_window, output_tokens=output_tokens, prompt_tokens=prompt_tokens
+        )
+    ] or [""]
 
 
 # The chat template adds a few tokens per message around what we count.

@@ -19,6 +19,7 @@ compliance_questions in conf/pipeline.toml); each name is a :class:`Question` of
 requests and fingerprints are those the calibration file's entries and the request cache's keys
 were made with, so a change to a question's messages is a change of those too.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -85,8 +86,9 @@ class Answer:
     max_tokens: int = 1
     score: Callable[[str | None, Claim], float] | None = None
 
-    async def scores(self, client, messages: Sequence[Messages | None], claims: Sequence[Claim],
-                     text: str = "") -> list[Scored]:
+    async def scores(
+        self, client, messages: Sequence[Messages | None], claims: Sequence[Claim], text: str = ""
+    ) -> list[Scored]:
         """(score, error, completion) per claim; ``NOT_ASKED`` where ``messages`` has None."""
         asked = [k for k, m in enumerate(messages) if m is not None]
         out: list[Scored] = [NOT_ASKED] * len(messages)
@@ -96,9 +98,16 @@ class Answer:
                 out[k] = (v.score, v.error, v.completion)
             return out
         soft = self.how == "soft"
-        done = await client.chat_many([{"messages": messages[k], "max_tokens": self.max_tokens,
-                                        **({"logprobs": True, "top_logprobs": EXTRACT_TOP_LOGPROBS} if soft else {})}
-                                       for k in asked])
+        done = await client.chat_many(
+            [
+                {
+                    "messages": messages[k],
+                    "max_tokens": self.max_tokens,
+                    **({"logprobs": True, "top_logprobs": EXTRACT_TOP_LOGPROBS} if soft else {}),
+                }
+                for k in asked
+            ]
+        )
         for k, c in zip(asked, done):
             if not c.ok:
                 out[k] = (None, c.error, c)
@@ -116,26 +125,33 @@ SOFT = Answer("soft", EXTRACT_TOKENS)
 
 
 # ---- messages ---------------------------------------------------------------------------------
-def extract_messages(chunk: str, claim: Claim, prompts_dir: str | None = None,
-                     every: bool = False, other_than: str | None = None) -> Messages:
+def extract_messages(
+    chunk: str, claim: Claim, prompts_dir: str | None = None, every: bool = False, other_than: str | None = None
+) -> Messages:
     """Instructions, the fenced page text, then the property asked for (``every``: all its values,
     one per line; ``other_than``: a value besides that one, read off the text before, fence markers
     removed): its name, its schema.org definition and the entity type, never the claim's value, so
     the answer cannot echo it. The same prefix for every claim about the chunk (a prefix of its
     own: the instructions differ from the yes/no questions')."""
-    name = ("extract_all_question" if every else
-            "extract_other_question" if other_than is not None else "extract_question")
+    name = (
+        "extract_all_question" if every else "extract_other_question" if other_than is not None else "extract_question"
+    )
     q = load_prompt(name, prompts_dir).format(
-        property=claim.property, entity_type=claim.entity_type or "entity",
+        property=claim.property,
+        entity_type=claim.entity_type or "entity",
         definition=plain_definition(claim.property) or "(no schema.org definition)",
-        other_than=None if other_than is None else unfence(other_than))
+        other_than=None if other_than is None else unfence(other_than),
+    )
     system = "extract_all_system" if every else "extract_system"
-    return [{"role": "system", "content": load_prompt(system, prompts_dir)},
-            {"role": "user", "content": f"{fence(chunk)}\n\n{q}"}]
+    return [
+        {"role": "system", "content": load_prompt(system, prompts_dir)},
+        {"role": "user", "content": f"{fence(chunk)}\n\n{q}"},
+    ]
 
 
-def compliance_messages(claim: Claim, definition: str, strategy: str, prompts_dir: str | None = None,
-                        question: str = "plain") -> Messages:
+def compliance_messages(
+    claim: Claim, definition: str, strategy: str, prompts_dir: str | None = None, question: str = "plain"
+) -> Messages:
     """A compliance question of :data:`COMPLIANCE` about a claim against a property's definition;
     no page text."""
     return COMPLIANCE[question].compliance(claim, definition, strategy, prompts_dir)
@@ -154,8 +170,15 @@ class Question:
     # factuality: the requests (AGAIN) asked too where its answer is none of a value the text states
     again: tuple[str, ...] = ()
 
-    def messages(self, chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
-                 other_than: str | None = None, layout: str = SHARED_PREFIX) -> Messages | None:
+    def messages(
+        self,
+        chunk: str,
+        claim: Claim,
+        strategy: str,
+        prompts_dir: str | None = None,
+        other_than: str | None = None,
+        layout: str = SHARED_PREFIX,
+    ) -> Messages | None:
         """The request about ``claim`` against ``chunk`` (None: the question does not apply)."""
         raise NotImplementedError
 
@@ -175,8 +198,12 @@ class Worded(Question):
     the wording shows it. In the paper's layout the question comes before the text, and shows no type."""
 
     def question(self, claim: Claim, prompts_dir: str | None, said: bool = True) -> str:
-        fields = {"entity_type": claim.entity_type or "entity", "property": claim.property,
-                  "value": unfence(claim.value), "typed": typed_suffix(claim.value_type if said else None)}
+        fields = {
+            "entity_type": claim.entity_type or "entity",
+            "property": claim.property,
+            "value": unfence(claim.value),
+            "typed": typed_suffix(claim.value_type if said else None),
+        }
         return load_prompt(self.prompts[0], prompts_dir).format(**fields)
 
     def messages(self, chunk, claim, strategy, prompts_dir=None, other_than=None, layout=SHARED_PREFIX):
@@ -241,8 +268,11 @@ def _near(chunk: str, claim: Claim, prompts_dir: str | None) -> Messages | None:
 
 AGAIN = {
     # every value of the property the text gives, one per line, scored by the best line
-    "listing": Again(LISTED, lambda chunk, claim, pd: extract_messages(chunk, claim, pd, every=True),
-                     lambda claim, pd: extract_messages("text", claim, pd, every=True)),
+    "listing": Again(
+        LISTED,
+        lambda chunk, claim, pd: extract_messages(chunk, claim, pd, every=True),
+        lambda claim, pd: extract_messages("text", claim, pd, every=True),
+    ),
     # extract-soft over the text around the value (the probe: a text that is the value)
     "near": Again(SOFT, _near, lambda claim, pd: extract_messages("value", claim, pd)),
 }
@@ -257,8 +287,11 @@ class Complies(Question):
 
     def messages(self, chunk, claim, strategy, prompts_dir=None, other_than=None, layout=SHARED_PREFIX):
         definition = load_vocabulary().comments.get(claim.property)
-        return compliance_messages(claim, definition, strategy, prompts_dir,
-                                   self.compliance_question) if definition else None
+        return (
+            compliance_messages(claim, definition, strategy, prompts_dir, self.compliance_question)
+            if definition
+            else None
+        )
 
     def probe(self, claim, strategy, prompts_dir):
         return compliance_messages(claim, "definition", strategy, prompts_dir, self.compliance_question)
@@ -273,12 +306,18 @@ class Compliance(Question):
     ranged: bool = False
 
     def compliance(self, claim: Claim, definition: str, strategy: str, prompts_dir: str | None) -> Messages:
-        fields = {"property": claim.property, "definition": definition, "entity_type": claim.entity_type or "entity",
-                  "value": unfence(claim.value)}
+        fields = {
+            "property": claim.property,
+            "definition": definition,
+            "entity_type": claim.entity_type or "entity",
+            "value": unfence(claim.value),
+        }
         if self.ranged:
             fields["ranges"] = " or ".join(sorted(load_vocabulary().ranges.get(claim.property, ()))) or "(not given)"
-        return [{"role": "system", "content": system_prompt("compliance", strategy, prompts_dir)},
-                {"role": "user", "content": load_prompt(self.prompts[0], prompts_dir).format(**fields)}]
+        return [
+            {"role": "system", "content": system_prompt("compliance", strategy, prompts_dir)},
+            {"role": "user", "content": load_prompt(self.prompts[0], prompts_dir).format(**fields)},
+        ]
 
     def probe(self, claim, strategy, prompts_dir):
         return self.compliance(claim, "definition", strategy, prompts_dir)
@@ -286,40 +325,98 @@ class Compliance(Question):
 
 # ---- the registry -----------------------------------------------------------------------------
 _F = "factuality"
-FACTUALITY: dict[str, Question] = {q.name: q for q in (
-    Worded("plain", _F, "does the text support the fact 'the T has p = v'", ("factuality_question",)),
-    Worded("says", _F, "does the text say that the p of the T is v", ("factuality_question_says",)),
-    Worded("claim", _F, "is the claim 'v is the p of this T' true according to the text",
-           ("factuality_question_claim",)),
-    Worded("typed", _F, "plain with a named node's type after its name (a literal: plain's very request)",
-           ("factuality_question_typed",)),
-    Worded("claim-typed", _F, "claim with a named node's type after its name (a literal: claim's very request)",
-           ("factuality_question_claim_typed",)),
-    Extract("extract", _F, "the property's value read off the text, matched against the claim's",
-            ("extract_system", "extract_question"), READ_OFF),
-    ExtractSoft("extract-soft", _F, "extract's request; where the answer is another value, the share its first "
-                "token gave the claim's, if the text states it", ("extract_system", "extract_question"), SOFT),
-    ExtractOther("extract-other", _F, "where extract-soft's answer is another value the text states, extract "
-                 "asked again past it, scored so (not asked of other claims)",
-                 ("extract_system", "extract_other_question"), SOFT),
-    ExtractSoft("extract-soft-all", _F, "extract-soft, and where it answers none of a value the text states, "
-                "every value of the property listed, the best line's match if larger",
-                ("extract_system", "extract_question", "extract_all_system", "extract_all_question"), SOFT,
-                again=("listing",)),
-    ExtractSoft("extract-soft-all-near", _F, "extract-soft-all, and where it asks again, extract-soft of the text "
-                "around the value too, the largest score kept",
-                ("extract_system", "extract_question", "extract_all_system", "extract_all_question"), SOFT,
-                again=("listing", "near")),
-    Complies("complies-ranged", _F, "the compliance question ranged about the claim (no text): does the value "
-             "fit the property", ("compliance_system", "compliance_question_ranged"), fits=True,
-             compliance_question="ranged"),
-)}
-COMPLIANCE: dict[str, Question] = {q.name: q for q in (
-    Compliance("plain", "compliance", "does the value comply with the property's schema.org definition",
-               ("compliance_question",)),
-    Compliance("ranged", "compliance", "plain with the property's expected types (schema.org's rangeIncludes)",
-               ("compliance_question_ranged",), ranged=True),
-)}
+FACTUALITY: dict[str, Question] = {
+    q.name: q
+    for q in (
+        Worded("plain", _F, "does the text support the fact 'the T has p = v'", ("factuality_question",)),
+        Worded("says", _F, "does the text say that the p of the T is v", ("factuality_question_says",)),
+        Worded(
+            "claim",
+            _F,
+            "is the claim 'v is the p of this T' true according to the text",
+            ("factuality_question_claim",),
+        ),
+        Worded(
+            "typed",
+            _F,
+            "plain with a named node's type after its name (a literal: plain's very request)",
+            ("factuality_question_typed",),
+        ),
+        Worded(
+            "claim-typed",
+            _F,
+            "claim with a named node's type after its name (a literal: claim's very request)",
+            ("factuality_question_claim_typed",),
+        ),
+        Extract(
+            "extract",
+            _F,
+            "the property's value read off the text, matched against the claim's",
+            ("extract_system", "extract_question"),
+            READ_OFF,
+        ),
+        ExtractSoft(
+            "extract-soft",
+            _F,
+            "extract's request; where the answer is another value, the share its first "
+            "token gave the claim's, if the text states it",
+            ("extract_system", "extract_question"),
+            SOFT,
+        ),
+        ExtractOther(
+            "extract-other",
+            _F,
+            "where extract-soft's answer is another value the text states, extract "
+            "asked again past it, scored so (not asked of other claims)",
+            ("extract_system", "extract_other_question"),
+            SOFT,
+        ),
+        ExtractSoft(
+            "extract-soft-all",
+            _F,
+            "extract-soft, and where it answers none of a value the text states, "
+            "every value of the property listed, the best line's match if larger",
+            ("extract_system", "extract_question", "extract_all_system", "extract_all_question"),
+            SOFT,
+            again=("listing",),
+        ),
+        ExtractSoft(
+            "extract-soft-all-near",
+            _F,
+            "extract-soft-all, and where it asks again, extract-soft of the text "
+            "around the value too, the largest score kept",
+            ("extract_system", "extract_question", "extract_all_system", "extract_all_question"),
+            SOFT,
+            again=("listing", "near"),
+        ),
+        Complies(
+            "complies-ranged",
+            _F,
+            "the compliance question ranged about the claim (no text): does the value fit the property",
+            ("compliance_system", "compliance_question_ranged"),
+            fits=True,
+            compliance_question="ranged",
+        ),
+    )
+}
+COMPLIANCE: dict[str, Question] = {
+    q.name: q
+    for q in (
+        Compliance(
+            "plain",
+            "compliance",
+            "does the value comply with the property's schema.org definition",
+            ("compliance_question",),
+        ),
+        Compliance(
+            "ranged",
+            "compliance",
+            "plain with the property's expected types (schema.org's rangeIncludes)",
+            ("compliance_question_ranged",),
+            ranged=True,
+        ),
+    )
+}
 REGISTRY = {"factuality": FACTUALITY, "compliance": COMPLIANCE}
 PLAIN = ("plain",)
 
@@ -354,8 +451,9 @@ def help_text(agent: str) -> str:
     return "; ".join(f"{q.name}: {q.help}" for q in REGISTRY[agent].values())
 
 
-def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None = None,
-                       questions: Sequence[str] = PLAIN) -> str:
+def prompt_fingerprint(
+    agent: str, strategy: str, prompts_dir: str | None = None, questions: Sequence[str] = PLAIN
+) -> str:
     """A short sha256 of the messages an agent sends for a fixed probe claim with ``strategy``
     and each of the agent's ``questions`` (:meth:`Question.probe`): it changes whenever the
     instructions, the questions or their layout change, so a threshold calibrated on other prompts
@@ -389,21 +487,44 @@ def add_judge_arguments(group) -> None:
     from udfs.agents.prompts import STRATEGIES
 
     group.add_argument("--strategy", choices=STRATEGIES, help="FactCheck verdict strategy")
-    group.add_argument("--factuality-questions", nargs="+", choices=list(FACTUALITY), metavar="Q",
-                       help="factuality questions asked of every claim, the text questions' scores averaged, and "
-                       "where questions about the property (" + ", ".join(q.name for q in FACTUALITY.values()
-                                                                         if q.fits)
-                       + ") are asked too, the geometric mean of that mean and theirs: " + help_text("factuality"))
-    group.add_argument("--compliance-questions", nargs="+", choices=list(COMPLIANCE), metavar="Q",
-                       help="compliance questions asked of every claim, their scores averaged: "
-                       + help_text("compliance"))
-    group.add_argument("--factuality-threshold", type=float, help="a claim is factual at this score or above; "
-                       "given here, it wins over the calibration file's")
-    group.add_argument("--compliance-threshold", type=float, help="a claim is compliant at this score or above; "
-                       "given here, it wins over the calibration file's")
-    group.add_argument("--verdict-models", nargs="*", help="models that judge; several: majority vote with "
-                       "--judge-model breaking ties; empty: the first model the service lists")
-    group.add_argument("--judge-model", help="breaks ties between several --verdict-models (\"\": none)")
-    group.add_argument("--calibration", help="calibration file (jobs/agents_bench.py calibrate writes it): the "
-                       "threshold and probability map of the entry for these verdict models, strategy and "
-                       "questions, where the threshold is not given on the command line; \"\": none")
+    group.add_argument(
+        "--factuality-questions",
+        nargs="+",
+        choices=list(FACTUALITY),
+        metavar="Q",
+        help="factuality questions asked of every claim, the text questions' scores averaged, and "
+        "where questions about the property ("
+        + ", ".join(q.name for q in FACTUALITY.values() if q.fits)
+        + ") are asked too, the geometric mean of that mean and theirs: "
+        + help_text("factuality"),
+    )
+    group.add_argument(
+        "--compliance-questions",
+        nargs="+",
+        choices=list(COMPLIANCE),
+        metavar="Q",
+        help="compliance questions asked of every claim, their scores averaged: " + help_text("compliance"),
+    )
+    group.add_argument(
+        "--factuality-threshold",
+        type=float,
+        help="a claim is factual at this score or above; given here, it wins over the calibration file's",
+    )
+    group.add_argument(
+        "--compliance-threshold",
+        type=float,
+        help="a claim is compliant at this score or above; given here, it wins over the calibration file's",
+    )
+    group.add_argument(
+        "--verdict-models",
+        nargs="*",
+        help="models that judge; several: majority vote with "
+        "--judge-model breaking ties; empty: the first model the service lists",
+    )
+    group.add_argument("--judge-model", help='breaks ties between several --verdict-models ("": none)')
+    group.add_argument(
+        "--calibration",
+        help="calibration file (jobs/agents_bench.py calibrate writes it): the "
+        "threshold and probability map of the entry for these verdict models, strategy and "
+        'questions, where the threshold is not given on the command line; "": none',
+    )

@@ -27,6 +27,7 @@ logprobs, never free text. Claim values are untrusted and fenced in the prompts.
 * Correction (GraphEval's GraphCorrect): a flagged claim's value asked from the text, then
   re-verified by the factuality agent.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,9 +41,19 @@ from typing import Any, Callable, Sequence
 
 from udfs.agents.evidence import missed_stated_value, other_stated_value
 from udfs.agents.prompts import STRATEGIES, fence, load_prompt, unfence
-from udfs.agents.questions import (AGAIN, COMPLIANCE, FACTUALITY, NOT_ASKED, PAPER, PLAIN, SHARED_PREFIX,  # noqa: F401
-                                   Again, Claim, check_questions, compliance_messages, extract_messages,
-                                   prompt_fingerprint, questions_key)
+from udfs.agents.questions import (
+    AGAIN,
+    COMPLIANCE,
+    FACTUALITY,
+    NOT_ASKED,
+    PAPER,
+    PLAIN,
+    SHARED_PREFIX,
+    Again,
+    Claim,
+    check_questions,
+    compliance_messages,
+)
 from udfs.schemaorg.markup import Literal, Markup, Ref
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
 
@@ -106,10 +117,18 @@ def claims_of(markup: Markup) -> list[Claim | None]:
     properties, held = properties_by_subject(markup), holders(markup)
     for t in markup.triples():
         value = claim_value(markup, t.value)
-        out.append(None if value is None else Claim(t.property, value, t.entity_type,
-                                                    claim_value_type(markup, t.value),
-                                                    siblings_of(properties, t.subject, t.property),
-                                                    subject_of(markup, held, t.subject, t.property)))
+        out.append(
+            None
+            if value is None
+            else Claim(
+                t.property,
+                value,
+                t.entity_type,
+                claim_value_type(markup, t.value),
+                siblings_of(properties, t.subject, t.property),
+                subject_of(markup, held, t.subject, t.property),
+            )
+        )
     return out
 
 
@@ -197,8 +216,14 @@ class Judged:
     model: str | None = None
 
 
-def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
-                        question: str = "plain", other_than: str | None = None) -> list[dict[str, str]] | None:
+def factuality_messages(
+    chunk: str,
+    claim: Claim,
+    strategy: str,
+    prompts_dir: str | None = None,
+    question: str = "plain",
+    other_than: str | None = None,
+) -> list[dict[str, str]] | None:
     """The request of a factuality question of the registry (``udfs.agents.questions.FACTUALITY``)
     about ``claim`` against ``chunk``: instructions, then the fenced page text, then the question,
     so everything before the question is the same for every claim about this chunk (the shared
@@ -207,8 +232,14 @@ def factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: st
     return FACTUALITY[question].messages(chunk, claim, strategy, prompts_dir, other_than)
 
 
-def paper_factuality_messages(chunk: str, claim: Claim, strategy: str, prompts_dir: str | None = None,
-                              question: str = "plain", other_than: str | None = None) -> list[dict[str, str]] | None:
+def paper_factuality_messages(
+    chunk: str,
+    claim: Claim,
+    strategy: str,
+    prompts_dir: str | None = None,
+    question: str = "plain",
+    other_than: str | None = None,
+) -> list[dict[str, str]] | None:
     """The same question in the paper's layout (a worded question before the text): nothing after
     the instructions is shared between claims; kept for the prompt-token comparison."""
     return FACTUALITY[question].messages(chunk, claim, strategy, prompts_dir, other_than, layout=PAPER)
@@ -223,8 +254,14 @@ def _account(j: Judged, c) -> None:
     j.model = j.model or c.model
 
 
-async def _past_none(client, chunk: str, claims: Sequence[Claim], read: list[tuple[float | None, str | None, Any]],
-                     again: Sequence[Again], prompts_dir: str | None) -> tuple[list, list]:
+async def _past_none(
+    client,
+    chunk: str,
+    claims: Sequence[Claim],
+    read: list[tuple[float | None, str | None, Any]],
+    again: Sequence[Again],
+    prompts_dir: str | None,
+) -> tuple[list, list]:
     """``extract-soft-all``'s (or ``extract-soft-all-near``'s) (score, error, completion) per claim
     from ``extract-soft``'s (``read``): where the answer is none although the ``chunk`` states the
     claim's value (``udfs.agents.evidence.missed_stated_value``), the largest of its score and those
@@ -233,14 +270,20 @@ async def _past_none(client, chunk: str, claims: Sequence[Claim], read: list[tup
     what ``extract-other`` asks past); and the completions asked again per claim (empty where not
     asked), for the accounting. A request asked again without an answer leaves the claim unscored
     with its error."""
-    missed = {k for k, (score, _, c) in enumerate(read)
-              if score is not None and missed_stated_value(c.text, claims[k].value, chunk)}
+    missed = {
+        k
+        for k, (score, _, c) in enumerate(read)
+        if score is not None and missed_stated_value(c.text, claims[k].value, chunk)
+    }
     scored = list(read)
     completions: list[list[Any]] = [[] for _ in claims]
     for request in again:
         got = await request.answer.scores(
-            client, [request.messages(chunk, c, prompts_dir) if k in missed else None for k, c in enumerate(claims)],
-            claims, chunk)  # the chunk states the value, so a first token's share counts
+            client,
+            [request.messages(chunk, c, prompts_dir) if k in missed else None for k, c in enumerate(claims)],
+            claims,
+            chunk,
+        )  # the chunk states the value, so a first token's share counts
         for k in missed:
             score, error, c = got[k]
             if c is None:  # not asked (no excerpt)
@@ -265,9 +308,17 @@ def combined_score(scores: dict[str, float]) -> float:
     return sum(kind) / len(kind)
 
 
-async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim], *, strategy: str,
-                           threshold: float, layout: str = SHARED_PREFIX,
-                           prompts_dir: str | None = None, questions: Sequence[str] = PLAIN) -> list[Judged]:
+async def judge_factuality(
+    client,
+    chunks: Sequence[str],
+    claims: Sequence[Claim],
+    *,
+    strategy: str,
+    threshold: float,
+    layout: str = SHARED_PREFIX,
+    prompts_dir: str | None = None,
+    questions: Sequence[str] = PLAIN,
+) -> list[Judged]:
     """One verdict per claim; chunks in order, and a claim some chunk already supports is not asked
     again (OR over chunks). Claims of one chunk go out together, question by question, so the
     engine serves each question's shared prefix from its cache. With several ``questions`` a
@@ -290,22 +341,29 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
                 read = next((asked[a.name] for a in FACTUALITY.values() if a.reads_value and a.name in asked), None)
                 if read is None:  # none of them among the questions: extract-soft's request, for the answer alone
                     soft = FACTUALITY["extract-soft"]
-                    read = await soft.answer.scores(client, [soft.messages(chunk, claims[i], strategy, prompts_dir,
-                                                                           layout=layout) for i in pending],
-                                                    [claims[i] for i in pending], chunk)
+                    read = await soft.answer.scores(
+                        client,
+                        [soft.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) for i in pending],
+                        [claims[i] for i in pending],
+                        chunk,
+                    )
                     for k, i in enumerate(pending):
                         if read[k][2] is not None:
                             _account(out[i], read[k][2])
-                past = [other_stated_value(c.text, claims[i].value, chunk) if c is not None and c.ok else None
-                        for (_, _, c), i in zip(read, pending)]
-                messages = [q.messages(chunk, claims[i], strategy, prompts_dir, p, layout=layout)
-                            for i, p in zip(pending, past)]
+                past = [
+                    other_stated_value(c.text, claims[i].value, chunk) if c is not None and c.ok else None
+                    for (_, _, c), i in zip(read, pending)
+                ]
+                messages = [
+                    q.messages(chunk, claims[i], strategy, prompts_dir, p, layout=layout) for i, p in zip(pending, past)
+                ]
             else:
                 messages = [q.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) for i in pending]
             asked[q.name] = await q.answer.scores(client, messages, [claims[i] for i in pending], chunk)
             if q.again:
-                asked[q.name], completions = await _past_none(client, chunk, [claims[i] for i in pending],
-                                                              asked[q.name], [AGAIN[a] for a in q.again], prompts_dir)
+                asked[q.name], completions = await _past_none(
+                    client, chunk, [claims[i] for i in pending], asked[q.name], [AGAIN[a] for a in q.again], prompts_dir
+                )
                 for k, i in enumerate(pending):
                     for c in completions[k]:
                         _account(out[i], c)
@@ -315,8 +373,9 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
             for _, _, c in got.values():
                 _account(j, c)
             if not got or any(score is None for score, _, _ in got.values()):
-                errors[i] += ([err or "no verdict" for score, err, _ in got.values() if score is None]
-                              or ["no question applies"])
+                errors[i] += [err or "no verdict" for score, err, _ in got.values() if score is None] or [
+                    "no question applies"
+                ]
                 continue
             score = combined_score({q: score for q, (score, _, _) in got.items()})
             j.score = score if j.score is None else max(j.score, score)
@@ -327,9 +386,16 @@ async def judge_factuality(client, chunks: Sequence[str], claims: Sequence[Claim
     return out
 
 
-async def judge_compliance(client, claims: Sequence[Claim], *, vocab=None, strategy: str,
-                           threshold: float, prompts_dir: str | None = None,
-                           questions: Sequence[str] = PLAIN) -> list[Judged]:
+async def judge_compliance(
+    client,
+    claims: Sequence[Claim],
+    *,
+    vocab=None,
+    strategy: str,
+    threshold: float,
+    prompts_dir: str | None = None,
+    questions: Sequence[str] = PLAIN,
+) -> list[Judged]:
     """One verdict per claim against the property's definition, the mean of ``questions``' scores
     (``udfs.agents.questions.COMPLIANCE``); no definition: kept and marked, nothing asked. A
     question without an answer leaves the claim unscored, with the error."""
@@ -346,8 +412,14 @@ async def judge_compliance(client, claims: Sequence[Claim], *, vocab=None, strat
             asked.append((i, definition))
     if not asked:
         return out
-    answers = [await q.answer.scores(client, [compliance_messages(claims[i], d, strategy, prompts_dir, q.name)
-                                              for i, d in asked], [claims[i] for i, _ in asked]) for q in qs]
+    answers = [
+        await q.answer.scores(
+            client,
+            [compliance_messages(claims[i], d, strategy, prompts_dir, q.name) for i, d in asked],
+            [claims[i] for i, _ in asked],
+        )
+        for q in qs
+    ]
     for k, (i, _) in enumerate(asked):
         j = out[i]
         got = [a[k] for a in answers]
@@ -376,31 +448,60 @@ def voter_model_and_strategy(name: str | None, default: str) -> tuple[str | None
     return name, default
 
 
-def verdict_voter(agent: str, client, *, chunks: Sequence[str] = (), strategy: str,
-                  threshold: float, prompts_dir: str | None = None, vocab=None,
-                  questions: Sequence[str] = PLAIN) -> Voter:
+def verdict_voter(
+    agent: str,
+    client,
+    *,
+    chunks: Sequence[str] = (),
+    strategy: str,
+    threshold: float,
+    prompts_dir: str | None = None,
+    vocab=None,
+    questions: Sequence[str] = PLAIN,
+) -> Voter:
     """The verdict function of one voter: ``judge_factuality`` (against ``chunks``) or
     ``judge_compliance``, asking the agent's ``questions``, with its client, strategy and threshold
     bound (``vocab``: where compliance reads the definitions, default schema.org's)."""
     if agent == "factuality":
-        return lambda claims: judge_factuality(client, list(chunks), claims, strategy=strategy,
-                                               threshold=threshold, prompts_dir=prompts_dir, questions=questions)
-    return lambda claims: judge_compliance(client, claims, vocab=vocab, strategy=strategy, threshold=threshold,
-                                           prompts_dir=prompts_dir, questions=questions)
+        return lambda claims: judge_factuality(
+            client,
+            list(chunks),
+            claims,
+            strategy=strategy,
+            threshold=threshold,
+            prompts_dir=prompts_dir,
+            questions=questions,
+        )
+    return lambda claims: judge_compliance(
+        client,
+        claims,
+        vocab=vocab,
+        strategy=strategy,
+        threshold=threshold,
+        prompts_dir=prompts_dir,
+        questions=questions,
+    )
 
 
-async def vote(voter: Callable[[str | None], Voter], names: Sequence[str | None], claims: Sequence[Claim], *,
-               judge: str | None = None) -> list[Judged]:
+async def vote(
+    voter: Callable[[str | None], Voter],
+    names: Sequence[str | None],
+    claims: Sequence[Claim],
+    *,
+    judge: str | None = None,
+) -> list[Judged]:
     """One voter answers alone; several vote (``consensus``) with ``judge`` breaking ties.
     ``voter`` makes the verdict function of a voter name (model id or model/strategy)."""
     if len(names) == 1:
         return await voter(names[0])(claims)
-    return await consensus({n: voter(n) for n in names}, claims, judge=voter(judge) if judge else None,
-                           judge_name=f"judge:{judge}")
+    return await consensus(
+        {n: voter(n) for n in names}, claims, judge=voter(judge) if judge else None, judge_name=f"judge:{judge}"
+    )
 
 
-async def consensus(voters: dict[str, Callable], claims: Sequence[Claim], *, judge: Callable | None = None,
-                    judge_name: str = "judge") -> list[Judged]:
+async def consensus(
+    voters: dict[str, Callable], claims: Sequence[Claim], *, judge: Callable | None = None, judge_name: str = "judge"
+) -> list[Judged]:
     """Majority of the voters that answered; a tie (or no answer at all) goes to the judge.
 
     ``voters`` maps a name (a model id, or model/strategy) to an async function claims -> Judged
@@ -475,14 +576,25 @@ class Correction:
 def correction_messages(chunk: str, claim: Claim, prompts_dir: str | None = None) -> list[dict[str, str]]:
     """Same prefix order as factuality (instructions, page text, then the claim)."""
     question = load_prompt("correction_question", prompts_dir).format(
-        entity_type=claim.entity_type or "entity", property=claim.property, value=unfence(claim.value))
-    return [{"role": "system", "content": load_prompt("correction_system", prompts_dir)},
-            {"role": "user", "content": f"{fence(chunk)}\n\n{question}"}]
+        entity_type=claim.entity_type or "entity", property=claim.property, value=unfence(claim.value)
+    )
+    return [
+        {"role": "system", "content": load_prompt("correction_system", prompts_dir)},
+        {"role": "user", "content": f"{fence(chunk)}\n\n{question}"},
+    ]
 
 
-async def correct(client, chunks: Sequence[str], claims: Sequence[Claim], *, strategy: str,
-                  threshold: float, max_tokens: int = 128,
-                  prompts_dir: str | None = None, questions: Sequence[str] = PLAIN) -> list[Correction]:
+async def correct(
+    client,
+    chunks: Sequence[str],
+    claims: Sequence[Claim],
+    *,
+    strategy: str,
+    threshold: float,
+    max_tokens: int = 128,
+    prompts_dir: str | None = None,
+    questions: Sequence[str] = PLAIN,
+) -> list[Correction]:
     """Ask for the value of each non-factual claim from the text (first chunk that states one),
     then re-verify the corrected claim with the factuality agent (the same ``questions``, so the
     same threshold applies); only the flagged claim changes."""
@@ -493,9 +605,17 @@ async def correct(client, chunks: Sequence[str], claims: Sequence[Claim], *, str
         pending = [i for i in range(len(claims)) if i not in proposed]
         if not pending:
             break
-        answers = await client.chat_many([
-            {"messages": correction_messages(chunk, claims[i], prompts_dir), "json_schema": CORRECTION_SCHEMA,
-             "max_tokens": max_tokens, "temperature": 0.0} for i in pending])
+        answers = await client.chat_many(
+            [
+                {
+                    "messages": correction_messages(chunk, claims[i], prompts_dir),
+                    "json_schema": CORRECTION_SCHEMA,
+                    "max_tokens": max_tokens,
+                    "temperature": 0.0,
+                }
+                for i in pending
+            ]
+        )
         for i, c in zip(pending, answers):
             if not c.ok:
                 errors[i] = c.error
@@ -503,9 +623,20 @@ async def correct(client, chunks: Sequence[str], claims: Sequence[Claim], *, str
                 proposed[i] = str(c.parsed["value"]).strip()
     # a value read off the text is a literal; the subject's other properties stay what they were
     fixed = [dataclasses.replace(claims[i], value=v, value_type=None) for i, v in proposed.items()]
-    verdicts = dict(zip(proposed, await judge_factuality(client, chunks, fixed, strategy=strategy,
-                                                         threshold=threshold, prompts_dir=prompts_dir,
-                                                         questions=questions)))
+    verdicts = dict(
+        zip(
+            proposed,
+            await judge_factuality(
+                client,
+                chunks,
+                fixed,
+                strategy=strategy,
+                threshold=threshold,
+                prompts_dir=prompts_dir,
+                questions=questions,
+            ),
+        )
+    )
     for i, claim in enumerate(claims):
         if i in proposed:
             j = verdicts[i]

@@ -8,6 +8,7 @@ No measurement runs here: every input is a named constant below with where it wa
 where it comes from, so a new measurement is one edit (the C-sets figures especially: the lead
 updates CSETS_RUNS when the engine changes) and the tables follow.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,10 @@ VALIDITY_MARKUPS_PER_CPU_S = 4_016
 # runs (start-up excluded), the demo pages replicated (docs/results/harness.md). Every model
 # request (verdict or generation) is counted at this cost.
 HARNESS_CPU_MS_PER_REQUEST = 0.61
-HARNESS_MEASURED = ("the streaming job (256 requests in flight per worker), --executor ray, 2 workers, "
-                    "1k, 10k and 100k pages at 0 ms, 260,502 verdicts, quiet machine (load 0.9)")
+HARNESS_MEASURED = (
+    "the streaming job (256 requests in flight per worker), --executor ray, 2 workers, "
+    "1k, 10k and 100k pages at 0 ms, 260,502 verdicts, quiet machine (load 0.9)"
+)
 
 # Evaluation (jobs/evaluate.py --limit 2 --order shortest, embedded model, docs/results/demo.md):
 # per page and source, from out/demo/scores (verdict_requests, verdict_prompt_tokens,
@@ -56,10 +59,20 @@ HARNESS_MEASURED = ("the streaming job (256 requests in flight per worker), --ex
 EVAL_MEASURED = [
     # page text tokens, human: (requests, prompt, cached), generated markup: (prompt, completion),
     # model markup verdicts: (requests, prompt, cached)
-    {"page": "songkick/elysianfields_1", "page_tokens": 192, "human": (23, 7170, 6107), "gen": (824, 123),
-     "model": (8, 2621, 2127)},
-    {"page": "schema.org/CreativeWork.001", "page_tokens": 85, "human": (31, 6950, 5814), "gen": (762, 65),
-     "model": (4, 860, 590)},
+    {
+        "page": "songkick/elysianfields_1",
+        "page_tokens": 192,
+        "human": (23, 7170, 6107),
+        "gen": (824, 123),
+        "model": (8, 2621, 2127),
+    },
+    {
+        "page": "schema.org/CreativeWork.001",
+        "page_tokens": 85,
+        "human": (31, 6950, 5814),
+        "gen": (762, 65),
+        "model": (4, 860, 590),
+    },
 ]
 # The paper's layout (claim before the page text, no shared prefix), experiments/factuality_prefix
 # in docs/results/serving.md: 1,468 prompt tokens processed against 439 with the shared prefix, same 6 claims.
@@ -102,6 +115,7 @@ GEN_OUTPUT_SCENARIO = {140: 94, 1_000: 400, 3_000: 700, 6_000: MAX_GEN_TOKENS}
 
 # ---- arithmetic ---------------------------------------------------------------------------------
 
+
 def linear_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
     """Least squares y = a + b x."""
     n = len(points)
@@ -115,8 +129,7 @@ def linear_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
 def csets_model() -> dict:
     fixed_s, s_per_quad = linear_fit([(q, s) for q, s in CSETS_RUNS])
     core_s_per_quad = s_per_quad * CSETS_CORES
-    return {"fixed_s": fixed_s, "core_s_per_quad": core_s_per_quad,
-            "quads_per_core_s": 1 / core_s_per_quad}
+    return {"fixed_s": fixed_s, "core_s_per_quad": core_s_per_quad, "quads_per_core_s": 1 / core_s_per_quad}
 
 
 def prompt_parts() -> dict:
@@ -133,8 +146,13 @@ def prompt_parts() -> dict:
     avg = lambda xs: sum(xs) / len(xs)  # noqa: E731
     human_v = avg([m["human"][0] for m in EVAL_MEASURED])
     model_v = avg([m["model"][0] for m in EVAL_MEASURED])
-    return {"question": avg(qs), "prefix": avg(prefixes), "gen_fixed": avg(gen_fixed),
-            "human_verdicts": human_v, "model_verdicts": model_v}
+    return {
+        "question": avg(qs),
+        "prefix": avg(prefixes),
+        "gen_fixed": avg(gen_fixed),
+        "human_verdicts": human_v,
+        "model_verdicts": model_v,
+    }
 
 
 def page_tokens(t: int, gen_out: int, parts: dict, shared_prefix: bool = True) -> dict:
@@ -169,30 +187,38 @@ def tables() -> str:
     cs = csets_model()
 
     w("### C-sets job: cost against input size (measured)\n")
-    w(f"Fit over the measured runs: wall = {cs['fixed_s']:.1f} s + {cs['core_s_per_quad'] * 1e6 / CSETS_CORES:.2f} s "
-      f"per million quads on {CSETS_CORES} cores, i.e. {fmt(cs['quads_per_core_s'])} quads per core-second at the margin.\n")
+    w(
+        f"Fit over the measured runs: wall = {cs['fixed_s']:.1f} s + {cs['core_s_per_quad'] * 1e6 / CSETS_CORES:.2f} s "
+        f"per million quads on {CSETS_CORES} cores, i.e. {fmt(cs['quads_per_core_s'])} quads per core-second at the margin.\n"
+    )
     w("| input | quads | wall s | core-s | core-s per M quads | wall vs 1x | fit wall s |")
     w("|---|---|---|---|---|---|---|")
     q1, s1 = CSETS_RUNS[0]
     for q, s in CSETS_RUNS:
         fit = cs["fixed_s"] + cs["core_s_per_quad"] / CSETS_CORES * q
-        w(f"| {q / q1:.0f}x | {fmt(q)} | {s:.1f} | {s * CSETS_CORES:.1f} | {s * CSETS_CORES / (q / 1e6):.1f} | "
-          f"{s / s1:.2f}x | {fit:.1f} |")
+        w(
+            f"| {q / q1:.0f}x | {fmt(q)} | {s:.1f} | {s * CSETS_CORES:.1f} | {s * CSETS_CORES / (q / 1e6):.1f} | "
+            f"{s / s1:.2f}x | {fit:.1f} |"
+        )
     w("")
 
     total_core_h = RELEASE_QUADS * cs["core_s_per_quad"] / 3600
     per_file_quads = RELEASE_QUADS / RELEASE_FILES
     per_task_s = per_file_quads * cs["core_s_per_quad"]
     w("### C-sets job on the full 2023-12 release\n")
-    w(f"{RELEASE_QUADS / 1e9:.1f} billion quads in {fmt(RELEASE_FILES)} gzip files ({fmt(RELEASE_GZIP_GB)} GB): "
-      f"{fmt(total_core_h)} core-hours at the marginal rate; one file (one task) holds "
-      f"{per_file_quads / 1e6:.1f} M quads on average, about {per_task_s / 60:.1f} core-minutes.\n")
+    w(
+        f"{RELEASE_QUADS / 1e9:.1f} billion quads in {fmt(RELEASE_FILES)} gzip files ({fmt(RELEASE_GZIP_GB)} GB): "
+        f"{fmt(total_core_h)} core-hours at the marginal rate; one file (one task) holds "
+        f"{per_file_quads / 1e6:.1f} M quads on average, about {per_task_s / 60:.1f} core-minutes.\n"
+    )
     w("| cores | executors (4 cores) | waves of tasks | hours | S3 read rate needed |")
     w("|---|---|---|---|---|")
     for cores in (128, 512, 1024, 2048, 4096, 8960):
         waves = math.ceil(RELEASE_FILES / cores)
         hours = (waves * per_task_s + cs["fixed_s"]) / 3600
-        w(f"| {fmt(cores)} | {fmt(cores // 4)} | {waves} | {hours:.1f} | {RELEASE_GZIP_GB * 8 / (hours * 3600):.1f} Gbit/s |")
+        w(
+            f"| {fmt(cores)} | {fmt(cores // 4)} | {waves} | {hours:.1f} | {RELEASE_GZIP_GB * 8 / (hours * 3600):.1f} Gbit/s |"
+        )
     w("")
 
     pages_core_h = EVAL_PAGES / PAGES_PER_CPU_S / 3600
@@ -203,59 +229,87 @@ def tables() -> str:
     w("### CPU work around the model, for 1 million pages\n")
     w("| step | rate (measured) | core-hours | on 64 cores |")
     w("|---|---|---|---|")
-    w(f"| pages job: read record + extract | {PAGES_PER_CPU_S} pages/CPU-s | {pages_core_h:.1f} | {pages_core_h / 64 * 60:.0f} min |")
-    w(f"| validity, human + one model markup per page | {fmt(VALIDITY_MARKUPS_PER_CPU_S)} markups/CPU-s | "
-      f"{validity_core_s / 3600:.2f} | {validity_core_s / 64:.0f} s |")
-    w(f"| evaluation harness, {requests_per_page:.0f} model requests per page | {HARNESS_CPU_MS_PER_REQUEST} CPU-ms/request | "
-      f"{harness_core_h:.1f} | {harness_core_h / 64 * 60:.0f} min |")
+    w(
+        f"| pages job: read record + extract | {PAGES_PER_CPU_S} pages/CPU-s | {pages_core_h:.1f} | {pages_core_h / 64 * 60:.0f} min |"
+    )
+    w(
+        f"| validity, human + one model markup per page | {fmt(VALIDITY_MARKUPS_PER_CPU_S)} markups/CPU-s | "
+        f"{validity_core_s / 3600:.2f} | {validity_core_s / 64:.0f} s |"
+    )
+    w(
+        f"| evaluation harness, {requests_per_page:.0f} model requests per page | {HARNESS_CPU_MS_PER_REQUEST} CPU-ms/request | "
+        f"{harness_core_h:.1f} | {harness_core_h / 64 * 60:.0f} min |"
+    )
     w("")
     w(f"The harness figure: {HARNESS_MEASURED} (benchmarks/evaluate_throughput.py); validity is part of it.\n")
 
     w("### Evaluation: tokens per page\n")
-    w(f"From the measured runs: a verdict request is {parts['prefix']:.0f} tokens of instructions and fences, the page "
-      f"text, and a {parts['question']:.0f}-token question; a generation request is {parts['gen_fixed']:.0f} tokens "
-      f"of instructions, properties and example plus the page text; {parts['human_verdicts']:.1f} verdicts per human "
-      f"markup and {parts['model_verdicts']:.1f} per generated one. The model against the measured pages:\n")
-    w("| page | page tokens | human prompt measured / model | human processed measured / model | generation prompt measured / model |")
+    w(
+        f"From the measured runs: a verdict request is {parts['prefix']:.0f} tokens of instructions and fences, the page "
+        f"text, and a {parts['question']:.0f}-token question; a generation request is {parts['gen_fixed']:.0f} tokens "
+        f"of instructions, properties and example plus the page text; {parts['human_verdicts']:.1f} verdicts per human "
+        f"markup and {parts['model_verdicts']:.1f} per generated one. The model against the measured pages:\n"
+    )
+    w(
+        "| page | page tokens | human prompt measured / model | human processed measured / model | generation prompt measured / model |"
+    )
     w("|---|---|---|---|---|")
     for m in EVAL_MEASURED:
         one = dict(parts, human_verdicts=m["human"][0], model_verdicts=m["model"][0])
         tok = page_tokens(m["page_tokens"], m["gen"][1], one)
         req, prompt, cached = m["human"]
-        w(f"| {m['page']} | {m['page_tokens']} | {fmt(prompt)} / {fmt(tok['human_prompt'])} | "
-          f"{fmt(prompt - cached)} / {fmt(tok['human_uncached'])} | {fmt(m['gen'][0])} / {fmt(tok['gen_prompt'])} |")
+        w(
+            f"| {m['page']} | {m['page_tokens']} | {fmt(prompt)} / {fmt(tok['human_prompt'])} | "
+            f"{fmt(prompt - cached)} / {fmt(tok['human_uncached'])} | {fmt(m['gen'][0])} / {fmt(tok['gen_prompt'])} |"
+        )
     w("")
-    w("| page text tokens | markup tokens generated | prompt tokens sent | processed (not cached) | cached share | generated tokens |")
+    w(
+        "| page text tokens | markup tokens generated | prompt tokens sent | processed (not cached) | cached share | generated tokens |"
+    )
     w("|---|---|---|---|---|---|")
     scen = []
     for t in PAGE_TOKENS_SCENARIOS:
         tok = page_tokens(t, GEN_OUTPUT_SCENARIO[t], parts)
         sent = tok["human_prompt"] + tok["model_prompt"] + tok["gen_prompt"]
         scen.append((t, tok, sent))
-        w(f"| {fmt(t)} | {GEN_OUTPUT_SCENARIO[t]} | {fmt(sent)} | {fmt(tok['prefill'])} | "
-          f"{1 - tok['prefill'] / sent:.0%} | {tok['decode']} |")
+        w(
+            f"| {fmt(t)} | {GEN_OUTPUT_SCENARIO[t]} | {fmt(sent)} | {fmt(tok['prefill'])} | "
+            f"{1 - tok['prefill'] / sent:.0%} | {tok['decode']} |"
+        )
     w("")
 
     w("### Evaluation of 1 million pages with an 8B model\n")
-    w(f"Assumed per GPU: prefill {fmt(PREFILL_TOKENS_PER_S)} tokens/s (H100 and H200); decode "
-      f"{fmt(DECODE_TOKENS_PER_S['H100'])} tokens/s (H100), {fmt(DECODE_TOKENS_PER_S['H200'])} (H200).\n")
-    w("| page text tokens | GPU | GPU-s per page | pages/hour/GPU | GPU-hours | 8-GPU nodes for 24 h | hours on one 8-GPU node | GPU-hours without prefix reuse |")
+    w(
+        f"Assumed per GPU: prefill {fmt(PREFILL_TOKENS_PER_S)} tokens/s (H100 and H200); decode "
+        f"{fmt(DECODE_TOKENS_PER_S['H100'])} tokens/s (H100), {fmt(DECODE_TOKENS_PER_S['H200'])} (H200).\n"
+    )
+    w(
+        "| page text tokens | GPU | GPU-s per page | pages/hour/GPU | GPU-hours | 8-GPU nodes for 24 h | hours on one 8-GPU node | GPU-hours without prefix reuse |"
+    )
     w("|---|---|---|---|---|---|---|---|")
     for t, tok, _ in scen:
         for gpu in ("H100", "H200"):
             s = gpu_seconds(tok, gpu)
             gpu_h = s * EVAL_PAGES / 3600
-            nocache = gpu_seconds(page_tokens(t, GEN_OUTPUT_SCENARIO[t], parts, shared_prefix=False), gpu) * EVAL_PAGES / 3600
-            w(f"| {fmt(t)} | {gpu} | {s:.3f} | {fmt(3600 / s)} | {fmt(gpu_h)} | "
-              f"{math.ceil(gpu_h / 24 / GPUS_PER_NODE)} | {gpu_h / GPUS_PER_NODE:.1f} | {fmt(nocache)} |")
+            nocache = (
+                gpu_seconds(page_tokens(t, GEN_OUTPUT_SCENARIO[t], parts, shared_prefix=False), gpu) * EVAL_PAGES / 3600
+            )
+            w(
+                f"| {fmt(t)} | {gpu} | {s:.3f} | {fmt(3600 / s)} | {fmt(gpu_h)} | "
+                f"{math.ceil(gpu_h / 24 / GPUS_PER_NODE)} | {gpu_h / GPUS_PER_NODE:.1f} | {fmt(nocache)} |"
+            )
     w("")
     per_page = parts["human_verdicts"] + parts["model_verdicts"] + 1
-    w(f"Requests: {per_page:.0f} per page (verdicts of both markups and one generation per chunk), "
-      f"{fmt(per_page * EVAL_PAGES / 1e6, 1)} million for the million pages, "
-      f"{fmt(per_page * EVAL_PAGES / (24 * 3600))} per second to finish in 24 hours.\n")
-    w(f"Prefix reuse measured on the same claims (experiments/factuality_prefix): {fmt(SHARED_PREFIX_TOKENS)} prompt "
-      f"tokens processed against {fmt(PAPER_LAYOUT_TOKENS)} in the paper's layout "
-      f"({SHARED_PREFIX_TOKENS / PAPER_LAYOUT_TOKENS:.2f}x).")
+    w(
+        f"Requests: {per_page:.0f} per page (verdicts of both markups and one generation per chunk), "
+        f"{fmt(per_page * EVAL_PAGES / 1e6, 1)} million for the million pages, "
+        f"{fmt(per_page * EVAL_PAGES / (24 * 3600))} per second to finish in 24 hours.\n"
+    )
+    w(
+        f"Prefix reuse measured on the same claims (experiments/factuality_prefix): {fmt(SHARED_PREFIX_TOKENS)} prompt "
+        f"tokens processed against {fmt(PAPER_LAYOUT_TOKENS)} in the paper's layout "
+        f"({SHARED_PREFIX_TOKENS / PAPER_LAYOUT_TOKENS:.2f}x)."
+    )
     return "\n".join(out)
 
 

@@ -19,6 +19,7 @@ and the text to print. Bad input is a :class:`BenchInputError` with the message 
 settings are conf/pipeline.toml's ``[agents_bench]`` (through the job's flags) and ``[scores]``:
 none has a default here.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -61,9 +62,19 @@ class Report:
 
 
 # ---- build ---------------------------------------------------------------------------------------
-def build(inputs: Sequence[str | Path], out: Folder, rejects: Folder, *, seed: int, distant_max: float,
-          intrinsic: str, max_value_chars: int, require_stated: bool, scores: ScoresConf,
-          timer: Timer = _untimed) -> Report:
+def build(
+    inputs: Sequence[str | Path],
+    out: Folder,
+    rejects: Folder,
+    *,
+    seed: int,
+    distant_max: float,
+    intrinsic: str,
+    max_value_chars: int,
+    require_stated: bool,
+    scores: ScoresConf,
+    timer: Timer = _untimed,
+) -> Report:
     """Ground truth from schema.org examples files: ``out`` is replaced by factuality.parquet and
     compliance.parquet, ``rejects/build.jsonl`` lists what was left out and why. The embeddings
     that decide "semantically distant" use ``scores``' batch size and threads; ``intrinsic``
@@ -88,11 +99,17 @@ def build(inputs: Sequence[str | Path], out: Folder, rejects: Folder, *, seed: i
     report.counters["example_blocks"] = blocks
     report.counters["examples_without_text_or_jsonld"] = blocks - len(examples)
     with timer("build"):
-        built = build_ground_truth(examples, vocab, seed=seed, distant_max=distant_max, intrinsic=intrinsic,
-                                   max_value_chars=max_value_chars, require_stated=require_stated,
-                                   distance=embedding_distance(vocab, scores),
-                                   name_distance=embedding_distance(vocab, scores, property_name)
-                                   if intrinsic == "paper" else None)
+        built = build_ground_truth(
+            examples,
+            vocab,
+            seed=seed,
+            distant_max=distant_max,
+            intrinsic=intrinsic,
+            max_value_chars=max_value_chars,
+            require_stated=require_stated,
+            distance=embedding_distance(vocab, scores),
+            name_distance=embedding_distance(vocab, scores, property_name) if intrinsic == "paper" else None,
+        )
     out.rm()
     rejects.rm("build.jsonl")
     out.write_parquet("factuality.parquet", ab.to_table(built.factuality, ab.FACTUALITY_SCHEMA))
@@ -104,9 +121,13 @@ def build(inputs: Sequence[str | Path], out: Folder, rejects: Folder, *, seed: i
     report.facts["counts"] = {f"{t}/{k}": n for (t, k), n in counts.items()}
     report.facts["vocabulary"] = vocab.release
     report.facts["intrinsic"] = intrinsic
-    lines = [f"Ground truth from {len(examples)} schema.org {vocab.release} examples (seed {seed}, "
-             f"distant below cosine {distant_max}, intrinsic negatives: {intrinsic})", "",
-             "| agent | class | items | paper |", "|---|---|---|---|"]
+    lines = [
+        f"Ground truth from {len(examples)} schema.org {vocab.release} examples (seed {seed}, "
+        f"distant below cosine {distant_max}, intrinsic negatives: {intrinsic})",
+        "",
+        "| agent | class | items | paper |",
+        "|---|---|---|---|",
+    ]
     for (t, k), n in counts.items():
         lines.append(f"| {t} | {k} | {n} | {PAPER_COUNTS.get((t, k), '')} |")
     report.text = "\n".join(lines)
@@ -137,8 +158,10 @@ def _rows(table, where: str, agent: str | None) -> list[dict[str, Any]]:
     names = set(table.schema.names)
     need = [c for c in REQUIRED if c not in names and not (c == "text" and agent == "compliance")]
     if need:
-        raise BenchInputError(f"--input {where}: missing column{'s' if len(need) > 1 else ''} {', '.join(need)} "
-                              f"(a ground truth has {', '.join(REQUIRED)}, and optionally definition)")
+        raise BenchInputError(
+            f"--input {where}: missing column{'s' if len(need) > 1 else ''} {', '.join(need)} "
+            f"(a ground truth has {', '.join(REQUIRED)}, and optionally definition)"
+        )
     out = []
     for i, r in enumerate(table.to_pylist()):
         a = agent or r.get("agent") or ("factuality" if r.get("text") is not None else "compliance")
@@ -148,16 +171,21 @@ def _rows(table, where: str, agent: str | None) -> list[dict[str, Any]]:
         if not isinstance(r.get("label"), bool):
             raise BenchInputError(f"--input {where}: row {i}: label {r.get('label')!r} is not true or false")
         if r.get("kind") not in kinds:
-            raise BenchInputError(f"--input {where}: row {i}: kind {r.get('kind')!r} is not a {a} kind "
-                                  f"({', '.join(kinds)})")
+            raise BenchInputError(
+                f"--input {where}: row {i}: kind {r.get('kind')!r} is not a {a} kind ({', '.join(kinds)})"
+            )
         if a == "factuality" and not r.get("text"):
             raise BenchInputError(f"--input {where}: row {i}: a factuality item needs its text")
         r = {**r, "agent": a, "text": r.get("text") if a == "factuality" else None}
-        r["item_id"] = r.get("item_id") or item_id(a, r["kind"], r["text"], r["property"], r["value"],
-                                                   r["entity_type"])
+        r["item_id"] = r.get("item_id") or item_id(a, r["kind"], r["text"], r["property"], r["value"], r["entity_type"])
         anchor_id = r.get("text_example_id") or r.get("example_id")
-        r["group"] = (str(anchor_id) if anchor_id else
-                      item_id("text", r["text"]) if r["text"] else item_id("claim", r["property"], r["value"]))
+        r["group"] = (
+            str(anchor_id)
+            if anchor_id
+            else item_id("text", r["text"])
+            if r["text"]
+            else item_id("claim", r["property"], r["value"])
+        )
         out.append(r)
     return out
 
@@ -182,8 +210,10 @@ def load_ground_truth(where: Folder) -> GroundTruth:
     if where.isdir():
         found = [a for a in tables if where.isfile(f"{a}.parquet")]
         if not found:
-            raise BenchInputError(f"--input {where}: not a ground truth (no factuality.parquet or compliance.parquet); "
-                                  "run build first, or give a Parquet file")
+            raise BenchInputError(
+                f"--input {where}: not a ground truth (no factuality.parquet or compliance.parquet); "
+                "run build first, or give a Parquet file"
+            )
         for a in found:
             data = where.read_bytes(f"{a}.parquet")
             digest.update(data)
@@ -191,12 +221,14 @@ def load_ground_truth(where: Folder) -> GroundTruth:
     else:
         parent, name = where.parent, where.name
         if not parent.isfile(name):
-            raise BenchInputError(f"--input {where}: no such ground truth (a folder written by build or a Parquet file)")
+            raise BenchInputError(
+                f"--input {where}: no such ground truth (a folder written by build or a Parquet file)"
+            )
         data = parent.read_bytes(name)
         digest.update(data)
         try:
             table = pq.read_table(pa_buffer(data))
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's input error
+        except Exception as exc:
             raise BenchInputError(f"--input {where}: not a Parquet file ({exc})") from exc
         for r in _rows(table, str(where), None):
             tables[r["agent"]].append(r)
@@ -226,9 +258,23 @@ def select_items(gt: GroundTruth, tasks: Sequence[str], limit: int, seed: int) -
 
 
 # ---- run -----------------------------------------------------------------------------------------
-def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: str, cache_path: str,
-        tasks: Sequence[str], limit: int, seed: int, batch_size: int, timeout_s: float, concurrency: int,
-        overwrite: bool, timer: Timer = _untimed, api_key: str | None = None) -> Report:
+def run(
+    ground_truth: Folder,
+    out: Folder,
+    cfg: ab.VerdictConfig,
+    *,
+    base_url: str,
+    cache_path: str,
+    tasks: Sequence[str],
+    limit: int,
+    seed: int,
+    batch_size: int,
+    timeout_s: float,
+    concurrency: int,
+    overwrite: bool,
+    timer: Timer = _untimed,
+    api_key: str | None = None,
+) -> Report:
     """Judge ``limit`` items per task (half positive; 0: all; the same seeded picks every time) of
     the ground truth (:func:`load_ground_truth`: build's folder or any Parquet file) with ``cfg`` on the service at ``base_url``, resuming from the verdict parts
     already in ``out/verdicts`` (``overwrite``: drop them first), and write the metrics, sweep,
@@ -258,19 +304,32 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
     c = {"items": sum(len(v) for v in todo.values()), "already_judged": 0}
     pending = {agent: [it for iid, it in d.items() if (agent, iid) not in done] for agent, d in todo.items()}
     c["already_judged"] = c["items"] - sum(len(v) for v in pending.values())
-    clients = {m: LLMClient(base_url, m, cache_path=cache_path, timeout_s=timeout_s, max_concurrency=concurrency,
-                            api_key=api_key)
-               for m in dict.fromkeys(voter_model_and_strategy(v, cfg.strategy)[0]
-                                      for v in [*models, *([cfg.judge_model] if cfg.judge_model else [])])}
+    clients = {
+        m: LLMClient(
+            base_url, m, cache_path=cache_path, timeout_s=timeout_s, max_concurrency=concurrency, api_key=api_key
+        )
+        for m in dict.fromkeys(
+            voter_model_and_strategy(v, cfg.strategy)[0]
+            for v in [*models, *([cfg.judge_model] if cfg.judge_model else [])]
+        )
+    }
     cfg.clients = clients
     cfg.one_at_a_time = concurrency <= 1
     report = Report()
-    report.facts["benchmark"] = {"base_url": base_url, "config": cfg.name, "models": models, "judge": cfg.judge_model,
-                                 "strategy": cfg.strategy, "limit_per_task": limit, "seed": seed,
-                                 "tasks": {t: len(v) for t, v in task_items.items()},
-                                 "ground_truth": gt.source, "ground_truth_sha256": gt.sha256,
-                                 # the settings, the thresholds applied and where each came from
-                                 "resolved_judge": cfg.judge.record()}
+    report.facts["benchmark"] = {
+        "base_url": base_url,
+        "config": cfg.name,
+        "models": models,
+        "judge": cfg.judge_model,
+        "strategy": cfg.strategy,
+        "limit_per_task": limit,
+        "seed": seed,
+        "tasks": {t: len(v) for t, v in task_items.items()},
+        "ground_truth": gt.source,
+        "ground_truth_sha256": gt.sha256,
+        # the settings, the thresholds applied and where each came from
+        "resolved_judge": cfg.judge.record(),
+    }
     log.info("%d items (%d judged before) for %s", c["items"], c["already_judged"], cfg.name)
     n_part = len(parts.ls("part-*.parquet"))
     judged = 0
@@ -279,7 +338,7 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
         try:
             for agent, items in pending.items():
                 for i in range(0, len(items), max(1, batch_size)):
-                    batch = items[i:i + batch_size]
+                    batch = items[i : i + batch_size]
                     rows = loop.run_until_complete(ab.judge_items(cfg, agent, batch))
                     parts.write_parquet(f"part-{n_part:05d}.parquet", ab.to_table(rows, ab.VERDICTS_SCHEMA))
                     n_part += 1
@@ -309,9 +368,16 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
     out.write_parquet("sweep.parquet", ab.to_table(sweep, ab.SWEEP_SCHEMA))
     out.write_parquet("alignment.parquet", ab.to_table(alignment, ab.ALIGNMENT_SCHEMA))
     wall = time.monotonic() - t0
-    conf = {"name": cfg.name, "models": " + ".join(models), "judge": cfg.judge_model or "–",
-            "strategy": cfg.strategy, "factuality threshold": cfg.judge.provenance["factuality"],
-            "compliance threshold": cfg.judge.provenance["compliance"], "items per task": limit or "all", "seed": seed}
+    conf = {
+        "name": cfg.name,
+        "models": " + ".join(models),
+        "judge": cfg.judge_model or "–",
+        "strategy": cfg.strategy,
+        "factuality threshold": cfg.judge.provenance["factuality"],
+        "compliance threshold": cfg.judge.provenance["compliance"],
+        "items per task": limit or "all",
+        "seed": seed,
+    }
     ab.plot_precision_recall(sweep, metrics, out / "pr.png", curves)
     md = ab.summary_markdown(conf, metrics, wall)
     out.write_text("summary.md", md)
@@ -323,8 +389,18 @@ def run(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, base_url: s
 
 
 # ---- calibrate -----------------------------------------------------------------------------------
-def calibrate(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, calibration_file: str,
-              fit_fraction: float, tasks: Sequence[str], limit: int, seed: int, **run_kw: Any) -> Report:
+def calibrate(
+    ground_truth: Folder,
+    out: Folder,
+    cfg: ab.VerdictConfig,
+    *,
+    calibration_file: str,
+    fit_fraction: float,
+    tasks: Sequence[str],
+    limit: int,
+    seed: int,
+    **run_kw: Any,
+) -> Report:
     """Fit each agent's threshold and score-to-probability map on the fit split of the ground
     truth and measure them on the test split (``udfs.scores.calibration``), from the verdict scores
     of a ``run`` of ``cfg`` (run first, here: it resumes from the parts already written and asks the
@@ -353,23 +429,39 @@ def calibrate(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, calib
         for t in agent_tasks:
             for it in task_items[t]:
                 prev = items.get(it["item_id"])
-                items[it["item_id"]] = cal.Item(it["group"], bool(it["label"]), scores.get((agent, it["item_id"])),
-                                                (*(prev.tasks if prev else ()), t))
-        entries.append(cal.fit_entry(list(items.values()), model=model, agent=agent, strategy=cfg.strategy,
-                                     layout=cal.layout_key(questions_key(cfg.questions(agent), agent)),
-                                     seed=seed, fit_fraction=fit_fraction,
-                                     ground_truth_sha256=gt.sha256, tasks=agent_tasks,
-                                     prompts_sha256=prompt_fingerprint(agent, cfg.strategy, cfg.prompts_dir,
-                                                                       cfg.questions(agent))))
+                items[it["item_id"]] = cal.Item(
+                    it["group"],
+                    bool(it["label"]),
+                    scores.get((agent, it["item_id"])),
+                    (*(prev.tasks if prev else ()), t),
+                )
+        entries.append(
+            cal.fit_entry(
+                list(items.values()),
+                model=model,
+                agent=agent,
+                strategy=cfg.strategy,
+                layout=cal.layout_key(questions_key(cfg.questions(agent), agent)),
+                seed=seed,
+                fit_fraction=fit_fraction,
+                ground_truth_sha256=gt.sha256,
+                tasks=agent_tasks,
+                prompts_sha256=prompt_fingerprint(agent, cfg.strategy, cfg.prompts_dir, cfg.questions(agent)),
+            )
+        )
     path = project_file(calibration_file)
     cal.write(path, entries)
     out.write_text("calibration.json", json.dumps({"version": cal.VERSION, "entries": entries}, indent=1) + "\n")
     md = calibration_markdown(entries, path)
     out.write_text("calibration.md", md)
-    report.facts["calibration"] = {"file": path, "sha256": cal.sha256(path), "seed": seed, "fit_fraction": fit_fraction,
-                                   "ground_truth_sha256": gt.sha256,
-                                   "entries": [{k: e[k] for k in ("model", "agent", "strategy", "layout", "threshold")}
-                                               for e in entries]}
+    report.facts["calibration"] = {
+        "file": path,
+        "sha256": cal.sha256(path),
+        "seed": seed,
+        "fit_fraction": fit_fraction,
+        "ground_truth_sha256": gt.sha256,
+        "entries": [{k: e[k] for k in ("model", "agent", "strategy", "layout", "threshold")} for e in entries],
+    }
     for e in entries:
         report.counters[f"{e['agent']}_fit_items"] = e["fit"]["n"]
         report.counters[f"{e['agent']}_test_items"] = e["test"]["n"]
@@ -380,22 +472,31 @@ def calibrate(ground_truth: Folder, out: Folder, cfg: ab.VerdictConfig, *, calib
 def calibration_markdown(entries: Sequence[dict[str, Any]], path: str) -> str:
     """The test-split figures of calibration entries (the fitted threshold's P / R / F1, its
     sensitivity and specificity, balanced accuracy, AUROC)."""
+
     def f(x):
         return "–" if x is None else f"{x:.3f}"
 
-    lines = [f"Calibration written to {path}: thresholds fitted on the fit split (max F1, the two classes "
-             "weighted equally), figures on the test split only (R is the sensitivity).", "",
-             "| model | agent | task | strategy | layout | threshold | fit items | test items (true / false) | P | R "
-             "| F1 | specificity | bal. acc. | AUROC |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Calibration written to {path}: thresholds fitted on the fit split (max F1, the two classes "
+        "weighted equally), figures on the test split only (R is the sensitivity).",
+        "",
+        "| model | agent | task | strategy | layout | threshold | fit items | test items (true / false) | P | R "
+        "| F1 | specificity | bal. acc. | AUROC |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for e in entries:
         for task, m in [("all", e["test"]), *e["test"]["tasks"].items()]:
-            lines.append(f"| {e['model']} | {e['agent']} | {task} | {e['strategy']} | {e['layout']} | "
-                         f"{e['threshold']:.3f} | {e['fit']['n']} | {m['n']} ({m['positives']} / {m['negatives']}) | "
-                         f"{f(m['precision'])} | {f(m['recall'])} | {f(m['f1'])} | {f(m.get('specificity'))} | "
-                         f"{f(m.get('balanced_accuracy'))} | {f(m['auroc'])} |")
-    lines += ["", f"seed {entries[0]['seed'] if entries else '–'}, fit fraction "
-              f"{entries[0]['fit_fraction'] if entries else '–'}, split by example text"]
+            lines.append(
+                f"| {e['model']} | {e['agent']} | {task} | {e['strategy']} | {e['layout']} | "
+                f"{e['threshold']:.3f} | {e['fit']['n']} | {m['n']} ({m['positives']} / {m['negatives']}) | "
+                f"{f(m['precision'])} | {f(m['recall'])} | {f(m['f1'])} | {f(m.get('specificity'))} | "
+                f"{f(m.get('balanced_accuracy'))} | {f(m['auroc'])} |"
+            )
+    lines += [
+        "",
+        f"seed {entries[0]['seed'] if entries else '–'}, fit fraction "
+        f"{entries[0]['fit_fraction'] if entries else '–'}, split by example text",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -436,9 +537,10 @@ def kappa(inputs: Sequence[str], out: Folder, rejects: Folder) -> Report:
     out.write_parquet("kappa.parquet", ab.to_table(table, ab.KAPPA_SCHEMA))
     if rejected:
         rejects.write_text("kappa.jsonl", "".join(json.dumps(r) + "\n" for r in rejected))
-    report = Report(counters={"rows_read": len(rows), "rows_rejected": len(rejected),
-                              "rows_used": len(rows) - len(rejected)},
-                    facts={"kappa": table})
+    report = Report(
+        counters={"rows_read": len(rows), "rows_rejected": len(rejected), "rows_used": len(rows) - len(rejected)},
+        facts={"kappa": table},
+    )
     lines = ["| group | pages | rating pairs | MeMR ties | human ties | kappa |\n|---|---|---|---|---|---|"]
     for o in table:
         k = "–" if o["kappa"] is None else f"{o['kappa']:.3f}"

@@ -37,6 +37,7 @@ examples and the vocabulary in, rows out; the embedding function can be passed i
 conf/pipeline.toml and the embeddings' batch size and threads ``[scores]`` ones, all passed in by
 the caller: this module holds no default for them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -48,9 +49,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from udfs.agents.prompts import Example
+from udfs.agents.verdicts import claim_value, claim_value_type, holders, properties_by_subject, siblings_of, subject_of
 from udfs.runtime.config import ScoresConf
-from udfs.agents.verdicts import (claim_value, claim_value_type, holders, properties_by_subject, siblings_of,
-                                  subject_of)
 from udfs.runtime.rejects import reject_row
 from udfs.schemaorg.markup import Literal, Markup, MarkupError, parse_markup
 from udfs.scores.matching import normalise
@@ -60,8 +60,20 @@ from udfs.scores.matching import normalise
 # alternateName (0.6) and description / disambiguatingDescription (0.7) are not.
 # Properties whose definition admits any text ("The name of the item."): a value swapped into one
 # of them is not a compliance error, so they take no part in the swaps.
-GENERIC_PROPERTIES = ("name", "alternateName", "description", "disambiguatingDescription", "text", "headline",
-                      "alternativeHeadline", "abstract", "identifier", "keywords", "comment", "about")
+GENERIC_PROPERTIES = (
+    "name",
+    "alternateName",
+    "description",
+    "disambiguatingDescription",
+    "text",
+    "headline",
+    "alternativeHeadline",
+    "abstract",
+    "identifier",
+    "keywords",
+    "comment",
+    "about",
+)
 
 POSITIVE, INTRINSIC, EXTRINSIC, SWAPPED = "positive", "intrinsic", "extrinsic", "swapped"
 # How an intrinsic negative's value is chosen. "distant" draws among every distant property, so
@@ -71,11 +83,19 @@ INTRINSIC_CHOICES = ("distant", "paper")
 FACTUALITY_KINDS = (POSITIVE, INTRINSIC, EXTRINSIC)
 COMPLIANCE_KINDS = (POSITIVE, SWAPPED)
 # The tasks the paper reports (Tables 2 and 4): positives with one kind of negative each.
-TASKS = {"intrinsic": ("factuality", INTRINSIC), "extrinsic": ("factuality", EXTRINSIC),
-         "compliance": ("compliance", SWAPPED)}
+TASKS = {
+    "intrinsic": ("factuality", INTRINSIC),
+    "extrinsic": ("factuality", EXTRINSIC),
+    "compliance": ("compliance", SWAPPED),
+}
 # What the paper built from the examples of its time (Tables 1 and 3).
-PAPER_COUNTS = {("factuality", POSITIVE): 785, ("factuality", INTRINSIC): 498, ("factuality", EXTRINSIC): 630,
-                ("compliance", POSITIVE): 785, ("compliance", SWAPPED): 147}
+PAPER_COUNTS = {
+    ("factuality", POSITIVE): 785,
+    ("factuality", INTRINSIC): 498,
+    ("factuality", EXTRINSIC): 630,
+    ("compliance", POSITIVE): 785,
+    ("compliance", SWAPPED): 147,
+}
 
 _NUMBER = re.compile(r"^[+-]?\d+(?:[.,]\d+)?$")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -144,8 +164,9 @@ class PropertyDistance:
     default their name and definition, :func:`property_text`), each property embedded once
     (``embed`` returns unit vectors, one row per text)."""
 
-    def __init__(self, vocab, embed: Callable[[Sequence[str]], Any],
-                 text_of: Callable[[str, Any], str] = property_text):
+    def __init__(
+        self, vocab, embed: Callable[[Sequence[str]], Any], text_of: Callable[[str, Any], str] = property_text
+    ):
         self.vocab = vocab
         self._embed = embed
         self._text_of = text_of
@@ -197,9 +218,22 @@ class _Fact:
     subject: str | None  # which node the claim is about (subject_of)
 
 
-def _row(f: _Fact, kind: str, label: bool, *, text: str, text_example: str, value: str, value_kind_: str,
-         value_surfaces: Sequence[str], value_type: str | None, source_property: str | None = None, distance: float | None = None, definition: str | None = None,
-         seed: int) -> dict[str, Any]:
+def _row(
+    f: _Fact,
+    kind: str,
+    label: bool,
+    *,
+    text: str,
+    text_example: str,
+    value: str,
+    value_kind_: str,
+    value_surfaces: Sequence[str],
+    value_type: str | None,
+    source_property: str | None = None,
+    distance: float | None = None,
+    definition: str | None = None,
+    seed: int,
+) -> dict[str, Any]:
     row = {
         "item_id": item_id(kind, f.example.id, text_example, f.property, value, f.entity_type),
         "example_id": f.example.id,
@@ -233,27 +267,41 @@ def _values_by_property(markup: Markup) -> dict[str, set[str]]:
     return out
 
 
-def embedding_distance(vocab, scores: ScoresConf, text_of: Callable[[str, Any], str] = property_text) -> PropertyDistance:
+def embedding_distance(
+    vocab, scores: ScoresConf, text_of: Callable[[str, Any], str] = property_text
+) -> PropertyDistance:
     """PropertyDistance over the BLINKG embedding model (``udfs.scores.matching.embed``) with the
     batch size and threads of ``[scores]``, embedding what ``text_of`` makes of a property."""
     from udfs.scores.matching import embed
 
-    return PropertyDistance(vocab, functools.partial(embed, batch_size=scores.embedding_batch_size,
-                                                     threads=scores.embedding_threads), text_of)
+    return PropertyDistance(
+        vocab,
+        functools.partial(embed, batch_size=scores.embedding_batch_size, threads=scores.embedding_threads),
+        text_of,
+    )
 
 
 def same_kind(f: "_Fact", g: "_Fact", vocab) -> bool:
     """The paper's test of a swap candidate ``g`` for ``f``: both properties take Text, or both
     values are of one kind (number, boolean, string)."""
-    return ("Text" in vocab.ranges.get(f.property, ()) and "Text" in vocab.ranges.get(g.property, ())) \
-        or f.kind == g.kind
+    return (
+        "Text" in vocab.ranges.get(f.property, ()) and "Text" in vocab.ranges.get(g.property, ())
+    ) or f.kind == g.kind
 
 
-def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant_max: float, max_value_chars: int,
-                       distance: PropertyDistance, intrinsic: str,
-                       name_distance: PropertyDistance | None = None,
-                       generic_properties: Sequence[str] = GENERIC_PROPERTIES,
-                       require_stated: bool = True) -> Built:
+def build_ground_truth(
+    examples: Sequence[Example],
+    vocab,
+    *,
+    seed: int,
+    distant_max: float,
+    max_value_chars: int,
+    distance: PropertyDistance,
+    intrinsic: str,
+    name_distance: PropertyDistance | None = None,
+    generic_properties: Sequence[str] = GENERIC_PROPERTIES,
+    require_stated: bool = True,
+) -> Built:
     """The ground truth's rows (module docstring). ``intrinsic`` is one of ``INTRINSIC_CHOICES``;
     ``paper`` needs ``name_distance``, the distance of the properties' names alone."""
     if intrinsic not in INTRINSIC_CHOICES:
@@ -262,8 +310,16 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
         raise ValueError("intrinsic negatives 'paper' need name_distance (the properties' name embeddings)")
     out = Built()
     c = out.counters
-    for k in ("examples", "examples_unreadable", "triples_read", "unnamed_nodes", "rejected_not_schemaorg",
-              "rejected_long_value", "rejected_not_stated", "duplicates"):
+    for k in (
+        "examples",
+        "examples_unreadable",
+        "triples_read",
+        "unnamed_nodes",
+        "rejected_not_schemaorg",
+        "rejected_long_value",
+        "rejected_not_stated",
+        "duplicates",
+    ):
         c[k] = 0
 
     # ---- positives
@@ -289,18 +345,39 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
             desc = claim_value(m, t.value)
             if desc is None:
                 c["unnamed_nodes"] += 1
-                out.rejects.append(reject_row(ex.id, None, "a node without a name is no claim (the claims inside "
-                                              "it are)", f"{t.property} of {t.entity_type}", raw_chars=max_value_chars))
+                out.rejects.append(
+                    reject_row(
+                        ex.id,
+                        None,
+                        "a node without a name is no claim (the claims inside it are)",
+                        f"{t.property} of {t.entity_type}",
+                        raw_chars=max_value_chars,
+                    )
+                )
                 continue
             if t.property not in vocab.properties:
                 c["rejected_not_schemaorg"] += 1
-                out.rejects.append(reject_row(ex.id, None, "property outside the schema.org vocabulary",
-                                              f"{t.property} = {desc}", raw_chars=max_value_chars))
+                out.rejects.append(
+                    reject_row(
+                        ex.id,
+                        None,
+                        "property outside the schema.org vocabulary",
+                        f"{t.property} = {desc}",
+                        raw_chars=max_value_chars,
+                    )
+                )
                 continue
             if len(desc) > max_value_chars:
                 c["rejected_long_value"] += 1
-                out.rejects.append(reject_row(ex.id, None, f"value longer than {max_value_chars} characters",
-                                              f"{t.property} = {desc}", raw_chars=max_value_chars))
+                out.rejects.append(
+                    reject_row(
+                        ex.id,
+                        None,
+                        f"value longer than {max_value_chars} characters",
+                        f"{t.property} = {desc}",
+                        raw_chars=max_value_chars,
+                    )
+                )
                 continue
             # one positive per distinct claim about one text (the same example text is documented
             # under several ids)
@@ -309,53 +386,119 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
                 c["duplicates"] += 1
                 continue
             seen.add(key)
-            f = _Fact(ex, m, t.property, t.value, t.entity_type, desc, value_kind(m, t.value), surfaces(m, t.value),
-                      claim_value_type(m, t.value), siblings_of(properties, t.subject, t.property),
-                      subject_of(m, held, t.subject, t.property))
+            f = _Fact(
+                ex,
+                m,
+                t.property,
+                t.value,
+                t.entity_type,
+                desc,
+                value_kind(m, t.value),
+                surfaces(m, t.value),
+                claim_value_type(m, t.value),
+                siblings_of(properties, t.subject, t.property),
+                subject_of(m, held, t.subject, t.property),
+            )
             if require_stated and not any(mentions(ex.text, s) for s in f.surfaces):
                 c["rejected_not_stated"] += 1
-                out.rejects.append(reject_row(ex.id, None, "value not stated in the example text",
-                                              f"{t.property} = {desc}", raw_chars=max_value_chars))
+                out.rejects.append(
+                    reject_row(
+                        ex.id,
+                        None,
+                        "value not stated in the example text",
+                        f"{t.property} = {desc}",
+                        raw_chars=max_value_chars,
+                    )
+                )
                 continue
             facts.append(f)
             by_example.setdefault(ex.id, []).append(f)
     distance.prepare(f.property for f in facts)
     for f in facts:
-        out.factuality.append(_row(f, POSITIVE, True, text=f.example.text, text_example=f.example.id,
-                                   value=f.described, value_kind_=f.kind, value_surfaces=f.surfaces, value_type=f.value_type, seed=seed))
-        out.compliance.append(_row(f, POSITIVE, True, text=f.example.text, text_example=f.example.id,
-                                   value=f.described, value_kind_=f.kind, value_surfaces=f.surfaces, value_type=f.value_type, seed=seed,
-                                   definition=vocab.comments.get(f.property, "")))
+        out.factuality.append(
+            _row(
+                f,
+                POSITIVE,
+                True,
+                text=f.example.text,
+                text_example=f.example.id,
+                value=f.described,
+                value_kind_=f.kind,
+                value_surfaces=f.surfaces,
+                value_type=f.value_type,
+                seed=seed,
+            )
+        )
+        out.compliance.append(
+            _row(
+                f,
+                POSITIVE,
+                True,
+                text=f.example.text,
+                text_example=f.example.id,
+                value=f.described,
+                value_kind_=f.kind,
+                value_surfaces=f.surfaces,
+                value_type=f.value_type,
+                seed=seed,
+                definition=vocab.comments.get(f.property, ""),
+            )
+        )
 
     # ---- intrinsic: a literal value replaced by one of a distant property of the same markup
     for ex_id, fs in by_example.items():
         values_of = _values_by_property(markups[ex_id])
         lits = [f for f in fs if isinstance(f.value, Literal)]
         for f in lits:
-            cands = [g for g in lits if g.property != f.property
-                     and normalise(g.described) not in values_of.get(f.property, ())]
+            cands = [
+                g
+                for g in lits
+                if g.property != f.property and normalise(g.described) not in values_of.get(f.property, ())
+            ]
             if intrinsic == "paper":
                 cands = [g for g in cands if same_kind(f, g, vocab)]
                 if not cands:
                     continue
                 # the furthest name; ties (one property, several values) by the seeded ranking
-                g = min(cands, key=lambda g: (name_distance.cosine(f.property, g.property),
-                                              rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described)))
+                g = min(
+                    cands,
+                    key=lambda g: (
+                        name_distance.cosine(f.property, g.property),
+                        rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described),
+                    ),
+                )
                 cos = name_distance.cosine(f.property, g.property)
             else:
                 cands = [g for g in cands if distance.cosine(f.property, g.property) < distant_max]
                 if not cands:
                     continue
-                g = min(cands, key=lambda g: rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described))
+                g = min(
+                    cands, key=lambda g: rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described)
+                )
                 cos = distance.cosine(f.property, g.property)
-            out.factuality.append(_row(f, INTRINSIC, False, text=f.example.text, text_example=ex_id, value=g.described,
-                                       value_kind_=g.kind, value_surfaces=g.surfaces, value_type=g.value_type, source_property=g.property,
-                                       distance=round(cos, 4), seed=seed))
+            out.factuality.append(
+                _row(
+                    f,
+                    INTRINSIC,
+                    False,
+                    text=f.example.text,
+                    text_example=ex_id,
+                    value=g.described,
+                    value_kind_=g.kind,
+                    value_surfaces=g.surfaces,
+                    value_type=g.value_type,
+                    source_property=g.property,
+                    distance=round(cos, 4),
+                    seed=seed,
+                )
+            )
 
     # ---- extrinsic: a triple with the text of an example whose markup shares no value with its own
     # the values of a markup: its stated claims' surfaces and every literal inside their nodes
-    surf = {ex_id: {normalise(s) for f in fs for s in [*f.surfaces, *node_literals(f.markup, f.value)]} - {""}
-            for ex_id, fs in by_example.items()}
+    surf = {
+        ex_id: {normalise(s) for f in fs for s in [*f.surfaces, *node_literals(f.markup, f.value)]} - {""}
+        for ex_id, fs in by_example.items()
+    }
     texts = {ex_id: fs[0].example.text for ex_id, fs in by_example.items()}
     ids = sorted(by_example)
     disjoint: dict[tuple[str, str], bool] = {}
@@ -365,8 +508,9 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
     for f in facts:
         ex_id = f.example.id
         if ex_id not in orders:
-            orders[ex_id] = sorted((e for e in ids if texts[e] != f.example.text),
-                                   key=lambda e: rank_key(seed, "extrinsic", ex_id, e))
+            orders[ex_id] = sorted(
+                (e for e in ids if texts[e] != f.example.text), key=lambda e: rank_key(seed, "extrinsic", ex_id, e)
+            )
         order = orders[ex_id]
         start = int(rank_key(seed, "extrinsic", ex_id, f.property, f.described), 16) % max(1, len(order))
         for other in order[start:] + order[:start]:
@@ -374,17 +518,36 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
             if pair not in disjoint:
                 disjoint[pair] = not (surf[f.example.id] & surf[other])
             if disjoint[pair] and not any(mentions(texts[other], s) for s in [f.described, *f.surfaces]):
-                out.factuality.append(_row(f, EXTRINSIC, False, text=texts[other], text_example=other,
-                                           value=f.described, value_kind_=f.kind, value_surfaces=f.surfaces, value_type=f.value_type,
-                                           seed=seed))
+                out.factuality.append(
+                    _row(
+                        f,
+                        EXTRINSIC,
+                        False,
+                        text=texts[other],
+                        text_example=other,
+                        value=f.described,
+                        value_kind_=f.kind,
+                        value_surfaces=f.surfaces,
+                        value_type=f.value_type,
+                        seed=seed,
+                    )
+                )
                 break
 
     # ---- compliance: values swapped between distant textual properties of one markup
     for ex_id, fs in by_example.items():
         values_of = _values_by_property(markups[ex_id])
-        textual = sorted((f for f in fs if f.kind == "text" and "Text" in vocab.ranges.get(f.property, ())
-                          and vocab.comments.get(f.property) and f.property not in generic_properties),
-                         key=lambda f: rank_key(seed, "swap", ex_id, f.property, f.described))
+        textual = sorted(
+            (
+                f
+                for f in fs
+                if f.kind == "text"
+                and "Text" in vocab.ranges.get(f.property, ())
+                and vocab.comments.get(f.property)
+                and f.property not in generic_properties
+            ),
+            key=lambda f: rank_key(seed, "swap", ex_id, f.property, f.described),
+        )
         used: set[int] = set()
         for i, f in enumerate(textual):
             if i in used:
@@ -393,25 +556,40 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
                 g = textual[j]
                 if j in used or g.property == f.property:
                     continue
-                if (normalise(g.described) in values_of.get(f.property, ())
-                        or normalise(f.described) in values_of.get(g.property, ())):
+                if normalise(g.described) in values_of.get(f.property, ()) or normalise(f.described) in values_of.get(
+                    g.property, ()
+                ):
                     continue
                 cos = distance.cosine(f.property, g.property)
                 if cos >= distant_max:
                     continue
                 used.update((i, j))
                 for a, b in ((f, g), (g, f)):
-                    out.compliance.append(_row(a, SWAPPED, False, text=a.example.text, text_example=ex_id,
-                                               value=b.described, value_kind_=b.kind, value_surfaces=b.surfaces, value_type=b.value_type,
-                                               source_property=b.property,
-                                               distance=round(cos, 4), definition=vocab.comments[a.property],
-                                               seed=seed))
+                    out.compliance.append(
+                        _row(
+                            a,
+                            SWAPPED,
+                            False,
+                            text=a.example.text,
+                            text_example=ex_id,
+                            value=b.described,
+                            value_kind_=b.kind,
+                            value_surfaces=b.surfaces,
+                            value_type=b.value_type,
+                            source_property=b.property,
+                            distance=round(cos, 4),
+                            definition=vocab.comments[a.property],
+                            seed=seed,
+                        )
+                    )
                 break
     # One row per claim. Positives come first, so a negative that repeats a true claim is dropped
     # (a compliance claim does not involve the text: a swapped value that some example gives the
     # property is compliant after all).
-    for name, key in (("factuality", ("text", "property", "value", "entity_type")),
-                      ("compliance", ("property", "value", "entity_type"))):
+    for name, key in (
+        ("factuality", ("text", "property", "value", "entity_type")),
+        ("compliance", ("property", "value", "entity_type")),
+    ):
         kept, seen_claims = [], set()
         c[f"{name}_duplicate_claims"] = 0
         # positives first, then a canonical order: which duplicate survives does not depend on
@@ -428,13 +606,17 @@ def build_ground_truth(examples: Sequence[Example], vocab, *, seed: int, distant
     return out
 
 
-def stratified_subset(rows: Sequence[dict[str, Any]], kinds: Sequence[str], limit: int, seed: int) -> list[dict[str, Any]]:
+def stratified_subset(
+    rows: Sequence[dict[str, Any]], kinds: Sequence[str], limit: int, seed: int
+) -> list[dict[str, Any]]:
     """Up to ``limit`` rows: half positives, half of the negative kind (the other half when one
     side runs short), each the first in a seeded ranking of item ids, so the positives picked for
     two factuality tasks with the same seed and limit are the same rows."""
     pos_kind, neg_kind = kinds
-    pools = {k: sorted((r for r in rows if r["kind"] == k), key=lambda r: rank_key(seed, "subset", r["item_id"]))
-             for k in kinds}
+    pools = {
+        k: sorted((r for r in rows if r["kind"] == k), key=lambda r: rank_key(seed, "subset", r["item_id"]))
+        for k in kinds
+    }
     if not limit or limit <= 0:
         return pools[pos_kind] + pools[neg_kind]
     n_neg = min(len(pools[neg_kind]), limit // 2)

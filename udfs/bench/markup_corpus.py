@@ -9,6 +9,7 @@
 
 Blocks that are not valid JSON are returned too, flagged, so callers can count them as rejects.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,7 @@ def schemaorg_example_markups(release: str = DEFAULT_RELEASE) -> Iterator[Corpus
             ex = re.search(r"#eg-\d+", m.group(2))
             example = ex.group(0) if ex else m.group(2).strip()
         elif m.group(1) == "JSON":
-            for j, s in enumerate(_SCRIPT.findall(text[m.end():end])):
+            for j, s in enumerate(_SCRIPT.findall(text[m.end() : end])):
                 yield _item(f"examples:{example}#{j}", s.strip())
 
 
@@ -98,14 +99,48 @@ def adversarial_markups(n: int = 300, seed: int = 0, vocab: str | None = None) -
     props = sorted(v.properties)
     members = sorted(v.members)
     literals: list = [
-        "plain text", "https://example.org/page", "/relative/path", "2024-05-01", "2024-05-01T10:00:00Z",
-        "10:30:00", "12", "3.5", "true", 12, 3.5, -7, 0, True, False, "", "PT30M", "mailto:a@b.example",
-        "https://schema.org/InStock", "InStock", {"@value": "bonjour", "@language": "fr"},
-        {"@value": "2024-01-01", "@type": "Date"}, {"@value": "42", "@type": "xsd:integer"},
+        "plain text",
+        "https://example.org/page",
+        "/relative/path",
+        "2024-05-01",
+        "2024-05-01T10:00:00Z",
+        "10:30:00",
+        "12",
+        "3.5",
+        "true",
+        12,
+        3.5,
+        -7,
+        0,
+        True,
+        False,
+        "",
+        "PT30M",
+        "mailto:a@b.example",
+        "https://schema.org/InStock",
+        "InStock",
+        {"@value": "bonjour", "@language": "fr"},
+        {"@value": "2024-01-01", "@type": "Date"},
+        {"@value": "42", "@type": "xsd:integer"},
         {"@value": "x", "@language": "not a tag!"},
     ]
-    unknown_types = ["Foo", "Recipee", "schema:Cookbook", "http://xmlns.com/foaf/0.1/Person", "Text", "InStock", "DataType"]
-    odd_props = ["cookoo", "foaf:name", "http://example.org/p", "schema:nam", "https://schema.org/name", "http://www.schema.org/url"]
+    unknown_types = [
+        "Foo",
+        "Recipee",
+        "schema:Cookbook",
+        "http://xmlns.com/foaf/0.1/Person",
+        "Text",
+        "InStock",
+        "DataType",
+    ]
+    odd_props = [
+        "cookoo",
+        "foaf:name",
+        "http://example.org/p",
+        "schema:nam",
+        "https://schema.org/name",
+        "http://www.schema.org/url",
+    ]
 
     def pick_type() -> list[str] | str:
         r = rnd.random()
@@ -186,11 +221,19 @@ def adversarial_markups(n: int = 300, seed: int = 0, vocab: str | None = None) -
         elif kind == 2:  # no @context, array at the top level
             doc = [entity(2, ids), entity(1, ids)]
         elif kind == 3:  # inline context and @reverse
-            doc = {"@context": {"@vocab": "http://schema.org/", "ex": "http://example.org/"},
-                   **entity(2, ids), "@reverse": {"author": {"@type": "Book", "name": "B"}}}
+            doc = {
+                "@context": {"@vocab": "http://schema.org/", "ex": "http://example.org/"},
+                **entity(2, ids),
+                "@reverse": {"author": {"@type": "Book", "name": "B"}},
+            }
         elif kind == 4:  # blank-node cycle through @id
-            doc = {"@context": "https://www.schema.org", "@id": "_:c0", "@type": pick_type(),
-                   "hasPart": {"@type": "WebPage", "isPartOf": {"@id": "_:c0"}}, **entity(1, ids)}
+            doc = {
+                "@context": "https://www.schema.org",
+                "@id": "_:c0",
+                "@type": pick_type(),
+                "hasPart": {"@type": "WebPage", "isPartOf": {"@id": "_:c0"}},
+                **entity(1, ids),
+            }
         else:
             doc = {"@context": "https://schema.org", **entity(3, ids)}
         out.append(CorpusMarkup(f"adversarial:{seed}:{i}", json.dumps(doc), True))

@@ -18,6 +18,7 @@
 A claim without a verdict (the model gave no yes/no) is neither a hit nor a miss: it is counted
 apart (``unanswered``) so a reader sees it, and left out of the confusion matrix.
 """
+
 from __future__ import annotations
 
 import math
@@ -83,8 +84,16 @@ class Confusion:
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update(n=self.n, precision=self.precision, recall=self.recall, f1=self.f1, f1_true=self.f1_true,
-                 f1_false=self.f1_false, balanced_accuracy=self.balanced_accuracy, accuracy=self.accuracy)
+        d.update(
+            n=self.n,
+            precision=self.precision,
+            recall=self.recall,
+            f1=self.f1,
+            f1_true=self.f1_true,
+            f1_false=self.f1_false,
+            balanced_accuracy=self.balanced_accuracy,
+            accuracy=self.accuracy,
+        )
         return d
 
 
@@ -110,8 +119,9 @@ def _nan(x) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
 
-def threshold_sweep(labels: Sequence[bool], scores: Sequence[float | None],
-                    thresholds: Iterable[float] | None = None) -> list[dict[str, Any]]:
+def threshold_sweep(
+    labels: Sequence[bool], scores: Sequence[float | None], thresholds: Iterable[float] | None = None
+) -> list[dict[str, Any]]:
     """One row per threshold: the confusion counts and every metric at that threshold."""
     if thresholds is None:
         thresholds = [round(i / 20, 2) for i in range(1, 20)]
@@ -145,8 +155,10 @@ def precision_recall_points(labels: Sequence[bool], scores: Sequence[float | Non
         return []
     precision, recall, thresholds = precision_recall_curve(y, s)
     # sklearn appends the (precision 1, recall 0) end point, which has no threshold
-    return [{"threshold": float(t), "precision": float(p), "recall": float(r)}
-            for t, p, r in zip(thresholds, precision[:-1], recall[:-1])]
+    return [
+        {"threshold": float(t), "precision": float(p), "recall": float(r)}
+        for t, p, r in zip(thresholds, precision[:-1], recall[:-1])
+    ]
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -176,8 +188,9 @@ def iqr_mean(values: Iterable[float | None]) -> IQRMean:
     return IQRMean(sum(kept) / len(kept), len(kept), len(vs) - len(kept), low, high)
 
 
-def consensus_alignment(votes: Sequence[Mapping[str, float | None]], decisions: Sequence[bool | None],
-                        threshold: float) -> dict[str, dict[str, Any]]:
+def consensus_alignment(
+    votes: Sequence[Mapping[str, float | None]], decisions: Sequence[bool | None], threshold: float
+) -> dict[str, dict[str, Any]]:
     """CA_M per voter: agreements with the consensus decision / items both answered."""
     agree: Counter = Counter()
     answered: Counter = Counter()
@@ -237,9 +250,12 @@ def kappa_table(rows: Iterable[tuple[str, str]]) -> dict[str, Any]:
     rows = list(rows)
     pairs = rating_pairs(rows)
     table = Counter(pairs)
-    return {"pages": len(rows), "pairs": len(pairs),
-            "ties_memr": sum(m.strip().lower() == TIE for m, _ in rows),
-            "ties_human": sum(h.strip().lower() == TIE for _, h in rows),
-            "agree": sum(a == b for a, b in pairs),
-            **{f"memr_{a}_human_{b}": table[(a, b)] for a in SIDES for b in SIDES},
-            "kappa": cohen_kappa(pairs)}
+    return {
+        "pages": len(rows),
+        "pairs": len(pairs),
+        "ties_memr": sum(m.strip().lower() == TIE for m, _ in rows),
+        "ties_human": sum(h.strip().lower() == TIE for _, h in rows),
+        "agree": sum(a == b for a, b in pairs),
+        **{f"memr_{a}_human_{b}": table[(a, b)] for a in SIDES for b in SIDES},
+        "kappa": cohen_kappa(pairs),
+    }

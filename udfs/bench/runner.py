@@ -8,6 +8,7 @@ Factuality items about one text go out together, so their questions share the te
 prefix (the engine's prefix cache); a task's positives are judged once even when two tasks
 (intrinsic, extrinsic) use them.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,47 +25,127 @@ from udfs.bench.groundtruth import TASKS
 from udfs.runtime.io import Folder
 from udfs.scores.calibration import ResolvedJudge
 
-FACTUALITY_SCHEMA = pa.schema([
-    ("item_id", pa.string()), ("example_id", pa.string()), ("text_example_id", pa.string()), ("text", pa.string()),
-    ("property", pa.string()), ("value", pa.string()), ("value_kind", pa.string()), ("value_type", pa.string()),
-    ("siblings", pa.list_(pa.string())), ("subject", pa.string()), ("entity_type", pa.string()),
-    ("label", pa.bool_()), ("kind", pa.string()), ("source_property", pa.string()), ("cosine", pa.float64()),
-    ("value_in_text", pa.bool_()), ("seed", pa.int64()),
-])
+FACTUALITY_SCHEMA = pa.schema(
+    [
+        ("item_id", pa.string()),
+        ("example_id", pa.string()),
+        ("text_example_id", pa.string()),
+        ("text", pa.string()),
+        ("property", pa.string()),
+        ("value", pa.string()),
+        ("value_kind", pa.string()),
+        ("value_type", pa.string()),
+        ("siblings", pa.list_(pa.string())),
+        ("subject", pa.string()),
+        ("entity_type", pa.string()),
+        ("label", pa.bool_()),
+        ("kind", pa.string()),
+        ("source_property", pa.string()),
+        ("cosine", pa.float64()),
+        ("value_in_text", pa.bool_()),
+        ("seed", pa.int64()),
+    ]
+)
 COMPLIANCE_SCHEMA = FACTUALITY_SCHEMA.append(pa.field("definition", pa.string()))
-VERDICTS_SCHEMA = pa.schema([
-    ("agent", pa.string()), ("item_id", pa.string()), ("kind", pa.string()), ("label", pa.bool_()),
-    ("property", pa.string()), ("value", pa.string()), ("entity_type", pa.string()),
-    ("score", pa.float64()), ("passed", pa.bool_()), ("threshold", pa.float64()), ("error", pa.string()),
-    ("note", pa.string()), ("votes", pa.string()), ("model", pa.string()), ("latency_s", pa.float64()),
-    ("from_cache", pa.bool_()), ("requests", pa.int64()), ("prompt_tokens", pa.int64()),
-    ("cached_prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
-])
-METRICS_SCHEMA = pa.schema([
-    ("config", pa.string()), ("task", pa.string()), ("agent", pa.string()), ("threshold", pa.float64()),
-    ("n", pa.int64()), ("positives", pa.int64()), ("negatives", pa.int64()), ("unanswered", pa.int64()),
-    ("tp", pa.int64()), ("fp", pa.int64()), ("tn", pa.int64()), ("fn", pa.int64()),
-    ("precision", pa.float64()), ("recall", pa.float64()), ("f1", pa.float64()), ("f1_true", pa.float64()),
-    ("f1_false", pa.float64()), ("balanced_accuracy", pa.float64()), ("accuracy", pa.float64()),
-    ("auroc", pa.float64()), ("best_threshold", pa.float64()), ("best_f1", pa.float64()),
-    ("latency_iqr_mean_s", pa.float64()), ("latency_kept", pa.int64()), ("latency_dropped", pa.int64()),
-    ("from_cache", pa.int64()), ("prompt_tokens_per_verdict", pa.float64()),
-    ("cached_prompt_tokens_per_verdict", pa.float64()), ("completion_tokens_per_verdict", pa.float64()),
-    ("consensus_alignment", pa.string()), ("paper_f1", pa.float64()),
-])
-SWEEP_SCHEMA = pa.schema([
-    ("config", pa.string()), ("task", pa.string()), ("threshold", pa.float64()), ("tp", pa.int64()),
-    ("fp", pa.int64()), ("tn", pa.int64()), ("fn", pa.int64()), ("precision", pa.float64()),
-    ("recall", pa.float64()), ("f1", pa.float64()), ("f1_false", pa.float64()), ("balanced_accuracy", pa.float64()),
-])
-ALIGNMENT_SCHEMA = pa.schema([("config", pa.string()), ("task", pa.string()), ("model", pa.string()),
-                              ("alignment", pa.float64()), ("items", pa.int64())])
-KAPPA_SCHEMA = pa.schema([
-    ("group", pa.string()), ("pages", pa.int64()), ("pairs", pa.int64()), ("ties_memr", pa.int64()),
-    ("ties_human", pa.int64()), ("agree", pa.int64()), ("memr_human_human_human", pa.int64()),
-    ("memr_human_human_llm", pa.int64()), ("memr_llm_human_human", pa.int64()), ("memr_llm_human_llm", pa.int64()),
-    ("kappa", pa.float64()),
-])
+VERDICTS_SCHEMA = pa.schema(
+    [
+        ("agent", pa.string()),
+        ("item_id", pa.string()),
+        ("kind", pa.string()),
+        ("label", pa.bool_()),
+        ("property", pa.string()),
+        ("value", pa.string()),
+        ("entity_type", pa.string()),
+        ("score", pa.float64()),
+        ("passed", pa.bool_()),
+        ("threshold", pa.float64()),
+        ("error", pa.string()),
+        ("note", pa.string()),
+        ("votes", pa.string()),
+        ("model", pa.string()),
+        ("latency_s", pa.float64()),
+        ("from_cache", pa.bool_()),
+        ("requests", pa.int64()),
+        ("prompt_tokens", pa.int64()),
+        ("cached_prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+    ]
+)
+METRICS_SCHEMA = pa.schema(
+    [
+        ("config", pa.string()),
+        ("task", pa.string()),
+        ("agent", pa.string()),
+        ("threshold", pa.float64()),
+        ("n", pa.int64()),
+        ("positives", pa.int64()),
+        ("negatives", pa.int64()),
+        ("unanswered", pa.int64()),
+        ("tp", pa.int64()),
+        ("fp", pa.int64()),
+        ("tn", pa.int64()),
+        ("fn", pa.int64()),
+        ("precision", pa.float64()),
+        ("recall", pa.float64()),
+        ("f1", pa.float64()),
+        ("f1_true", pa.float64()),
+        ("f1_false", pa.float64()),
+        ("balanced_accuracy", pa.float64()),
+        ("accuracy", pa.float64()),
+        ("auroc", pa.float64()),
+        ("best_threshold", pa.float64()),
+        ("best_f1", pa.float64()),
+        ("latency_iqr_mean_s", pa.float64()),
+        ("latency_kept", pa.int64()),
+        ("latency_dropped", pa.int64()),
+        ("from_cache", pa.int64()),
+        ("prompt_tokens_per_verdict", pa.float64()),
+        ("cached_prompt_tokens_per_verdict", pa.float64()),
+        ("completion_tokens_per_verdict", pa.float64()),
+        ("consensus_alignment", pa.string()),
+        ("paper_f1", pa.float64()),
+    ]
+)
+SWEEP_SCHEMA = pa.schema(
+    [
+        ("config", pa.string()),
+        ("task", pa.string()),
+        ("threshold", pa.float64()),
+        ("tp", pa.int64()),
+        ("fp", pa.int64()),
+        ("tn", pa.int64()),
+        ("fn", pa.int64()),
+        ("precision", pa.float64()),
+        ("recall", pa.float64()),
+        ("f1", pa.float64()),
+        ("f1_false", pa.float64()),
+        ("balanced_accuracy", pa.float64()),
+    ]
+)
+ALIGNMENT_SCHEMA = pa.schema(
+    [
+        ("config", pa.string()),
+        ("task", pa.string()),
+        ("model", pa.string()),
+        ("alignment", pa.float64()),
+        ("items", pa.int64()),
+    ]
+)
+KAPPA_SCHEMA = pa.schema(
+    [
+        ("group", pa.string()),
+        ("pages", pa.int64()),
+        ("pairs", pa.int64()),
+        ("ties_memr", pa.int64()),
+        ("ties_human", pa.int64()),
+        ("agree", pa.int64()),
+        ("memr_human_human_human", pa.int64()),
+        ("memr_human_human_llm", pa.int64()),
+        ("memr_llm_human_human", pa.int64()),
+        ("memr_llm_human_llm", pa.int64()),
+        ("kappa", pa.float64()),
+    ]
+)
 # Mixtral-8x7B at threshold 0.5 in the paper (Tables 2 and 4).
 PAPER_F1 = {"intrinsic": 0.901, "extrinsic": 0.945, "compliance": 0.907}
 
@@ -102,8 +183,12 @@ class VerdictConfig:
 
     @property
     def name(self) -> str:
-        parts = ["+".join(self.models), self.strategy,
-                 f"f{self.judge.factuality_threshold:g}", f"c{self.judge.compliance_threshold:g}"]
+        parts = [
+            "+".join(self.models),
+            self.strategy,
+            f"f{self.judge.factuality_threshold:g}",
+            f"c{self.judge.compliance_threshold:g}",
+        ]
         if self.judge_model and len(self.models) > 1:
             parts.append(f"judge-{self.judge_model}")
         if (self.questions("factuality") or ["plain"]) != ["plain"]:
@@ -123,17 +208,28 @@ class _Definitions:
 
 def _voter(cfg: VerdictConfig, agent: str, name: str, text: str | None, vocab=None):
     model, strategy = agents.voter_model_and_strategy(name, cfg.strategy)
-    return agents.verdict_voter(agent, cfg.clients[model], chunks=[text], strategy=strategy,
-                                threshold=cfg.threshold(agent), prompts_dir=cfg.prompts_dir, vocab=vocab,
-                                questions=cfg.questions(agent))
+    return agents.verdict_voter(
+        agent,
+        cfg.clients[model],
+        chunks=[text],
+        strategy=strategy,
+        threshold=cfg.threshold(agent),
+        prompts_dir=cfg.prompts_dir,
+        vocab=vocab,
+        questions=cfg.questions(agent),
+    )
 
 
 async def _judge_group(cfg: VerdictConfig, agent: str, key: str | None, claims: list[agents.Claim]):
     # factuality groups by text, compliance by the items' own definition (None: schema.org's)
-    text, vocab = (key, None) if agent == "factuality" else (None, _Definitions({c.property: key for c in claims})
-                                                              if key else None)
-    return await agents.vote(lambda name: _voter(cfg, agent, name, text, vocab), cfg.models, claims,
-                             judge=cfg.judge_model)
+    text, vocab = (
+        (key, None)
+        if agent == "factuality"
+        else (None, _Definitions({c.property: key for c in claims}) if key else None)
+    )
+    return await agents.vote(
+        lambda name: _voter(cfg, agent, name, text, vocab), cfg.models, claims, judge=cfg.judge_model
+    )
 
 
 async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -142,8 +238,17 @@ async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, 
     groups: dict[str | None, list[int]] = {}
     for i, it in enumerate(items):
         groups.setdefault(it["text"] if agent == "factuality" else (it.get("definition") or None), []).append(i)
-    claims = [agents.Claim(it["property"], it["value"], it["entity_type"], it.get("value_type"),
-                           tuple(it.get("siblings") or ()), it.get("subject")) for it in items]
+    claims = [
+        agents.Claim(
+            it["property"],
+            it["value"],
+            it["entity_type"],
+            it.get("value_type"),
+            tuple(it.get("siblings") or ()),
+            it.get("subject"),
+        )
+        for it in items
+    ]
     keys = list(groups)
     if cfg.one_at_a_time:
         # One request in flight: a verdict's latency is its own request's time, not its wait behind
@@ -156,31 +261,44 @@ async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, 
                 res += await _judge_group(cfg, agent, k, [claims[i]])
             results.append(res)
     else:
-        results = await asyncio.gather(*(_judge_group(cfg, agent, k, [claims[i] for i in groups[k]])
-                                         for k in keys))
+        results = await asyncio.gather(*(_judge_group(cfg, agent, k, [claims[i] for i in groups[k]]) for k in keys))
     judged: list[Any] = [None] * len(items)
     for k, res in zip(keys, results):
         for i, j in zip(groups[k], res):
             judged[i] = j
     rows = []
     for it, j in zip(items, judged):
-        rows.append({
-            "agent": agent, "item_id": it["item_id"], "kind": it["kind"], "label": it["label"],
-            "property": it["property"], "value": it["value"], "entity_type": it["entity_type"],
-            "score": j.score, "passed": j.passed, "threshold": cfg.threshold(agent), "error": j.error,
-            "note": j.note, "votes": json.dumps(j.votes, sort_keys=True) if j.votes else None,
-            "model": j.model if len(cfg.models) == 1 else "consensus:" + "+".join(cfg.models),
-            "latency_s": j.latency_s,
-            # an answer from the request cache costs no time; its latency is not a measurement
-            "from_cache": bool(j.requests and j.latency_s == 0.0),
-            "requests": j.requests, "prompt_tokens": j.prompt_tokens,
-            "cached_prompt_tokens": j.cached_prompt_tokens, "completion_tokens": j.completion_tokens,
-        })
+        rows.append(
+            {
+                "agent": agent,
+                "item_id": it["item_id"],
+                "kind": it["kind"],
+                "label": it["label"],
+                "property": it["property"],
+                "value": it["value"],
+                "entity_type": it["entity_type"],
+                "score": j.score,
+                "passed": j.passed,
+                "threshold": cfg.threshold(agent),
+                "error": j.error,
+                "note": j.note,
+                "votes": json.dumps(j.votes, sort_keys=True) if j.votes else None,
+                "model": j.model if len(cfg.models) == 1 else "consensus:" + "+".join(cfg.models),
+                "latency_s": j.latency_s,
+                # an answer from the request cache costs no time; its latency is not a measurement
+                "from_cache": bool(j.requests and j.latency_s == 0.0),
+                "requests": j.requests,
+                "prompt_tokens": j.prompt_tokens,
+                "cached_prompt_tokens": j.cached_prompt_tokens,
+                "completion_tokens": j.completion_tokens,
+            }
+        )
     return rows
 
 
-def task_metrics(config: str, task: str, agent: str, threshold: float, rows: Sequence[dict[str, Any]],
-                 multi_model: bool) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+def task_metrics(
+    config: str, task: str, agent: str, threshold: float, rows: Sequence[dict[str, Any]], multi_model: bool
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """(metrics row, sweep rows, consensus alignment rows) of one task's verdict rows."""
     labels = [bool(r["label"]) for r in rows]
     scores = [r["score"] for r in rows]
@@ -199,15 +317,26 @@ def task_metrics(config: str, task: str, agent: str, threshold: float, rows: Seq
         ca = bm.consensus_alignment(voters, [r["passed"] for r in rows], threshold)
         alignment = [{"config": config, "task": task, "model": m, **v} for m, v in ca.items()]
     metrics = {
-        "config": config, "task": task, "agent": agent, "threshold": threshold,
-        "positives": sum(labels), "negatives": len(labels) - sum(labels), **c.as_dict(),
-        "auroc": bm.auroc(labels, scores), "best_threshold": best["threshold"], "best_f1": best["f1"],
-        "latency_iqr_mean_s": lat.mean, "latency_kept": lat.kept, "latency_dropped": lat.dropped,
+        "config": config,
+        "task": task,
+        "agent": agent,
+        "threshold": threshold,
+        "positives": sum(labels),
+        "negatives": len(labels) - sum(labels),
+        **c.as_dict(),
+        "auroc": bm.auroc(labels, scores),
+        "best_threshold": best["threshold"],
+        "best_f1": best["f1"],
+        "latency_iqr_mean_s": lat.mean,
+        "latency_kept": lat.kept,
+        "latency_dropped": lat.dropped,
         "from_cache": sum(bool(r["from_cache"]) for r in rows),
         "prompt_tokens_per_verdict": sum(r["prompt_tokens"] for r in rows) / n,
         "cached_prompt_tokens_per_verdict": sum(r["cached_prompt_tokens"] for r in rows) / n,
         "completion_tokens_per_verdict": sum(r["completion_tokens"] for r in rows) / n,
-        "consensus_alignment": json.dumps({a["model"]: round(a["alignment"], 4) for a in alignment}) if alignment else None,
+        "consensus_alignment": json.dumps({a["model"]: round(a["alignment"], 4) for a in alignment})
+        if alignment
+        else None,
         "paper_f1": PAPER_F1.get(task),
     }
     sweep_rows = [{"config": config, "task": task, **s} for s in sweep]
@@ -220,12 +349,26 @@ def task_of(agent: str, kind: str) -> list[str]:
 
 
 # ---- summary -----------------------------------------------------------------------------------
-_COLS = [("task", "task"), ("n", "n"), ("positives", "pos"), ("negatives", "neg"), ("unanswered", "no verdict"),
-         ("precision", "P"), ("recall", "R"), ("f1", "F1"), ("paper_f1", "paper F1"), ("f1_false", "F1 false"),
-         ("balanced_accuracy", "bal. acc."), ("auroc", "AUROC"), ("best_threshold", "best thr."),
-         ("best_f1", "F1 at best"), ("latency_iqr_mean_s", "s/verdict (IQR)"),
-         ("prompt_tokens_per_verdict", "prompt tok"), ("completion_tokens_per_verdict", "compl. tok"),
-         ("consensus_alignment", "CA")]
+_COLS = [
+    ("task", "task"),
+    ("n", "n"),
+    ("positives", "pos"),
+    ("negatives", "neg"),
+    ("unanswered", "no verdict"),
+    ("precision", "P"),
+    ("recall", "R"),
+    ("f1", "F1"),
+    ("paper_f1", "paper F1"),
+    ("f1_false", "F1 false"),
+    ("balanced_accuracy", "bal. acc."),
+    ("auroc", "AUROC"),
+    ("best_threshold", "best thr."),
+    ("best_f1", "F1 at best"),
+    ("latency_iqr_mean_s", "s/verdict (IQR)"),
+    ("prompt_tokens_per_verdict", "prompt tok"),
+    ("completion_tokens_per_verdict", "compl. tok"),
+    ("consensus_alignment", "CA"),
+]
 
 
 def _fmt(v: Any) -> str:
@@ -237,36 +380,51 @@ def _fmt(v: Any) -> str:
 
 
 def summary_markdown(config: dict[str, Any], metrics: Sequence[dict[str, Any]], wall_s: float | None = None) -> str:
-    lines = [f"# Agents benchmark: {config['name']}", "",
-             ", ".join(f"{k}: {v}" for k, v in config.items() if k != "name"), ""]
+    lines = [
+        f"# Agents benchmark: {config['name']}",
+        "",
+        ", ".join(f"{k}: {v}" for k, v in config.items() if k != "name"),
+        "",
+    ]
     if wall_s is not None:
         lines += [f"Wall time {wall_s:.0f} s.", ""]
     lines.append("| " + " | ".join(h for _, h in _COLS) + " |")
     lines.append("|" + "---|" * len(_COLS))
     for m in metrics:
         lines.append("| " + " | ".join(_fmt(m.get(k)) for k, _ in _COLS) + " |")
-    lines += ["", "P/R/F1 of the true class at the judge's threshold (where it came from: above; paper F1: "
-              "Mixtral-8x7B, Tables 2 and 4); "
-              "F1 false: F1 of the false class; s/verdict: mean after dropping IQR outliers, cached answers left out."]
+    lines += [
+        "",
+        "P/R/F1 of the true class at the judge's threshold (where it came from: above; paper F1: "
+        "Mixtral-8x7B, Tables 2 and 4); "
+        "F1 false: F1 of the false class; s/verdict: mean after dropping IQR outliers, cached answers left out.",
+    ]
     return "\n".join(lines) + "\n"
 
 
-def summary_html(config: dict[str, Any], metrics: Sequence[dict[str, Any]], plot_name: str | None,
-                 wall_s: float | None = None) -> str:
+def summary_html(
+    config: dict[str, Any], metrics: Sequence[dict[str, Any]], plot_name: str | None, wall_s: float | None = None
+) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for _, h in _COLS)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(m.get(k)))}</td>" for k, _ in _COLS) + "</tr>"
-                   for m in metrics)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(m.get(k)))}</td>" for k, _ in _COLS) + "</tr>" for m in metrics
+    )
     conf = html.escape(", ".join(f"{k}: {v}" for k, v in config.items() if k != "name"))
     img = f'<p><img src="{html.escape(plot_name)}" alt="precision-recall curves"></p>' if plot_name else ""
     wall = f"<p>Wall time {wall_s:.0f} s.</p>" if wall_s is not None else ""
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(config['name'])}</title>"
-            "<style>td,th{border:1px solid #ccc;padding:2px 6px}table{border-collapse:collapse}</style></head>"
-            f"<body><h1>Agents benchmark: {html.escape(config['name'])}</h1><p>{conf}</p>{wall}"
-            f"<table><tr>{head}</tr>{body}</table>{img}</body></html>\n")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(config['name'])}</title>"
+        "<style>td,th{border:1px solid #ccc;padding:2px 6px}table{border-collapse:collapse}</style></head>"
+        f"<body><h1>Agents benchmark: {html.escape(config['name'])}</h1><p>{conf}</p>{wall}"
+        f"<table><tr>{head}</tr>{body}</table>{img}</body></html>\n"
+    )
 
 
-def plot_precision_recall(sweep: Sequence[dict[str, Any]], metrics: Sequence[dict[str, Any]], path,
-                          curves: dict[str, Sequence[dict[str, float]]] | None = None) -> None:
+def plot_precision_recall(
+    sweep: Sequence[dict[str, Any]],
+    metrics: Sequence[dict[str, Any]],
+    path,
+    curves: dict[str, Sequence[dict[str, float]]] | None = None,
+) -> None:
     """Precision against recall, as a PNG at ``path`` (a local path, a URL or a Folder: written
     through the IO layer, atomically): per task the full curve over every distinct score
     (``curves``, ``udfs.bench.metrics.precision_recall_points``) when given, the threshold sweep's
@@ -283,11 +441,13 @@ def plot_precision_recall(sweep: Sequence[dict[str, Any]], metrics: Sequence[dic
         pts = [s for s in sweep if s["task"] == m["task"] and (s["tp"] + s["fp"]) > 0]
         curve = (curves or {}).get(m["task"]) or []
         if curve:
-            line, = ax.plot([p["recall"] for p in curve], [p["precision"] for p in curve], drawstyle="steps-post",
-                            label=m["task"])
+            (line,) = ax.plot(
+                [p["recall"] for p in curve], [p["precision"] for p in curve], drawstyle="steps-post", label=m["task"]
+            )
             if pts:
-                ax.plot([s["recall"] for s in pts], [s["precision"] for s in pts], ls="", marker=".",
-                        color=line.get_color())
+                ax.plot(
+                    [s["recall"] for s in pts], [s["precision"] for s in pts], ls="", marker=".", color=line.get_color()
+                )
         elif pts:
             ax.plot([s["recall"] for s in pts], [s["precision"] for s in pts], marker=".", label=m["task"])
         ax.scatter([m["recall"]], [m["precision"]], marker="x", color="black")

@@ -38,6 +38,7 @@ measures Serve's overhead both ways with it.
 
     .venv/bin/python -m udfs.bench.stub_engine --serve --app stub --latency-ms 0   # a Ray Serve app
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,8 +89,10 @@ class StubEngine:
         """One request: its body's JSON answered after the latency (chat completions only)."""
         if method == "GET":
             if path == "/v1/models":
-                return 200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "stub",
-                                                          "max_model_len": MAX_MODEL_LEN}]}
+                return 200, {
+                    "object": "list",
+                    "data": [{"id": MODEL, "object": "model", "owned_by": "stub", "max_model_len": MAX_MODEL_LEN}],
+                }
             if path == "/health":
                 return 200, {"status": "ok"}
             if path == "/stats":
@@ -110,8 +113,12 @@ class StubEngine:
         return 404, _error(404, f"no route POST {path}")
 
     def stats(self) -> dict[str, Any]:
-        return {"counts": dict(self.counts), "first_verdict": self.first_verdict, "last_verdict": self.last_verdict,
-                "now": time.monotonic()}
+        return {
+            "counts": dict(self.counts),
+            "first_verdict": self.first_verdict,
+            "last_verdict": self.last_verdict,
+            "now": time.monotonic(),
+        }
 
     def _count(self, kind: str) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1
@@ -134,11 +141,21 @@ class StubEngine:
             yes = h % 3 != 0  # two claims in three pass, whatever they say
             text = "yes" if yes else "no"
             p = YES_P if yes else NO_P
-            top = [{"token": "yes", "logprob": math.log(p), "bytes": None},
-                   {"token": "no", "logprob": math.log(1 - p), "bytes": None}]
+            top = [
+                {"token": "yes", "logprob": math.log(p), "bytes": None},
+                {"token": "no", "logprob": math.log(1 - p), "bytes": None},
+            ]
             top.sort(key=lambda t: -t["logprob"])
-            logprobs = {"content": [{"token": text, "logprob": top[0]["logprob"], "bytes": None,
-                                     "top_logprobs": top[: int(body.get("top_logprobs") or 2)]}]}
+            logprobs = {
+                "content": [
+                    {
+                        "token": text,
+                        "logprob": top[0]["logprob"],
+                        "bytes": None,
+                        "top_logprobs": top[: int(body.get("top_logprobs") or 2)],
+                    }
+                ]
+            }
         elif fmt.get("type") == "json_schema":
             schema = (fmt.get("json_schema") or {}).get("schema") or {}
             if "value" in (schema.get("required") or []):
@@ -153,11 +170,24 @@ class StubEngine:
         prompt = sum(_tokens(c) for c in contents) + 4 * len(contents)
         out = _tokens(text)
         return 200, {
-            "id": f"stub-{h:08x}", "object": "chat.completion", "created": 0, "model": body.get("model") or MODEL,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "logprobs": logprobs, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out,
-                      "prompt_tokens_details": {"cached_tokens": self._cached(contents)}},
+            "id": f"stub-{h:08x}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model") or MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "logprobs": logprobs,
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": out,
+                "total_tokens": prompt + out,
+                "prompt_tokens_details": {"cached_tokens": self._cached(contents)},
+            },
         }
 
     def _cached(self, contents: list[str]) -> int:
@@ -194,8 +224,11 @@ class StubEngine:
         if not isinstance(text, str):
             return 400, _error(400, "'prompt' must be a string")
         pieces = _PIECES.findall(text)
-        out: dict[str, Any] = {"tokens": [_hash(p) % 100_000 for p in pieces], "count": len(pieces),
-                               "max_model_len": MAX_MODEL_LEN}
+        out: dict[str, Any] = {
+            "tokens": [_hash(p) % 100_000 for p in pieces],
+            "count": len(pieces),
+            "max_model_len": MAX_MODEL_LEN,
+        }
         if body.get("return_token_strs"):
             out["token_strs"] = pieces
         return 200, out
@@ -208,12 +241,12 @@ def _error(status: int, message: str) -> dict[str, Any]:
 def _page_words(prompt: str, h: int, n: int) -> str:
     """``n`` consecutive words of the fenced page text, from a place the hash picks."""
     start, end = prompt.find(PAGE_OPEN), prompt.rfind(PAGE_CLOSE)
-    page = prompt[start + len(PAGE_OPEN): end] if 0 <= start < end else prompt
+    page = prompt[start + len(PAGE_OPEN) : end] if 0 <= start < end else prompt
     words = _WORDS.findall(page)
     if not words:
         return ""
     i = h % max(1, len(words) - n + 1)
-    return " ".join(words[i: i + n])
+    return " ".join(words[i : i + n])
 
 
 def _markup(prompt: str, h: int) -> dict[str, Any]:
@@ -236,6 +269,7 @@ def _markup(prompt: str, h: int) -> dict[str, Any]:
 
 
 # ---- serving it ----------------------------------------------------------------------------------
+
 
 def make_app(engine: StubEngine):
     """The aiohttp application answering every route with ``engine``."""
@@ -301,8 +335,9 @@ def running_stub(latency_ms: float = 0.0, host: str = "127.0.0.1", port: int = 0
         loop.close()
 
 
-def serve_deployment(latency_ms: float = 0.0, max_ongoing_requests: int = 4096,
-                     deployment_config: dict[str, Any] | None = None):
+def serve_deployment(
+    latency_ms: float = 0.0, max_ongoing_requests: int = 4096, deployment_config: dict[str, Any] | None = None
+):
     """A Ray Serve application answering like the stub, behind Serve's HTTP proxy: one replica,
     no CPU reserved (on a small machine the job's workers still schedule), every request a plain
     Starlette request handed to a ``StubEngine``. ``deployment_config``: Serve deployment options
@@ -315,10 +350,16 @@ def serve_deployment(latency_ms: float = 0.0, max_ongoing_requests: int = 4096,
     # Serve's own throughput settings for a replica whose code is async and cheap: the code runs
     # on the replica's event loop (not handed to a thread per request), and no access-log line
     # per request. Both the proxy's and the handles' requests meet the same replica.
-    @serve.deployment(name="StubEngine", max_ongoing_requests=max_ongoing_requests,
-                      max_queued_requests=-1, logging_config={"enable_access_log": False},
-                      ray_actor_options={"num_cpus": 0, "runtime_env": {"env_vars": {
-                          "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}}})
+    @serve.deployment(
+        name="StubEngine",
+        max_ongoing_requests=max_ongoing_requests,
+        max_queued_requests=-1,
+        logging_config={"enable_access_log": False},
+        ray_actor_options={
+            "num_cpus": 0,
+            "runtime_env": {"env_vars": {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}},
+        },
+    )
     class StubDeployment:
         def __init__(self, latency_ms: float):
             self.engine = StubEngine(latency_ms / 1000)
@@ -361,16 +402,31 @@ def serve_app(host: str, port: int, latency_ms: float, app: str) -> None:
     import ray
     from ray import serve
 
-    ray.init(address="local", include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
-             _temp_dir=temp, runtime_env={"env_vars": {"PYTHONPATH": f"{os.path.dirname(here)}:{here}"}})
+    ray.init(
+        address="local",
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+        _temp_dir=temp,
+        runtime_env={"env_vars": {"PYTHONPATH": f"{os.path.dirname(here)}:{here}"}},
+    )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
     try:
         serve.start(http_options={"host": host, "port": port})
         serve.run(serve_deployment(latency_ms), name=app, route_prefix="/", blocking=False)
-        print(json.dumps({"ray_address": ray.get_runtime_context().gcs_address, "url": f"http://{host}:{port}/v1",
-                          "serve_url": f"serve://{app}/v1", "env": join_env}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "ray_address": ray.get_runtime_context().gcs_address,
+                    "url": f"http://{host}:{port}/v1",
+                    "serve_url": f"serve://{app}/v1",
+                    "env": join_env,
+                }
+            ),
+            flush=True,
+        )
         while not stopping.wait(0.5):
             pass
     finally:
@@ -385,9 +441,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1", help="address to listen on")
     ap.add_argument("--port", type=int, default=8011, help="port to listen on")
     ap.add_argument("--latency-ms", type=float, default=0.0, help="wait before each chat completion")
-    ap.add_argument("--serve", action="store_true",
-                    help="serve it as a Ray Serve application on a Ray instance of this process (proxy on --port, "
-                    "handles at serve://APP/v1); the first line printed says how to reach it")
+    ap.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve it as a Ray Serve application on a Ray instance of this process (proxy on --port, "
+        "handles at serve://APP/v1); the first line printed says how to reach it",
+    )
     ap.add_argument("--app", default="stub", help="the Serve application's name (with --serve)")
     args = ap.parse_args(argv)
     if args.serve:

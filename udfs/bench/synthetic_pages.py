@@ -5,6 +5,7 @@ allows (text gets the copy number, a URL a fragment, a number or a date an offse
 copies ask the same request and a request cache answers nothing. ``benchmarks/evaluate_throughput.py``
 measures the harness on them; tests feed them to ``jobs/evaluate.py``.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -35,8 +36,15 @@ def base_pages() -> list[dict[str, Any]]:
     for path in sorted(p for p in SAMPLES.rglob("*.html") if p.is_file()):
         r = process_html(path.read_bytes(), "text/html", None, cfg)
         if r["status"] == "ok" and (r["text"] or "").strip() and r["human_markup"]:
-            out.append({"page_url": HOST + quote(path.relative_to(SAMPLES).as_posix()), "status": "ok",
-                        "text": r["text"], "human_markup": r["human_markup"], "root_types": r["root_types"]})
+            out.append(
+                {
+                    "page_url": HOST + quote(path.relative_to(SAMPLES).as_posix()),
+                    "status": "ok",
+                    "text": r["text"],
+                    "human_markup": r["human_markup"],
+                    "root_types": r["root_types"],
+                }
+            )
     if not out:
         raise SystemExit(f"no usable page among {SAMPLES}")
     return out
@@ -92,10 +100,17 @@ def synthetic_pages(n: int, base: list[dict[str, Any]]) -> Iterator[dict[str, An
     for i in range(n):
         b = base[i % len(base)]
         markup = _vary(json.loads(b["human_markup"]), i)
-        yield {"page_url": f"{b['page_url']}?copy={i}", "status": "ok", "selected": True,
-               "feature": "n_properties", "stratum": "copy", "sample_rank": i,
-               "text": f"Copy {i}.\n{b['text']}", "human_markup": json.dumps(markup, ensure_ascii=False),
-               "root_types": list(b["root_types"])}
+        yield {
+            "page_url": f"{b['page_url']}?copy={i}",
+            "status": "ok",
+            "selected": True,
+            "feature": "n_properties",
+            "stratum": "copy",
+            "sample_rank": i,
+            "text": f"Copy {i}.\n{b['text']}",
+            "human_markup": json.dumps(markup, ensure_ascii=False),
+            "root_types": list(b["root_types"]),
+        }
 
 
 def write_pages(folder: Path, n: int) -> Path:

@@ -25,6 +25,7 @@ namespace; a token is dropped, with a reason, when its IRI is outside schema.org
 is not a type (for ``isa:``) or a property of the release; the sets are then regrouped.
 ``clean=False`` keeps the raw sets (schema.org terms by local name, other IRIs in full).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,8 +34,8 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from udfs.corpus import scanner as jvm
 from udfs.corpus import nquads as N
+from udfs.corpus import scanner as jvm
 from udfs.runtime.config import CsetsConf
 from udfs.runtime.rejects import raw_column
 from udfs.schemaorg.vocab import Vocabulary
@@ -45,16 +46,19 @@ TYPE_UNKNOWN = "type not in the schema.org vocabulary"
 PROPERTY_NOT_SCHEMA = "property outside the schema.org namespace"
 PROPERTY_UNKNOWN = "property not in the schema.org vocabulary"
 
-CSETS_SCHEMA = T.StructType([
-    T.StructField("cset_id", T.StringType(), False),
-    T.StructField("types", T.ArrayType(T.StringType()), False),
-    T.StructField("properties", T.ArrayType(T.StringType()), False),
-    T.StructField("n_properties", T.LongType(), False),
-    T.StructField("n_instances", T.LongType(), False),
-    T.StructField("n_pages", T.LongType(), False),
-    T.StructField("n_domains", T.LongType(), False),
-    T.StructField("sample_urls", T.ArrayType(T.StringType()), False),
-])
+CSETS_SCHEMA = T.StructType(
+    [
+        T.StructField("cset_id", T.StringType(), False),
+        T.StructField("types", T.ArrayType(T.StringType()), False),
+        T.StructField("properties", T.ArrayType(T.StringType()), False),
+        T.StructField("n_properties", T.LongType(), False),
+        T.StructField("n_instances", T.LongType(), False),
+        T.StructField("n_pages", T.LongType(), False),
+        T.StructField("n_domains", T.LongType(), False),
+        T.StructField("sample_urls", T.ArrayType(T.StringType()), False),
+    ]
+)
+
 
 @dataclass(frozen=True)
 class CsetConfig:
@@ -70,8 +74,13 @@ class CsetConfig:
     @classmethod
     def of(cls, conf: CsetsConf, clean: bool = True) -> "CsetConfig":
         """The config of a ``[csets]`` section."""
-        return cls(subject_scope=conf.subject_scope, sample_urls=conf.sample_urls,
-                   reject_raw_chars=conf.reject_raw_chars, max_line_bytes=conf.max_line_bytes, clean=clean)
+        return cls(
+            subject_scope=conf.subject_scope,
+            sample_urls=conf.sample_urls,
+            reject_raw_chars=conf.reject_raw_chars,
+            max_line_bytes=conf.max_line_bytes,
+            clean=clean,
+        )
 
     def __post_init__(self):
         if self.subject_scope not in ("iri", "page"):
@@ -82,8 +91,9 @@ class CsetConfig:
             raise ValueError("max_line_bytes must be >= 1")
 
 
-def entity_pages(spark: SparkSession, files: list[str], vocab: Vocabulary, cfg: CsetConfig,
-                 ignore_corrupt: bool = False) -> DataFrame:
+def entity_pages(
+    spark: SparkSession, files: list[str], vocab: Vocabulary, cfg: CsetConfig, ignore_corrupt: bool = False
+) -> DataFrame:
     """The one pass over the input (udfs/corpus/jvm/llm4schema/EntityPageScan.java, on the JVM): one task
     per file, which it reads itself (a gzip file cannot be split anyway; a plain file is kept whole
     so its lines are numbered and its pages end where they end). Rows of kind ``quad`` (an entity
@@ -98,14 +108,24 @@ def entity_pages(spark: SparkSession, files: list[str], vocab: Vocabulary, cfg: 
     other predicate; schema.org namespace variants (http/https, ``www.``) are one namespace.
     """
     scan = jvm.attach(spark, "llm4schema.EntityPageScan")
-    reasons = "\n".join([TYPE_NOT_SCHEMA, TYPE_UNKNOWN, PROPERTY_NOT_SCHEMA, PROPERTY_UNKNOWN,
-                         N.REASON_UNDECODABLE, N.REASON_TOO_LONG])
+    reasons = "\n".join(
+        [TYPE_NOT_SCHEMA, TYPE_UNKNOWN, PROPERTY_NOT_SCHEMA, PROPERTY_UNKNOWN, N.REASON_UNDECODABLE, N.REASON_TOO_LONG]
+    )
     paths = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.java.lang.String, len(files))
     for i, f in enumerate(files):
         paths[i] = f
-    jdf = scan.scan(spark._jsparkSession, paths, "\n".join(sorted(vocab.classes)), "\n".join(sorted(vocab.properties)),
-                    cfg.clean, cfg.subject_scope == "page", reasons, ignore_corrupt,
-                    cfg.max_line_bytes, 4 * cfg.reject_raw_chars)  # a character is at most 4 UTF-8 bytes
+    jdf = scan.scan(
+        spark._jsparkSession,
+        paths,
+        "\n".join(sorted(vocab.classes)),
+        "\n".join(sorted(vocab.properties)),
+        cfg.clean,
+        cfg.subject_scope == "page",
+        reasons,
+        ignore_corrupt,
+        cfg.max_line_bytes,
+        4 * cfg.reject_raw_chars,
+    )  # a character is at most 4 UTF-8 bytes
     return DataFrame(jdf, spark)
 
 
@@ -150,7 +170,9 @@ def _reject_rows(t: DataFrame) -> DataFrame:
         F.regexp_replace("k1", "^file:(//)?", "").alias("source"),
         F.col("line_no").cast("long").alias("position"),
         # "reject:<reason>": the scan gave the reason (it saw the bytes); "reject": from the line.
-        F.when(kind == "reject", N.reject_reason(F.col("raw"))).otherwise(F.substring(kind, 8, 1 << 20)).alias("reason"),
+        F.when(kind == "reject", N.reject_reason(F.col("raw")))
+        .otherwise(F.substring(kind, 8, 1 << 20))
+        .alias("reason"),
         F.col("raw"),
     )
 
@@ -166,14 +188,17 @@ def damaged_files(t: DataFrame) -> dict[str, str]:
 
 def lines_per_file(t: DataFrame) -> dict[str, int]:
     """Lines read per input file (one small row per file: safe to collect at 10^4 files)."""
-    return {r["k1"]: int(r["n"]) for r in t.filter(F.col("kind") == "file").groupBy("k1").agg(
-        F.sum("n").alias("n")).collect()}
+    return {
+        r["k1"]: int(r["n"])
+        for r in t.filter(F.col("kind") == "file").groupBy("k1").agg(F.sum("n").alias("n")).collect()
+    }
 
 
 def csets(t: DataFrame) -> DataFrame:
     """The C-sets table (``CSETS_SCHEMA``) from the tallies' ``cset`` rows."""
     stats = t.filter(F.col("kind") == "cset").select(
-        F.col("k1").alias("key"), F.col("n").alias("n_instances"), "n_pages", "n_domains", "sample_urls")
+        F.col("k1").alias("key"), F.col("n").alias("n_instances"), "n_pages", "n_domains", "sample_urls"
+    )
     tokens = F.split(F.col("key"), "\n")
     types = F.transform(F.filter(tokens, lambda t: t.startswith("isa:")), lambda t: F.substring(t, 5, 1 << 20))
     props = F.filter(tokens, lambda t: ~t.startswith("isa:"))
@@ -182,7 +207,10 @@ def csets(t: DataFrame) -> DataFrame:
         F.array_sort(types).alias("types"),
         F.array_sort(props).alias("properties"),
         F.size(tokens).cast("long").alias("n_properties"),
-        "n_instances", "n_pages", "n_domains", "sample_urls",
+        "n_instances",
+        "n_pages",
+        "n_domains",
+        "sample_urls",
     )
     return conform(out, CSETS_SCHEMA)
 
@@ -204,13 +232,17 @@ def counters(t: DataFrame, n_csets: int, clean: bool) -> dict:
 
     # One query for every scalar counter (the tallies are cached: this reads no input).
     c = t.agg(
-        total("skip"), total("count", "entities"), total("count", "entities_kept"),
-        total("count", "quad_lines"), total("count", "entity_page_rows"),
+        total("skip"),
+        total("count", "entities"),
+        total("count", "entities_kept"),
+        total("count", "quad_lines"),
+        total("count", "entity_page_rows"),
         total("count", "pages"),
         F.count_distinct(F.when(kind == "raw", F.col("k1"))).alias("raw_sets"),
     ).collect()[0]
-    reasons = {r["reason"]: int(r["n"]) for r in _reject_rows(t).groupBy("reason").agg(
-        F.count(F.lit(1)).alias("n")).collect()}
+    reasons = {
+        r["reason"]: int(r["n"]) for r in _reject_rows(t).groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect()
+    }
     lines_reject = sum(reasons.values())
     lines_quad, lines_skip = int(c["quad_lines"]), int(c["skip"])
     entities, kept = int(c["entities"]), int(c["entities_kept"])
@@ -231,17 +263,33 @@ def counters(t: DataFrame, n_csets: int, clean: bool) -> dict:
         "cleaning": clean,
     }
     if clean:
-        dropped = t.filter(kind == "dropped").groupBy("k1").agg(F.sum("n").alias("count")).select(
-            F.substring_index("k1", "\t", 1).alias("reason"),
-            F.expr("substring(k1, instr(k1, '\t') + 1)").alias("token"), "count")
+        dropped = (
+            t.filter(kind == "dropped")
+            .groupBy("k1")
+            .agg(F.sum("n").alias("count"))
+            .select(
+                F.substring_index("k1", "\t", 1).alias("reason"),
+                F.expr("substring(k1, instr(k1, '\t') + 1)").alias("token"),
+                "count",
+            )
+        )
         ranked = dropped.withColumn(
-            "r", F.row_number().over(Window.partitionBy("reason").orderBy(F.desc("count"), "token")))
+            "r", F.row_number().over(Window.partitionBy("reason").orderBy(F.desc("count"), "token"))
+        )
         by_reason: dict[str, dict] = {}
-        for r in ranked.groupBy("reason").agg(
-                F.sum("count").alias("n"), F.count(F.lit(1)).alias("distinct"),
+        for r in (
+            ranked.groupBy("reason")
+            .agg(
+                F.sum("count").alias("n"),
+                F.count(F.lit(1)).alias("distinct"),
                 F.array_sort(F.collect_list(F.when(F.col("r") <= 5, F.struct("r", "token", "count")))).alias("top"),
-        ).collect():
-            by_reason[r["reason"]] = {"entity_tokens": int(r["n"]), "distinct_tokens": int(r["distinct"]),
-                                      "top": [[x["token"], int(x["count"])] for x in r["top"]]}
+            )
+            .collect()
+        ):
+            by_reason[r["reason"]] = {
+                "entity_tokens": int(r["n"]),
+                "distinct_tokens": int(r["distinct"]),
+                "top": [[x["token"], int(x["count"])] for x in r["top"]],
+            }
         out["tokens_dropped_by_reason"] = dict(sorted(by_reason.items()))
     return out

@@ -15,6 +15,7 @@ URL is not a slot but a reject row (``split_slots``, contract in ``udfs/runtime/
 Nothing here raises on a bad page: every failure is a row with a status of
 ``udfs.corpus.html.STATUSES`` and a reason.
 """
+
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, Window
@@ -27,49 +28,53 @@ from udfs.corpus.warc import HTML_MIME_TYPES
 from udfs.runtime.rejects import raw_column
 
 # The sample's columns a page row carries through (besides page_url, cset_id, types, properties).
-SAMPLE_KEYS = T.StructType([
-    T.StructField("feature", T.StringType()),
-    T.StructField("stratum", T.StringType()),
-    T.StructField("lower", T.DoubleType()),
-    T.StructField("upper", T.DoubleType()),
-    T.StructField("seed", T.LongType()),
-    T.StructField("sample_rank", T.IntegerType()),
-])
-PAGES_SCHEMA = T.StructType([
-    T.StructField("page_url", T.StringType()),
-    *SAMPLE_KEYS.fields,
-    T.StructField("cset_id", T.StringType()),
-    T.StructField("types", T.ArrayType(T.StringType())),
-    T.StructField("properties", T.ArrayType(T.StringType())),
-    T.StructField("sampled_page_url", T.StringType()),
-    T.StructField("sampled_cset_id", T.StringType()),
-    T.StructField("candidate_rank", T.IntegerType()),
-    T.StructField("selected", T.BooleanType()),
-    T.StructField("status", T.StringType()),
-    T.StructField("reason", T.StringType()),
-    T.StructField("warc_filename", T.StringType()),
-    T.StructField("warc_record_offset", T.LongType()),
-    T.StructField("warc_record_length", T.LongType()),
-    T.StructField("fetch_status", T.IntegerType()),
-    T.StructField("content_mime_type", T.StringType()),
-    # when the capture was made (WARC-Date): a timestamp in UTC, whether the index held a string
-    # (jobs/warc_index.py) or a timestamp (Common Crawl's columnar index)
-    T.StructField("fetch_time", T.TimestampType()),
-    T.StructField("html_sha256", T.StringType()),
-    T.StructField("html_bytes", T.LongType()),
-    T.StructField("text", T.StringType()),
-    T.StructField("text_chars", T.LongType()),
-    T.StructField("text_extractor", T.StringType()),
-    T.StructField("judge_text", T.StringType()),
-    T.StructField("judge_text_extractor", T.StringType()),
-    T.StructField("language", T.StringType()),
-    T.StructField("markups", T.ArrayType(T.StringType())),
-    T.StructField("markup_errors", T.ArrayType(T.StringType())),
-    T.StructField("human_markup", T.StringType()),
-    T.StructField("root_types", T.ArrayType(T.StringType())),
-    T.StructField("matched_block", T.IntegerType()),
-    T.StructField("slot", T.LongType()),
-])
+SAMPLE_KEYS = T.StructType(
+    [
+        T.StructField("feature", T.StringType()),
+        T.StructField("stratum", T.StringType()),
+        T.StructField("lower", T.DoubleType()),
+        T.StructField("upper", T.DoubleType()),
+        T.StructField("seed", T.LongType()),
+        T.StructField("sample_rank", T.IntegerType()),
+    ]
+)
+PAGES_SCHEMA = T.StructType(
+    [
+        T.StructField("page_url", T.StringType()),
+        *SAMPLE_KEYS.fields,
+        T.StructField("cset_id", T.StringType()),
+        T.StructField("types", T.ArrayType(T.StringType())),
+        T.StructField("properties", T.ArrayType(T.StringType())),
+        T.StructField("sampled_page_url", T.StringType()),
+        T.StructField("sampled_cset_id", T.StringType()),
+        T.StructField("candidate_rank", T.IntegerType()),
+        T.StructField("selected", T.BooleanType()),
+        T.StructField("status", T.StringType()),
+        T.StructField("reason", T.StringType()),
+        T.StructField("warc_filename", T.StringType()),
+        T.StructField("warc_record_offset", T.LongType()),
+        T.StructField("warc_record_length", T.LongType()),
+        T.StructField("fetch_status", T.IntegerType()),
+        T.StructField("content_mime_type", T.StringType()),
+        # when the capture was made (WARC-Date): a timestamp in UTC, whether the index held a string
+        # (jobs/warc_index.py) or a timestamp (Common Crawl's columnar index)
+        T.StructField("fetch_time", T.TimestampType()),
+        T.StructField("html_sha256", T.StringType()),
+        T.StructField("html_bytes", T.LongType()),
+        T.StructField("text", T.StringType()),
+        T.StructField("text_chars", T.LongType()),
+        T.StructField("text_extractor", T.StringType()),
+        T.StructField("judge_text", T.StringType()),
+        T.StructField("judge_text_extractor", T.StringType()),
+        T.StructField("language", T.StringType()),
+        T.StructField("markups", T.ArrayType(T.StringType())),
+        T.StructField("markup_errors", T.ArrayType(T.StringType())),
+        T.StructField("human_markup", T.StringType()),
+        T.StructField("root_types", T.ArrayType(T.StringType())),
+        T.StructField("matched_block", T.IntegerType()),
+        T.StructField("slot", T.LongType()),
+    ]
+)
 NO_PAGE_URL = "row without page_url"
 
 
@@ -79,9 +84,11 @@ def with_sample_columns(df: DataFrame) -> DataFrame:
     cols = set(df.columns)
     if "page_url" not in cols:
         raise ValueError(f"--input has no page_url column (columns: {sorted(cols)})")
-    for f in SAMPLE_KEYS.fields + [T.StructField("cset_id", T.StringType()),
-                                   T.StructField("types", T.ArrayType(T.StringType())),
-                                   T.StructField("properties", T.ArrayType(T.StringType()))]:
+    for f in SAMPLE_KEYS.fields + [
+        T.StructField("cset_id", T.StringType()),
+        T.StructField("types", T.ArrayType(T.StringType())),
+        T.StructField("properties", T.ArrayType(T.StringType())),
+    ]:
         df = df.withColumn(f.name, (F.col(f.name) if f.name in cols else F.lit(None)).cast(f.dataType))
     if "replacements" in cols:
         df = df.withColumn("replacements", F.col("replacements").cast(REPLACEMENT_TYPE))
@@ -95,9 +102,12 @@ def split_slots(rows: DataFrame, source: str, raw_chars: int) -> tuple[DataFrame
     a reject (``source``, position = its slot id, the row as JSON cut to ``raw_chars``)."""
     has_url = F.col("page_url").isNotNull() & (F.trim(F.col("page_url")) != "")
     bad = rows.where(~has_url)
-    rejects = bad.select(F.lit(source).alias("source"), F.col("slot").alias("position"),
-                         F.lit(NO_PAGE_URL).alias("reason"),
-                         raw_column(F.to_json(F.struct(*[c for c in bad.columns if c != "slot"])), raw_chars).alias("raw"))
+    rejects = bad.select(
+        F.lit(source).alias("source"),
+        F.col("slot").alias("position"),
+        F.lit(NO_PAGE_URL).alias("reason"),
+        raw_column(F.to_json(F.struct(*[c for c in bad.columns if c != "slot"])), raw_chars).alias("raw"),
+    )
     return rows.where(has_url), rejects
 
 
@@ -106,22 +116,43 @@ def candidates(slots: DataFrame, limit: int) -> DataFrame:
     in the sample's order. A replacement that is another slot's sampled page in the same stratum is
     dropped: a page fills one slot."""
     own = F.array(F.struct(F.lit(0).alias("rank"), F.col("cset_id"), F.col("page_url"), F.col("types")))
-    spare = F.slice(F.array_sort(F.coalesce(F.col("replacements"), F.array().cast(REPLACEMENT_TYPE)),
-                                 lambda a, b: F.when(a["rank"] < b["rank"], -1).when(a["rank"] > b["rank"], 1).otherwise(0)),
-                    1, max(limit, 0)) if limit > 0 else F.array().cast(REPLACEMENT_TYPE)
-    exploded = (slots.select("*", F.posexplode(F.concat(own.cast(REPLACEMENT_TYPE), spare)).alias("candidate_rank", "cand"))
-                .drop("replacements"))
+    spare = (
+        F.slice(
+            F.array_sort(
+                F.coalesce(F.col("replacements"), F.array().cast(REPLACEMENT_TYPE)),
+                lambda a, b: F.when(a["rank"] < b["rank"], -1).when(a["rank"] > b["rank"], 1).otherwise(0),
+            ),
+            1,
+            max(limit, 0),
+        )
+        if limit > 0
+        else F.array().cast(REPLACEMENT_TYPE)
+    )
+    exploded = slots.select(
+        "*", F.posexplode(F.concat(own.cast(REPLACEMENT_TYPE), spare)).alias("candidate_rank", "cand")
+    ).drop("replacements")
     primaries = slots.select("feature", "stratum", F.col("page_url").alias("_primary"))
-    dup = (exploded.alias("c").join(primaries.alias("p"),
-                                    F.col("c.feature").eqNullSafe(F.col("p.feature"))
-                                    & F.col("c.stratum").eqNullSafe(F.col("p.stratum"))
-                                    & (F.col("c.cand.page_url") == F.col("p._primary")), "left_semi")
-           .where(F.col("candidate_rank") > 0))
+    dup = (
+        exploded.alias("c")
+        .join(
+            primaries.alias("p"),
+            F.col("c.feature").eqNullSafe(F.col("p.feature"))
+            & F.col("c.stratum").eqNullSafe(F.col("p.stratum"))
+            & (F.col("c.cand.page_url") == F.col("p._primary")),
+            "left_semi",
+        )
+        .where(F.col("candidate_rank") > 0)
+    )
     keep = exploded.join(dup.select("slot", "candidate_rank"), ["slot", "candidate_rank"], "left_anti")
     return keep.select(
-        "slot", "candidate_rank", *[f.name for f in SAMPLE_KEYS.fields], "properties",
-        F.col("page_url").alias("sampled_page_url"), F.col("cset_id").alias("sampled_cset_id"),
-        F.col("cand.page_url").alias("page_url"), F.col("cand.cset_id").alias("cset_id"),
+        "slot",
+        "candidate_rank",
+        *[f.name for f in SAMPLE_KEYS.fields],
+        "properties",
+        F.col("page_url").alias("sampled_page_url"),
+        F.col("cset_id").alias("sampled_cset_id"),
+        F.col("cand.page_url").alias("page_url"),
+        F.col("cand.cset_id").alias("cset_id"),
         F.col("cand.types").alias("types"),
     )
 
@@ -133,18 +164,33 @@ def best_capture(index: DataFrame) -> DataFrame:
         F.desc(F.col("_rtype") == "response"),
         F.desc(F.col("fetch_status") == 200),
         F.desc(F.col("content_mime_type").isin(*HTML_MIME_TYPES)),
-        F.desc("fetch_time"), "warc_filename", "warc_record_offset")
-    cols = ["url", "warc_filename", "warc_record_offset", "warc_record_length", "fetch_status", "content_mime_type",
-            "fetch_time"]
+        F.desc("fetch_time"),
+        "warc_filename",
+        "warc_record_offset",
+    )
+    cols = [
+        "url",
+        "warc_filename",
+        "warc_record_offset",
+        "warc_record_length",
+        "fetch_status",
+        "content_mime_type",
+        "fetch_time",
+    ]
     idx = index.withColumn("_rtype", rtype).select(
-        *[F.col(c) if c in index.columns else F.lit(None).alias(c) for c in cols], "_rtype")
+        *[F.col(c) if c in index.columns else F.lit(None).alias(c) for c in cols], "_rtype"
+    )
     # an ISO 8601 WARC-Date ("2020-08-04T09:07:39Z") casts to the instant it names
     idx = idx.withColumn("fetch_time", F.col("fetch_time").cast("timestamp"))
-    return (idx.where(F.col("url").isNotNull())
-            .withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n", "_rtype")
-            .withColumn("warc_record_offset", F.col("warc_record_offset").cast("long"))
-            .withColumn("warc_record_length", F.col("warc_record_length").cast("long"))
-            .withColumn("fetch_status", F.col("fetch_status").cast("int")))
+    return (
+        idx.where(F.col("url").isNotNull())
+        .withColumn("_n", F.row_number().over(w))
+        .where("_n = 1")
+        .drop("_n", "_rtype")
+        .withColumn("warc_record_offset", F.col("warc_record_offset").cast("long"))
+        .withColumn("warc_record_length", F.col("warc_record_length").cast("long"))
+        .withColumn("fetch_status", F.col("fetch_status").cast("int"))
+    )
 
 
 def fetch_page(row: dict, warc_base: str | None, cfg: P.PageConfig, max_record_bytes: int) -> dict:
@@ -152,24 +198,42 @@ def fetch_page(row: dict, warc_base: str | None, cfg: P.PageConfig, max_record_b
     from udfs.corpus import warc as W
 
     out = dict(row)
-    out.update({k: None for k in ("status", "reason", "html_sha256", "html_bytes", "text", "text_chars",
-                                  "judge_text", "language", "human_markup", "root_types", "matched_block")})
-    out.update(markups=[], markup_errors=[], text_extractor=cfg.text_extractor,
-               judge_text_extractor=cfg.judge_text_extractor)
+    out.update(
+        {
+            k: None
+            for k in (
+                "status",
+                "reason",
+                "html_sha256",
+                "html_bytes",
+                "text",
+                "text_chars",
+                "judge_text",
+                "language",
+                "human_markup",
+                "root_types",
+                "matched_block",
+            )
+        }
+    )
+    out.update(
+        markups=[], markup_errors=[], text_extractor=cfg.text_extractor, judge_text_extractor=cfg.judge_text_extractor
+    )
     if row["warc_filename"] is None:
         out.update(status=P.NOT_FOUND, reason="page URL not in the WARC index")
         return out
     try:
         location = W.join_location(warc_base, row["warc_filename"])
-        rec = W.read_record(location, int(row["warc_record_offset"]), int(row["warc_record_length"]),
-                            max_record_bytes=max_record_bytes)
+        rec = W.read_record(
+            location, int(row["warc_record_offset"]), int(row["warc_record_length"]), max_record_bytes=max_record_bytes
+        )
         W.html_record_check(rec, row["page_url"])
     except W.WarcError as exc:
         out.update(status=exc.status, reason=exc.reason)
         return out
     try:
         found = P.process_html(rec.payload, rec.content_type, row["types"], cfg)
-    except Exception as exc:  # a bug or an unforeseen page: this row says so, the task goes on
+    except Exception as exc:  # noqa: BLE001 - a bug or an unforeseen page: this row says so, the task goes on
         out.update(status=P.PARSE_ERROR, reason=f"extraction failed: {type(exc).__name__}: {str(exc)[:300]}")
         return out
     out.update({k: v for k, v in found.items() if k in out})
@@ -199,16 +263,26 @@ def process_partition(rows, warc_base, cfg, max_record_bytes):
         yield last
 
 
-def fetch_pages(slots: DataFrame, index: DataFrame, *, replacements: int, partitions: int, warc_base: str | None,
-                cfg: P.PageConfig, max_record_bytes: int) -> DataFrame:
+def fetch_pages(
+    slots: DataFrame,
+    index: DataFrame,
+    *,
+    replacements: int,
+    partitions: int,
+    warc_base: str | None,
+    cfg: P.PageConfig,
+    max_record_bytes: int,
+) -> DataFrame:
     """The ``pages/`` rows (``PAGES_SCHEMA``) of ``slots``: candidates located in ``index`` (a
     WARC index table), each slot's candidates fetched in rank order by one task (``partitions``
     tasks), until one is ok."""
     spark = slots.sparkSession
-    located = candidates(slots, replacements).join(best_capture(index).withColumnRenamed("url", "page_url"),
-                                                   "page_url", "left")
+    located = candidates(slots, replacements).join(
+        best_capture(index).withColumnRenamed("url", "page_url"), "page_url", "left"
+    )
     ordered = located.repartition(partitions, "slot").sortWithinPartitions("slot", "candidate_rank")
     names = PAGES_SCHEMA.names
-    out = ordered.rdd.mapPartitions(lambda it: process_partition(it, warc_base, cfg, max_record_bytes)) \
-        .map(lambda d: tuple(d.get(c) for c in names))
+    out = ordered.rdd.mapPartitions(lambda it: process_partition(it, warc_base, cfg, max_record_bytes)).map(
+        lambda d: tuple(d.get(c) for c in names)
+    )
     return spark.createDataFrame(out, PAGES_SCHEMA)

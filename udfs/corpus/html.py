@@ -8,6 +8,7 @@ schema.org is understood as the bundled official context, any other remote conte
 block uninterpretable (a reason, never a request). Every extraction runs under a time limit and
 after a size check, so a pathological page costs one status row, not a hung worker.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -71,7 +72,7 @@ def run_with_time_limit(fn, seconds: float, what: str, *args, **kwargs):
     def _target():
         try:
             box["value"] = fn(*args, **kwargs)
-        except BaseException as exc:  # re-raised in the caller
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             box["error"] = exc
 
     worker = threading.Thread(target=_target, daemon=True)
@@ -87,6 +88,7 @@ def run_with_time_limit(fn, seconds: float, what: str, *args, **kwargs):
 
 # ---- HTML ------------------------------------------------------------------------------------------
 
+
 def decode_html(payload: bytes, content_type: str | None = None) -> str:
     """Bytes to text the way browsers do: BOM, then HTTP charset, then <meta>, then a guess."""
     from w3lib.encoding import html_to_unicode
@@ -100,6 +102,7 @@ def html_sha256(payload: bytes) -> str:
 
 
 # ---- JSON-LD ---------------------------------------------------------------------------------------
+
 
 @dataclass
 class JsonLdBlock:
@@ -139,7 +142,7 @@ def jsonld_blocks(html: str | bytes) -> list[JsonLdBlock]:
         block = JsonLdBlock(index=i, raw=script)
         try:
             block.data = _parse_jsonld_script(script)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any parse failure is the block's recorded error
             block.error = f"invalid JSON-LD in block {i}: {type(exc).__name__}: {str(exc)[:200]}"
         out.append(block)
     return out
@@ -167,8 +170,9 @@ class Selection:
     types_seen: list[list[str]] = field(default_factory=list)
 
 
-def check_block(block: JsonLdBlock, max_nodes: int | None = None, max_chars: int | None = None,
-                serialized: str | None = None) -> None:
+def check_block(
+    block: JsonLdBlock, max_nodes: int | None = None, max_chars: int | None = None, serialized: str | None = None
+) -> None:
     """Set ``block.error`` when the block cannot be read as markup (udfs/schemaorg/markup.py's reading:
     the one every later stage uses), e.g. a remote ``@context`` that is never fetched, or when it
     is over ``max_nodes`` JSON values or ``max_chars`` characters as JSON (``serialized``, when
@@ -331,8 +335,9 @@ def _holds(text: str, part: str) -> bool:
     start = text.find(part)
     while start >= 0:
         end = start + len(part)
-        if (start == 0 or not (text[start - 1].isalnum() and part[0].isalnum())) and \
-                (end == len(text) or not (text[end].isalnum() and part[-1].isalnum())):
+        if (start == 0 or not (text[start - 1].isalnum() and part[0].isalnum())) and (
+            end == len(text) or not (text[end].isalnum() and part[-1].isalnum())
+        ):
             return True
         start = text.find(part, start + 1)
     return False
@@ -383,8 +388,10 @@ def extract_texts(html: str, extractors: Sequence[str]) -> dict[str, str]:
             parts[name] = _trafilatura_text(html) if name == "trafilatura" else _html2text_text(html)
         return parts[name]
 
-    return {x: (main_and_rest(part("trafilatura"), part("html2text")) if x == "main+rest" else part(x))
-            for x in dict.fromkeys(extractors)}
+    return {
+        x: (main_and_rest(part("trafilatura"), part("html2text")) if x == "main+rest" else part(x))
+        for x in dict.fromkeys(extractors)
+    }
 
 
 def detect_language(text: str, max_chars: int = 20000) -> str | None:
@@ -397,6 +404,7 @@ def detect_language(text: str, max_chars: int = 20000) -> str | None:
 
 
 # ---- one page ------------------------------------------------------------------------------------
+
 
 @dataclass
 class PageConfig:
@@ -415,22 +423,45 @@ class PageConfig:
     @classmethod
     def of(cls, conf: PagesConf, **override: Any) -> "PageConfig":
         """The config of a ``[pages]`` section, ``override`` replacing some of its values."""
-        values = {f: getattr(conf, f) for f in ("text_extractor", "judge_text_extractor", "max_html_bytes",
-                                                 "max_text_chars", "time_limit_s", "max_markup_chars",
-                                                 "max_markup_nodes", "microdata")}
+        values = {
+            f: getattr(conf, f)
+            for f in (
+                "text_extractor",
+                "judge_text_extractor",
+                "max_html_bytes",
+                "max_text_chars",
+                "time_limit_s",
+                "max_markup_chars",
+                "max_markup_nodes",
+                "microdata",
+            )
+        }
         return cls(**{**values, **override})
 
 
-def process_html(payload: bytes, content_type: str | None, cset_types: list[str] | None,
-                 cfg: PageConfig) -> dict[str, Any]:
+def process_html(
+    payload: bytes, content_type: str | None, cset_types: list[str] | None, cfg: PageConfig
+) -> dict[str, Any]:
     """The ``pages/`` columns that come from the HTML, with ``status`` and ``reason``."""
     out: dict[str, Any] = {
-        "status": None, "reason": None, "html_sha256": html_sha256(payload), "html_bytes": len(payload),
-        "text": None, "text_chars": None, "judge_text": None, "language": None, "markups": [],
-        "markup_errors": [], "human_markup": None, "root_types": None, "matched_block": None,
+        "status": None,
+        "reason": None,
+        "html_sha256": html_sha256(payload),
+        "html_bytes": len(payload),
+        "text": None,
+        "text_chars": None,
+        "judge_text": None,
+        "language": None,
+        "markups": [],
+        "markup_errors": [],
+        "human_markup": None,
+        "root_types": None,
+        "matched_block": None,
     }
     if len(payload) > cfg.max_html_bytes:
-        out.update(status=PARSE_ERROR, reason=f"oversized page: {len(payload)} bytes > max_html_bytes={cfg.max_html_bytes}")
+        out.update(
+            status=PARSE_ERROR, reason=f"oversized page: {len(payload)} bytes > max_html_bytes={cfg.max_html_bytes}"
+        )
         return out
     try:
         html = run_with_time_limit(decode_html, cfg.time_limit_s, "decoding", payload, content_type)
@@ -438,7 +469,7 @@ def process_html(payload: bytes, content_type: str | None, cset_types: list[str]
     except ExtractionTimeout as exc:
         out.update(status=PARSE_ERROR, reason=str(exc))
         return out
-    except Exception as exc:  # lxml on garbage: the page is unreadable, say why
+    except Exception as exc:  # noqa: BLE001 - lxml on garbage: the page is unreadable, say why
         out.update(status=PARSE_ERROR, reason=f"HTML not parsable: {type(exc).__name__}: {str(exc)[:200]}")
         return out
 
@@ -447,7 +478,7 @@ def process_html(payload: bytes, content_type: str | None, cset_types: list[str]
             blocks += run_with_time_limit(microdata_blocks, cfg.time_limit_s, "microdata extraction", html, len(blocks))
         except ExtractionTimeout as exc:
             out["markup_errors"].append(str(exc))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - extruct's errors on a page's microdata are recorded, its JSON-LD kept
             out["markup_errors"].append(f"microdata not extracted: {type(exc).__name__}: {str(exc)[:200]}")
     try:
         markups, sel = run_with_time_limit(read_markups, cfg.time_limit_s, "markup reading", blocks, cset_types, cfg)
@@ -463,12 +494,13 @@ def process_html(payload: bytes, content_type: str | None, cset_types: list[str]
 
     try:
         wanted = (cfg.text_extractor, cfg.judge_text_extractor)
-        texts = run_with_time_limit(extract_texts, cfg.time_limit_s,
-                                    f"text extraction ({', '.join(dict.fromkeys(wanted))})", html, wanted)
+        texts = run_with_time_limit(
+            extract_texts, cfg.time_limit_s, f"text extraction ({', '.join(dict.fromkeys(wanted))})", html, wanted
+        )
         text, judge_text = texts[cfg.text_extractor], texts[cfg.judge_text_extractor]
     except ExtractionTimeout as exc:
         text, text_error = None, str(exc)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a text extractor's failure is recorded as the page's text_error
         text, text_error = None, f"text extraction failed: {type(exc).__name__}: {str(exc)[:200]}"
     else:
         text_error = None
@@ -488,15 +520,18 @@ def process_html(payload: bytes, content_type: str | None, cset_types: list[str]
     else:
         want = sorted(set(cset_types)) if cset_types else None
         seen = ", ".join("/".join(t) for t in sel.types_seen[:20]) or "none"
-        why = (f"no entity typed exactly {want}" if want else "no typed schema.org entity") + \
-            f" among {len(usable)} usable JSON-LD blocks (types seen: {seen})"
+        why = (
+            f"no entity typed exactly {want}" if want else "no typed schema.org entity"
+        ) + f" among {len(usable)} usable JSON-LD blocks (types seen: {seen})"
         if out["markup_errors"]:
             why += "; " + "; ".join(out["markup_errors"])
         out.update(status=NO_MATCHING_MARKUP, reason=why)
     return out
 
 
-def read_markups(blocks: list[JsonLdBlock], cset_types: list[str] | None, cfg: PageConfig) -> tuple[list[str], Selection]:
+def read_markups(
+    blocks: list[JsonLdBlock], cset_types: list[str] | None, cfg: PageConfig
+) -> tuple[list[str], Selection]:
     """Every block checked (``check_block`` under ``cfg``'s markup limits) and the human markup
     selected: the ``markups`` column (each block as JSON; a block over the node limit is its raw
     text, both cut to ``max_markup_chars``) and the :class:`Selection`. A block over a limit is
@@ -521,6 +556,7 @@ def read_markups(blocks: list[JsonLdBlock], cset_types: list[str] | None, cfg: P
 
 # ---- microdata (optional) ---------------------------------------------------------------------------
 
+
 def microdata_blocks(html: str, first_index: int) -> list[JsonLdBlock]:
     """Microdata items in extruct's uniform (JSON-LD shaped) form, one block per item."""
     import extruct
@@ -530,6 +566,7 @@ def microdata_blocks(html: str, first_index: int) -> list[JsonLdBlock]:
 
 
 # ---- JSON-LD to WDC-style N-Quads ---------------------------------------------------------------------
+
 
 class RemoteContextError(ValueError):
     pass
@@ -541,6 +578,7 @@ def with_bundled_contexts(node: Any) -> Any:
     Any other remote reference (a URL context, ``@import``) raises RemoteContextError: the parser
     would otherwise fetch it, and page content never makes us fetch anything.
     """
+
     def ctx_value(ctx: Any) -> Any:
         if isinstance(ctx, str):
             if is_schema_context_url(ctx):
@@ -596,7 +634,7 @@ def _iri(value: str) -> str:
     # Every spelling of the schema.org namespace is written the one way WDC writes it.
     m = SCHEMA_NS_RE.match(value)
     if m:
-        value = SCHEMA_NS + value[m.end():]
+        value = SCHEMA_NS + value[m.end() :]
     # N-Quads forbids these in IRIs; percent-encode rather than lose the triple
     return "<" + _IRI_UNSAFE.sub(lambda c: "%%%02X" % ord(c.group()), value) + ">"
 

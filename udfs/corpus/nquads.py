@@ -8,6 +8,7 @@ lines over ``max_line_bytes`` (it sees their bytes; the raw text of a reject has
 invalid bytes, and a valid line may hold U+FFFD too); the reason of any other line it rejects is
 computed here, on the rejected lines only, so its cost does not matter.
 """
+
 from __future__ import annotations
 
 from pyspark.sql import Column

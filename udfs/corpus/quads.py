@@ -9,6 +9,7 @@ context (``udfs/corpus/html.py``); no context is ever fetched. The part is byte-
 same input gives the same bytes (gzip mtime 0, no name in the header), and it appears whole when
 the file is done (``udfs.runtime.io.Folder.open``), local or remote.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -24,21 +25,49 @@ from udfs.corpus.warc import HTML_MIME_TYPES, WarcError, WarcRecord, gzip_member
 from udfs.runtime.io import Folder
 from udfs.runtime.rejects import reject_row
 
-COUNTERS = ("records", "html_responses", "skipped_not_html_response", "skipped_oversized", "records_over_max_bytes",
-            "records_unreadable", "pages_with_jsonld", "blocks", "blocks_converted", "blocks_rejected",
-            "blocks_over_limits", "blocks_empty", "quads", "file_errors")
+COUNTERS = (
+    "records",
+    "html_responses",
+    "skipped_not_html_response",
+    "skipped_oversized",
+    "records_over_max_bytes",
+    "records_unreadable",
+    "pages_with_jsonld",
+    "blocks",
+    "blocks_converted",
+    "blocks_rejected",
+    "blocks_over_limits",
+    "blocks_empty",
+    "quads",
+    "file_errors",
+)
 
 
 def reconciles(counts: dict[str, int]) -> bool:
     """The counters' identities: every block and every record is accounted for once."""
-    return (counts["blocks"] == counts["blocks_converted"] + counts["blocks_rejected"] + counts["blocks_empty"]
-            and counts["records"] == counts["html_responses"] + counts["skipped_not_html_response"]
-            + counts["skipped_oversized"] + counts["records_over_max_bytes"] + counts["records_unreadable"])
+    return (
+        counts["blocks"] == counts["blocks_converted"] + counts["blocks_rejected"] + counts["blocks_empty"]
+        and counts["records"]
+        == counts["html_responses"]
+        + counts["skipped_not_html_response"]
+        + counts["skipped_oversized"]
+        + counts["records_over_max_bytes"]
+        + counts["records_unreadable"]
+    )
 
 
-def extract_file(index: int, path: str, out_dir: str, *, max_html_bytes: int, max_record_bytes: int,
-                 max_markup_chars: int, max_markup_nodes: int, reject_raw_chars: int,
-                 time_limit_s: float) -> Iterator[tuple[str, dict[str, Any]]]:
+def extract_file(
+    index: int,
+    path: str,
+    out_dir: str,
+    *,
+    max_html_bytes: int,
+    max_record_bytes: int,
+    max_markup_chars: int,
+    max_markup_nodes: int,
+    reject_raw_chars: int,
+    time_limit_s: float,
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """Write the quads of the WARC file ``path`` to ``<out_dir>/part-<index:05d>.nq.gz``; yield
     ("reject", row) items (``udfs.runtime.rejects`` rows: source the file, position the record's
     offset) and then one ("counters", dict of ``COUNTERS``).
@@ -61,13 +90,17 @@ def extract_file(index: int, path: str, out_dir: str, *, max_html_bytes: int, ma
 
     counts = dict.fromkeys(COUNTERS, 0)
     rejects: list[dict] = []
-    limits = _Limits(max_html_bytes, max_record_bytes, max_markup_chars, max_markup_nodes, reject_raw_chars,
-                     time_limit_s)
+    limits = _Limits(
+        max_html_bytes, max_record_bytes, max_markup_chars, max_markup_nodes, reject_raw_chars, time_limit_s
+    )
     # mtime 0 and no name in the gzip header: the same input gives the same bytes. The part appears
     # whole when the file is done (Folder.open: local rename or one object put), local or remote.
-    with fsspec.open(path, "rb") as fh, Folder(out_dir).open(f"part-{index:05d}.nq.gz", "wb") as raw_out, \
-            gzip.GzipFile(filename="", mode="wb", fileobj=raw_out, mtime=0, compresslevel=6) as gz, \
-            io.TextIOWrapper(gz, encoding="utf-8", newline="\n") as out:
+    with (
+        fsspec.open(path, "rb") as fh,
+        Folder(out_dir).open(f"part-{index:05d}.nq.gz", "wb") as raw_out,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw_out, mtime=0, compresslevel=6) as gz,
+        io.TextIOWrapper(gz, encoding="utf-8", newline="\n") as out,
+    ):
         page = _Pages(path, out, counts, rejects, limits)
         magic = fh.read(2)
         fh.seek(0)
@@ -100,18 +133,26 @@ def _read_members(fh, path: str, page: "_Pages") -> None:
             if m.data is None:
                 counts["records"] += 1
                 counts["records_over_max_bytes"] += 1
-                page.reject(m.offset, f"record at offset {m.offset} ({m.length} bytes compressed) inflates to "
-                            f"{m.size} bytes, over max_record_bytes={lim.max_record_bytes}; not read", m.head)
+                page.reject(
+                    m.offset,
+                    f"record at offset {m.offset} ({m.length} bytes compressed) inflates to "
+                    f"{m.size} bytes, over max_record_bytes={lim.max_record_bytes}; not read",
+                    m.head,
+                )
                 continue
             it = iter(ArchiveIterator(io.BytesIO(m.data)))
             while True:
                 try:
                     rec = next(it, None)
-                except Exception as exc:  # warcio's errors for bytes that are not a WARC record
+                except Exception as exc:  # noqa: BLE001 - warcio's errors for bytes that are not a WARC record
                     counts["records"] += 1
                     counts["records_unreadable"] += 1
-                    page.reject(m.offset, f"gzip member at offset {m.offset} is not a WARC record: "
-                                f"{type(exc).__name__}: {str(exc)[:300]}", m.data[:4 * lim.raw_chars])
+                    page.reject(
+                        m.offset,
+                        f"gzip member at offset {m.offset} is not a WARC record: "
+                        f"{type(exc).__name__}: {str(exc)[:300]}",
+                        m.data[: 4 * lim.raw_chars],
+                    )
                     break
                 if rec is None:
                     break
@@ -131,18 +172,24 @@ def _read_plain(fh, path: str, page: "_Pages") -> None:
                 page.counts["records_unreadable"] += 1
                 page.counts["file_errors"] += 1
                 offset = it.get_record_offset()
-                page.reject(offset, f"{path}: unreadable after offset {offset}: the record there has no "
-                            "Content-Length (its headers are cut or damaged)")
+                page.reject(
+                    offset,
+                    f"{path}: unreadable after offset {offset}: the record there has no "
+                    "Content-Length (its headers are cut or damaged)",
+                )
                 continue
             page(rec, None, it)
             it.read_to_end(rec)
             if _left(rec) and not page.cut_reported:  # a record the page step did not read, cut short
                 page.counts["file_errors"] += 1
                 page.reject(it.get_record_offset(), _cut_reason(path, it.get_record_offset(), rec))
-    except Exception as exc:  # a cut or corrupt file: keep what was read, say where it broke
+    except Exception as exc:  # noqa: BLE001 - a cut or corrupt file: keep what was read, say where it broke
         page.counts["file_errors"] += 1
-        page.reject(it.offset, f"{path}: unreadable after offset {it.offset}: {type(exc).__name__}: "
-                    f"{str(exc)[:300]}; the records before it were read")
+        page.reject(
+            it.offset,
+            f"{path}: unreadable after offset {it.offset}: {type(exc).__name__}: "
+            f"{str(exc)[:300]}; the records before it were read",
+        )
 
 
 def _left(rec) -> int:
@@ -151,8 +198,10 @@ def _left(rec) -> int:
 
 
 def _cut_reason(path: str, offset: int, rec) -> str:
-    return (f"{path}: unreadable after offset {offset}: the record there is cut (the file ends {_left(rec)} bytes "
-            "before the record does); the records before it were read")
+    return (
+        f"{path}: unreadable after offset {offset}: the record there is cut (the file ends {_left(rec)} bytes "
+        "before the record does); the records before it were read"
+    )
 
 
 def _check_and_convert(data: Any, url: str, index: int, max_nodes: int, max_chars: int) -> tuple[str | None, list[str]]:
@@ -176,8 +225,9 @@ class _Pages:
         self.cut_reported = False
 
     def reject(self, offset, reason: str, raw=None) -> None:
-        self.rejects.append(reject_row(self.path, offset, reason, raw,
-                                       raw_chars=self.limits.raw_chars if raw is not None else None))
+        self.rejects.append(
+            reject_row(self.path, offset, reason, raw, raw_chars=self.limits.raw_chars if raw is not None else None)
+        )
 
     def __call__(self, rec, offset: int | None, it=None) -> None:
         """``offset``: the record's (its gzip member's); None: ask ``it`` once the payload is read."""
@@ -186,16 +236,23 @@ class _Pages:
         http = rec.http_headers
         ctype = http.get_header("Content-Type") if http is not None else None
         info = WarcRecord(rec.rec_type, None, None, ctype, b"")
-        if rec.rec_type != "response" or http is None or http.get_statuscode() != "200" or info.mime_type not in HTML_MIME_TYPES:
+        if (
+            rec.rec_type != "response"
+            or http is None
+            or http.get_statuscode() != "200"
+            or info.mime_type not in HTML_MIME_TYPES
+        ):
             counts["skipped_not_html_response"] += 1
             return
         url = rec.rec_headers.get_header("WARC-Target-URI")
         try:
             payload = rec.content_stream().read(lim.max_html_bytes + 1)
-        except Exception as exc:  # a payload that cannot be de-chunked or decoded
+        except Exception as exc:  # noqa: BLE001 - a payload that cannot be de-chunked or decoded
             counts["records_unreadable"] += 1
-            self.reject(offset if it is None else it.get_record_offset(),
-                        f"{url}: record payload unreadable: {type(exc).__name__}: {str(exc)[:300]}")
+            self.reject(
+                offset if it is None else it.get_record_offset(),
+                f"{url}: record payload unreadable: {type(exc).__name__}: {str(exc)[:300]}",
+            )
             return
         if offset is None:
             offset = it.get_record_offset()  # only after the read: asking earlier empties the stream
@@ -213,7 +270,7 @@ class _Pages:
         try:
             html = P.run_with_time_limit(P.decode_html, lim.time_limit_s, "decoding", payload, ctype)
             blocks = P.run_with_time_limit(P.jsonld_blocks, lim.time_limit_s, "JSON-LD extraction", html)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a page whose HTML cannot be read is a reject row
             self.reject(offset, f"{url}: HTML not readable: {exc}")
             return
         if blocks:
@@ -227,12 +284,19 @@ class _Pages:
             lines: list[str] = []
             if reason is None:
                 try:
-                    reason, lines = P.run_with_time_limit(_check_and_convert, lim.time_limit_s, "JSON-LD to RDF",
-                                                          b.data, url, b.index, lim.max_markup_nodes,
-                                                          lim.max_markup_chars)
+                    reason, lines = P.run_with_time_limit(
+                        _check_and_convert,
+                        lim.time_limit_s,
+                        "JSON-LD to RDF",
+                        b.data,
+                        url,
+                        b.index,
+                        lim.max_markup_nodes,
+                        lim.max_markup_chars,
+                    )
                     if reason is not None:
                         counts["blocks_over_limits"] += 1
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - a block that cannot be converted is a reject row with its reason
                     reason = f"block {b.index}: {type(exc).__name__}: {str(exc)[:300]}"
             if reason is not None:
                 counts["blocks_rejected"] += 1

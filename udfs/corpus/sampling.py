@@ -36,6 +36,7 @@ Spearman's rho between two features: average ranks for ties (the same per-value 
 then Pearson's correlation of the ranks, summed exactly in Spark over the whole frame (so rho is
 identical, to the last bit, whatever the partitioning).
 """
+
 from __future__ import annotations
 
 import math
@@ -58,28 +59,34 @@ QUANTILE_METHOD = (
 )
 TIE_RULE = "a value equal to bound q_k belongs to stratum k (intervals are (q_{k-1}, q_k], first (-inf, q_1])"
 
-REPLACEMENT_TYPE = T.ArrayType(T.StructType([
-    T.StructField("rank", T.IntegerType()),
-    T.StructField("cset_id", T.StringType()),
-    T.StructField("page_url", T.StringType()),
-    T.StructField("types", T.ArrayType(T.StringType())),
-]))
+REPLACEMENT_TYPE = T.ArrayType(
+    T.StructType(
+        [
+            T.StructField("rank", T.IntegerType()),
+            T.StructField("cset_id", T.StringType()),
+            T.StructField("page_url", T.StringType()),
+            T.StructField("types", T.ArrayType(T.StringType())),
+        ]
+    )
+)
 
-SAMPLES_SCHEMA = T.StructType([
-    T.StructField("feature", T.StringType()),
-    T.StructField("stratum", T.StringType()),
-    T.StructField("stratum_index", T.IntegerType()),
-    T.StructField("lower", T.DoubleType()),
-    T.StructField("upper", T.DoubleType()),
-    T.StructField("value", T.DoubleType()),
-    T.StructField("cset_id", T.StringType()),
-    T.StructField("types", T.ArrayType(T.StringType())),
-    T.StructField("properties", T.ArrayType(T.StringType())),
-    T.StructField("page_url", T.StringType()),
-    T.StructField("seed", T.LongType()),
-    T.StructField("sample_rank", T.IntegerType()),
-    T.StructField("replacements", REPLACEMENT_TYPE),
-])
+SAMPLES_SCHEMA = T.StructType(
+    [
+        T.StructField("feature", T.StringType()),
+        T.StructField("stratum", T.StringType()),
+        T.StructField("stratum_index", T.IntegerType()),
+        T.StructField("lower", T.DoubleType()),
+        T.StructField("upper", T.DoubleType()),
+        T.StructField("value", T.DoubleType()),
+        T.StructField("cset_id", T.StringType()),
+        T.StructField("types", T.ArrayType(T.StringType())),
+        T.StructField("properties", T.ArrayType(T.StringType())),
+        T.StructField("page_url", T.StringType()),
+        T.StructField("seed", T.LongType()),
+        T.StructField("sample_rank", T.IntegerType()),
+        T.StructField("replacements", REPLACEMENT_TYPE),
+    ]
+)
 
 
 class SampleError(ValueError):
@@ -101,8 +108,7 @@ def stratum_names(n_strata: int) -> list[str]:
 def check_columns(df: DataFrame, features: list[str]) -> None:
     missing = [c for c in (*CSET_COLUMNS, *features) if c not in df.columns]
     if missing:
-        raise SampleError(f"input is not a csets table: missing columns {missing} "
-                          f"(has {sorted(df.columns)})")
+        raise SampleError(f"input is not a csets table: missing columns {missing} (has {sorted(df.columns)})")
     numeric = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
     for f in features:
         if not isinstance(df.schema[f].dataType, numeric):
@@ -111,19 +117,25 @@ def check_columns(df: DataFrame, features: list[str]) -> None:
 
 # ---- frame, URLs and rejects --------------------------------------------------------------------
 
+
 def ranked_urls(seed: int) -> Column:
     """The C-set's distinct non-empty sample URLs, ordered by sha256("<seed>:<cset_id>:<url>")."""
-    urls = F.filter(F.array_distinct(F.coalesce(F.col("sample_urls"), F.array().cast("array<string>"))),
-                    lambda u: u.isNotNull() & (F.length(F.trim(u)) > 0))
-    keyed = F.transform(urls, lambda u: F.struct(
-        F.sha2(F.concat_ws(":", F.lit(str(seed)), F.col("cset_id"), u), 256).alias("k"), u.alias("url")))
+    urls = F.filter(
+        F.array_distinct(F.coalesce(F.col("sample_urls"), F.array().cast("array<string>"))),
+        lambda u: u.isNotNull() & (F.length(F.trim(u)) > 0),
+    )
+    keyed = F.transform(
+        urls,
+        lambda u: F.struct(
+            F.sha2(F.concat_ws(":", F.lit(str(seed)), F.col("cset_id"), u), 256).alias("k"), u.alias("url")
+        ),
+    )
     return F.transform(F.array_sort(keyed), lambda s: s["url"])
 
 
 def frame_reason(features: list[str]) -> Column:
     """Why a row is outside the sampling frame (null when it is inside)."""
-    reason = F.when(F.col("cset_id").isNull() | (F.length(F.trim(F.col("cset_id"))) == 0),
-                    F.lit("missing cset_id"))
+    reason = F.when(F.col("cset_id").isNull() | (F.length(F.trim(F.col("cset_id"))) == 0), F.lit("missing cset_id"))
     for f in features:
         reason = reason.when(F.col(f).isNull() | F.isnan(F.col(f).cast("double")), F.lit(f"null {f}"))
     return reason
@@ -142,11 +154,12 @@ def rejects(prepared: DataFrame, source: str, raw_chars: int) -> DataFrame:
     ``raw``, its row as JSON, whose first key is ``cset_id`` (so a cut row still names it)."""
     cols = ["cset_id", *(c for c in prepared.columns if c not in ("cset_id", "urls", "reject_reason"))]
     raw = F.to_json(F.struct(*[F.col(c) for c in cols]))
-    return (prepared.where(F.col("reject_reason").isNotNull())
-            .select(F.lit(source).alias("source"),
-                    F.lit(None).cast("bigint").alias("position"),
-                    F.col("reject_reason").alias("reason"),
-                    raw_column(raw, raw_chars).alias("raw")))
+    return prepared.where(F.col("reject_reason").isNotNull()).select(
+        F.lit(source).alias("source"),
+        F.lit(None).cast("bigint").alias("position"),
+        F.col("reject_reason").alias("reason"),
+        raw_column(raw, raw_chars).alias("raw"),
+    )
 
 
 def in_frame(prepared: DataFrame) -> DataFrame:
@@ -155,21 +168,25 @@ def in_frame(prepared: DataFrame) -> DataFrame:
 
 # ---- distribution: per-value counts, quantiles, ranks, histograms -------------------------------
 
+
 def value_counts(frame: DataFrame, features: list[str]) -> DataFrame:
     """One row per (feature, distinct value): ``n`` C-sets, ``n_drawable`` of them drawable, ``cum``
     (#x <= value) and ``avg_rank`` (1-based; ties share the mean of their ranks). Values are
     doubles so that features of any numeric type share one table."""
-    parts = [frame.select(F.lit(f).alias("feature"), F.col(f).cast("double").alias("value"),
-                          F.col("reject_reason").isNull().cast("int").alias("drawable"))
-             for f in features]
+    parts = [
+        frame.select(
+            F.lit(f).alias("feature"),
+            F.col(f).cast("double").alias("value"),
+            F.col("reject_reason").isNull().cast("int").alias("drawable"),
+        )
+        for f in features
+    ]
     rows = parts[0]
     for p in parts[1:]:
         rows = rows.unionByName(p)
-    g = rows.groupBy("feature", "value").agg(F.count(F.lit(1)).alias("n"),
-                                             F.sum("drawable").alias("n_drawable"))
+    g = rows.groupBy("feature", "value").agg(F.count(F.lit(1)).alias("n"), F.sum("drawable").alias("n_drawable"))
     # Only a feature's distinct values meet in one window partition, never the rows.
-    w = Window.partitionBy("feature").orderBy("value").rowsBetween(Window.unboundedPreceding,
-                                                                    Window.currentRow)
+    w = Window.partitionBy("feature").orderBy("value").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     g = g.withColumn("cum", F.sum("n").over(w))
     return g.withColumn("avg_rank", (F.col("cum") - F.col("n")).cast("double") + (F.col("n") + 1) / 2.0)
 
@@ -178,13 +195,23 @@ def quantile_bounds(counts: DataFrame, n_strata: int, total: int) -> dict[str, d
     """Exact bounds q_1..q_{S-1} and the min and max of every feature, from ``value_counts``."""
     if total == 0:
         return {}
-    aggs = [F.min(F.when(F.col("cum") * n_strata >= k * total, F.col("value"))).alias(f"q{k}")
-            for k in range(1, n_strata)]
-    rows = counts.groupBy("feature").agg(F.min("value").alias("min"), F.max("value").alias("max"),
-                                         F.count(F.lit(1)).alias("distinct"), *aggs).collect()
-    return {r["feature"]: {"bounds": [float(r[f"q{k}"]) for k in range(1, n_strata)],
-                           "min": float(r["min"]), "max": float(r["max"]), "distinct": r["distinct"]}
-            for r in rows}
+    aggs = [
+        F.min(F.when(F.col("cum") * n_strata >= k * total, F.col("value"))).alias(f"q{k}") for k in range(1, n_strata)
+    ]
+    rows = (
+        counts.groupBy("feature")
+        .agg(F.min("value").alias("min"), F.max("value").alias("max"), F.count(F.lit(1)).alias("distinct"), *aggs)
+        .collect()
+    )
+    return {
+        r["feature"]: {
+            "bounds": [float(r[f"q{k}"]) for k in range(1, n_strata)],
+            "min": float(r["min"]),
+            "max": float(r["max"]),
+            "distinct": r["distinct"],
+        }
+        for r in rows
+    }
 
 
 def stratum_index(value: Column, bounds: list[float]) -> Column:
@@ -199,13 +226,15 @@ def strata_table(feature: str, bounds: list[float], vmax: float) -> list[dict[st
     names = stratum_names(len(bounds) + 1)
     out = []
     for i, name in enumerate(names):
-        out.append({
-            "feature": feature,
-            "stratum": name,
-            "stratum_index": i + 1,
-            "lower": None if i == 0 else bounds[i - 1],
-            "upper": bounds[i] if i < len(bounds) else vmax,
-        })
+        out.append(
+            {
+                "feature": feature,
+                "stratum": name,
+                "stratum_index": i + 1,
+                "lower": None if i == 0 else bounds[i - 1],
+                "upper": bounds[i] if i < len(bounds) else vmax,
+            }
+        )
     return out
 
 
@@ -213,10 +242,12 @@ def log2_bin(value: Column) -> Column:
     """floor(log2(value)) for value > 0, corrected for floating error at exact powers of two."""
     v = value.cast("double")
     b0 = F.floor(F.log2(v))
-    return (F.when(v <= 0, F.lit(None))
-            .when(F.pow(F.lit(2.0), b0 + 1) <= v, b0 + 1)
-            .when(F.pow(F.lit(2.0), b0) > v, b0 - 1)
-            .otherwise(b0)).cast("int")
+    return (
+        F.when(v <= 0, F.lit(None))
+        .when(F.pow(F.lit(2.0), b0 + 1) <= v, b0 + 1)
+        .when(F.pow(F.lit(2.0), b0) > v, b0 - 1)
+        .otherwise(b0)
+    ).cast("int")
 
 
 def strata_and_bins(counts: DataFrame, bounds: dict[str, list[float]]) -> list[Row]:
@@ -226,8 +257,11 @@ def strata_and_bins(counts: DataFrame, bounds: dict[str, list[float]]) -> list[R
     for f, b in bounds.items():
         e = stratum_index(F.col("value"), b)
         idx = F.when(F.col("feature") == f, e) if idx is None else idx.when(F.col("feature") == f, e)
-    return (counts.groupBy("feature", idx.alias("stratum_index"), log2_bin(F.col("value")).alias("bin"))
-            .agg(F.sum("n").alias("n"), F.sum("n_drawable").alias("n_drawable")).collect())
+    return (
+        counts.groupBy("feature", idx.alias("stratum_index"), log2_bin(F.col("value")).alias("bin"))
+        .agg(F.sum("n").alias("n"), F.sum("n_drawable").alias("n_drawable"))
+        .collect()
+    )
 
 
 def histogram(rows: list[Row], feature: str) -> dict[str, Any]:
@@ -241,15 +275,16 @@ def histogram(rows: list[Row], feature: str) -> dict[str, Any]:
             nonpositive += r["n"]
         else:
             per_bin[r["bin"]] = per_bin.get(r["bin"], 0) + r["n"]
-    bins = [{"lower": 2.0 ** b, "upper": 2.0 ** (b + 1), "count": per_bin[b]} for b in sorted(per_bin)]
+    bins = [{"lower": 2.0**b, "upper": 2.0 ** (b + 1), "count": per_bin[b]} for b in sorted(per_bin)]
     return {"feature": feature, "bins": bins, "nonpositive": nonpositive}
 
 
 BROADCAST_RANKS = 1_000_000  # distinct values of a feature up to which its rank table is broadcast
 
 
-def spearman(frame: DataFrame, pairs: list[tuple[str, str]], counts: DataFrame,
-             distinct: dict[str, int] | None = None) -> dict[str, float | None]:
+def spearman(
+    frame: DataFrame, pairs: list[tuple[str, str]], counts: DataFrame, distinct: dict[str, int] | None = None
+) -> dict[str, float | None]:
     """Spearman's rho of each pair: Pearson's correlation of average ranks over the whole frame.
 
     Twice an average rank is an integer (2 * cum - n + 1), so Spark sums exact decimals
@@ -263,7 +298,8 @@ def spearman(frame: DataFrame, pairs: list[tuple[str, str]], counts: DataFrame,
     big = T.DecimalType(38, 0)
     for i, f in enumerate(features):
         r = counts.where(F.col("feature") == f).select(
-            F.col("value").alias(f"_v{i}"), (2 * F.col("cum") - F.col("n") + 1).cast(big).alias(f"_r{i}"))
+            F.col("value").alias(f"_v{i}"), (2 * F.col("cum") - F.col("n") + 1).cast(big).alias(f"_r{i}")
+        )
         # Integer features have few distinct values: ship the rank table, do not shuffle the frame.
         if distinct is not None and distinct.get(f, BROADCAST_RANKS + 1) <= BROADCAST_RANKS:
             r = F.broadcast(r)
@@ -282,8 +318,7 @@ def spearman(frame: DataFrame, pairs: list[tuple[str, str]], counts: DataFrame,
         sx, sy, qx, qy = (int(row[k]) for k in (f"s{i}", f"s{j}", f"q{i}", f"q{j}"))
         num = n * int(row[f"p{i}_{j}"]) - sx * sy
         vx, vy = n * qx - sx * sx, n * qy - sy * sy
-        out[f"{x}~{y}"] = (None if vx == 0 or vy == 0
-                           else max(-1.0, min(1.0, num / (math.sqrt(vx) * math.sqrt(vy)))))
+        out[f"{x}~{y}"] = None if vx == 0 or vy == 0 else max(-1.0, min(1.0, num / (math.sqrt(vx) * math.sqrt(vy))))
     return out
 
 
@@ -294,6 +329,7 @@ def plot_histogram(hist: dict[str, Any], bounds: list[float], path: str | Path |
     import io
 
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -301,16 +337,29 @@ def plot_histogram(hist: dict[str, Any], bounds: list[float], path: str | Path |
     fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
     bins = hist["bins"]
     if bins:
-        ax.bar([b["lower"] for b in bins], [b["count"] for b in bins],
-               width=[b["upper"] - b["lower"] for b in bins], align="edge",
-               color="#4c72b0", edgecolor="white")
+        ax.bar(
+            [b["lower"] for b in bins],
+            [b["count"] for b in bins],
+            width=[b["upper"] - b["lower"] for b in bins],
+            align="edge",
+            color="#4c72b0",
+            edgecolor="white",
+        )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         for k, q in enumerate(bounds, 1):
             if q > 0:
                 ax.axvline(q, color="#c44e52", linestyle="--", linewidth=1)
-                ax.annotate(f"q{k}={q:g}", (q, 0.97 - 0.06 * (k - 1)), xycoords=("data", "axes fraction"),
-                            xytext=(3, 0), textcoords="offset points", va="top", color="#c44e52", fontsize=8)
+                ax.annotate(
+                    f"q{k}={q:g}",
+                    (q, 0.97 - 0.06 * (k - 1)),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(3, 0),
+                    textcoords="offset points",
+                    va="top",
+                    color="#c44e52",
+                    fontsize=8,
+                )
     else:
         ax.text(0.5, 0.5, "no positive values", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel(f"{hist['feature']} (log2 bins)")
@@ -325,56 +374,96 @@ def plot_histogram(hist: dict[str, Any], bounds: list[float], path: str | Path |
 
 # ---- the draw -----------------------------------------------------------------------------------
 
-def draw(drawable: DataFrame, feature: str, bounds: list[float], per_stratum: int,
-         replacement_csets: int, seed: int) -> DataFrame:
+
+def draw(
+    drawable: DataFrame, feature: str, bounds: list[float], per_stratum: int, replacement_csets: int, seed: int
+) -> DataFrame:
     """Ranks each stratum by the seeded hash and keeps the draw plus its replacement pool:
     columns feature, stratum_index, value, cset_id, types, properties, urls, pos."""
     keep = per_stratum * (1 + replacement_csets)
-    ranked = (drawable.select(
+    ranked = drawable.select(
         F.lit(feature).alias("feature"),
         stratum_index(F.col(feature), bounds).alias("stratum_index"),
         F.col(feature).cast("double").alias("value"),
-        "cset_id", "types", "properties", "urls",
-        F.sha2(F.concat_ws(":", F.lit(str(seed)), F.lit(feature), F.col("cset_id")), 256).alias("draw_key")))
+        "cset_id",
+        "types",
+        "properties",
+        "urls",
+        F.sha2(F.concat_ws(":", F.lit(str(seed)), F.lit(feature), F.col("cset_id")), 256).alias("draw_key"),
+    )
     # row_number <= literal lets Spark keep a per-partition top-k before the shuffle.
     w = Window.partitionBy("feature", "stratum_index").orderBy("draw_key", "cset_id")
-    return (ranked.withColumn("pos", F.row_number().over(w))
-            .where(F.col("pos") <= keep).drop("draw_key"))
+    return ranked.withColumn("pos", F.row_number().over(w)).where(F.col("pos") <= keep).drop("draw_key")
 
 
-def assemble(pool: DataFrame, per_stratum: int, replacement_urls: int, seed: int,
-             strata: list[dict[str, Any]]) -> DataFrame:
+def assemble(
+    pool: DataFrame, per_stratum: int, replacement_urls: int, seed: int, strata: list[dict[str, Any]]
+) -> DataFrame:
     """Turns the ranked pool of every (feature, stratum) into ``samples/`` rows."""
     n = per_stratum
     drawn = pool.where(F.col("pos") <= n)
-    spare = (pool.where(F.col("pos") > n)
-             .select("feature", "stratum_index",
-                     (((F.col("pos") - n - 1) % n) + 1).alias("sample_rank"),
-                     F.struct(((F.col("pos") - n - 1) / n).cast("int").alias("order"),
-                              "cset_id", F.col("urls")[0].alias("page_url"), "types").alias("cand"))
-             .groupBy("feature", "stratum_index", "sample_rank")
-             .agg(F.array_sort(F.collect_list("cand")).alias("cands")))
-    own_urls = (F.slice(F.col("urls"), 2, replacement_urls) if replacement_urls > 0
-                else F.array().cast("array<string>"))
-    own = F.transform(own_urls, lambda u: F.struct(F.col("cset_id").alias("cset_id"), u.alias("page_url"),
-                                         F.col("types").alias("types")))
-    others = F.transform(F.coalesce(F.col("cands"), F.array().cast(
-        "array<struct<order:int,cset_id:string,page_url:string,types:array<string>>>")),
-        lambda c: F.struct(c["cset_id"].alias("cset_id"), c["page_url"].alias("page_url"),
-                           c["types"].alias("types")))
-    replacements = F.transform(F.concat(own, others), lambda c, i: F.struct(
-        (i + 1).cast("int").alias("rank"), c["cset_id"].alias("cset_id"),
-        c["page_url"].alias("page_url"), c["types"].alias("types")))
+    spare = (
+        pool.where(F.col("pos") > n)
+        .select(
+            "feature",
+            "stratum_index",
+            (((F.col("pos") - n - 1) % n) + 1).alias("sample_rank"),
+            F.struct(
+                ((F.col("pos") - n - 1) / n).cast("int").alias("order"),
+                "cset_id",
+                F.col("urls")[0].alias("page_url"),
+                "types",
+            ).alias("cand"),
+        )
+        .groupBy("feature", "stratum_index", "sample_rank")
+        .agg(F.array_sort(F.collect_list("cand")).alias("cands"))
+    )
+    own_urls = F.slice(F.col("urls"), 2, replacement_urls) if replacement_urls > 0 else F.array().cast("array<string>")
+    own = F.transform(
+        own_urls,
+        lambda u: F.struct(F.col("cset_id").alias("cset_id"), u.alias("page_url"), F.col("types").alias("types")),
+    )
+    others = F.transform(
+        F.coalesce(
+            F.col("cands"),
+            F.array().cast("array<struct<order:int,cset_id:string,page_url:string,types:array<string>>>"),
+        ),
+        lambda c: F.struct(c["cset_id"].alias("cset_id"), c["page_url"].alias("page_url"), c["types"].alias("types")),
+    )
+    replacements = F.transform(
+        F.concat(own, others),
+        lambda c, i: F.struct(
+            (i + 1).cast("int").alias("rank"),
+            c["cset_id"].alias("cset_id"),
+            c["page_url"].alias("page_url"),
+            c["types"].alias("types"),
+        ),
+    )
     spark = pool.sparkSession
     bounds = spark.createDataFrame(
         [(s["feature"], s["stratum_index"], s["stratum"], s["lower"], s["upper"]) for s in strata],
-        "feature string, stratum_index int, stratum string, lower double, upper double")
-    out = (drawn.withColumn("sample_rank", F.col("pos").cast("int"))
-           .join(spare, ["feature", "stratum_index", "sample_rank"], "left")
-           .join(bounds, ["feature", "stratum_index"], "left")
-           .select("feature", "stratum", "stratum_index", "lower", "upper", "value", "cset_id", "types",
-                   "properties", F.col("urls")[0].alias("page_url"), F.lit(seed).cast("long").alias("seed"),
-                   "sample_rank", replacements.cast(REPLACEMENT_TYPE).alias("replacements")))
+        "feature string, stratum_index int, stratum string, lower double, upper double",
+    )
+    out = (
+        drawn.withColumn("sample_rank", F.col("pos").cast("int"))
+        .join(spare, ["feature", "stratum_index", "sample_rank"], "left")
+        .join(bounds, ["feature", "stratum_index"], "left")
+        .select(
+            "feature",
+            "stratum",
+            "stratum_index",
+            "lower",
+            "upper",
+            "value",
+            "cset_id",
+            "types",
+            "properties",
+            F.col("urls")[0].alias("page_url"),
+            F.lit(seed).cast("long").alias("seed"),
+            "sample_rank",
+            replacements.cast(REPLACEMENT_TYPE).alias("replacements"),
+        )
+    )
     return out
 
 
@@ -386,9 +475,18 @@ class SampleResult:
     histograms: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def sample_csets(df: DataFrame, *, features: list[str], n_strata: int, per_stratum: int, seed: int,
-                 replacement_urls: int, replacement_csets: int, reject_raw_chars: int,
-                 source: str = "") -> SampleResult:
+def sample_csets(
+    df: DataFrame,
+    *,
+    features: list[str],
+    n_strata: int,
+    per_stratum: int,
+    seed: int,
+    replacement_urls: int,
+    replacement_csets: int,
+    reject_raw_chars: int,
+    source: str = "",
+) -> SampleResult:
     """The whole sampling step. Collects only aggregates (counts, bounds, rho, histogram bins).
     The settings are conf/pipeline.toml's ``[sample]`` (through jobs/sample.py's flags; ``n_strata``
     is its ``strata``): no default here."""
@@ -403,8 +501,10 @@ def sample_csets(df: DataFrame, *, features: list[str], n_strata: int, per_strat
     check_columns(df, features)
 
     prepared = prepare(df, features, seed).persist()
-    reason_counts = {r["reject_reason"]: r["n"] for r in
-                     prepared.groupBy("reject_reason").agg(F.count(F.lit(1)).alias("n")).collect()}
+    reason_counts = {
+        r["reject_reason"]: r["n"]
+        for r in prepared.groupBy("reject_reason").agg(F.count(F.lit(1)).alias("n")).collect()
+    }
     n_in = sum(reason_counts.values())
     n_drawable = reason_counts.pop(None, 0)
     n_frame = n_drawable + reason_counts.get("no sample URL", 0)
@@ -412,24 +512,38 @@ def sample_csets(df: DataFrame, *, features: list[str], n_strata: int, per_strat
     drawable = prepared.where(F.col("reject_reason").isNull())
 
     stats: dict[str, Any] = {
-        "features": features, "strata": n_strata, "stratum_names": names, "per_stratum": per_stratum,
-        "seed": seed, "replacement_urls": replacement_urls, "replacement_csets": replacement_csets,
+        "features": features,
+        "strata": n_strata,
+        "stratum_names": names,
+        "per_stratum": per_stratum,
+        "seed": seed,
+        "replacement_urls": replacement_urls,
+        "replacement_csets": replacement_csets,
         "quantiles": {"method": QUANTILE_METHOD, "relative_error": 0.0},
         "ties": TIE_RULE,
-        "counters": {"csets_in": n_in, "csets_in_frame": n_frame, "csets_drawable": n_drawable,
-                     "csets_rejected": sum(reason_counts.values()), "rejects_by_reason": reason_counts},
-        "bounds": {}, "feature_range": {}, "strata_sizes": [], "spearman": {}, "warnings": [],
+        "counters": {
+            "csets_in": n_in,
+            "csets_in_frame": n_frame,
+            "csets_drawable": n_drawable,
+            "csets_rejected": sum(reason_counts.values()),
+            "rejects_by_reason": reason_counts,
+        },
+        "bounds": {},
+        "feature_range": {},
+        "strata_sizes": [],
+        "spearman": {},
+        "warnings": [],
     }
     if n_frame == 0:
-        stats["empty_reason"] = ("no C-sets in the input" if n_in == 0
-                                 else "no C-set has a cset_id and every feature")
+        stats["empty_reason"] = "no C-sets in the input" if n_in == 0 else "no C-set has a cset_id and every feature"
 
     counts = value_counts(frame, features).persist()
     dist = quantile_bounds(counts, n_strata, n_frame)
     for f in features:
         stats["bounds"][f] = dist[f]["bounds"] if f in dist else []
-        stats["feature_range"][f] = ({"min": dist[f]["min"], "max": dist[f]["max"]} if f in dist
-                                     else {"min": None, "max": None})
+        stats["feature_range"][f] = (
+            {"min": dist[f]["min"], "max": dist[f]["max"]} if f in dist else {"min": None, "max": None}
+        )
     strata: list[dict[str, Any]] = []
     pools = []
     histograms = {}
@@ -443,8 +557,11 @@ def sample_csets(df: DataFrame, *, features: list[str], n_strata: int, per_strat
                 s["drawable"] = sum(c["n_drawable"] for c in mine)
                 s["drawn"] = min(per_stratum, s["drawable"])
                 if s["drawn"] < per_stratum:
-                    why = ("empty stratum (equal bounds from ties)" if s["population"] == 0
-                           else f"only {s['drawable']} drawable C-sets")
+                    why = (
+                        "empty stratum (equal bounds from ties)"
+                        if s["population"] == 0
+                        else f"only {s['drawable']} drawable C-sets"
+                    )
                     stats["warnings"].append(f"{f}/{s['stratum']}: drew {s['drawn']} of {per_stratum}: {why}")
             strata.extend(f_strata)
             histograms[f] = histogram(cells, f)
@@ -453,8 +570,7 @@ def sample_csets(df: DataFrame, *, features: list[str], n_strata: int, per_strat
 
     pairs = list(combinations(features, 2))
     method = "Pearson correlation of average ranks (ties share the mean rank), in Spark"
-    rhos = (spearman(frame, pairs, counts, {f: d["distinct"] for f, d in dist.items()})
-            if n_frame >= 2 else {})
+    rhos = spearman(frame, pairs, counts, {f: d["distinct"] for f, d in dist.items()}) if n_frame >= 2 else {}
     for fx, fy in pairs:
         key = f"{fx}~{fy}"
         if n_frame < 2:
@@ -474,5 +590,6 @@ def sample_csets(df: DataFrame, *, features: list[str], n_strata: int, per_strat
     else:
         samples = spark.createDataFrame([], SAMPLES_SCHEMA)
     samples = samples.select(*[F.col(fld.name).cast(fld.dataType) for fld in SAMPLES_SCHEMA.fields])
-    return SampleResult(samples=samples, rejects=rejects(prepared, source, reject_raw_chars),
-                        stats=stats, histograms=histograms)
+    return SampleResult(
+        samples=samples, rejects=rejects(prepared, source, reject_raw_chars), stats=stats, histograms=histograms
+    )

@@ -11,6 +11,7 @@ driver's class loader, and ``SparkContext.addJar`` ships it to the executors of 
 Prebuilt jars can be passed with ``--jars`` instead; attaching then finds the class and does
 nothing.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -67,16 +68,28 @@ def jar_path() -> Path:
 
 
 def build(jar: Path) -> None:
-    javac = shutil.which("javac") or (Path(os.environ["JAVA_HOME"]) / "bin" / "javac"
-                                      if os.environ.get("JAVA_HOME") else None)
+    javac = shutil.which("javac") or (
+        Path(os.environ["JAVA_HOME"]) / "bin" / "javac" if os.environ.get("JAVA_HOME") else None
+    )
     if not javac or not Path(javac).exists():
-        raise JvmBuildError("javac not found: the C-sets scanner is Java compiled on first use; install a JDK 17 "
-                            "(or pass a prebuilt jar with spark-submit --jars)")
+        raise JvmBuildError(
+            "javac not found: the C-sets scanner is Java compiled on first use; install a JDK 17 "
+            "(or pass a prebuilt jar with spark-submit --jars)"
+        )
     jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=jar.parent) as tmp:
         classes = Path(tmp) / "classes"
-        cmd = [str(javac), "--release", "17", "-nowarn", "-cp", str(_spark_jars() / "*"),
-               "-d", str(classes), *map(str, _sources())]
+        cmd = [
+            str(javac),
+            "--release",
+            "17",
+            "-nowarn",
+            "-cp",
+            str(_spark_jars() / "*"),
+            "-d",
+            str(classes),
+            *map(str, _sources()),
+        ]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             raise JvmBuildError(f"javac failed ({res.returncode}):\n{res.stderr[-4000:]}")
@@ -94,13 +107,15 @@ def attach(spark, class_name: str = "llm4schema.EntityPageScan"):
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     try:
         jvm.java.lang.Class.forName(class_name, False, loader)
-    except Exception:  # not there yet (py4j wraps ClassNotFoundException)
+    except Exception:  # noqa: BLE001 - not there yet (py4j wraps ClassNotFoundException)
         jar = jar_path()
         try:
             loader.addURL(jvm.java.io.File(str(jar)).toURI().toURL())
         except Exception as e:  # not a MutableURLClassLoader: a launcher other than SparkSubmit
-            raise JvmBuildError(f"cannot add {jar} to the driver's class loader ({loader.getClass().getName()}); "
-                                f"pass it with spark-submit --jars {jar}") from e
+            raise JvmBuildError(
+                f"cannot add {jar} to the driver's class loader ({loader.getClass().getName()}); "
+                f"pass it with spark-submit --jars {jar}"
+            ) from e
         spark.sparkContext._jsc.addJar(str(jar))
     handle = jvm
     for part in class_name.split("."):

@@ -8,6 +8,7 @@ same code reads a local file (tests, the bundled demo), ``s3://commoncrawl/...``
 Every way a read can go wrong ends as a ``WarcError`` with a status (``fetch_error`` or
 ``parse_error``, the ``pages/`` vocabulary) and a reason a person can act on.
 """
+
 from __future__ import annotations
 
 import base64
@@ -37,8 +38,10 @@ WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz")
 
 # The trust boundary of a WARC index: its warc_filename values come from a table anyone may have
 # built (or damaged), so a name is read only where --warc-base says files live.
-ROOT_RULE = ("an index entry is read only if it resolves, symlinks followed, inside --warc-base "
-             "(for a URL base: same scheme, host and path prefix)")
+ROOT_RULE = (
+    "an index entry is read only if it resolves, symlinks followed, inside --warc-base "
+    "(for a URL base: same scheme, host and path prefix)"
+)
 # percent-encoded dots, slashes and backslashes, a query or fragment, control characters: ways a
 # server or fsspec could read a name other than the one checked
 _URL_TRICKS = re.compile(r"%(2e|2f|5c|00)|[?#\x00-\x1f\x7f]", re.I)
@@ -101,8 +104,10 @@ def join_location(base: str | None, filename: str) -> str:
 
 
 def _refuse(filename: str, base: str, why: str) -> typing.NoReturn:
-    raise WarcError(NOT_FOUND, f"refused: warc_filename {filename[:300]!r} {why}; the rule: {ROOT_RULE} "
-                               f"(--warc-base {base!r}); not read")
+    raise WarcError(
+        NOT_FOUND,
+        f"refused: warc_filename {filename[:300]!r} {why}; the rule: {ROOT_RULE} (--warc-base {base!r}); not read",
+    )
 
 
 def _climbs(rel: str) -> bool:
@@ -120,7 +125,7 @@ def _under_url_base(base: str, filename: str) -> str:
             _refuse(filename, base, "is a URL on another scheme or host than --warc-base")
         if u.query or u.fragment or not u.path.startswith(prefix):
             _refuse(filename, base, "is a URL outside --warc-base's path prefix")
-        rel = u.path[len(prefix):]
+        rel = u.path[len(prefix) :]
     if _URL_TRICKS.search(rel):
         _refuse(filename, base, "holds an encoded separator, a query or a control character")
     rel = rel.replace("\\", "/").lstrip("/")
@@ -171,7 +176,7 @@ def read_range(location: str, offset: int, length: int) -> bytes:
         data = fs.cat_file(path, start=offset, end=offset + length)
     except FileNotFoundError:
         raise WarcError(FETCH_ERROR, f"WARC file not found: {location}") from None
-    except Exception as exc:  # network, permissions: the page is lost, the job goes on
+    except Exception as exc:  # noqa: BLE001 - network, permissions: the page is lost, the job goes on
         raise WarcError(FETCH_ERROR, f"reading {location}@{offset}+{length}: {type(exc).__name__}: {exc}") from None
     if len(data) < length:
         raise WarcError(FETCH_ERROR, f"short read: {len(data)} of {length} bytes at offset {offset} of {location}")
@@ -224,7 +229,7 @@ def parse_record(raw: bytes) -> WarcRecord:
         )
     except WarcError:
         raise
-    except Exception as exc:  # warcio's own errors for a record that is not a WARC record
+    except Exception as exc:  # noqa: BLE001 - warcio's own errors for a record that is not a WARC record
         raise WarcError(FETCH_ERROR, f"not a WARC record at this offset: {type(exc).__name__}: {exc}") from None
 
 
@@ -255,8 +260,16 @@ def html_record_check(rec: WarcRecord, expected_url: str | None = None) -> None:
 # ---- indexing local files --------------------------------------------------------------------
 
 INDEX_COLUMNS = (
-    "url", "fetch_time", "fetch_status", "content_mime_type", "content_charset",
-    "warc_filename", "warc_record_offset", "warc_record_length", "warc_record_type", "content_digest",
+    "url",
+    "fetch_time",
+    "fetch_status",
+    "content_mime_type",
+    "content_charset",
+    "warc_filename",
+    "warc_record_offset",
+    "warc_record_length",
+    "warc_record_type",
+    "content_digest",
 )
 # Compressed bytes read per call, and decompressed bytes produced per call: what one step of the
 # scan holds besides the record it keeps (at most max_record_bytes).
@@ -290,8 +303,11 @@ def gzip_members(fh, max_bytes: int, name: str, head_bytes: int) -> Iterator[Gzi
         if not pending:
             return
         if pending[:2] != b"\x1f\x8b":
-            raise WarcError(PARSE_ERROR, f"{name}: unreadable after offset {pos}: not a gzip member there "
-                                         f"({len(pending)} bytes that are not a gzip header)")
+            raise WarcError(
+                PARSE_ERROR,
+                f"{name}: unreadable after offset {pos}: not a gzip member there "
+                f"({len(pending)} bytes that are not a gzip header)",
+            )
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
         kept = bytearray()
         head = b""
@@ -301,19 +317,23 @@ def gzip_members(fh, max_bytes: int, name: str, head_bytes: int) -> Iterator[Gzi
             if not pending and not full:
                 pending = fh.read(_READ_CHUNK)
                 if not pending:
-                    raise WarcError(PARSE_ERROR, f"{name}: last record at offset {pos} is cut (truncated gzip "
-                                                 "member: the file ends before the member does)")
+                    raise WarcError(
+                        PARSE_ERROR,
+                        f"{name}: last record at offset {pos} is cut (truncated gzip "
+                        "member: the file ends before the member does)",
+                    )
             fed = pending
             try:
                 out = d.decompress(fed, _INFLATE_STEP)
             except zlib.error as exc:
-                raise WarcError(PARSE_ERROR, f"{name}: unreadable after offset {pos}: corrupt gzip member: "
-                                             f"{exc}") from None
+                raise WarcError(
+                    PARSE_ERROR, f"{name}: unreadable after offset {pos}: corrupt gzip member: {exc}"
+                ) from None
             pending = d.unused_data if d.eof else d.unconsumed_tail
             used += len(fed) - len(pending)
             full = len(out) == _INFLATE_STEP
             if len(head) < head_bytes:
-                head += out[:head_bytes - len(head)]
+                head += out[: head_bytes - len(head)]
             size += len(out)
             if size <= max_bytes:
                 kept += out
@@ -355,8 +375,9 @@ def _row(rec, name: str) -> dict:
     }
 
 
-def scan_warc(path: str, warc_filename: str | None = None, *, max_record_bytes: int,
-              raw_chars: int) -> Iterator[tuple[str, dict]]:
+def scan_warc(
+    path: str, warc_filename: str | None = None, *, max_record_bytes: int, raw_chars: int
+) -> Iterator[tuple[str, dict]]:
     """The index of one WARC file as ``("row", index row)`` and ``("reject", reject row)`` pairs.
 
     One row per response or revisit record, offsets and lengths those of the gzip members (as
@@ -384,9 +405,18 @@ def scan_warc(path: str, warc_filename: str | None = None, *, max_record_bytes: 
 def _scan_gzip(fh, name, path, max_record_bytes, raw_chars):
     for m in gzip_members(fh, max_record_bytes, name, head_bytes=4 * raw_chars):
         if m.data is None:
-            yield "reject", reject_row(path, m.offset, f"record at offset {m.offset} ({m.length} bytes compressed) "
-                                       f"inflates to {m.size} bytes, over max_record_bytes={max_record_bytes}; "
-                                       "not indexed", m.head, raw_chars=raw_chars)
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    m.offset,
+                    f"record at offset {m.offset} ({m.length} bytes compressed) "
+                    f"inflates to {m.size} bytes, over max_record_bytes={max_record_bytes}; "
+                    "not indexed",
+                    m.head,
+                    raw_chars=raw_chars,
+                ),
+            )
             continue
         try:
             it = ArchiveIterator(io.BytesIO(m.data))
@@ -394,8 +424,10 @@ def _scan_gzip(fh, name, path, max_record_bytes, raw_chars):
             for rec in it:
                 recs += 1
                 if recs > 1:
-                    raise ValueError("the member holds more than one record (one record per gzip member is "
-                                     "what a byte-range read needs)")
+                    raise ValueError(
+                        "the member holds more than one record (one record per gzip member is "
+                        "what a byte-range read needs)"
+                    )
                 if rec.rec_type not in ("response", "revisit"):
                     it.read_to_end(rec)
                     continue
@@ -406,9 +438,17 @@ def _scan_gzip(fh, name, path, max_record_bytes, raw_chars):
                 yield "row", row
             if recs == 0:
                 raise ValueError("no WARC record in it")
-        except Exception as exc:  # warcio's errors for a member that is not a WARC record
-            yield "reject", reject_row(path, m.offset, f"gzip member at offset {m.offset} is not one WARC record: "
-                                       f"{type(exc).__name__}: {str(exc)[:300]}", m.head, raw_chars=raw_chars)
+        except Exception as exc:  # noqa: BLE001 - warcio's errors for a member that is not a WARC record
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    m.offset,
+                    f"gzip member at offset {m.offset} is not one WARC record: {type(exc).__name__}: {str(exc)[:300]}",
+                    m.head,
+                    raw_chars=raw_chars,
+                ),
+            )
 
 
 def _scan_plain(fh, name, path, max_record_bytes, raw_chars):
@@ -423,13 +463,23 @@ def _scan_plain(fh, name, path, max_record_bytes, raw_chars):
             it.read_to_end(rec)
             row["warc_record_offset"], row["warc_record_length"] = it.get_record_offset(), it.get_record_length()
             if size > max_record_bytes:
-                yield "reject", reject_row(path, row["warc_record_offset"], f"record at offset "
-                                           f"{row['warc_record_offset']} has a {size}-byte payload, over "
-                                           f"max_record_bytes={max_record_bytes}; not indexed", None)
+                yield (
+                    "reject",
+                    reject_row(
+                        path,
+                        row["warc_record_offset"],
+                        f"record at offset "
+                        f"{row['warc_record_offset']} has a {size}-byte payload, over "
+                        f"max_record_bytes={max_record_bytes}; not indexed",
+                        None,
+                    ),
+                )
                 continue
             yield "row", row
-    except Exception as exc:
-        raise WarcError(PARSE_ERROR, f"{name}: unreadable after offset {it.offset}: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - a file unreadable past some offset: what was read stays, the error names where
+        raise WarcError(
+            PARSE_ERROR, f"{name}: unreadable after offset {it.offset}: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def index_warc(path: str, warc_filename: str | None = None, *, max_record_bytes: int | None = None) -> Iterator[dict]:
@@ -449,7 +499,7 @@ def relative_name(path: str, base: str | None) -> str:
         return path
     if "://" in path or "://" in base:
         b = base.rstrip("/") + "/"
-        return path[len(b):] if path.startswith(b) else path
+        return path[len(b) :] if path.startswith(b) else path
     try:
         return Path(path).resolve().relative_to(Path(base).resolve()).as_posix()
     except ValueError:
@@ -457,7 +507,22 @@ def relative_name(path: str, base: str | None) -> str:
 
 
 __all__ = [
-    "FETCH_ERROR", "PARSE_ERROR", "NOT_FOUND", "ROOT_RULE", "WarcError", "WarcRecord", "join_location",
-    "read_range", "gunzip_member", "parse_record", "read_record", "html_record_check", "scan_warc",
-    "index_warc", "relative_name", "INDEX_COLUMNS", "GzipMember", "gzip_members",
+    "FETCH_ERROR",
+    "PARSE_ERROR",
+    "NOT_FOUND",
+    "ROOT_RULE",
+    "WarcError",
+    "WarcRecord",
+    "join_location",
+    "read_range",
+    "gunzip_member",
+    "parse_record",
+    "read_record",
+    "html_record_check",
+    "scan_warc",
+    "index_warc",
+    "relative_name",
+    "INDEX_COLUMNS",
+    "GzipMember",
+    "gzip_members",
 ]

@@ -9,11 +9,12 @@ failed, unreadable markup) is a ``scores`` row with ``status`` and ``reason``; a
 could not judge keeps its row with the error, counts in ``n_*_errors`` and is not kept (a triple
 passes a stage only on a verdict).
 """
+
 from __future__ import annotations
 
-import hashlib
 import asyncio
 import dataclasses
+import hashlib
 import json
 import threading
 import time
@@ -25,65 +26,120 @@ import pyarrow as pa
 
 from udfs.agents import generation, prompts
 from udfs.agents import verdicts as agents
-from udfs.schemaorg.markup import Entity, Literal, Markup, MarkupError, claim_text, parse_markup, to_jsonld
-from udfs.scores import calibration
-from udfs.scores.memr import memr
 from udfs.runtime.config import ScoresConf
-from udfs.scores import matching
+from udfs.schemaorg.markup import Entity, Literal, Markup, MarkupError, claim_text, parse_markup, to_jsonld
+from udfs.scores import calibration, matching
 from udfs.scores.keys import key_scores
+from udfs.scores.memr import memr
 
 STAGES = ("validity", "factuality", "compliance")
 HUMAN = "human"
 
 VOTES = pa.map_(pa.string(), pa.float64())
-TRIPLES_SCHEMA = pa.schema([
-    ("page_key", pa.string()), ("page_url", pa.string()), ("source", pa.string()),
-    ("subject", pa.string()), ("property", pa.string()), ("value", pa.string()),
-    # the triple as a person reads it (udfs.schemaorg.markup.claim_text); display only, the ids key it
-    ("claim", pa.string()),
-    ("value_kind", pa.string()), ("entity_type", pa.string()),
-    ("valid", pa.bool_()), ("valid_reason", pa.string()), ("validity_rule", pa.int32()),
-    ("factual_score", pa.float64()), ("factual", pa.bool_()), ("factual_error", pa.string()),
-    # the score as a probability of the claim being true, by the calibration's map (null: no map)
-    ("factual_p", pa.float64()),
-    # votes: each voter's score (model id, or model/strategy) when several models judge; a
-    # "judge:<model>" key is present exactly when a tie went to the judge.
-    ("factual_votes", VOTES), ("corrected_value", pa.string()), ("corrected", pa.bool_()),
-    ("compliant_score", pa.float64()), ("compliant_p", pa.float64()), ("compliant", pa.bool_()),
-    ("compliant_note", pa.string()),
-    ("compliant_error", pa.string()), ("compliant_votes", VOTES),
-    ("kept", pa.bool_()), ("model", pa.string()), ("latency_s", pa.float64()),
-    ("prompt_tokens", pa.int64()), ("cached_prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
-    # the run's settings (udfs.evaluation.parts.settings_hash): rows of two settings never mix
-    ("settings_hash", pa.string()),
-])
-MARKUPS_SCHEMA = pa.schema([
-    ("page_key", pa.string()), ("page_url", pa.string()), ("source", pa.string()), ("stage", pa.string()),
-    ("markup", pa.string()), ("n_triples", pa.int64()), ("settings_hash", pa.string()),
-])
-SCORES_SCHEMA = pa.schema([
-    ("page_key", pa.string()), ("page_url", pa.string()), ("source", pa.string()),
-    ("status", pa.string()), ("reason", pa.string()), ("root_types", pa.list_(pa.string())),
-    ("n_triples", pa.int64()), ("n_valid", pa.int64()), ("n_factual", pa.int64()), ("n_compliant", pa.int64()),
-    # The same four counted the paper's way (udfs.agents.validity.paper_triples): distinct leaf
-    # (property, value, entity type) strings, links between nodes not counted, one alive after a
-    # stage when any of its rows is. Filled in the paper validity mode, null otherwise; n_* above
-    # always count the rows of triples/.
-    ("n_triples_paper", pa.int64()), ("n_valid_paper", pa.int64()), ("n_factual_paper", pa.int64()),
-    ("n_compliant_paper", pa.int64()),
-    ("n_corrected", pa.int64()), ("n_factual_errors", pa.int64()), ("n_compliance_errors", pa.int64()), ("n_undefined_properties", pa.int64()),
-    ("rejection_validity", pa.float64()), ("rejection_factuality", pa.float64()),
-    ("rejection_compliance", pa.float64()), ("rejection_rate", pa.float64()),
-    ("memr_h", pa.float64()), ("memr_l", pa.float64()), ("memr_raw_h", pa.float64()), ("memr_raw_l", pa.float64()),
-    ("key_precision", pa.float64()), ("key_recall", pa.float64()), ("key_f1", pa.float64()),
-    ("value_score", pa.float64()),
-    ("match_precision", pa.float64()), ("match_recall", pa.float64()), ("match_f1", pa.float64()),
-    ("generation_chunks", pa.int64()), ("generation_prompt_tokens", pa.int64()),
-    ("generation_completion_tokens", pa.int64()), ("generation_latency_s", pa.float64()),
-    ("verdict_requests", pa.int64()), ("verdict_prompt_tokens", pa.int64()),
-    ("verdict_cached_prompt_tokens", pa.int64()), ("verdict_latency_s", pa.float64()),
-    ("factuality_chunks", pa.int64()), ("wall_s", pa.float64()), ("settings_hash", pa.string()),
-])
+TRIPLES_SCHEMA = pa.schema(
+    [
+        ("page_key", pa.string()),
+        ("page_url", pa.string()),
+        ("source", pa.string()),
+        ("subject", pa.string()),
+        ("property", pa.string()),
+        ("value", pa.string()),
+        # the triple as a person reads it (udfs.schemaorg.markup.claim_text); display only, the ids key it
+        ("claim", pa.string()),
+        ("value_kind", pa.string()),
+        ("entity_type", pa.string()),
+        ("valid", pa.bool_()),
+        ("valid_reason", pa.string()),
+        ("validity_rule", pa.int32()),
+        ("factual_score", pa.float64()),
+        ("factual", pa.bool_()),
+        ("factual_error", pa.string()),
+        # the score as a probability of the claim being true, by the calibration's map (null: no map)
+        ("factual_p", pa.float64()),
+        # votes: each voter's score (model id, or model/strategy) when several models judge; a
+        # "judge:<model>" key is present exactly when a tie went to the judge.
+        ("factual_votes", VOTES),
+        ("corrected_value", pa.string()),
+        ("corrected", pa.bool_()),
+        ("compliant_score", pa.float64()),
+        ("compliant_p", pa.float64()),
+        ("compliant", pa.bool_()),
+        ("compliant_note", pa.string()),
+        ("compliant_error", pa.string()),
+        ("compliant_votes", VOTES),
+        ("kept", pa.bool_()),
+        ("model", pa.string()),
+        ("latency_s", pa.float64()),
+        ("prompt_tokens", pa.int64()),
+        ("cached_prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        # the run's settings (udfs.evaluation.parts.settings_hash): rows of two settings never mix
+        ("settings_hash", pa.string()),
+    ]
+)
+MARKUPS_SCHEMA = pa.schema(
+    [
+        ("page_key", pa.string()),
+        ("page_url", pa.string()),
+        ("source", pa.string()),
+        ("stage", pa.string()),
+        ("markup", pa.string()),
+        ("n_triples", pa.int64()),
+        ("settings_hash", pa.string()),
+    ]
+)
+SCORES_SCHEMA = pa.schema(
+    [
+        ("page_key", pa.string()),
+        ("page_url", pa.string()),
+        ("source", pa.string()),
+        ("status", pa.string()),
+        ("reason", pa.string()),
+        ("root_types", pa.list_(pa.string())),
+        ("n_triples", pa.int64()),
+        ("n_valid", pa.int64()),
+        ("n_factual", pa.int64()),
+        ("n_compliant", pa.int64()),
+        # The same four counted the paper's way (udfs.agents.validity.paper_triples): distinct leaf
+        # (property, value, entity type) strings, links between nodes not counted, one alive after a
+        # stage when any of its rows is. Filled in the paper validity mode, null otherwise; n_* above
+        # always count the rows of triples/.
+        ("n_triples_paper", pa.int64()),
+        ("n_valid_paper", pa.int64()),
+        ("n_factual_paper", pa.int64()),
+        ("n_compliant_paper", pa.int64()),
+        ("n_corrected", pa.int64()),
+        ("n_factual_errors", pa.int64()),
+        ("n_compliance_errors", pa.int64()),
+        ("n_undefined_properties", pa.int64()),
+        ("rejection_validity", pa.float64()),
+        ("rejection_factuality", pa.float64()),
+        ("rejection_compliance", pa.float64()),
+        ("rejection_rate", pa.float64()),
+        ("memr_h", pa.float64()),
+        ("memr_l", pa.float64()),
+        ("memr_raw_h", pa.float64()),
+        ("memr_raw_l", pa.float64()),
+        ("key_precision", pa.float64()),
+        ("key_recall", pa.float64()),
+        ("key_f1", pa.float64()),
+        ("value_score", pa.float64()),
+        ("match_precision", pa.float64()),
+        ("match_recall", pa.float64()),
+        ("match_f1", pa.float64()),
+        ("generation_chunks", pa.int64()),
+        ("generation_prompt_tokens", pa.int64()),
+        ("generation_completion_tokens", pa.int64()),
+        ("generation_latency_s", pa.float64()),
+        ("verdict_requests", pa.int64()),
+        ("verdict_prompt_tokens", pa.int64()),
+        ("verdict_cached_prompt_tokens", pa.int64()),
+        ("verdict_latency_s", pa.float64()),
+        ("factuality_chunks", pa.int64()),
+        ("wall_s", pa.float64()),
+        ("settings_hash", pa.string()),
+    ]
+)
 
 
 def page_key(page_url: str, human_markup: str | None) -> str:
@@ -168,8 +224,15 @@ def _ratio(removed: int, total: int) -> float | None:
 class PageEvaluator:
     """Holds the clients (one per model id on the service) and evaluates pages one at a time."""
 
-    def __init__(self, base_url: str, cfg: EvalConfig, *, cache_path: str | None = None,
-                 client_kwargs: dict[str, Any] | None = None, use_served_tokenizer: bool = True):
+    def __init__(
+        self,
+        base_url: str,
+        cfg: EvalConfig,
+        *,
+        cache_path: str | None = None,
+        client_kwargs: dict[str, Any] | None = None,
+        use_served_tokenizer: bool = True,
+    ):
         from udfs.llm.client import LLMClient
 
         self.cfg = cfg
@@ -202,20 +265,31 @@ class PageEvaluator:
     def _voter(self, agent: str, name: str | None, chunks: list[str]):
         judge = self.cfg.judge
         model, strategy = agents.voter_model_and_strategy(name, judge.strategy)
-        return agents.verdict_voter(agent, self.client(model), chunks=chunks, strategy=strategy,
-                                    threshold=judge.threshold(agent), questions=judge.questions(agent))
+        return agents.verdict_voter(
+            agent,
+            self.client(model),
+            chunks=chunks,
+            strategy=strategy,
+            threshold=judge.threshold(agent),
+            questions=judge.questions(agent),
+        )
 
     async def _judge(self, agent: str, claims: list, chunks: list[str]) -> list[agents.Judged]:
-        return await agents.vote(lambda name: self._voter(agent, name, chunks), self.cfg.judge.verdict_models or [None],
-                                 claims, judge=self.cfg.judge.judge_model)
+        return await agents.vote(
+            lambda name: self._voter(agent, name, chunks),
+            self.cfg.judge.verdict_models or [None],
+            claims,
+            judge=self.cfg.judge.judge_model,
+        )
 
     def _factuality_chunks(self, text: str) -> list[str]:
         if self.tokenizer is None:
             return [text]
         probe = agents.factuality_messages("", agents.Claim("p", "v" * 40, "Thing"), self.cfg.judge.strategy)
         overhead = sum(len(self.tokenizer.token_bytes(m["content"])) for m in probe) + prompts.TEMPLATE_TOKENS
-        return prompts.page_chunks(text, self.tokenizer, context_window=self.cfg.context_window,
-                                   output_tokens=8, prompt_tokens=overhead)
+        return prompts.page_chunks(
+            text, self.tokenizer, context_window=self.cfg.context_window, output_tokens=8, prompt_tokens=overhead
+        )
 
     # ---- one page --------------------------------------------------------------------------------
     async def aevaluate(self, page: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -227,15 +301,22 @@ class PageEvaluator:
         fact_text = page.get("judge_text") or text
         # The served tokenizer is a blocking HTTP call: in a thread, so the other pages of the
         # worker's event loop go on meanwhile; generation's own calls find the page text memoized.
-        fact_chunks = (await asyncio.to_thread(self._factuality_chunks, fact_text)
-                       if "factuality" in self.cfg.stages else [])
+        fact_chunks = (
+            await asyncio.to_thread(self._factuality_chunks, fact_text) if "factuality" in self.cfg.stages else []
+        )
         kept_rows: dict[str, list[dict]] = {}
         raw_markups: dict[str, Markup] = {}
         final_markup: dict[str, Any] = {}
         for source in self.cfg.sources:
             t0 = time.monotonic()
-            score: dict[str, Any] = {"page_key": key, "page_url": url, "source": source, "status": "ok",
-                                     "reason": None, "root_types": types}
+            score: dict[str, Any] = {
+                "page_key": key,
+                "page_url": url,
+                "source": source,
+                "status": "ok",
+                "reason": None,
+                "root_types": types,
+            }
             if source == HUMAN:
                 try:
                     doc = json.loads(page.get("human_markup") or "null")
@@ -246,13 +327,21 @@ class PageEvaluator:
             else:
                 if self.tokenizer is not None:  # memoized now, so generate's own call does not block
                     await asyncio.to_thread(self.tokenizer.token_bytes, text)
-                gen = await generation.generate(self.client(source), types, text, tokenizer=self.tokenizer,
-                                                context_window=self.cfg.context_window,
-                                                max_tokens=self.cfg.max_tokens)
+                gen = await generation.generate(
+                    self.client(source),
+                    types,
+                    text,
+                    tokenizer=self.tokenizer,
+                    context_window=self.cfg.context_window,
+                    max_tokens=self.cfg.max_tokens,
+                )
                 doc = gen.markup
-                score.update(generation_chunks=len(gen.chunks), generation_prompt_tokens=gen.prompt_tokens,
-                             generation_completion_tokens=gen.completion_tokens,
-                             generation_latency_s=gen.latency_s)
+                score.update(
+                    generation_chunks=len(gen.chunks),
+                    generation_prompt_tokens=gen.prompt_tokens,
+                    generation_completion_tokens=gen.completion_tokens,
+                    generation_latency_s=gen.latency_s,
+                )
                 if doc is None:
                     score["reason"] = f"generation failed: {gen.error}"
                     score["status"] = "generation_failed"
@@ -277,11 +366,15 @@ class PageEvaluator:
                 if stage in self.cfg.stages:
                     # from factuality on, a corrected literal is curated with its re-verified value
                     staged, fx = (markup, {}) if stage == "validity" else (corrected, fixes)
-                    alive = {(r["subject"], r["property"], fx.get(_triple_id(r), r["value"]))
-                             for r in rows if _alive(r, stage)}
+                    alive = {
+                        (r["subject"], r["property"], fx.get(_triple_id(r), r["value"]))
+                        for r in rows
+                        if _alive(r, stage)
+                    }
                     doc_s = to_jsonld(staged, keep=lambda s, p, v: (s, p, _value_text(v)) in alive)
-                    out["markups"].append(_markup_row(key, url, source, stage, doc_s,
-                                                      sum(_alive(r, stage) for r in rows)))
+                    out["markups"].append(
+                        _markup_row(key, url, source, stage, doc_s, sum(_alive(r, stage) for r in rows))
+                    )
             final_markup[source] = out["markups"][-1]["markup"]
             score["wall_s"] = time.monotonic() - t0
             out["scores"].append(score)
@@ -296,19 +389,31 @@ class PageEvaluator:
             score.update(memr_h=m.h, memr_l=m.l, memr_raw_h=raw.h, memr_raw_l=raw.l)
             # Key scores need a reference: a human markup the agents left empty has no keys to find.
             if final_markup.get(HUMAN) and kept_rows[HUMAN]:
-                ks = key_scores(final_markup[HUMAN], final_markup[src] or "null",
-                                ignore_keys=self.cfg.scores.ignore_keys, max_order=self.cfg.scores.bleu_max_order)
-                score.update(key_precision=ks.key_precision, key_recall=ks.key_recall, key_f1=ks.key_f1,
-                             value_score=ks.value_score)
+                ks = key_scores(
+                    final_markup[HUMAN],
+                    final_markup[src] or "null",
+                    ignore_keys=self.cfg.scores.ignore_keys,
+                    max_order=self.cfg.scores.bleu_max_order,
+                )
+                score.update(
+                    key_precision=ks.key_precision,
+                    key_recall=ks.key_recall,
+                    key_f1=ks.key_f1,
+                    value_score=ks.value_score,
+                )
                 # BLINKG: the model's kept (property, value) pairs matched one-to-one to the human's
                 # under the same property, at the [scores] similarity threshold. Precision is
                 # undefined (null) when the agents kept nothing of the model's markup.
                 bm = matching.match_property_values(
                     [(r["property"], r["value"]) for r in kept_rows[src]],
                     [(r["property"], r["value"]) for r in kept_rows[HUMAN]],
-                    **matching.settings(self.cfg.scores))
-                score.update(match_precision=bm.precision if bm.n_predicted else None,
-                             match_recall=bm.recall, match_f1=bm.f1 if bm.n_predicted else None)
+                    **matching.settings(self.cfg.scores),
+                )
+                score.update(
+                    match_precision=bm.precision if bm.n_predicted else None,
+                    match_recall=bm.recall,
+                    match_f1=bm.f1 if bm.n_predicted else None,
+                )
         return out
 
     async def _correct(self, rows: list[dict[str, Any]], fact_chunks: list[str], acc: dict[str, Any]) -> None:
@@ -323,10 +428,19 @@ class PageEvaluator:
             return
         judge = self.cfg.judge
         model, strategy = agents.voter_model_and_strategy((judge.verdict_models or [None])[0], judge.strategy)
-        fixes = dict(zip(distinct, await agents.correct(self.client(model), fact_chunks, distinct,
-                                                        strategy=strategy,
-                                                        threshold=judge.factuality_threshold,
-                                                        questions=judge.questions("factuality"))))
+        fixes = dict(
+            zip(
+                distinct,
+                await agents.correct(
+                    self.client(model),
+                    fact_chunks,
+                    distinct,
+                    strategy=strategy,
+                    threshold=judge.factuality_threshold,
+                    questions=judge.questions("factuality"),
+                ),
+            )
+        )
         for f in fixes.values():
             if f.verdict is not None:
                 acc["verdict_requests"] += f.verdict.requests
@@ -339,38 +453,64 @@ class PageEvaluator:
                 r["factual"], r["factual_score"] = True, f.verdict.score
                 r["_claim"] = dataclasses.replace(r["_claim"], value=f.proposed, value_type=None)
 
-    async def _stages(self, key: str, url: str, source: str, markup, fact_chunks: list[str],
-                      score: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _stages(
+        self, key: str, url: str, source: str, markup, fact_chunks: list[str], score: dict[str, Any]
+    ) -> list[dict[str, Any]]:
         from udfs.agents import validity
 
-        checker = validity.agent(self.cfg.validity_engine, self.cfg.validity_strict, self.cfg.validity_vocab,
-                                 self.cfg.validity_mode)
+        checker = validity.agent(
+            self.cfg.validity_engine, self.cfg.validity_strict, self.cfg.validity_vocab, self.cfg.validity_mode
+        )
         verdicts = checker.validate(markup).verdicts
         claims = agents.claims_of(markup)
         inside = agents.nested_claims(markup, claims)
         rows = []
         for v, t, c in zip(verdicts, markup.triples(), claims):
-            rows.append({
-                "page_key": key, "page_url": url, "source": source, "subject": v.subject,
-                "property": v.property, "value": _value_text(t.value), "claim": claim_text(markup, t),
-                "value_kind": v.value_kind,
-                "entity_type": v.entity_type,
-                "valid": v.valid if "validity" in self.cfg.stages else None,
-                "valid_reason": v.reason or None, "validity_rule": v.rule,
-                "_claim": c, "model": None, "latency_s": 0.0, "prompt_tokens": 0,
-                "cached_prompt_tokens": 0, "completion_tokens": 0,
-            })
-        acc = {"verdict_requests": 0, "verdict_prompt_tokens": 0, "verdict_cached_prompt_tokens": 0,
-               "verdict_latency_s": 0.0}
+            rows.append(
+                {
+                    "page_key": key,
+                    "page_url": url,
+                    "source": source,
+                    "subject": v.subject,
+                    "property": v.property,
+                    "value": _value_text(t.value),
+                    "claim": claim_text(markup, t),
+                    "value_kind": v.value_kind,
+                    "entity_type": v.entity_type,
+                    "valid": v.valid if "validity" in self.cfg.stages else None,
+                    "valid_reason": v.reason or None,
+                    "validity_rule": v.rule,
+                    "_claim": c,
+                    "model": None,
+                    "latency_s": 0.0,
+                    "prompt_tokens": 0,
+                    "cached_prompt_tokens": 0,
+                    "completion_tokens": 0,
+                }
+            )
+        acc = {
+            "verdict_requests": 0,
+            "verdict_prompt_tokens": 0,
+            "verdict_cached_prompt_tokens": 0,
+            "verdict_latency_s": 0.0,
+        }
         for stage, col in (("factuality", "factual"), ("compliance", "compliant")):
             if stage not in self.cfg.stages:
                 continue
             todo = [r for r in rows if _alive(r, _previous(stage, self.cfg.stages))]
             distinct = list(dict.fromkeys(r["_claim"] for r in todo if r["_claim"] is not None))
-            over = distinct[self.cfg.max_claims:] if self.cfg.max_claims else []
+            over = distinct[self.cfg.max_claims :] if self.cfg.max_claims else []
             asked = distinct[: self.cfg.max_claims] if self.cfg.max_claims else distinct
-            judged = dict(zip(asked, await (self._judge(stage, asked, fact_chunks) if stage == "factuality"
-                                            else self._judge(stage, asked, []))))
+            judged = dict(
+                zip(
+                    asked,
+                    await (
+                        self._judge(stage, asked, fact_chunks)
+                        if stage == "factuality"
+                        else self._judge(stage, asked, [])
+                    ),
+                )
+            )
             for j in judged.values():
                 acc["verdict_requests"] += j.requests
                 acc["verdict_prompt_tokens"] += j.prompt_tokens
@@ -391,8 +531,9 @@ class PageEvaluator:
                 r[f"{col}_votes"] = dict(j.votes) or None
                 if stage == "compliance":
                     # the tie mark is in the votes (the judge's key); the note says what the voters noted
-                    r["compliant_note"] = "; ".join(x for x in (j.note or "").split("; ")
-                                                    if x and x != agents.TIE_NOTE) or None
+                    r["compliant_note"] = (
+                        "; ".join(x for x in (j.note or "").split("; ") if x and x != agents.TIE_NOTE) or None
+                    )
                 if c not in seen:  # a request's cost is booked once, on the first row it answers
                     seen.add(c)
                     r["model"] = r["model"] or j.model
@@ -412,14 +553,21 @@ class PageEvaluator:
         n_fact = sum(_alive(r, "factuality") for r in rows) if "factuality" in self.cfg.stages else n_valid
         n_comp = sum(_alive(r, "compliance") for r in rows) if "compliance" in self.cfg.stages else n_fact
         score.update(
-            n_triples=n, n_valid=n_valid, n_corrected=sum(bool(r.get("corrected")) for r in rows), n_factual=n_fact, n_compliant=n_comp,
+            n_triples=n,
+            n_valid=n_valid,
+            n_corrected=sum(bool(r.get("corrected")) for r in rows),
+            n_factual=n_fact,
+            n_compliant=n_comp,
             # errors are failed verdicts; claims left unjudged on purpose (max_claims) are not
             n_factual_errors=sum(_failed(r.get("factual_error")) for r in rows),
             n_compliance_errors=sum(_failed(r.get("compliant_error")) for r in rows),
             n_undefined_properties=sum(bool(r.get("compliant_note")) for r in rows),
-            rejection_validity=_ratio(n - n_valid, n), rejection_factuality=_ratio(n_valid - n_fact, n_valid),
-            rejection_compliance=_ratio(n_fact - n_comp, n_fact), rejection_rate=_ratio(n - n_comp, n),
-            factuality_chunks=len(fact_chunks), **acc,
+            rejection_validity=_ratio(n - n_valid, n),
+            rejection_factuality=_ratio(n_valid - n_fact, n_valid),
+            rejection_compliance=_ratio(n_fact - n_comp, n_fact),
+            rejection_rate=_ratio(n - n_comp, n),
+            factuality_chunks=len(fact_chunks),
+            **acc,
             **(_paper_counts(rows, self.cfg.stages) if self.cfg.validity_mode == "paper" else {}),
         )
         return rows
@@ -441,8 +589,7 @@ def _paper_counts(rows: list[dict[str, Any]], stages: list[str]) -> dict[str, in
     return out
 
 
-def follow_nodes(rows: list[dict[str, Any]], inside: dict[int, list[int]], stage: str,
-                 previous: str | None) -> None:
+def follow_nodes(rows: list[dict[str, Any]], inside: dict[int, list[int]], stage: str, previous: str | None) -> None:
     """Decide ``stage`` for the rows whose value is an unnamed node (``inside``: row index -> the
     rows of the claims inside that node, ``udfs.agents.verdicts.nested_claims``): such a row
     passes while any claim inside passes the stage, and fails when none does. A row that did not
@@ -469,8 +616,9 @@ def _alive(row: dict[str, Any], stage: str | None) -> bool:
     if stage is None:
         return True
     for s in STAGES[: STAGES.index(stage) + 1]:
-        if row.get(_COL[s]) is False or (s != "validity" and _COL[s] in row and row[_COL[s]] is None
-                                         and f"{_COL[s]}_error" in row):
+        if row.get(_COL[s]) is False or (
+            s != "validity" and _COL[s] in row and row[_COL[s]] is None and f"{_COL[s]}_error" in row
+        ):
             return False
     return True
 
@@ -505,8 +653,14 @@ def _triple_id(r: dict[str, Any]) -> tuple:
 
 
 def _markup_row(key: str, url: str, source: str, stage: str, doc: Any, n: int) -> dict[str, Any]:
-    return {"page_key": key, "page_url": url, "source": source, "stage": stage,
-            "markup": json.dumps(doc, ensure_ascii=False) if doc is not None else None, "n_triples": n}
+    return {
+        "page_key": key,
+        "page_url": url,
+        "source": source,
+        "stage": stage,
+        "markup": json.dumps(doc, ensure_ascii=False) if doc is not None else None,
+        "n_triples": n,
+    }
 
 
 def to_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:

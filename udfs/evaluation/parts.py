@@ -18,6 +18,7 @@ Every row carries ``settings_hash``, the hash of everything that changes an answ
 refuses (``SettingsMismatch``) to add to an output holding parts of other settings unless
 ``--overwrite`` clears it first: results of two settings are never merged.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -70,8 +71,9 @@ def settings_hash(cfg, *, prompts_dir=PROMPTS_DIR, extra: dict[str, Any] | None 
                 pass
 
     walk("", fields)
-    prompts = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-               for p in sorted(Path(prompts_dir).glob("*")) if p.is_file()}
+    prompts = {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(Path(prompts_dir).glob("*")) if p.is_file()
+    }
     what = {"config": fields, "files": files, "prompts": prompts, **(extra or {})}
     digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
     return digest, what
@@ -99,7 +101,8 @@ def committed(root: Folder, digest: str) -> Committed:
         if m.get("settings_hash") != digest:
             raise SettingsMismatch(
                 f"{root} holds results of other settings (settings hash {str(m.get('settings_hash'))[:HASH_CHARS]}, "
-                f"this run's is {digest[:HASH_CHARS]}): give another --output, or --overwrite to replace them")
+                f"this run's is {digest[:HASH_CHARS]}): give another --output, or --overwrite to replace them"
+            )
         out.parts.append(name[: -len(".json")])
         out.pages.update(m["pages"])
         for t in TABLES:
@@ -112,7 +115,8 @@ def committed(root: Folder, digest: str) -> Committed:
                 raise SettingsMismatch(
                     f"{root / t} holds {name}, not a part of this run's settings (hash {digest[:HASH_CHARS]}): "
                     "written with other settings or by an older version; give another --output, or "
-                    "--overwrite to replace it")
+                    "--overwrite to replace it"
+                )
             if name[: -len(".parquet")] not in done:
                 out.leftovers.append((t, name))
     return out
@@ -160,8 +164,7 @@ class PartWriter:
         schemas = {"markups": MARKUPS_SCHEMA, "triples": TRIPLES_SCHEMA, "scores": SCORES_SCHEMA}
         for t in TABLES:  # scores last, then the marker: a marker means the three files are whole
             (self.root / t).write_parquet(f"{name}.parquet", to_table(self.rows[t], schemas[t]))
-        marker = {"settings_hash": self.digest, "pages": self.pages,
-                  "rows": {t: len(self.rows[t]) for t in TABLES}}
+        marker = {"settings_hash": self.digest, "pages": self.pages, "rows": {t: len(self.rows[t]) for t in TABLES}}
         (self.root / "scores" / MARKERS).write_text(f"{name}.json", json.dumps(marker))
         self.seq += 1
         self.parts.append(name)

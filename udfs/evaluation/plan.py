@@ -16,6 +16,7 @@ The counters reconcile: ``input_rows`` = ``not_ok_or_not_selected`` + ``no_text`
 ``duplicate_rows`` + ``over_limit`` + ``already_scored`` + the pages planned (which the run
 then splits into evaluated and failed).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -95,8 +96,7 @@ def _url(filesystem, path: str) -> str:
     return f"{filesystem.type_name}://{path}"
 
 
-def plan_pages(dataset, *, limit: int, order: str, done: set[str] | None = None,
-               batch_rows: int = BATCH_ROWS) -> Plan:
+def plan_pages(dataset, *, limit: int, order: str, done: set[str] | None = None, batch_rows: int = BATCH_ROWS) -> Plan:
     """The plan of a run over ``dataset`` (module docstring): ``order`` "sample" (sample rank,
     feature, stratum, URL) or "shortest" (text length first, then the sample order); ``limit``
     pages at most (0: all) before ``done`` (page keys already evaluated under this run's
@@ -120,9 +120,18 @@ def plan_pages(dataset, *, limit: int, order: str, done: set[str] | None = None,
                     batches.append(kept)
                 row0 += b.num_rows
             index += 1
-    schema = pa.schema([("page_key", pa.string()), ("page_url", pa.string()), ("file", pa.int32()),
-                        ("row", pa.int64()), ("sample_rank", pa.int64()), ("feature", pa.string()),
-                        ("stratum", pa.string()), ("text_len", pa.int64())])
+    schema = pa.schema(
+        [
+            ("page_key", pa.string()),
+            ("page_url", pa.string()),
+            ("file", pa.int32()),
+            ("row", pa.int64()),
+            ("sample_rank", pa.int64()),
+            ("feature", pa.string()),
+            ("stratum", pa.string()),
+            ("text_len", pa.int64()),
+        ]
+    )
     rows = pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
     del batches
     first = "text_len, " if order == "shortest" else ""
@@ -146,8 +155,9 @@ def plan_pages(dataset, *, limit: int, order: str, done: set[str] | None = None,
     return Plan(files=files, todo=todo.select(["page_key", "page_url", "file", "row"]), no_text=no_text, counters=c)
 
 
-def _usable(b: pa.RecordBatch, file: int, row0: int, c: dict[str, int],
-            no_text: list[tuple[str, str]]) -> pa.RecordBatch | None:
+def _usable(
+    b: pa.RecordBatch, file: int, row0: int, c: dict[str, int], no_text: list[tuple[str, str]]
+) -> pa.RecordBatch | None:
     import pyarrow.compute as pc
 
     n = b.num_rows
@@ -180,13 +190,16 @@ def _usable(b: pa.RecordBatch, file: int, row0: int, c: dict[str, int],
             return pa.nulls(len(keep), typ)
         return pc.take(d[name], idx).cast(typ)
 
-    return pa.record_batch([
-        pa.array([page_key(urls[i], markups[i]) for i in keep], pa.string()),
-        pa.array([urls[i] for i in keep], pa.string()),
-        pa.array([file] * len(keep), pa.int32()),
-        pa.array([row0 + i for i in keep], pa.int64()),
-        pc.fill_null(col("sample_rank", pa.int64()), 0),
-        pc.fill_null(col("feature", pa.string()), ""),
-        pc.fill_null(col("stratum", pa.string()), ""),
-        pc.take(text_len, idx).cast(pa.int64()),
-    ], names=["page_key", "page_url", "file", "row", "sample_rank", "feature", "stratum", "text_len"])
+    return pa.record_batch(
+        [
+            pa.array([page_key(urls[i], markups[i]) for i in keep], pa.string()),
+            pa.array([urls[i] for i in keep], pa.string()),
+            pa.array([file] * len(keep), pa.int32()),
+            pa.array([row0 + i for i in keep], pa.int64()),
+            pc.fill_null(col("sample_rank", pa.int64()), 0),
+            pc.fill_null(col("feature", pa.string()), ""),
+            pc.fill_null(col("stratum", pa.string()), ""),
+            pc.take(text_len, idx).cast(pa.int64()),
+        ],
+        names=["page_key", "page_url", "file", "row", "sample_rank", "feature", "stratum", "text_len"],
+    )

@@ -13,6 +13,7 @@ reason comes back in the unit's summary), never the unit's.
 reporting its progress to a ``Tally`` actor the driver polls; ``--executor local`` calls a
 ``UnitRunner`` in the driver's process.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -95,9 +96,20 @@ class UnitRunner:
     """Evaluates units of pages and writes their parts (module docstring). ``on_page`` is told
     of each finished page with a dict of ``PROGRESS_COUNTS`` increments."""
 
-    def __init__(self, *, output: str, files: list[str], digest: str, base_url: str, cfg, cache_path: str,
-                 client_kwargs: dict, max_in_flight: int, part_rows: int,
-                 on_page: Callable[[dict[str, int]], None] | None = None):
+    def __init__(
+        self,
+        *,
+        output: str,
+        files: list[str],
+        digest: str,
+        base_url: str,
+        cfg,
+        cache_path: str,
+        client_kwargs: dict,
+        max_in_flight: int,
+        part_rows: int,
+        on_page: Callable[[dict[str, int]], None] | None = None,
+    ):
         from udfs.evaluation.evaluator import HUMAN, PageEvaluator
 
         self.files = files
@@ -115,8 +127,9 @@ class UnitRunner:
             # The embedding model of the BLINKG match loads beside the first pages' requests: at the
             # first page's scores it would stall every page in flight on the event loop, and in
             # this constructor it would keep the worker from taking pages meanwhile.
-            threading.Thread(target=_load_embedding_model, args=(cfg.scores.embedding_threads,),
-                             name="embedding-model", daemon=True).start()
+            threading.Thread(
+                target=_load_embedding_model, args=(cfg.scores.embedding_threads,), name="embedding-model", daemon=True
+            ).start()
         self.writer = PartWriter(output, digest, uuid.uuid4().hex[:10], part_rows)
         self.on_page = on_page or (lambda d: None)
         self._hits = 0
@@ -133,8 +146,12 @@ class UnitRunner:
         for c in self.evaluator._clients.values():
             if c.cache is not None:
                 c.cache.flush()
-        return {"unit": unit["unit"], "evaluated": len(pages) - len(failed), "failed": failed,
-                "parts": self.writer.parts[first:]}
+        return {
+            "unit": unit["unit"],
+            "evaluated": len(pages) - len(failed),
+            "failed": failed,
+            "parts": self.writer.parts[first:],
+        }
 
     async def _evaluate_all(self, pages: list[dict[str, Any]], failed: list[list[str]]) -> None:
         gate = asyncio.Semaphore(-(-self.max_in_flight // PAGE_REQUESTS))
@@ -150,11 +167,18 @@ class UnitRunner:
                     return
                 self.writer.add(page["page_key"], result)
                 s = result["scores"]
-                self.on_page({"pages": 1, "triples": len(result["triples"]),
-                              "verdicts": sum(int(r.get("verdict_requests") or 0) for r in s),
-                              "prompt_tokens": sum(int(r.get("verdict_prompt_tokens") or 0)
-                                                   + int(r.get("generation_prompt_tokens") or 0) for r in s),
-                              "cache_hits": self._cache_hits()})
+                self.on_page(
+                    {
+                        "pages": 1,
+                        "triples": len(result["triples"]),
+                        "verdicts": sum(int(r.get("verdict_requests") or 0) for r in s),
+                        "prompt_tokens": sum(
+                            int(r.get("verdict_prompt_tokens") or 0) + int(r.get("generation_prompt_tokens") or 0)
+                            for r in s
+                        ),
+                        "cache_hits": self._cache_hits(),
+                    }
+                )
 
         await asyncio.gather(*(one(p) for p in pages))
 
@@ -225,8 +249,9 @@ def run_local(units: list[dict[str, Any]], ctor: dict[str, Any], progress) -> li
     return out
 
 
-def run_ray(units: list[dict[str, Any]], ctor: dict[str, Any], progress, *, workers: int,
-            poll_s: float = 1.0) -> list[dict[str, Any]]:
+def run_ray(
+    units: list[dict[str, Any]], ctor: dict[str, Any], progress, *, workers: int, poll_s: float = 1.0
+) -> list[dict[str, Any]]:
     """The units on a pool of ``workers`` Ray actors (Ray Data, one unit per call, each actor one
     unit at a time) with Ray already initialised; progress polled from the ``Tally`` actor every
     ``poll_s`` seconds; the summaries as the units finish."""
@@ -238,8 +263,12 @@ def run_ray(units: list[dict[str, Any]], ctor: dict[str, Any], progress, *, work
     tally = ray.remote(num_cpus=0)(Tally).remote()
     items = [{"unit": json.dumps(u)} for u in units]
     ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
-        EvaluatePages, fn_constructor_kwargs={**ctor, "tally": tally}, batch_size=1, num_cpus=0,
-        compute=ray.data.ActorPoolStrategy(size=max(1, min(workers, len(items))), max_tasks_in_flight_per_actor=1))
+        EvaluatePages,
+        fn_constructor_kwargs={**ctor, "tally": tally},
+        batch_size=1,
+        num_cpus=0,
+        compute=ray.data.ActorPoolStrategy(size=max(1, min(workers, len(items))), max_tasks_in_flight_per_actor=1),
+    )
 
     def take() -> None:
         counts = ray.get(tally.take.remote())
@@ -272,5 +301,11 @@ def run_ray(units: list[dict[str, Any]], ctor: dict[str, Any], progress, *, work
 
 
 def _unit_done(summary: dict[str, Any], i: int, n: int) -> None:
-    log.info("unit %d/%d: %d pages evaluated, %d failed, parts %s", i, n, summary["evaluated"],
-             len(summary["failed"]), ", ".join(summary["parts"]) or "none")
+    log.info(
+        "unit %d/%d: %d pages evaluated, %d failed, parts %s",
+        i,
+        n,
+        summary["evaluated"],
+        len(summary["failed"]),
+        ", ".join(summary["parts"]) or "none",
+    )

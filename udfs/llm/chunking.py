@@ -14,6 +14,7 @@ Chunks are cut on token boundaries in the text's UTF-8 bytes; a boundary that fa
 multi-byte character (byte-level BPE can split one) moves to the character's end, so every chunk
 is valid text and their union covers the text.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -106,8 +107,15 @@ def _char_boundary(data: bytes, pos: int, forward: bool) -> int:
     return pos
 
 
-def chunk_text(text: str, tokenizer: Tokenizer, *, context_window: int, output_tokens: int,
-               prompt_tokens: int, overlap: float = OVERLAP) -> list[Chunk]:
+def chunk_text(
+    text: str,
+    tokenizer: Tokenizer,
+    *,
+    context_window: int,
+    output_tokens: int,
+    prompt_tokens: int,
+    overlap: float = OVERLAP,
+) -> list[Chunk]:
     """Chunks of ``text`` that fit beside a prompt of ``prompt_tokens`` and an answer of
     ``output_tokens`` in ``context_window``, with ``overlap`` of each chunk repeated in the next."""
     budget = chunk_token_budget(context_window, output_tokens, prompt_tokens)
@@ -121,8 +129,9 @@ def chunk_text(text: str, tokenizer: Tokenizer, *, context_window: int, output_t
 def _byte_level_decoder() -> dict[str, int]:
     """GPT-2's byte-level BPE alphabet reversed: the printable character each byte is written as
     in a byte-level vocabulary (Qwen, Llama 3, GPT-2: "Ġ" is the space byte) -> that byte."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
-        + list(range(ord("®"), ord("ÿ") + 1))
+    printable = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     chars = printable[:]
     n = 0
     for b in range(256):
@@ -184,8 +193,7 @@ class ServedTokenizer:
     An endpoint that cannot be reached, or refuses the key, is an error, never a silent fallback.
     """
 
-    def __init__(self, base_url: str, timeout_s: float = 60.0, *, api_key: str | None = None,
-                 model: str | None = None):
+    def __init__(self, base_url: str, timeout_s: float = 60.0, *, api_key: str | None = None, model: str | None = None):
         import httpx
 
         root = base_url.rstrip("/")
@@ -226,8 +234,10 @@ class ServedTokenizer:
 
     def _refuse_auth(self, resp) -> None:
         if resp.status_code in (401, 403):
-            raise RuntimeError(f"{self.root}/tokenize refused the request (HTTP {resp.status_code}): "
-                               "the endpoint needs an API key (--api-key or OPENAI_API_KEY)")
+            raise RuntimeError(
+                f"{self.root}/tokenize refused the request (HTTP {resp.status_code}): "
+                "the endpoint needs an API key (--api-key or OPENAI_API_KEY)"
+            )
 
     def _vllm_body(self, text: str) -> dict:
         body = {"prompt": text, "add_special_tokens": False, "return_token_strs": True}
@@ -275,7 +285,7 @@ class ServedTokenizer:
                 if resp.status_code != 429 and resp.status_code < 500:
                     break
             if attempt < self.RETRIES:
-                time.sleep(random.uniform(0, min(self.BACKOFF_MAX_S, self.BACKOFF_BASE_S * 2 ** attempt)))
+                time.sleep(random.uniform(0, min(self.BACKOFF_MAX_S, self.BACKOFF_BASE_S * 2**attempt)))
         raise RuntimeError(f"{self.root}/tokenize answered {failure}")
 
     def count(self, text: str) -> int:

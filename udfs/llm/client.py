@@ -28,6 +28,7 @@ The HTTP layer is a ``udfs.llm.transport.Transport`` (``AiohttpTransport`` by de
 ``udfs.llm.serve_handle.ServeHandleTransport``). Tests wrap the default transport to inject
 failures.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -237,8 +238,11 @@ class RequestCache:
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             pending = self._pending.get(key)
-            row = (pending[3],) if pending else self._db.execute(
-                "SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+            row = (
+                (pending[3],)
+                if pending
+                else self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+            )
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, model: str | None, request_text: str, response_text: str) -> None:
@@ -327,8 +331,9 @@ class LLMClient:
             from udfs.llm.serve_handle import ServeHandleTransport
 
             return ServeHandleTransport(timeout_s=self.timeout_s)
-        return AiohttpTransport(headers=self._headers, timeout_s=self.timeout_s,
-                                max_connections=self.max_concurrency + 2)
+        return AiohttpTransport(
+            headers=self._headers, timeout_s=self.timeout_s, max_connections=self.max_concurrency + 2
+        )
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -375,8 +380,10 @@ class LLMClient:
             "temperature": temperature,
         }
         if json_schema is not None:
-            req["response_format"] = {"type": "json_schema",
-                                      "json_schema": {"name": "output", "schema": json_schema, "strict": True}}
+            req["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": json_schema, "strict": True},
+            }
         if choices is not None:
             req["structured_outputs"] = {"choice": list(choices)}
         if logprobs:
@@ -386,13 +393,19 @@ class LLMClient:
         req.update(extra or {})
         return req
 
-    async def chat(self, messages: Sequence[dict[str, Any]], *, json_schema: dict[str, Any] | None = None,
-                   raise_errors: bool = False, **kwargs: Any) -> Completion:
+    async def chat(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        raise_errors: bool = False,
+        **kwargs: Any,
+    ) -> Completion:
         """One chat completion. Failures come back as ``Completion.error`` unless ``raise_errors``."""
         if self.model is None:
             try:
                 await self.resolve_model()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 c = Completion(error=f"model listing failed: {type(exc).__name__}: {exc}")
                 self.stats.add(c)
                 if raise_errors:
@@ -410,11 +423,18 @@ class LLMClient:
             raise LLMError(c.error)
         return c
 
-    async def verdict(self, messages: Sequence[dict[str, Any]], *, constrain: bool = True,
-                      top_logprobs: int = 20, **kwargs: Any) -> Verdict:
+    async def verdict(
+        self, messages: Sequence[dict[str, Any]], *, constrain: bool = True, top_logprobs: int = 20, **kwargs: Any
+    ) -> Verdict:
         """Ask a yes/no question; score it from the first answer token's top logprobs."""
-        c = await self.chat(messages, max_tokens=1, logprobs=True, top_logprobs=top_logprobs,
-                            choices=[YES, NO] if constrain else None, **kwargs)
+        c = await self.chat(
+            messages,
+            max_tokens=1,
+            logprobs=True,
+            top_logprobs=top_logprobs,
+            choices=[YES, NO] if constrain else None,
+            **kwargs,
+        )
         if not c.ok:
             return Verdict(None, None, 0.0, 0.0, c)
         score, p_yes, p_no = verdict_from_logprobs(c.logprobs)
@@ -439,7 +459,7 @@ class LLMClient:
                 return min(float(retry_after), self.backoff_max_s)
             except ValueError:
                 pass
-        return self._random.uniform(0, min(self.backoff_max_s, self.backoff_base_s * 2 ** attempt))
+        return self._random.uniform(0, min(self.backoff_max_s, self.backoff_base_s * 2**attempt))
 
     async def _send(self, req: dict[str, Any]) -> Completion:
         text_out = RequestCache.encode(req)
@@ -485,14 +505,19 @@ class LLMClient:
                 else:
                     reason = f"HTTP {resp.status}: {_error_text(resp.body)}"
                     if resp.status not in RETRY_STATUS:
-                        return Completion(error=reason, attempts=attempt, latency_s=time.monotonic() - t0,
-                                          model=req.get("model"))
+                        return Completion(
+                            error=reason, attempts=attempt, latency_s=time.monotonic() - t0, model=req.get("model")
+                        )
                     retry_after = resp.headers.get("Retry-After")
             if attempt <= self.max_retries:
                 self.stats.retries += 1
                 await asyncio.sleep(self._backoff(attempt - 1, retry_after))
-        return Completion(error=f"gave up after {attempt} attempts: {reason}", attempts=attempt,
-                          latency_s=time.monotonic() - t0, model=req.get("model"))
+        return Completion(
+            error=f"gave up after {attempt} attempts: {reason}",
+            attempts=attempt,
+            latency_s=time.monotonic() - t0,
+            model=req.get("model"),
+        )
 
     async def _unlisted_model(self, http: Transport, model: str | None) -> str | None:
         """Why ``model`` cannot be asked at this endpoint: it is not among the ids ``/models`` lists.
@@ -569,10 +594,14 @@ def first_model(base_url: str, *, timeout_s: float, api_key: str | None = None) 
         data = resp.json().get("data") or []
     except httpx.HTTPStatusError as exc:
         if exc.response.status_code in (401, 403):
-            raise LLMError(f"{base_url}/models refused the request (HTTP {exc.response.status_code}): "
-                           "give the endpoint's key with --api-key or OPENAI_API_KEY") from None
-        raise LLMError(f"{base_url}/models cannot be read (HTTP {exc.response.status_code}: "
-                       f"{_error_message(exc.response)}): {hint}") from None
+            raise LLMError(
+                f"{base_url}/models refused the request (HTTP {exc.response.status_code}): "
+                "give the endpoint's key with --api-key or OPENAI_API_KEY"
+            ) from None
+        raise LLMError(
+            f"{base_url}/models cannot be read (HTTP {exc.response.status_code}: "
+            f"{_error_message(exc.response)}): {hint}"
+        ) from None
     except (httpx.HTTPError, ValueError) as exc:
         raise LLMError(f"{base_url}/models cannot be read ({type(exc).__name__}: {exc}): {hint}") from None
     if not data:
@@ -593,4 +622,3 @@ def _error_text(body: bytes) -> str:
         return str(msg)[:500]
     except ValueError:
         return body.decode("utf-8", "replace")[:500]
-

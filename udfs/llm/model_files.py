@@ -8,6 +8,7 @@ used after its sha256 matches the pin below; a mismatch is an error, never a war
 Assembly writes to a temporary file in the cache folder and renames it into place, so a killed
 assembly never leaves a half file that a later run could mistake for the model.
 """
+
 from __future__ import annotations
 
 import argparse

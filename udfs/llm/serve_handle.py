@@ -31,6 +31,7 @@ The handle is looked up on first use, in the process and event loop that use it 
 not travel to a Ray actor), and again after a lookup failed, so an application deployed after
 the first try is found by a retry.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -54,7 +55,7 @@ def split_url(url: str) -> tuple[str, str]:
     """``serve://<app>/<path>`` -> (app, "/<path>"); a ValueError for another URL or no app."""
     if not is_serve_url(url):
         raise ValueError(f"not a serve:// URL: {url!r}")
-    app, _, path = url[len(SCHEME):].partition("/")
+    app, _, path = url[len(SCHEME) :].partition("/")
     if not app:
         raise ValueError(f"{url!r} names no Serve application (serve://<app>/v1)")
     return app, "/" + path
@@ -67,8 +68,10 @@ def _connect() -> None:
         return
     address = os.environ.get("RAY_ADDRESS")
     if not address:
-        raise RequestFailed("NotConnected: serve:// needs this process in the Ray cluster where Serve runs "
-                       "(ray.init(address=...) first, --ray-address for the jobs, or $RAY_ADDRESS)")
+        raise RequestFailed(
+            "NotConnected: serve:// needs this process in the Ray cluster where Serve runs "
+            "(ray.init(address=...) first, --ray-address for the jobs, or $RAY_ADDRESS)"
+        )
     try:
         ray.init(address=address, log_to_driver=False)
     except Exception as exc:  # noqa: BLE001 - any failure to join is "no answer"
@@ -90,9 +93,11 @@ def _lookup(app: str):
 
 
 def _no_method(app: str) -> HTTPAnswer:
-    msg = (f"Serve application {app!r} has no {METHOD}(method, path, body) on its ingress deployment; "
-           "serve:// reaches the embedded engine's app (udfs.llm.serving) and the benchmark's stub only: "
-           "reach this app over HTTP through Serve's proxy")
+    msg = (
+        f"Serve application {app!r} has no {METHOD}(method, path, body) on its ingress deployment; "
+        "serve:// reaches the embedded engine's app (udfs.llm.serving) and the benchmark's stub only: "
+        "reach this app over HTTP through Serve's proxy"
+    )
     body = {"error": {"message": msg, "type": "not_implemented", "code": 501}}
     return HTTPAnswer(501, {"content-type": "application/json"}, json.dumps(body).encode())
 
@@ -171,8 +176,9 @@ class SyncClient:
     def get(self, url: str, *, timeout: float | None = None, headers: Mapping[str, str] | None = None):
         return self.request("GET", url, None, timeout)
 
-    def post(self, url: str, *, json: Any = None, timeout: float | None = None,
-             headers: Mapping[str, str] | None = None):
+    def post(
+        self, url: str, *, json: Any = None, timeout: float | None = None, headers: Mapping[str, str] | None = None
+    ):
         import json as _json
 
         return self.request("POST", url, _json.dumps(json).encode(), timeout)
@@ -191,8 +197,9 @@ class SyncClient:
         if isinstance(answer, RequestFailed):
             kind = httpx.TimeoutException if str(answer).startswith("Timeout") else httpx.ConnectError
             raise kind(str(answer))
-        return httpx.Response(answer.status, headers=dict(answer.headers), content=answer.body,
-                              request=httpx.Request(method, url))
+        return httpx.Response(
+            answer.status, headers=dict(answer.headers), content=answer.body, request=httpx.Request(method, url)
+        )
 
     def _call(self, method: str, url: str, body: bytes | None, timeout_s: float) -> HTTPAnswer | RequestFailed:
         from ray.exceptions import GetTimeoutError

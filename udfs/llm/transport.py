@@ -12,6 +12,7 @@ flight, and httpx's connection pool rescans every waiting request on each hand-o
 Its own module so that both transports and the client share one answer and one failure without
 importing each other.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -51,8 +52,7 @@ class AiohttpTransport:
     with at most ``max_connections`` keep-alive connections, ``headers`` on every request and a
     per-request timeout."""
 
-    def __init__(self, *, headers: Mapping[str, str] | None = None, timeout_s: float = 120.0,
-                 max_connections: int = 8):
+    def __init__(self, *, headers: Mapping[str, str] | None = None, timeout_s: float = 120.0, max_connections: int = 8):
         self.headers = {"Content-Type": "application/json", **(headers or {})}
         self.timeout_s = timeout_s
         self.max_connections = max_connections

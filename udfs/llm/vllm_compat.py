@@ -10,6 +10,7 @@ changes.
 Imported only inside a vLLM replica (Ray loads the class by its dotted name), where ``ray.llm``
 and vLLM import.
 """
+
 from __future__ import annotations
 
 from typing import Any

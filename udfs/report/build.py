@@ -9,6 +9,7 @@ every image is embedded as a ``data:`` URI (PNG from matplotlib); no script, fon
 fetched. A value that is not defined is never shown as ``NaN``: the cell says why it is missing.
 A table or run record the run did not write is said in the page, not an error.
 """
+
 from __future__ import annotations
 
 import base64
@@ -22,8 +23,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from udfs.llm.serving.config import load_serving_conf
 from udfs.evaluation.evaluator import HUMAN, page_key
+from udfs.llm.serving.config import load_serving_conf
 from udfs.report import paper
 from udfs.runtime.config import ConfigError
 from udfs.runtime.io import Folder, parquet_dataset
@@ -84,6 +85,7 @@ class Report:
 
 # ---- inputs -----------------------------------------------------------------------------------
 
+
 def _strata(src: Sources) -> tuple[Any, str | None]:
     """page_key -> (feature, stratum) of every selected ok page (a page in two strata: two rows)."""
     import pandas as pd
@@ -96,8 +98,13 @@ def _strata(src: Sources) -> tuple[Any, str | None]:
     rows = []
     for r in ds.to_table(columns=want).to_pylist():
         if r.get("status", "ok") == "ok" and r.get("selected", True) is not False:
-            rows.append({"page_key": page_key(r["page_url"], r.get("human_markup")),
-                         "feature": r.get("feature") or "-", "stratum": r.get("stratum") or "-"})
+            rows.append(
+                {
+                    "page_key": page_key(r["page_url"], r.get("human_markup")),
+                    "feature": r.get("feature") or "-",
+                    "stratum": r.get("stratum") or "-",
+                }
+            )
     return pd.DataFrame(rows, columns=cols).drop_duplicates(), None
 
 
@@ -106,24 +113,38 @@ def funnel(src: Sources, scores) -> list[dict[str, Any]]:
     with its count or the reason it has none (its table is missing)."""
     steps: list[dict[str, Any]] = []
     samples = src.dataset("samples")
-    steps.append({"step": "sampled", "count": samples.count_rows() if samples is not None else None,
-                  "note": "rows of samples/ (one per feature, stratum and draw)" if samples is not None
-                  else "samples/ not found under the output root"})
+    steps.append(
+        {
+            "step": "sampled",
+            "count": samples.count_rows() if samples is not None else None,
+            "note": "rows of samples/ (one per feature, stratum and draw)"
+            if samples is not None
+            else "samples/ not found under the output root",
+        }
+    )
     pages = src.dataset("pages")
     if pages is None:
         for step in ("fetched", "with text", "deduplicated"):
             steps.append({"step": step, "count": None, "note": "pages/ not found under the output root"})
     else:
         want = [c for c in ("page_url", "human_markup", "status", "selected", "text_chars") if c in pages.schema.names]
-        rows = [r for r in pages.to_table(columns=want).to_pylist()
-                if r.get("selected", True) is not False]
+        rows = [r for r in pages.to_table(columns=want).to_pylist() if r.get("selected", True) is not False]
         ok = [r for r in rows if r.get("status") == "ok"]
         text = [r for r in ok if (r.get("text_chars") or 0) > 0]
         distinct = {page_key(r["page_url"], r.get("human_markup")) for r in text}
-        steps.append({"step": "fetched", "count": len(ok), "note": f"selected rows of pages/ with status ok, of {len(rows)}"})
-        steps.append({"step": "with text", "count": len(text), "note": "fetched pages whose extracted text is not empty"})
-        steps.append({"step": "deduplicated", "count": len(distinct),
-                      "note": "distinct (page URL, human markup): a page sampled in several strata is evaluated once"})
+        steps.append(
+            {"step": "fetched", "count": len(ok), "note": f"selected rows of pages/ with status ok, of {len(rows)}"}
+        )
+        steps.append(
+            {"step": "with text", "count": len(text), "note": "fetched pages whose extracted text is not empty"}
+        )
+        steps.append(
+            {
+                "step": "deduplicated",
+                "count": len(distinct),
+                "note": "distinct (page URL, human markup): a page sampled in several strata is evaluated once",
+            }
+        )
     evaluated = len(set(scores["page_key"])) if len(scores) else 0
     rec = src.run_record("scores") or {}
     c = rec.get("counters", {})
@@ -138,6 +159,7 @@ def funnel(src: Sources, scores) -> list[dict[str, Any]]:
 
 # ---- tables 7 and 8 ---------------------------------------------------------------------------
 
+
 def _num(x: Any) -> float | None:
     if x is None:
         return None
@@ -150,9 +172,9 @@ def _num(x: Any) -> float | None:
 
 MEMR_FOOTNOTES = {
     "human": "MeMR and key F1 compare a model's markup with the human markup: the human row has none "
-             "(the human side of each comparison is MeMR h on the model's row).",
+    "(the human side of each comparison is MeMR h on the model's row).",
     "undefined": "Undefined: on no page of this row did either side keep a triple after the stages "
-                 "(MeMR divides by the merged markup's size).",
+    "(MeMR divides by the merged markup's size).",
 }
 
 
@@ -203,10 +225,37 @@ def _rejected(row: dict[str, Any]) -> dict[str, Any]:
     return _cell(f"{1 - kept / n0:.1%}") if n0 else _cell("no triples in", "why")
 
 
-TABLE7_HEADER = ["source", "pages", "triples in", "paper", "after validity", "paper", "after factuality", "paper",
-                 "after compliance", "paper", "rejected", "paper", "MeMR h / l", "paper", "key F1"]
-TABLE8_HEADER = ["feature", "stratum", "source", "pages", "triples in", "after validity", "after factuality",
-                 "after compliance", "rejected", "MeMR h", "MeMR l", "paper's finding"]
+TABLE7_HEADER = [
+    "source",
+    "pages",
+    "triples in",
+    "paper",
+    "after validity",
+    "paper",
+    "after factuality",
+    "paper",
+    "after compliance",
+    "paper",
+    "rejected",
+    "paper",
+    "MeMR h / l",
+    "paper",
+    "key F1",
+]
+TABLE8_HEADER = [
+    "feature",
+    "stratum",
+    "source",
+    "pages",
+    "triples in",
+    "after validity",
+    "after factuality",
+    "after compliance",
+    "rejected",
+    "MeMR h",
+    "MeMR l",
+    "paper's finding",
+]
 
 
 def table7_rows(df) -> list[list[dict[str, Any]]]:
@@ -216,15 +265,21 @@ def table7_rows(df) -> list[list[dict[str, Any]]]:
     for row in df.to_dict("records"):
         src = row["source"]
         t = paper.TABLE7
-        cells = [_cell(src, ""), _cell(str(int(row["pages"]))), _cell(f"{int(_num(row['triples_in']) or 0):,}"),
-                 _paper(src, lambda n: f"{t[n][0]:,}")]
+        cells = [
+            _cell(src, ""),
+            _cell(str(int(row["pages"]))),
+            _cell(f"{int(_num(row['triples_in']) or 0):,}"),
+            _paper(src, lambda n: f"{t[n][0]:,}"),
+        ]
         for i, stage in enumerate(STAGES[1:], 1):
             cells += [_cell(_kept(row, stage, lines=True)), _paper(src, lambda n, i=i: f"{t[n][i] / t[n][0]:.1%}")]
-        cells += [_rejected(row), _paper(src, lambda n: f"{paper.REJECTION[n]:.1%}"),
-                  _memr_pair(row),
-                  _cell("n/a ¹", "paper") if src == HUMAN
-                  else _paper(src, lambda n: "{:.3f}/{:.3f}".format(*paper.MEMR[n])),
-                  _memr(row, "key_f1")]
+        cells += [
+            _rejected(row),
+            _paper(src, lambda n: f"{paper.REJECTION[n]:.1%}"),
+            _memr_pair(row),
+            _cell("n/a ¹", "paper") if src == HUMAN else _paper(src, lambda n: "{:.3f}/{:.3f}".format(*paper.MEMR[n])),
+            _memr(row, "key_f1"),
+        ]
         out.append(cells)
     return out
 
@@ -234,11 +289,20 @@ def table8_rows(df) -> list[list[dict[str, Any]]]:
     stratum (the article's per-stratum figures are not in the summary the project keeps)."""
     out = []
     for row in df.to_dict("records"):
-        cells = [_cell(row["feature"], ""), _cell(row["stratum"], ""), _cell(row["source"], ""),
-                 _cell(str(int(row["pages"]))), _cell(f"{int(_num(row['triples_in']) or 0):,}")]
+        cells = [
+            _cell(row["feature"], ""),
+            _cell(row["stratum"], ""),
+            _cell(row["source"], ""),
+            _cell(str(int(row["pages"]))),
+            _cell(f"{int(_num(row['triples_in']) or 0):,}"),
+        ]
         cells += [_cell(_kept(row, s)) for s in STAGES[1:]]
-        cells += [_rejected(row), _memr(row, "memr_h"), _memr(row, "memr_l"),
-                  _cell(paper.TABLE8_FINDING.get(row["stratum"], "none stated"), "paper")]
+        cells += [
+            _rejected(row),
+            _memr(row, "memr_h"),
+            _memr(row, "memr_l"),
+            _cell(paper.TABLE8_FINDING.get(row["stratum"], "none stated"), "paper"),
+        ]
         out.append(cells)
     return out
 
@@ -256,12 +320,12 @@ def footnotes(*tables: list[list[dict[str, Any]]]) -> list[str]:
 
 COUNTINGS = {
     "rows": "Triples counted as the rows of triples/: one per (subject, property, value, entity type), "
-            "links between nodes and repeated strings included (the scores' n_* columns). The paper counts "
-            "distinct leaf (property, value, entity type) strings: a run in validity mode paper reports "
-            "that counting, and these tables then use it.",
+    "links between nodes and repeated strings included (the scores' n_* columns). The paper counts "
+    "distinct leaf (property, value, entity type) strings: a run in validity mode paper reports "
+    "that counting, and these tables then use it.",
     "paper": "Triples counted the paper's way (validity mode paper; the scores' n_*_paper columns): a leaf "
-             "(property, value) with its entity type, identical strings once, links between nodes, @type "
-             "and @id not counted; a triple is kept after a stage while one of its occurrences is.",
+    "(property, value) with its entity type, identical strings once, links between nodes, @type "
+    "and @id not counted; a triple is kept after a stage while one of its occurrences is.",
 }
 
 
@@ -270,8 +334,9 @@ def triple_counting(con) -> str:
     counting (a run in validity mode paper), else ``rows``: the key of :data:`COUNTINGS`."""
     if "n_triples_paper" not in {r[0] for r in con.execute("DESCRIBE scores").fetchall()}:
         return "rows"
-    missing, ok = con.execute("SELECT count(*) FILTER (WHERE n_triples_paper IS NULL), count(*) "
-                              "FROM scores WHERE status = 'ok'").fetchone()
+    missing, ok = con.execute(
+        "SELECT count(*) FILTER (WHERE n_triples_paper IS NULL), count(*) FROM scores WHERE status = 'ok'"
+    ).fetchone()
     return "paper" if ok and not missing else "rows"
 
 
@@ -298,22 +363,28 @@ def tables(con, counting: str = "rows") -> dict[str, Any]:
 def table7_text(t7, counting: str = "rows") -> str:
     """Table 7 for the console: counts, rejection rate, MeMR where defined ("-" and a footnote
     otherwise), no NaN, and which counting of triples it shows."""
-    lines = [f"{'source':<24}{'pages':>6}{'in':>8}{'valid':>8}{'factual':>9}{'compliant':>10}{'rejected':>10}"
-             f"{'MeMR h':>8}{'MeMR l':>8}"]
+    lines = [
+        f"{'source':<24}{'pages':>6}{'in':>8}{'valid':>8}{'factual':>9}{'compliant':>10}{'rejected':>10}"
+        f"{'MeMR h':>8}{'MeMR l':>8}"
+    ]
     for row in t7.to_dict("records"):
         n0 = _num(row["triples_in"]) or 0
         kept = _num(row["after_compliance"]) or 0
         h, lo = _num(row["memr_h"]), _num(row["memr_l"])
-        lines.append(f"{str(row['source'])[:23]:<24}{int(row['pages']):>6}"
-                     + "".join(f"{int(_num(row[s]) or 0):>{w}}" for s, w in zip(STAGES, (8, 8, 9, 10)))
-                     + (f"{1 - kept / n0:>10.1%}" if n0 else f"{'-':>10}")
-                     + (f"{h:>8.3f}" if h is not None else f"{'-':>8}") + (f"{lo:>8.3f}" if lo is not None else f"{'-':>8}"))
+        lines.append(
+            f"{str(row['source'])[:23]:<24}{int(row['pages']):>6}"
+            + "".join(f"{int(_num(row[s]) or 0):>{w}}" for s, w in zip(STAGES, (8, 8, 9, 10)))
+            + (f"{1 - kept / n0:>10.1%}" if n0 else f"{'-':>10}")
+            + (f"{h:>8.3f}" if h is not None else f"{'-':>8}")
+            + (f"{lo:>8.3f}" if lo is not None else f"{'-':>8}")
+        )
     lines.append("MeMR -: the human row (MeMR compares a model with the human markup) or no page where it is defined")
     lines.append(COUNTINGS[counting])
     return "\n".join(lines)
 
 
 # ---- rejections per property --------------------------------------------------------------------
+
 
 def _fmt_score(x: Any) -> str:
     v = _num(x)
@@ -334,9 +405,20 @@ def rejections(triples) -> tuple[list[dict[str, Any]], dict[str, int]]:
     second value says how many more properties each source had (their counts are in the CSV)."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for r in triples:
-        g = groups.setdefault((r["source"], r["property"]), {
-            "source": r["source"], "property": r["property"], "n": 0, "validity": 0, "factuality": 0,
-            "compliance": 0, "unjudged": 0, "reasons": {}, "examples": []})
+        g = groups.setdefault(
+            (r["source"], r["property"]),
+            {
+                "source": r["source"],
+                "property": r["property"],
+                "n": 0,
+                "validity": 0,
+                "factuality": 0,
+                "compliance": 0,
+                "unjudged": 0,
+                "reasons": {},
+                "examples": [],
+            },
+        )
         g["n"] += 1
         stage = None
         if r.get("valid") is False:
@@ -356,13 +438,31 @@ def rejections(triples) -> tuple[list[dict[str, Any]], dict[str, int]]:
         if stage:
             g[stage] += 1
             if len(g["examples"]) < EXAMPLES_PER_PROPERTY:
-                g["examples"].append({"stage": stage, "claim": _claim(r),
-                                      "factual": _fmt_score(r.get("factual_score")),
-                                      "compliant": _fmt_score(r.get("compliant_score")),
-                                      "why": (r.get("valid_reason") if stage == "validity"
-                                              else r.get("compliant_note") if stage == "compliance" else None) or ""})
-    rows = sorted(groups.values(), key=lambda g: (g["source"] != HUMAN, g["source"],
-                                                   -(g["validity"] + g["factuality"] + g["compliance"]), g["property"]))
+                g["examples"].append(
+                    {
+                        "stage": stage,
+                        "claim": _claim(r),
+                        "factual": _fmt_score(r.get("factual_score")),
+                        "compliant": _fmt_score(r.get("compliant_score")),
+                        "why": (
+                            r.get("valid_reason")
+                            if stage == "validity"
+                            else r.get("compliant_note")
+                            if stage == "compliance"
+                            else None
+                        )
+                        or "",
+                    }
+                )
+    rows = sorted(
+        groups.values(),
+        key=lambda g: (
+            g["source"] != HUMAN,
+            g["source"],
+            -(g["validity"] + g["factuality"] + g["compliance"]),
+            g["property"],
+        ),
+    )
     out, per_source = [], {}
     for g in rows:
         if g["validity"] + g["factuality"] + g["compliance"] == 0:
@@ -377,6 +477,7 @@ def rejections(triples) -> tuple[list[dict[str, Any]], dict[str, int]]:
 
 
 # ---- figures ------------------------------------------------------------------------------------
+
 
 def _png_bytes(fig) -> bytes:
     import matplotlib.pyplot as plt
@@ -451,12 +552,25 @@ def histogram_figures(sample_record: dict[str, Any] | None) -> list[dict[str, st
                 s = sizes.get((feat, name), {})
                 lo_v = "min" if k == 0 else f">{qs[k - 1]:g}"
                 hi_v = f"≤{qs[k]:g}" if k < len(qs) else "max"
-                ax.text(math.sqrt(a * b), 0.97 - 0.13 * k, f"{name} ({lo_v}..{hi_v})\n{s.get('population', '?')} C-sets",
-                        transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=8,
-                        bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1})
-            ax.bar([b["lower"] for b in bins], [b["count"] for b in bins],
-                   width=[b["upper"] - b["lower"] for b in bins], align="edge", color="#4c72b0",
-                   edgecolor="white", zorder=2)
+                ax.text(
+                    math.sqrt(a * b),
+                    0.97 - 0.13 * k,
+                    f"{name} ({lo_v}..{hi_v})\n{s.get('population', '?')} C-sets",
+                    transform=ax.get_xaxis_transform(),
+                    ha="center",
+                    va="top",
+                    fontsize=8,
+                    bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1},
+                )
+            ax.bar(
+                [b["lower"] for b in bins],
+                [b["count"] for b in bins],
+                width=[b["upper"] - b["lower"] for b in bins],
+                align="edge",
+                color="#4c72b0",
+                edgecolor="white",
+                zorder=2,
+            )
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_ylim(top=max(b["count"] for b in bins) * 40)
@@ -486,8 +600,16 @@ def score_distribution(triples, thresholds: dict[str, float]) -> str | None:
         t = thresholds.get(stage)
         if t is not None:
             ax.axvline(t, color="black", linestyle="--", linewidth=1)
-            ax.annotate(f"threshold {t:g}", (t, 0.5), xycoords=("data", "axes fraction"),
-                        xytext=(4, 0), textcoords="offset points", fontsize=8, va="center", rotation=90)
+            ax.annotate(
+                f"threshold {t:g}",
+                (t, 0.5),
+                xycoords=("data", "axes fraction"),
+                xytext=(4, 0),
+                textcoords="offset points",
+                fontsize=8,
+                va="center",
+                rotation=90,
+            )
         ax.set_xlim(0, 1)
         ax.set_xlabel(f"{stage} score")
         ax.set_ylabel("claims")
@@ -516,10 +638,20 @@ def benchmark(root: Folder) -> list[dict[str, Any]]:
         src = None
         if conf.isfile("pr.png"):
             src = data_uri(conf.read_bytes("pr.png"))
-        rows = [{"task": m["task"], "agent": m["agent"], "n": m["n"], "threshold": _fmt_score(m["threshold"]),
-                 "precision": _fmt_score(m["precision"]), "recall": _fmt_score(m["recall"]),
-                 "f1": _fmt_score(m["f1"]), "auroc": _fmt_score(m["auroc"]),
-                 "unanswered": m.get("unanswered", 0)} for m in metrics]
+        rows = [
+            {
+                "task": m["task"],
+                "agent": m["agent"],
+                "n": m["n"],
+                "threshold": _fmt_score(m["threshold"]),
+                "precision": _fmt_score(m["precision"]),
+                "recall": _fmt_score(m["recall"]),
+                "f1": _fmt_score(m["f1"]),
+                "auroc": _fmt_score(m["auroc"]),
+                "unanswered": m.get("unanswered", 0),
+            }
+            for m in metrics
+        ]
         out.append({"config": conf.name, "metrics": rows, "plot": src})
     return out
 
@@ -559,8 +691,9 @@ def corrected_rates(con, record: dict[str, Any] | None) -> list[dict[str, Any]]:
     ev = (record or {}).get("evaluation") or {}
     stages = ev.get("stages") or ["validity", "factuality", "compliance"]
     agents = (judge_of_run(record).get("calibration") or {}).get("agents") or {}
-    rows = con.execute("SELECT source, n_valid, n_factual, n_compliant FROM scores WHERE status = 'ok' "
-                       "ORDER BY source, page_key").fetchall()
+    rows = con.execute(
+        "SELECT source, n_valid, n_factual, n_compliant FROM scores WHERE status = 'ok' ORDER BY source, page_key"
+    ).fetchall()
     by_source: dict[str, list[tuple]] = {}
     for source, *counts in rows:
         by_source.setdefault(source, []).append(tuple(int(x or 0) for x in counts))
@@ -570,21 +703,39 @@ def corrected_rates(con, record: dict[str, Any] | None) -> list[dict[str, Any]]:
         for agent, (before, after) in _JUDGED.items():
             if agent not in stages:
                 continue
-            i, j = ("n_valid", "n_factual", "n_compliant").index(before), ("n_valid", "n_factual", "n_compliant").index(after)
+            i, j = (
+                ("n_valid", "n_factual", "n_compliant").index(before),
+                ("n_valid", "n_factual", "n_compliant").index(after),
+            )
             judged = [c[i] for c in by_source[source]]
             rejected = [max(0, c[i] - c[j]) for c in by_source[source]]
             n = sum(judged)
             observed = sum(rejected) / n if n else None
-            row = {"source": source, "agent": agent, "pages": len(judged), "claims": n,
-                   "observed": f"{observed:.1%}" if observed is not None else "no claim judged",
-                   "corrected": None, "interval": None, "why": None}
+            row = {
+                "source": source,
+                "agent": agent,
+                "pages": len(judged),
+                "claims": n,
+                "observed": f"{observed:.1%}" if observed is not None else "no claim judged",
+                "corrected": None,
+                "interval": None,
+                "why": None,
+            }
             acc = agents.get(agent) or {}
             test = acc.get("test") or {}
             if not acc.get("matched"):
                 row["why"] = "no calibration matched this agent: the judge's errors are not measured"
             elif n:
-                c = corrected_rate(judged, rejected, JudgeAccuracy(int(test.get("tp") or 0), int(test.get("fn") or 0),
-                                                                   int(test.get("tn") or 0), int(test.get("fp") or 0)))
+                c = corrected_rate(
+                    judged,
+                    rejected,
+                    JudgeAccuracy(
+                        int(test.get("tp") or 0),
+                        int(test.get("fn") or 0),
+                        int(test.get("tn") or 0),
+                        int(test.get("fp") or 0),
+                    ),
+                )
                 if c.corrected is not None:
                     row["corrected"] = f"{c.corrected:.1%}"
                 if c.low is not None:
@@ -596,9 +747,25 @@ def corrected_rates(con, record: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 # ---- metadata -----------------------------------------------------------------------------------
 
-ANSWER_KEYS = ("stages", "strategy", "factuality_threshold", "compliance_threshold", "verdict_models",
-               "judge_model", "context_window", "max_tokens", "max_claims", "correct", "generators",
-               "generation", "validity_engine", "validity_strict", "validity_vocab", "validity_mode", "scores")
+ANSWER_KEYS = (
+    "stages",
+    "strategy",
+    "factuality_threshold",
+    "compliance_threshold",
+    "verdict_models",
+    "judge_model",
+    "context_window",
+    "max_tokens",
+    "max_claims",
+    "correct",
+    "generators",
+    "generation",
+    "validity_engine",
+    "validity_strict",
+    "validity_vocab",
+    "validity_mode",
+    "scores",
+)
 
 
 def settings_hash(record: dict[str, Any]) -> str:
@@ -639,28 +806,44 @@ def run_metadata(record: dict[str, Any] | None, model_ids: list[str]) -> dict[st
     ev = {**rec.get("config", {}), **rec.get("evaluation", {})}
     judge = judge_of_run(rec)
     provenance = judge.get("provenance") or {}
-    rows = [("evaluated", f"{rec.get('started_at', 'unknown')} to {rec.get('finished_at', 'unknown')}"
-             if rec else "unknown: scores/_run.json not found"),
-            ("report built", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")),
-            ("models (generation and verdicts)", ", ".join(model_ids) or "none recorded"),
-            ("model file", _model_file(model_ids)),
-            ("stages", ", ".join(ev.get("stages") or []) or "unknown"),
-            ("strategy", (judge.get("settings") or {}).get("strategy", "unknown")),
-            ("factuality threshold", provenance.get("factuality", "unknown: not recorded")),
-            ("compliance threshold", provenance.get("compliance", "unknown: not recorded")),
-            ("pages limit", f"{ev.get('limit', 'unknown')}, order {ev.get('order', 'unknown')}"),
-            ("validity", f"{ev.get('validity_mode') or 'schemaorg'} mode"
-             + (" (the paper's filter)" if ev.get("validity_mode") == "paper" else
-                f", {ev.get('validity_engine', 'unknown')} engine, {'strict' if ev.get('validity_strict') else 'lenient'} literals")),
-            ("calibration", calibration_note(rec)),
-            ("settings hash", settings_hash(rec) if rec else "unknown"),
-            ("versions", ", ".join(f"{d} {_version(d)}" for d in ("pyspark", "ray", "duckdb"))
-             + f", python {platform.python_version()} (report) / {rec.get('python', 'unknown')} (evaluation)")]
+    rows = [
+        (
+            "evaluated",
+            f"{rec.get('started_at', 'unknown')} to {rec.get('finished_at', 'unknown')}"
+            if rec
+            else "unknown: scores/_run.json not found",
+        ),
+        ("report built", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")),
+        ("models (generation and verdicts)", ", ".join(model_ids) or "none recorded"),
+        ("model file", _model_file(model_ids)),
+        ("stages", ", ".join(ev.get("stages") or []) or "unknown"),
+        ("strategy", (judge.get("settings") or {}).get("strategy", "unknown")),
+        ("factuality threshold", provenance.get("factuality", "unknown: not recorded")),
+        ("compliance threshold", provenance.get("compliance", "unknown: not recorded")),
+        ("pages limit", f"{ev.get('limit', 'unknown')}, order {ev.get('order', 'unknown')}"),
+        (
+            "validity",
+            f"{ev.get('validity_mode') or 'schemaorg'} mode"
+            + (
+                " (the paper's filter)"
+                if ev.get("validity_mode") == "paper"
+                else f", {ev.get('validity_engine', 'unknown')} engine, {'strict' if ev.get('validity_strict') else 'lenient'} literals"
+            ),
+        ),
+        ("calibration", calibration_note(rec)),
+        ("settings hash", settings_hash(rec) if rec else "unknown"),
+        (
+            "versions",
+            ", ".join(f"{d} {_version(d)}" for d in ("pyspark", "ray", "duckdb"))
+            + f", python {platform.python_version()} (report) / {rec.get('python', 'unknown')} (evaluation)",
+        ),
+    ]
     thresholds = {a: _num(judge.get(f"{a}_threshold")) for a in ("factuality", "compliance")}
     return {"rows": rows, "thresholds": {k: v for k, v in thresholds.items() if v is not None}}
 
 
 # ---- the report ----------------------------------------------------------------------------------
+
 
 def build(scores: list[str], root: Folder, pages: Folder | None = None) -> Report:
     """Everything the page shows, from the ``scores`` table and what ``root`` holds."""
@@ -678,14 +861,29 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None) -> Repor
     tri_ds = src.dataset("triples")
     # the columns the rejections and score plots read (a few per triple: the report runs on one
     # machine over the pages of a study, thousands of triples, not over a corpus)
-    want = ("source", "property", "value", "claim", "entity_type", "valid", "valid_reason", "validity_rule",
-            "factual", "factual_score", "factual_error", "compliant", "compliant_score", "compliant_error",
-            "compliant_note", "model")
-    triples = (tri_ds.to_table(columns=[c for c in want if c in tri_ds.schema.names]).to_pylist()
-               if tri_ds is not None else [])
+    want = (
+        "source",
+        "property",
+        "value",
+        "claim",
+        "entity_type",
+        "valid",
+        "valid_reason",
+        "validity_rule",
+        "factual",
+        "factual_score",
+        "factual_error",
+        "compliant",
+        "compliant_score",
+        "compliant_error",
+        "compliant_note",
+        "model",
+    )
+    triples = (
+        tri_ds.to_table(columns=[c for c in want if c in tri_ds.schema.names]).to_pylist() if tri_ds is not None else []
+    )
     record = src.run_record("scores")
-    model_ids = sorted({s for s in score_rows["source"] if s != HUMAN}
-                       | {m for r in triples if (m := r.get("model"))})
+    model_ids = sorted({s for s in score_rows["source"] if s != HUMAN} | {m for r in triples if (m := r.get("model"))})
     meta = run_metadata(record, model_ids)
     t7, t8 = frames["table7"], frames["table8"]
     # strata overlap among the evaluated pages: a page in two strata is a row in both
@@ -731,9 +929,13 @@ def render(report: Report) -> str:
     """The page: the Jinja2 template over the report's context, autoescaped."""
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("udfs.report", "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("udfs.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     return env.get_template("report.html.j2").render(**report.context)
 
 

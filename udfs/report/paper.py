@@ -6,6 +6,7 @@ triples in, after validity, after factuality, after compliance, rejection rate) 
 averages of its text. The article's per-stratum figures (Table 8) are not in that summary, only
 its finding, kept here as words.
 """
+
 from __future__ import annotations
 
 CITATION = "LLM4Schema.org (Dang et al.), Table 7: 180 pages, 30 per stratum"

@@ -13,6 +13,7 @@
   know ``--conf KEY=VALUE`` as a Spark setting, so a ``--config`` value with ``=`` in it is taken
   for one and answered with a hint to use ``--spark-conf``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,8 +62,10 @@ def config_hint(value: str) -> str | None:
     """Why ``value`` cannot be a ``--config`` file (it looks like a Spark ``KEY=VALUE`` setting),
     or None."""
     if "=" in value:
-        return (f"--config {value!r} looks like a Spark setting; --config takes the pipeline's TOML "
-                f"file, a Spark setting goes to --spark-conf KEY=VALUE")
+        return (
+            f"--config {value!r} looks like a Spark setting; --config takes the pipeline's TOML "
+            f"file, a Spark setting goes to --spark-conf KEY=VALUE"
+        )
     return None
 
 

@@ -20,6 +20,7 @@ The checking is shared with the model service's files (``udfs.llm.serving.config
 and :func:`describe_section` (the keys of a section with their meanings, ``metadata["doc"]``, for the
 configuration reference).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,6 +40,7 @@ class ConfigError(ValueError):
 
 # ---- sections --------------------------------------------------------------------------------
 # One dataclass per section; field names are the TOML keys. No defaults: see the module docstring.
+
 
 @dataclass(frozen=True)
 class CsetsConf:
@@ -206,6 +208,7 @@ SECTIONS: dict[str, type] = {k: v for k, v in typing.get_type_hints(Config).item
 
 # ---- reading ---------------------------------------------------------------------------------
 
+
 def _type_name(tp: Any) -> str:
     if typing.get_origin(tp) is tuple:
         return f"a list of {typing.get_args(tp)[0].__name__}"
@@ -217,6 +220,7 @@ def _type_name(tp: Any) -> str:
 def _coerce(value: Any, tp: Any, where: str) -> Any:
     """``value`` as type ``tp`` (TOML's own types; an integer is a number, a list a tuple), or a
     ConfigError saying what was expected."""
+
     def bad() -> ConfigError:
         return ConfigError(f"{where} must be {_type_name(tp)}, not {type(value).__name__} {value!r}")
 
@@ -260,8 +264,10 @@ def parse_section(cls: type, name: str, table: Any, path: str, *, label: str | N
     hints = typing.get_type_hints(cls)
     unknown = sorted(set(table) - set(hints))
     if unknown:
-        raise ConfigError(f"{path}: {label} has unknown key{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(unknown)} (known: {', '.join(hints) or 'none'})")
+        raise ConfigError(
+            f"{path}: {label} has unknown key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(unknown)} (known: {', '.join(hints) or 'none'})"
+        )
     fields = {f.name: f for f in dataclasses.fields(cls)}
     missing = [k for k in hints if k not in table and _required(fields[k])]
     if missing:
@@ -300,8 +306,17 @@ def describe_section(cls: type, section: str) -> list[ConfigKey]:
     for f in dataclasses.fields(cls):
         required = _required(f)
         default = None if required else (f.default if f.default is not dataclasses.MISSING else f.default_factory())
-        rows.append(ConfigKey(section, f.name, _type_name(hints[f.name]).split(" ", 1)[1], required, default,
-                              tuple(f.metadata.get("choices", ())), f.metadata.get("doc", "")))
+        rows.append(
+            ConfigKey(
+                section,
+                f.name,
+                _type_name(hints[f.name]).split(" ", 1)[1],
+                required,
+                default,
+                tuple(f.metadata.get("choices", ())),
+                f.metadata.get("doc", ""),
+            )
+        )
     return rows
 
 
@@ -309,12 +324,15 @@ def parse_config(data: dict[str, Any], path: str = "<config>") -> Config:
     """A :class:`Config` from already parsed TOML (``path`` only names it in errors)."""
     unknown = sorted(set(data) - set(SECTIONS))
     if unknown:
-        raise ConfigError(f"{path}: unknown section{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(f'[{u}]' for u in unknown)} (sections: {', '.join(SECTIONS)})")
+        raise ConfigError(
+            f"{path}: unknown section{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(f'[{u}]' for u in unknown)} (sections: {', '.join(SECTIONS)})"
+        )
     missing = [s for s in SECTIONS if s not in data]
     if missing:
-        raise ConfigError(f"{path}: missing section{'s' if len(missing) > 1 else ''} "
-                          f"{', '.join(f'[{m}]' for m in missing)}")
+        raise ConfigError(
+            f"{path}: missing section{'s' if len(missing) > 1 else ''} {', '.join(f'[{m}]' for m in missing)}"
+        )
     return Config(path=path, **{name: parse_section(cls, name, data[name], path) for name, cls in SECTIONS.items()})
 
 
@@ -340,8 +358,12 @@ def load_config(path: str | Path | None = None) -> Config:
 def judge_of(values: Any) -> JudgeConf:
     """A :class:`JudgeConf` from any object with its fields as attributes (a job's parsed flags,
     lists as argparse gives them), lists made tuples."""
-    return JudgeConf(**{f.name: tuple(v) if isinstance(v := getattr(values, f.name), list) else v
-                        for f in dataclasses.fields(JudgeConf)})
+    return JudgeConf(
+        **{
+            f.name: tuple(v) if isinstance(v := getattr(values, f.name), list) else v
+            for f in dataclasses.fields(JudgeConf)
+        }
+    )
 
 
 def as_defaults(section: Any) -> dict[str, Any]:

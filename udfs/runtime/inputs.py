@@ -17,6 +17,7 @@ is skipped, and an ``InputReport`` lists every file a resolution considered and 
 skipped with the reason (a hidden or ``_`` name, another suffix, a broken link, a loop), for the
 job's run record (``Job.resolve_inputs``).
 """
+
 from __future__ import annotations
 
 import errno
@@ -30,7 +31,18 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 MANIFEST_SUFFIXES = (".manifest", ".paths", ".paths.gz", ".txt")
-_REMOTE_PREFIXES = ("s3://", "s3a://", "s3n://", "hdfs://", "gs://", "abfs://", "abfss://", "http://", "https://", "file://")
+_REMOTE_PREFIXES = (
+    "s3://",
+    "s3a://",
+    "s3n://",
+    "hdfs://",
+    "gs://",
+    "abfs://",
+    "abfss://",
+    "http://",
+    "https://",
+    "file://",
+)
 
 
 class InputError(ValueError):
@@ -95,7 +107,7 @@ def _check_url(url: str, roots: tuple[Path | str, ...] | None, origin: str) -> N
             continue
         if _URL_TRICKS.search(url.split("://", 1)[1]) or not path.startswith(b.path):
             continue
-        if posixpath.normpath("/" + path[len(b.path):]).startswith("/..") or "/../" in path + "/":
+        if posixpath.normpath("/" + path[len(b.path) :]).startswith("/..") or "/../" in path + "/":
             continue
         return
     where = " or ".join(str(r) for r in roots)
@@ -227,8 +239,12 @@ def _walk(top: Path, suffixes: tuple[str, ...], report: InputReport) -> list[Pat
         if key in walked:
             first = walked[key]
             loop = first == d or first in d.parents
-            report.skip(d, f"symlink loop: leads back to {first}, already walked" if loop
-                        else f"the same folder as {first}, already walked")
+            report.skip(
+                d,
+                f"symlink loop: leads back to {first}, already walked"
+                if loop
+                else f"the same folder as {first}, already walked",
+            )
             continue
         walked[key] = d
         try:
@@ -245,8 +261,12 @@ def _walk(top: Path, suffixes: tuple[str, ...], report: InputReport) -> list[Pat
             try:
                 is_dir, is_file = e.is_dir(), e.is_file()  # both follow symlinks
             except OSError as exc:
-                report.skip(p, "symlink loop: the link never reaches a file or folder" if exc.errno == errno.ELOOP
-                            else f"unreadable: {exc.strerror or exc}")
+                report.skip(
+                    p,
+                    "symlink loop: the link never reaches a file or folder"
+                    if exc.errno == errno.ELOOP
+                    else f"unreadable: {exc.strerror or exc}",
+                )
                 continue
             if is_dir:
                 subdirs.append(p)

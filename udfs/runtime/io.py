@@ -20,6 +20,7 @@ Spark DataFrames keep ``df.write.parquet(str(folder))``: Spark has its own files
 Everything written from Python (run records, plots, Parquet from pyarrow, JSON lines rejects)
 goes through a Folder.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,7 +47,7 @@ def url_scheme(location: str) -> str | None:
 def _with_scheme(location: str, table: dict[str, str]) -> str:
     scheme = url_scheme(location)
     if scheme in table:
-        return table[scheme] + location[len(scheme):]
+        return table[scheme] + location[len(scheme) :]
     return location
 
 
@@ -212,7 +213,7 @@ class Folder:
             if not self.is_local:
                 p = self.fs._strip_protocol(p)
             if p.startswith(base + "/"):
-                out.append(p[len(base) + 1:])
+                out.append(p[len(base) + 1 :])
         return sorted(out)
 
     def files(self, suffixes: tuple[str, ...] | None = None) -> list[str]:
@@ -224,7 +225,7 @@ class Folder:
         out = []
         for p in self.fs.find(base):
             p = p if self.is_local else self.fs._strip_protocol(p)
-            rel = p[len(base) + 1:] if p.startswith(base + "/") else os.path.basename(p)
+            rel = p[len(base) + 1 :] if p.startswith(base + "/") else os.path.basename(p)
             if any(part.startswith(("_", ".")) for part in rel.split("/")):
                 continue
             if suffixes is None or p.endswith(suffixes):

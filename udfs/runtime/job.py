@@ -8,6 +8,7 @@ key of the same name; ``self.config`` holds every section), the run record
 (``<table>/_run.json``: inputs, config, counters, times), the rejects location
 (``rejects/<job>/``) and, for Spark jobs, the session.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from udfs.runtime import io as _io
 from udfs.runtime.cli import HelpFormatter, check_config_value, fail
 from udfs.runtime.config import Config, ConfigError, as_defaults, exit_on_config_error, load_config
-from udfs.runtime import io as _io
 from udfs.runtime.inputs import InputError, InputReport, resolve_inputs
 from udfs.runtime.io import Folder
 from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF, shown_path
@@ -126,8 +127,7 @@ class RunRecord:
 def setting_actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
     """dest -> action of the parser's setting flags: the optional flags declared without
     ``default=`` (argparse gave them ``FROM_CONF``), whose defaults the conf file holds."""
-    return {a.dest: a for a in parser._actions
-            if a.option_strings and not a.required and a.default is FROM_CONF}
+    return {a.dest: a for a in parser._actions if a.option_strings and not a.required and a.default is FROM_CONF}
 
 
 class Job:
@@ -167,8 +167,11 @@ class Job:
         pre.add_argument("--config", default=str(DEFAULT_CONF))
         known, _ = pre.parse_known_args(argv)
         if any(a == "--conf" or a.startswith("--conf=") for a in argv):
-            fail(f"{self.name}.py", "--conf is not an option of the jobs: the pipeline's TOML file is "
-                 "--config FILE, a Spark setting is --spark-conf KEY=VALUE")
+            fail(
+                f"{self.name}.py",
+                "--conf is not an option of the jobs: the pipeline's TOML file is "
+                "--config FILE, a Spark setting is --spark-conf KEY=VALUE",
+            )
         check_config_value(f"{self.name}.py", known.config)
         try:
             self.config = load_config(known.config)
@@ -206,12 +209,24 @@ class Job:
             allow_abbrev=False,
         )
         parser.add_argument("--input", nargs="+", required=True, help=self.input_help)
-        parser.add_argument("--output", required=True, help="output root shared by the whole pipeline; "
-                            f"this job writes {self.table}/ and rejects/{self.name}/ under it")
-        parser.add_argument("--config", default=str(DEFAULT_CONF), help="pipeline configuration (TOML); "
-                            f"its [{self.name}] section gives this job's defaults (Spark settings: --spark-conf)")
-        parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-                            help="log messages of this level and above go to stderr")
+        parser.add_argument(
+            "--output",
+            required=True,
+            help="output root shared by the whole pipeline; "
+            f"this job writes {self.table}/ and rejects/{self.name}/ under it",
+        )
+        parser.add_argument(
+            "--config",
+            default=str(DEFAULT_CONF),
+            help="pipeline configuration (TOML); "
+            f"its [{self.name}] section gives this job's defaults (Spark settings: --spark-conf)",
+        )
+        parser.add_argument(
+            "--log-level",
+            default="INFO",
+            choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+            help="log messages of this level and above go to stderr",
+        )
         self.add_engine_arguments(parser)
         self.add_arguments(parser)
         settings = setting_actions(parser)
@@ -223,24 +238,32 @@ class Job:
         for shared in self.shared_sections:
             for key, value in as_defaults(config.section(shared)).items():
                 if key in sections:
-                    raise ConfigError(f"{config.path}: [{shared}] {key} is also a key of [{sections[key]}]: "
-                                      f"{self.name}.py takes a setting from one section only")
+                    raise ConfigError(
+                        f"{config.path}: [{shared}] {key} is also a key of [{sections[key]}]: "
+                        f"{self.name}.py takes a setting from one section only"
+                    )
                 values[key], sections[key] = value, shared
         where = f"{config.path}: {' and '.join(f'[{s}]' for s in (self.name, *self.shared_sections))}"
         missing = [a for d, a in settings.items() if d not in values]
         if missing:
-            raise ConfigError(f"{where} is missing key{'s' if len(missing) > 1 else ''} "
-                              + ", ".join(f"{a.dest} (the default of {a.option_strings[-1]})" for a in missing))
+            raise ConfigError(
+                f"{where} is missing key{'s' if len(missing) > 1 else ''} "
+                + ", ".join(f"{a.dest} (the default of {a.option_strings[-1]})" for a in missing)
+            )
         extra = sorted(set(values) - set(settings))
         if extra:
-            raise ConfigError(f"{where} has key{'s' if len(extra) > 1 else ''} {', '.join(extra)} "
-                              f"that no flag of {self.name}.py takes")
+            raise ConfigError(
+                f"{where} has key{'s' if len(extra) > 1 else ''} {', '.join(extra)} "
+                f"that no flag of {self.name}.py takes"
+            )
         for dest, value in values.items():
             choices = settings[dest].choices
             for item in value if isinstance(value, list) else [value]:
                 if choices is not None and item not in choices:
-                    raise ConfigError(f"{config.path}: [{sections[dest]}] {dest} = {value!r}: {item!r} is not one of "
-                                      f"{', '.join(map(repr, choices))}")
+                    raise ConfigError(
+                        f"{config.path}: [{sections[dest]}] {dest} = {value!r}: {item!r} is not one of "
+                        f"{', '.join(map(repr, choices))}"
+                    )
         parser.set_defaults(**values)
         parser.setting_dests = tuple(settings)  # for checks: the keys [<name>] must hold
         parser.setting_sections = sections  # dest -> the section its default came from
@@ -277,8 +300,7 @@ class Job:
         inputs.setdefault("considered", []).extend(report.as_dict()["considered"])
         inputs.setdefault("skipped", []).extend({**s, "flag": flag} for s in report.skipped)
 
-    def keep_reads(self, files, counts: dict[str, dict[str, Any]], unit: str, total: int,
-                   key: str = "read") -> bool:
+    def keep_reads(self, files, counts: dict[str, dict[str, Any]], unit: str, total: int, key: str = "read") -> bool:
         """What each input gave, for the run record: ``record["inputs"][key]`` is one entry per
         file, ``{"source": file, unit: n, ...}`` (the other items of ``counts[file]`` after it),
         for every file of ``files`` (the files the job was to read: one that gave nothing is
@@ -351,10 +373,16 @@ class SparkJob(Job):
     """A job with a Spark session: ``local[*]`` unless ``--master`` or spark-submit says otherwise."""
 
     def add_engine_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--master", default=None,
-                            help="Spark master; default: what spark-submit set, else local[*]")
-        parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                            help="extra Spark setting, repeatable (also read: conf/spark-defaults.conf)")
+        parser.add_argument(
+            "--master", default=None, help="Spark master; default: what spark-submit set, else local[*]"
+        )
+        parser.add_argument(
+            "--spark-conf",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="extra Spark setting, repeatable (also read: conf/spark-defaults.conf)",
+        )
 
     @classmethod
     def cli(cls) -> int:
@@ -421,10 +449,14 @@ def build_spark(app: str, master: str | None = None, extra: list[str] | None = N
     # spark-submit reads conf/log4j2.properties through SPARK_CONF_DIR; a session this process
     # starts is pointed at it here (WARN and above), unless the JVM options already name one.
     java_opts = defaults.get("spark.driver.extraJavaOptions", "")
-    if "PYSPARK_GATEWAY_PORT" not in os.environ and "log4j2.configurationFile" not in java_opts \
-            and (CONF_DIR / "log4j2.properties").exists():
+    if (
+        "PYSPARK_GATEWAY_PORT" not in os.environ
+        and "log4j2.configurationFile" not in java_opts
+        and (CONF_DIR / "log4j2.properties").exists()
+    ):
         defaults["spark.driver.extraJavaOptions"] = (
-            f"{java_opts} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}").strip()
+            f"{java_opts} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}"
+        ).strip()
     for key, value in defaults.items():
         if key not in submitted:
             builder = builder.config(key, value)

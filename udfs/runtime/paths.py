@@ -3,6 +3,7 @@
 Everything else (inputs, outputs) is a flag or a ``conf/`` setting; these are the folders that
 ship with a checkout: bundled data, configuration, prompts.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

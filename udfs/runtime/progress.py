@@ -8,6 +8,7 @@ at the end, e.g. ``evaluate: 3/10 pages, 42 verdicts, 1.2 pages/min, ETA 5 min``
 stays short and still says whether the step moves. The periodic line is also written between
 updates (a background timer), since one unit (a page through the model) can take minutes.
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,10 +42,19 @@ class Progress:
     manager, or call ``close()``: it writes the final line (non-terminal) or closes the bar.
     """
 
-    def __init__(self, label: str, total: int | None, unit: str = "items", *, stream: TextIO | None = None,
-                 interval_s: float = INTERVAL_S, tty: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic, background: bool = True,
-                 rates: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        label: str,
+        total: int | None,
+        unit: str = "items",
+        *,
+        stream: TextIO | None = None,
+        interval_s: float = INTERVAL_S,
+        tty: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        background: bool = True,
+        rates: tuple[str, ...] = (),
+    ):
         self.label, self.total, self.unit = label, total or None, unit
         self.rates = tuple(rates)
         self.stream = stream if stream is not None else sys.stderr
@@ -61,8 +71,7 @@ class Progress:
         if tty if tty is not None else _isatty(self.stream):
             from tqdm import tqdm
 
-            self._bar = tqdm(total=self.total, desc=label, unit=f" {unit}", file=self.stream,
-                             dynamic_ncols=True)
+            self._bar = tqdm(total=self.total, desc=label, unit=f" {unit}", file=self.stream, dynamic_ncols=True)
         elif background and interval_s > 0:
             self._thread = threading.Thread(target=self._tick_loop, name=f"progress-{label}", daemon=True)
             self._thread.start()
@@ -77,8 +86,9 @@ class Progress:
             if self._bar is not None:
                 shown = {k: _num(v) for k, v in self.counts.items() if v}
                 elapsed = max(self.clock() - self.t0, 1e-9)
-                shown.update({f"{k}/s": _num(float(self.counts[k]) / elapsed)
-                              for k in self.rates if self.counts.get(k)})
+                shown.update(
+                    {f"{k}/s": _num(float(self.counts[k]) / elapsed) for k in self.rates if self.counts.get(k)}
+                )
                 if shown:
                     self._bar.set_postfix(shown, refresh=False)
                 self._bar.update(n)

@@ -11,6 +11,7 @@ The documentation site renders both with :func:`section_markdown` in place of th
 ``<!-- config-reference -->`` of ``docs/configuration.md`` (``docs/hooks/config_reference.py``),
 so ``mkdocs build`` always shows the configuration as the code reads it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -78,8 +79,18 @@ def pipeline_rows(path: str | Path = DEFAULT_CONF) -> list[ConfigKey]:
     for name, cls in SECTIONS.items():
         section = getattr(config, name)
         hints = typing.get_type_hints(cls)
-        rows += [ConfigKey(name, f.name, _type_name(hints[f.name]), True, getattr(section, f.name), (),
-                           comments.get((name, f.name), "")) for f in dataclasses.fields(cls)]
+        rows += [
+            ConfigKey(
+                name,
+                f.name,
+                _type_name(hints[f.name]),
+                True,
+                getattr(section, f.name),
+                (),
+                comments.get((name, f.name), ""),
+            )
+            for f in dataclasses.fields(cls)
+        ]
     return rows
 
 

@@ -15,6 +15,7 @@ Every rejects table, whichever job or library writes it, has exactly these colum
 modules that never touch Spark do not import pyspark). Python writers build rows with
 ``reject_row``; Spark writers cut ``raw`` with ``raw_column``.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -45,8 +46,9 @@ def cut_raw(raw: str | bytes | None, chars: int) -> str | None:
     return raw[:chars]
 
 
-def reject_row(source: str, position: int | None, reason: str, raw: str | bytes | None = None, *,
-               raw_chars: int | None = None) -> dict[str, Any]:
+def reject_row(
+    source: str, position: int | None, reason: str, raw: str | bytes | None = None, *, raw_chars: int | None = None
+) -> dict[str, Any]:
     """One reject row of the contract (a dict keyed by ``COLUMNS``), ``raw`` cut to ``raw_chars``
     (needed only when there is a ``raw``). An empty ``source`` or ``reason``, or a ``raw`` without
     a bound, is a ValueError: a reject must say where and why, and its raw must stay bounded."""
@@ -56,8 +58,12 @@ def reject_row(source: str, position: int | None, reason: str, raw: str | bytes 
         raise ValueError(f"reject without a reason (source: {source!r})")
     if raw is not None and raw_chars is None:
         raise ValueError(f"reject raw without a bound (source: {source!r}): pass raw_chars")
-    return {"source": source, "position": None if position is None else int(position), "reason": reason,
-            "raw": None if raw is None else cut_raw(raw, raw_chars)}
+    return {
+        "source": source,
+        "position": None if position is None else int(position),
+        "reason": reason,
+        "raw": None if raw is None else cut_raw(raw, raw_chars),
+    }
 
 
 def raw_column(col, chars: int):

@@ -10,6 +10,7 @@ after compliance, and what each agent rejected) from ``OUT/scores``, the thresho
 agents decided with and where they came from (a calibration file or the configuration), the run
 records' total time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,12 @@ ATTENTION = re.compile(r"reject|fail|error|damaged|no_text|not_judged|no_verdict
 _NOT_ATTENTION = {"rejects_written"}
 # The funnel of the scores table, in pipeline order, as the report names its stages.
 # (scores column, what the count is, the agent that cut it down to that)
-STAGES = (("n_triples", "triples", ""), ("n_valid", "valid", "validity"), ("n_factual", "factual", "factuality"),
-          ("n_compliant", "compliant", "compliance"))
+STAGES = (
+    ("n_triples", "triples", ""),
+    ("n_valid", "valid", "validity"),
+    ("n_factual", "factual", "factuality"),
+    ("n_compliant", "compliant", "compliance"),
+)
 
 
 def table_rows(folder: Folder) -> int | None:
@@ -39,23 +44,28 @@ def table_rows(folder: Folder) -> int | None:
         if not folder.ls("*.parquet") and not folder.ls("*/*.parquet"):
             return None
         return folder.dataset().count_rows()
-    except Exception:  # a summary never fails a run that succeeded
+    except Exception:  # noqa: BLE001 - a summary never fails a run that succeeded
         return None
 
 
 def attention(counters: dict[str, Any]) -> dict[str, int | float]:
     """The counters to look at: numeric, non-zero, named like trouble (see ``ATTENTION``)."""
-    return {k: v for k, v in counters.items()
-            if ATTENTION.search(k) and k not in _NOT_ATTENTION
-            and isinstance(v, (int, float)) and not isinstance(v, bool) and v}
+    return {
+        k: v
+        for k, v in counters.items()
+        if ATTENTION.search(k)
+        and k not in _NOT_ATTENTION
+        and isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and v
+    }
 
 
 def _duration(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-def job_summary(name: str, tables: Iterable[tuple[str, Folder]], record: dict[str, Any],
-                next_step: str = "") -> str:
+def job_summary(name: str, tables: Iterable[tuple[str, Folder]], record: dict[str, Any], next_step: str = "") -> str:
     """The end-of-run block of job ``name``: ``tables`` are (name, folder) pairs it wrote,
     ``record`` its run record (counters, wall_s, report), ``next_step`` the command to run next."""
     lines = [f"{name}: done in {_duration(record.get('wall_s') or 0)}"]
@@ -64,8 +74,11 @@ def job_summary(name: str, tables: Iterable[tuple[str, Folder]], record: dict[st
     rows = [(table, folder, table_rows(folder)) for table, folder in tables]
     # An empty rejects table is no news (an empty output table is); a folder without Parquet that
     # holds the report is named by the report's link.
-    rows = [(t, f, n) for t, f, n in rows if (n or not t.startswith("rejects")) and f.exists()
-            and not (n is None and link and link.startswith(str(f)))]
+    rows = [
+        (t, f, n)
+        for t, f, n in rows
+        if (n or not t.startswith("rejects")) and f.exists() and not (n is None and link and link.startswith(str(f)))
+    ]
     width = max((len(t) for t, _, _ in rows), default=0) + 1
     for table, folder, n in rows:
         count = f"{n:>10,} rows" if n is not None else " " * 15
@@ -104,8 +117,9 @@ def funnel(scores: Folder) -> dict[str, dict[str, int]]:
 def headline(source: str, counts: dict[str, int]) -> str:
     """One line per source: the funnel, then the biggest cut said in words."""
     chain = " -> ".join(f"{counts[c]:,} {what}" for c, what, _ in STAGES)
-    cuts = [(counts[a] - counts[b], agent, counts[a])
-            for (a, _, _), (b, _, agent) in zip(STAGES, STAGES[1:]) if counts[a]]
+    cuts = [
+        (counts[a] - counts[b], agent, counts[a]) for (a, _, _), (b, _, agent) in zip(STAGES, STAGES[1:]) if counts[a]
+    ]
     line = f"  {source}: {chain}"
     if cuts:
         lost, label, before = max(cuts)
@@ -125,8 +139,13 @@ def thresholds_line(scores: Folder) -> str | None:
         return None
     parts = []
     for agent, where in provenance.items():
-        how = ("calibrated" if (applied.get("agents") or {}).get(agent, {}).get("matched") else
-               "command line" if " from --" in where else "configured")
+        how = (
+            "calibrated"
+            if (applied.get("agents") or {}).get(agent, {}).get("matched")
+            else "command line"
+            if " from --" in where
+            else "configured"
+        )
         parts.append(f"{agent} {judge[f'{agent}_threshold']:.3g} ({how})")
     where = f"; calibration file {applied['file']}" if applied.get("file") else ""
     return f"verdict thresholds: {', '.join(parts)}{where}" if parts else None
@@ -163,14 +182,16 @@ def demo_summary(out: Folder) -> str:
     if look:
         lines.append("to look at: " + ", ".join(f"{k} {_num(v)}" for k, v in look.items()))
     if starts:
-        lines.append(f"total time: {_duration((max(ends) - min(starts)).total_seconds())} "
-                     f"(first job's start to last job's end)")
+        lines.append(
+            f"total time: {_duration((max(ends) - min(starts)).total_seconds())} (first job's start to last job's end)"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m udfs.runtime.summary",
-                                description="The closing summary of a pipeline run over its output root.")
+    p = argparse.ArgumentParser(
+        prog="python -m udfs.runtime.summary", description="The closing summary of a pipeline run over its output root."
+    )
     p.add_argument("output", help="the output root the jobs wrote (--output)")
     a = p.parse_args(argv)
     out = Folder.of(a.output)

@@ -31,6 +31,7 @@ to write a markup back, optionally without some of its property values; :func:`r
 gives each top-level node of a document as a document of its own (the pages job keeps a page's
 human markup so), by the same reading of the top level as :func:`parse_markup`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,7 +46,17 @@ from udfs.schemaorg.vocab import DEFAULT_RELEASE, schema_local_name
 
 _ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 # Keywords that carry no triple and may be ignored without losing anything.
-_IGNORED_KEYWORDS = {"@context", "@index", "@language", "@direction", "@version", "@base", "@protected", "@propagate", "@import"}
+_IGNORED_KEYWORDS = {
+    "@context",
+    "@index",
+    "@language",
+    "@direction",
+    "@version",
+    "@base",
+    "@protected",
+    "@propagate",
+    "@import",
+}
 # IRI characters that end a prefix's IRI (RFC 3987 gen-delims): only such a term is a prefix.
 _GEN_DELIMS = frozenset(":/?#[]@")
 
@@ -335,8 +346,9 @@ def term_name(iri: str) -> str:
 
 
 # ---- parsing ---------------------------------------------------------------------------------
-def parse_markup(markup: str | bytes | dict | list, *, allow_empty: bool = False,
-                 contexts: dict | None = None) -> Markup:
+def parse_markup(
+    markup: str | bytes | dict | list, *, allow_empty: bool = False, contexts: dict | None = None
+) -> Markup:
     """Read one JSON-LD markup (JSON text or already-parsed JSON) into a :class:`Markup`.
 
     Raises :class:`MarkupError` with a reason for text that is not JSON, for a top level that is
@@ -551,7 +563,9 @@ class _Reader:
                 if dt is not None and not isinstance(dt, str):
                     raise MarkupError("@type of an @value object must be a string")
                 lang = val.get("@language")
-                out.append(Literal(lit, _expand(ctx, dt, vocab=True) if dt else None, lang if isinstance(lang, str) else None))
+                out.append(
+                    Literal(lit, _expand(ctx, dt, vocab=True) if dt else None, lang if isinstance(lang, str) else None)
+                )
                 return
             for container in ("@list", "@set"):
                 if container in val:
@@ -585,8 +599,11 @@ def count_json_values(data: Any, limit: int) -> int:
 
 
 # ---- writing back ----------------------------------------------------------------------------
-def to_jsonld(markup: Markup, keep: Callable[[str, str, Value], bool] | None = None,
-              keep_type: Callable[[str, str], bool] | None = None) -> dict | list | None:
+def to_jsonld(
+    markup: Markup,
+    keep: Callable[[str, str, Value], bool] | None = None,
+    keep_type: Callable[[str, str], bool] | None = None,
+) -> dict | list | None:
     """The markup as JSON-LD (schema.org context, local names), keeping only the (subject,
     property, value) triples for which ``keep`` is true and the (subject, type) pairs for which
     ``keep_type`` is true (all when None).

@@ -14,6 +14,7 @@ Every reader and writer of schema.org data agrees on three things, defined here 
 
 ``SCHEMA_CONTEXT_URL`` is the ``@context`` the project writes on markup it produces.
 """
+
 from __future__ import annotations
 
 import functools

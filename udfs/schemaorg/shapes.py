@@ -23,6 +23,7 @@ comparison with schema.org's and pySHACL's own shapes):
 Data graphs are expected with schema.org terms in ``http://schema.org/`` (the official context's
 namespace); :mod:`udfs.agents.validity` builds them that way from :mod:`udfs.schemaorg.markup`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -51,7 +52,10 @@ LITERAL_FAMILIES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "Float": ((XSD + "integer", XSD + "double"), None),
     "Boolean": ((XSD + "boolean",), None),
     "Date": ((XSD + "string",), r"^-?[0-9]{4,}-[0-9]{2}-[0-9]{2}$"),
-    "DateTime": ((XSD + "string",), r"^-?[0-9]{4,}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?$"),
+    "DateTime": (
+        (XSD + "string",),
+        r"^-?[0-9]{4,}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?$",
+    ),
     "Time": ((XSD + "string",), r"^[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?$"),
 }
 # Datatype roots whose descendants are literal-only (never entity types).
@@ -126,8 +130,15 @@ def build_model(vocab: str | None = None) -> ShapeModel:
     for enum, ms in v.enumeration_members.items():
         for m in ms:
             member_of.setdefault(m, set()).add(enum)
-    return ShapeModel(v.release, entity_types, allowed, ranges, dict(v.superseded_by), supertypes,
-                      {m: frozenset(es) for m, es in member_of.items()})
+    return ShapeModel(
+        v.release,
+        entity_types,
+        allowed,
+        ranges,
+        dict(v.superseded_by),
+        supertypes,
+        {m: frozenset(es) for m, es in member_of.items()},
+    )
 
 
 # ---- Turtle ----------------------------------------------------------------------------------
@@ -160,7 +171,9 @@ def to_turtle(model: ShapeModel, strict: bool = False) -> str:
     w("    sh:in " + _list([f"schema:{t}" for t in types], "    ") + " .\n\n")
     w("# Rule 1: every subject has a type (SPARQL target: SHACL core has no 'all subjects' target).\n")
     w("shp:typed-subject a sh:NodeShape ;\n    sh:target [\n        a sh:SPARQLTarget ;\n")
-    w('        sh:select "SELECT DISTINCT ?this WHERE { ?this ?p ?o . FILTER (?p NOT IN (<urn:llm4schema:shapes:subTypeOf>, <urn:llm4schema:shapes:memberOf>)) }" ;\n    ] ;\n')
+    w(
+        '        sh:select "SELECT DISTINCT ?this WHERE { ?this ?p ?o . FILTER (?p NOT IN (<urn:llm4schema:shapes:subTypeOf>, <urn:llm4schema:shapes:memberOf>)) }" ;\n    ] ;\n'
+    )
     w("    sh:property [\n        sh:path rdf:type ;\n        sh:minCount 1 ;\n    ] .\n\n")
 
     w("# Rule 2: one closed shape per entity type, targeting its direct instances; its own and its\n")
@@ -171,7 +184,11 @@ def to_turtle(model: ShapeModel, strict: bool = False) -> str:
         w(f"shp:t-{t} a sh:NodeShape ;\n    sh:targetClass schema:{t} ;\n")
         if t in model.superseded_by:
             w(f"    schema:supersededBy schema:{model.superseded_by[t]} ;\n")
-        w("    sh:closed true ;\n    sh:ignoredProperties " + _list(["rdf:type", "shp:subTypeOf", "shp:memberOf"] + [f"schema:{p}" for p in props], "    ") + " .\n\n")
+        w(
+            "    sh:closed true ;\n    sh:ignoredProperties "
+            + _list(["rdf:type", "shp:subTypeOf", "shp:memberOf"] + [f"schema:{p}" for p in props], "    ")
+            + " .\n\n"
+        )
 
     w("# Rule 3: one shape per property, targeting the subjects that use it: what a value may be.\n")
     used_isa: set[str] = set()
@@ -197,14 +214,18 @@ def to_turtle(model: ShapeModel, strict: bool = False) -> str:
             alts += ["shp:literal", "shp:iri" if spec.link else "shp:link"]
         alts += [f"shp:isa-{c}" for c in spec.isa]
         used_isa.update(spec.isa)
-        w(f"    sh:property [\n        sh:path schema:{p} ;\n        sh:or " + _list(alts, "        ") + " ;\n    ] .\n\n")
+        w(
+            f"    sh:property [\n        sh:path schema:{p} ;\n        sh:or "
+            + _list(alts, "        ")
+            + " ;\n    ] .\n\n"
+        )
 
     w("# Value kinds.\n")
     w("shp:literal a sh:NodeShape ;\n    sh:nodeKind sh:Literal .\n\n")
     w("shp:link a sh:NodeShape ;\n    sh:nodeKind sh:IRI ;\n")
     w("    sh:property [\n        sh:path rdf:type ;\n        sh:maxCount 0 ;\n    ] .\n\n")
     w("# Where URL is in the range any IRI is a URL, also one the markup describes as a typed node\n")
-    w("# (\"url\": X beside \"mainEntityOfPage\": {\"@type\": \"WebPage\", \"@id\": X}).\n")
+    w('# ("url": X beside "mainEntityOfPage": {"@type": "WebPage", "@id": X}).\n')
     w("shp:iri a sh:NodeShape ;\n    sh:nodeKind sh:IRI .\n\n")
     if strict:
         for fam, (dts, pattern) in LITERAL_FAMILIES.items():
@@ -254,7 +275,7 @@ def _types_with_members(model: ShapeModel) -> set[str]:
 def _curie(iri: str) -> str:
     for pre, ns in (("xsd", XSD), ("rdf", RDF)):
         if iri.startswith(ns):
-            return f"{pre}:{iri[len(ns):]}"
+            return f"{pre}:{iri[len(ns) :]}"
     return f"<{iri}>"
 
 

@@ -8,6 +8,7 @@ loads it.
 Terms are named by their local name (``Recipe``, ``name``): the C-set contract, the shapes and the
 prompts all speak local names, and the namespace variants (http/https, ``www.``) are one namespace.
 """
+
 from __future__ import annotations
 
 import functools
@@ -49,7 +50,7 @@ def schema_local_name(iri: str) -> str | None:
     m = SCHEMA_NS_RE.match(iri)
     if not m:
         return None
-    local = iri[m.end():]
+    local = iri[m.end() :]
     return local or None
 
 

@@ -32,6 +32,7 @@ matched; :func:`resolve_judge` makes the judge a run uses (``ResolvedJudge``): t
 settings with each threshold resolved and its provenance said. Pure apart from reading and
 writing that file (through ``udfs.runtime.io.Folder``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -76,9 +77,9 @@ def entry_key(model: str, agent: str, strategy: str, layout: str) -> tuple[str, 
 
 # ---- split --------------------------------------------------------------------------------------
 def split_of(group: str, seed: int, fit_fraction: float) -> str:
-    """"fit" or "test" for every item of ``group`` (module docstring)."""
+    """ "fit" or "test" for every item of ``group`` (module docstring)."""
     h = hashlib.sha256(f"{seed}\x1fsplit\x1f{group}".encode()).digest()
-    u = int.from_bytes(h[:8], "big") / 2 ** 64
+    u = int.from_bytes(h[:8], "big") / 2**64
     return "fit" if u < fit_fraction else "test"
 
 
@@ -147,7 +148,7 @@ def isotonic_fit(scores: Sequence[float | None], labels: Sequence[bool]) -> dict
             prev[3] = top[3]
     xs, ys = [], []
     for total, count, lo, hi in merged:
-        for x in ((lo,) if lo == hi else (lo, hi)):
+        for x in (lo,) if lo == hi else (lo, hi):
             xs.append(round(x, 6))
             ys.append(round(total / count, 6))
     return {"x": xs, "y": ys}
@@ -177,13 +178,23 @@ def measure(labels: Sequence[bool], scores: Sequence[float | None], threshold: f
     p = s >= threshold
     tp, fp = int((p & y).sum()), int((p & ~y).sum())
     fn, tn = int((~p & y).sum()), int((~p & ~y).sum())
-    return {"n": int(len(y)), "positives": int(y.sum()), "negatives": int((~y).sum()),
-            "unanswered": len(labels) - int(len(y)), "tp": tp, "fp": fp, "tn": tn, "fn": fn,
-            "precision": tp / (tp + fp) if tp + fp else 0.0, "recall": tp / (tp + fn) if tp + fn else 0.0,
-            "f1": _f1(tp, fp, fn), "sensitivity": tp / (tp + fn) if tp + fn else None,
-            "specificity": tn / (tn + fp) if tn + fp else None,
-            "balanced_accuracy": (tp / (tp + fn) + tn / (tn + fp)) / 2 if tp + fn and tn + fp else None,
-            "auroc": auroc(labels, scores)}
+    return {
+        "n": int(len(y)),
+        "positives": int(y.sum()),
+        "negatives": int((~y).sum()),
+        "unanswered": len(labels) - int(len(y)),
+        "tp": tp,
+        "fp": fp,
+        "tn": tn,
+        "fn": fn,
+        "precision": tp / (tp + fp) if tp + fp else 0.0,
+        "recall": tp / (tp + fn) if tp + fn else 0.0,
+        "f1": _f1(tp, fp, fn),
+        "sensitivity": tp / (tp + fn) if tp + fn else None,
+        "specificity": tn / (tn + fp) if tn + fp else None,
+        "balanced_accuracy": (tp / (tp + fn) + tn / (tn + fp)) / 2 if tp + fn and tn + fp else None,
+        "auroc": auroc(labels, scores),
+    }
 
 
 @dataclass
@@ -197,9 +208,19 @@ class Item:
     tasks: tuple[str, ...] = ()
 
 
-def fit_entry(items: Sequence[Item], *, model: str, agent: str, strategy: str, layout: str, seed: int,
-              fit_fraction: float, ground_truth_sha256: str, tasks: Iterable[str] = (),
-              prompts_sha256: str | None = None) -> dict[str, Any]:
+def fit_entry(
+    items: Sequence[Item],
+    *,
+    model: str,
+    agent: str,
+    strategy: str,
+    layout: str,
+    seed: int,
+    fit_fraction: float,
+    ground_truth_sha256: str,
+    tasks: Iterable[str] = (),
+    prompts_sha256: str | None = None,
+) -> dict[str, Any]:
     """One calibration entry: threshold and map fitted on the fit split of ``items``, figures on the
     test split (the agent's, and per task for the ``tasks`` named). ``prompts_sha256``: the
     fingerprint of the prompts the scores came from (``udfs.agents.verdicts.prompt_fingerprint``)."""
@@ -212,12 +233,22 @@ def fit_entry(items: Sequence[Item], *, model: str, agent: str, strategy: str, l
         sub = [i for i in test if t in i.tasks]
         per_task[t] = measure([i.label for i in sub], [i.score for i in sub], threshold)
     return {
-        "model": model, "agent": agent, "strategy": strategy, "layout": layout,
-        "threshold": round(threshold, 6), "knots": knots, "seed": seed, "fit_fraction": fit_fraction,
-        "ground_truth_sha256": ground_truth_sha256, "prompts_sha256": prompts_sha256,
+        "model": model,
+        "agent": agent,
+        "strategy": strategy,
+        "layout": layout,
+        "threshold": round(threshold, 6),
+        "knots": knots,
+        "seed": seed,
+        "fit_fraction": fit_fraction,
+        "ground_truth_sha256": ground_truth_sha256,
+        "prompts_sha256": prompts_sha256,
         "fit": {"n": len(fit), "groups": len({i.group for i in fit}), "positives": sum(i.label for i in fit)},
-        "test": {**measure([i.label for i in test], [i.score for i in test], threshold),
-                 "groups": len({i.group for i in test}), "tasks": per_task},
+        "test": {
+            **measure([i.label for i in test], [i.score for i in test], threshold),
+            "groups": len({i.group for i in test}),
+            "tasks": per_task,
+        },
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
 
@@ -246,9 +277,12 @@ def write(path: str, entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     doc = read(path)
     new = {entry_key(e["model"], e["agent"], e["strategy"], e["layout"]): e for e in entries}
     kept = [e for e in doc["entries"] if entry_key(e["model"], e["agent"], e["strategy"], e["layout"]) not in new]
-    doc = {"version": VERSION, "entries": sorted([*kept, *new.values()],
-                                                 key=lambda e: entry_key(e["model"], e["agent"], e["strategy"],
-                                                                         e["layout"]))}
+    doc = {
+        "version": VERSION,
+        "entries": sorted(
+            [*kept, *new.values()], key=lambda e: entry_key(e["model"], e["agent"], e["strategy"], e["layout"])
+        ),
+    }
     f = Folder.of(path)
     f.parent.write_text(f.name, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return doc
@@ -270,19 +304,42 @@ class Applied:
     def record(self) -> dict[str, Any]:
         """The run record's account: the file, its hash, per agent whether it matched, the
         threshold taken and the test-split counts behind it (the corrected rates use them)."""
-        return {"file": self.path or None, "sha256": self.sha256, "note": self.note,
-                "agents": {a: ({"matched": True, "threshold": e["threshold"], "model": e["model"],
-                                "strategy": e["strategy"], "layout": e["layout"], "seed": e["seed"],
-                                "ground_truth_sha256": e.get("ground_truth_sha256"),
-                                "test": {k: e["test"].get(k) for k in ("n", "tp", "fn", "tn", "fp", "precision",
-                                                                      "recall", "f1", "auroc")}}
-                               if (e := self.entries.get(a)) else {"matched": False})
-                           for a in AGENTS}}
+        return {
+            "file": self.path or None,
+            "sha256": self.sha256,
+            "note": self.note,
+            "agents": {
+                a: (
+                    {
+                        "matched": True,
+                        "threshold": e["threshold"],
+                        "model": e["model"],
+                        "strategy": e["strategy"],
+                        "layout": e["layout"],
+                        "seed": e["seed"],
+                        "ground_truth_sha256": e.get("ground_truth_sha256"),
+                        "test": {
+                            k: e["test"].get(k)
+                            for k in ("n", "tp", "fn", "tn", "fp", "precision", "recall", "f1", "auroc")
+                        },
+                    }
+                    if (e := self.entries.get(a))
+                    else {"matched": False}
+                )
+                for a in AGENTS
+            },
+        }
 
 
-def resolve(path: str, models: Sequence[str | None], strategy: str, layout: str = SHARED_PREFIX,
-            judge: str | None = None, prompts: dict[str, str] | None = None,
-            compliance_layout: str = SHARED_PREFIX) -> Applied:
+def resolve(
+    path: str,
+    models: Sequence[str | None],
+    strategy: str,
+    layout: str = SHARED_PREFIX,
+    judge: str | None = None,
+    prompts: dict[str, str] | None = None,
+    compliance_layout: str = SHARED_PREFIX,
+) -> Applied:
     """The entries of ``path`` for these verdict models, strategy and layouts (``layout_key`` of
     the factuality and of the compliance questions) (``path`` "": none).
     A model left to the service (None) matches nothing: its id is not known here. ``prompts``:
@@ -295,8 +352,10 @@ def resolve(path: str, models: Sequence[str | None], strategy: str, layout: str 
         out.note = f"calibration file {path} not found: the configured thresholds"
         return out
     if not models or any(m is None for m in models):
-        out.note = ("the verdict model is the service's default, whose id this run does not know: "
-                    "the configured thresholds (name it in verdict_models to use the calibration)")
+        out.note = (
+            "the verdict model is the service's default, whose id this run does not know: "
+            "the configured thresholds (name it in verdict_models to use the calibration)"
+        )
         return out
     key = model_key(list(models), judge)
     stale = []
@@ -313,8 +372,11 @@ def resolve(path: str, models: Sequence[str | None], strategy: str, layout: str 
                 out.maps[e["agent"]] = e["knots"]
     matched = sorted(out.entries)
     layouts = layout if compliance_layout == SHARED_PREFIX else f"{layout} / compliance {compliance_layout}"
-    out.note = (f"calibrated ({', '.join(matched)}) for {key}, {strategy}, {layouts}" if matched
-                else f"no entry for {key}, {strategy}, {layouts}: the configured thresholds")
+    out.note = (
+        f"calibrated ({', '.join(matched)}) for {key}, {strategy}, {layouts}"
+        if matched
+        else f"no entry for {key}, {strategy}, {layouts}: the configured thresholds"
+    )
     if matched and len(matched) < len(AGENTS):
         out.note += "; the configured threshold for " + ", ".join(a for a in AGENTS if a not in matched)
     if stale:
@@ -362,21 +424,32 @@ class ResolvedJudge:
     def record(self) -> dict[str, Any]:
         """What the run record keeps: the settings, the thresholds applied and their provenance,
         the calibration's account."""
-        return {"settings": dataclasses.asdict(self.settings),
-                "thresholds": {a: self.threshold(a) for a in AGENTS}, "provenance": dict(self.provenance),
-                "calibration": self.calibration}
+        return {
+            "settings": dataclasses.asdict(self.settings),
+            "thresholds": {a: self.threshold(a) for a in AGENTS},
+            "provenance": dict(self.provenance),
+            "calibration": self.calibration,
+        }
 
 
 def _fitted_on(path: str, e: dict[str, Any]) -> str:
     fit = e.get("fit") or {}
-    return (f"{e['threshold']:g} from {shown_path(project_file(path))}, "
-            f"entry {e['layout']} ({e['model']}, {e['strategy']}), "
-            f"fitted on {fit.get('n')} items in {fit.get('groups')} groups of ground truth "
-            f"{str(e.get('ground_truth_sha256'))[:12]}, created {e.get('created_at')}")
+    return (
+        f"{e['threshold']:g} from {shown_path(project_file(path))}, "
+        f"entry {e['layout']} ({e['model']}, {e['strategy']}), "
+        f"fitted on {fit.get('n')} items in {fit.get('groups')} groups of ground truth "
+        f"{str(e.get('ground_truth_sha256'))[:12]}, created {e.get('created_at')}"
+    )
 
 
-def resolve_judge(settings: JudgeConf, questions: dict[str, tuple[str, str]], *, served_model: str | None = None,
-                  origin: dict[str, str], apply: bool = True) -> ResolvedJudge:
+def resolve_judge(
+    settings: JudgeConf,
+    questions: dict[str, tuple[str, str]],
+    *,
+    served_model: str | None = None,
+    origin: dict[str, str],
+    apply: bool = True,
+) -> ResolvedJudge:
     """The judge of ``settings`` with its thresholds resolved: per agent, the threshold the command
     line gave (``origin[agent + "_threshold"]`` a flag, "--..."), else that of the calibration
     file's entry for these verdict models (``served_model`` where ``settings`` names none; None: not
@@ -387,10 +460,15 @@ def resolve_judge(settings: JudgeConf, questions: dict[str, tuple[str, str]], *,
     another threshold). ``apply`` False (a calibration fits, it does not apply one): the configured
     thresholds, said so."""
     path = settings.calibration if apply else ""
-    applied = resolve(project_file(path), list(settings.verdict_models) or [served_model], settings.strategy,
-                      layout_key(questions["factuality"][0]), judge=settings.judge_model or None,
-                      prompts={a: fp for a, (_, fp) in questions.items()},
-                      compliance_layout=layout_key(questions["compliance"][0]))
+    applied = resolve(
+        project_file(path),
+        list(settings.verdict_models) or [served_model],
+        settings.strategy,
+        layout_key(questions["factuality"][0]),
+        judge=settings.judge_model or None,
+        prompts={a: fp for a, (_, fp) in questions.items()},
+        compliance_layout=layout_key(questions["compliance"][0]),
+    )
     thresholds, provenance = {}, {}
     for agent in AGENTS:
         configured = getattr(settings, f"{agent}_threshold")
@@ -401,13 +479,15 @@ def resolve_judge(settings: JudgeConf, questions: dict[str, tuple[str, str]], *,
             if entry is not None:
                 for taken in (applied.entries, applied.thresholds, applied.maps):
                     taken.pop(agent, None)
-                provenance[agent] += (f" (the calibration entry {entry['layout']} not taken: "
-                                      "fitted for its own threshold)")
+                provenance[agent] += (
+                    f" (the calibration entry {entry['layout']} not taken: fitted for its own threshold)"
+                )
                 applied.note += f"; not taken for {agent}: its threshold is the command line's"
         elif entry is not None:
             thresholds[agent], provenance[agent] = float(entry["threshold"]), _fitted_on(path, entry)
         else:
             why = applied.note if apply else "not applied: calibrate fits the thresholds on the raw scores"
             thresholds[agent], provenance[agent] = configured, f"{configured:g} from {where}; calibration: {why}"
-    return ResolvedJudge(settings, thresholds["factuality"], thresholds["compliance"], provenance,
-                         dict(applied.maps), applied.record())
+    return ResolvedJudge(
+        settings, thresholds["factuality"], thresholds["compliance"], provenance, dict(applied.maps), applied.record()
+    )

@@ -25,6 +25,7 @@ are seeded, so a report is reproducible.
 
 Pure: numbers in, numbers out (numpy only).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -99,9 +100,17 @@ class Corrected:
         return self.corrected is not None and not self.flags
 
 
-def corrected_rate(judged: Sequence[int], rejected: Sequence[int], judge: JudgeAccuracy, *,
-                   draws: int = BOOTSTRAP_DRAWS, level: float = CI_LEVEL, min_youden: float = MIN_YOUDEN,
-                   max_ci_width: float = MAX_CI_WIDTH, seed: int = SEED) -> Corrected:
+def corrected_rate(
+    judged: Sequence[int],
+    rejected: Sequence[int],
+    judge: JudgeAccuracy,
+    *,
+    draws: int = BOOTSTRAP_DRAWS,
+    level: float = CI_LEVEL,
+    min_youden: float = MIN_YOUDEN,
+    max_ci_width: float = MAX_CI_WIDTH,
+    seed: int = SEED,
+) -> Corrected:
     """The rejection rate over pages (``judged[i]`` claims judged on page i, ``rejected[i]`` of them
     rejected) corrected for ``judge``'s errors, with a bootstrap interval over pages and the
     judge's Beta posteriors (module docstring). Flags: no claim judged; a test split without a

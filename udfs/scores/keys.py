@@ -17,6 +17,7 @@ out (conf/pipeline.toml ``[scores] ignore_keys``: ``@context``, boilerplate both
 would inflate F1) and the BLEU order (``[scores] bleu_max_order``) are the caller's: this module
 holds no default for them.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,13 +33,14 @@ _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 # ---- BLEU ------------------------------------------------------------------------------------
 
+
 def tokenize(text: str) -> list[str]:
     """Words and single punctuation marks, the 13a-like split BLEU is usually computed on."""
     return _TOKEN.findall(text)
 
 
 def _ngrams(tokens: list[str], n: int) -> Counter:
-    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
 def sentence_bleu(hypothesis: str | list[str], reference: str | list[str], max_order: int) -> float:
@@ -78,6 +80,7 @@ def sentence_bleu(hypothesis: str | list[str], reference: str | list[str], max_o
 
 # ---- flattening ------------------------------------------------------------------------------
 
+
 def flatten(doc: Any, ignore_keys: Iterable[str]) -> dict[str, list[Any]]:
     """Leaf dot paths -> the leaf values found there (several under an array).
 
@@ -116,6 +119,7 @@ def flatten(doc: Any, ignore_keys: Iterable[str]) -> dict[str, list[Any]]:
 
 # ---- value scores ----------------------------------------------------------------------------
 
+
 def _canonical(value: Any) -> str:
     # One spelling per value for set comparison: 1 and 1.0 are one number, True is not 1.
     if isinstance(value, bool):
@@ -142,6 +146,7 @@ def value_score(reference: list[Any], prediction: list[Any], array: bool, max_or
 
 
 # ---- the record ------------------------------------------------------------------------------
+
 
 @dataclass
 class KeyScores:
@@ -204,9 +209,17 @@ def key_scores(
     pred, pred_error = _load(prediction)
     if pred_error:
         return KeyScores(
-            valid_json=False, key_precision=0.0, key_recall=0.0, key_f1=0.0,
-            n_reference_keys=len(ref_keys), n_predicted_keys=0, n_shared_keys=0,
-            missing_keys=sorted(ref_keys), extra_keys=[], value_score=None, json_bleu=0.0,
+            valid_json=False,
+            key_precision=0.0,
+            key_recall=0.0,
+            key_f1=0.0,
+            n_reference_keys=len(ref_keys),
+            n_predicted_keys=0,
+            n_shared_keys=0,
+            missing_keys=sorted(ref_keys),
+            extra_keys=[],
+            value_score=None,
+            json_bleu=0.0,
             error=pred_error,
         )
     pred_keys = flatten(pred, ignore_keys)

@@ -12,6 +12,7 @@ once. Pairs whose texts are equal after normalisation score 1 without an embeddi
 BLINKG's third signal, the embedding of an ontology term's label or description, is for mapping
 terms, not values, and is not used here.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,8 +55,11 @@ def levenshtein_similarity(a: Any, b: Any) -> float:
 
 def settings(conf: ScoresConf) -> dict[str, Any]:
     """``[scores]`` as the keywords of the matching functions: threshold, batch_size, threads."""
-    return {"threshold": conf.match_threshold, "batch_size": conf.embedding_batch_size,
-            "threads": conf.embedding_threads}
+    return {
+        "threshold": conf.match_threshold,
+        "batch_size": conf.embedding_batch_size,
+        "threads": conf.embedding_threads,
+    }
 
 
 def load_model(threads: int | None):
@@ -97,8 +101,11 @@ def embed(texts: Sequence[str], *, batch_size: int, threads: int | None):
         return np.zeros((0, 384), dtype="float32")
     model = load_model(threads)
     return model.encode(
-        list(texts), batch_size=batch_size, normalize_embeddings=True,
-        convert_to_numpy=True, show_progress_bar=False,
+        list(texts),
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
     )
 
 
@@ -162,8 +169,9 @@ def match_sets(
     """BLINKG precision / recall / F1 of predicted values against reference values: each value
     matches at most one on the other side, best-scoring pairs first (greedy one-to-one)."""
     pairs = [(i, j) for i in range(len(predicted)) for j in range(len(reference))]
-    scores = match_pairs([(predicted[i], reference[j]) for i, j in pairs], threshold=threshold,
-                         batch_size=batch_size, threads=threads)
+    scores = match_pairs(
+        [(predicted[i], reference[j]) for i, j in pairs], threshold=threshold, batch_size=batch_size, threads=threads
+    )
     return _one_to_one(pairs, scores, len(predicted), len(reference))
 
 
@@ -202,12 +210,11 @@ def match_property_values(
     markup: values are matched only under the same property, one-to-one, all pairs embedded in
     one batch. ``pairs`` indexes the two input lists."""
     predicted, reference = list(predicted), list(reference)
-    pairs = [
-        (i, j)
-        for i, (p, _) in enumerate(predicted)
-        for j, (q, _) in enumerate(reference)
-        if p == q
-    ]
-    scores = match_pairs([(predicted[i][1], reference[j][1]) for i, j in pairs], threshold=threshold,
-                         batch_size=batch_size, threads=threads)
+    pairs = [(i, j) for i, (p, _) in enumerate(predicted) for j, (q, _) in enumerate(reference) if p == q]
+    scores = match_pairs(
+        [(predicted[i][1], reference[j][1]) for i, j in pairs],
+        threshold=threshold,
+        batch_size=batch_size,
+        threads=threads,
+    )
     return _one_to_one(pairs, scores, len(predicted), len(reference))

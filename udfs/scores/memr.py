@@ -23,6 +23,7 @@ Command line::
 A file that cannot be read is one line on stderr (``memr: FILE: reason``); the other files are
 still read, and the exit status is 2 when any failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,15 @@ from udfs.schemaorg.markup import Markup, MarkupError, Ref, Value, parse_markup
 from udfs.schemaorg.vocab import RDF_TYPE
 
 __all__ = [
-    "TYPE_PREDICATE", "MarkupError", "MemrScore", "markup_triples", "object_counts", "memr_from_counts",
-    "memr", "memr_markups", "main",
+    "TYPE_PREDICATE",
+    "MarkupError",
+    "MemrScore",
+    "markup_triples",
+    "object_counts",
+    "memr_from_counts",
+    "memr",
+    "memr_markups",
+    "main",
 ]
 
 # The predicate name types are counted under (the paper counts rdf:type like any predicate).
@@ -62,6 +70,7 @@ class MemrScore:
 
 
 # ---- the triples of a markup -----------------------------------------------------------------
+
 
 def _rdf_literal(value: Any) -> tuple[str, str | None]:
     # Lexical form and datatype as JSON-LD's toRdf gives them, so 5, 5.0, true and "5" are told
@@ -138,6 +147,7 @@ def object_counts(triples: Markup | Iterable[tuple | Mapping[str, Any]]) -> Coun
 
 # ---- the score -------------------------------------------------------------------------------
 
+
 def memr_from_counts(human: Mapping[str, int], model: Mapping[str, int]) -> MemrScore:
     merged = {p: max(human.get(p, 0), model.get(p, 0)) for p in set(human) | set(model)}
     h_total, l_total, m_total = sum(human.values()), sum(model.values()), sum(merged.values())
@@ -159,6 +169,7 @@ def memr_markups(human: str | bytes | dict | list, model: str | bytes | dict | l
 
 
 # ---- command line ----------------------------------------------------------------------------
+
 
 def _read_file(path: str) -> Markup:
     try:
@@ -187,16 +198,31 @@ def main(argv: list[str] | None = None) -> int:
     from udfs.runtime.cli import HelpFormatter, json_lines_out
 
     parser = argparse.ArgumentParser(
-        prog=PROG, formatter_class=HelpFormatter, allow_abbrev=False,
+        prog=PROG,
+        formatter_class=HelpFormatter,
+        allow_abbrev=False,
         description="MeMR of a human and a model JSON-LD markup of one page (LLM4Schema.org). "
         'Prints {"h": ..., "l": ...}; null for both when both markups have no triple. '
         "With --counts, the triple count and objects per predicate of each file instead.",
     )
-    parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="HUMAN MODEL (JSON-LD files, '-' for stdin), or with --counts any number of files")
-    parser.add_argument("--counts", action=argparse.BooleanOptionalAction, default=False,
-                        help='print {"file", "triples", "counts"} for each file, one JSON line each')
-    parser.add_argument("--details", action=argparse.BooleanOptionalAction, default=False, help="also print totals and per-predicate counts")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="HUMAN MODEL (JSON-LD files, '-' for stdin), or with --counts any number of files",
+    )
+    parser.add_argument(
+        "--counts",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help='print {"file", "triples", "counts"} for each file, one JSON line each',
+    )
+    parser.add_argument(
+        "--details",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="also print totals and per-predicate counts",
+    )
     args = parser.parse_args(argv)
     if args.files.count("-") > 1:
         parser.error("only one markup can come from stdin")
@@ -209,7 +235,11 @@ def main(argv: list[str] | None = None) -> int:
             if markup is None:
                 continue
             counts = object_counts(markup)
-            line: dict[str, Any] = {"file": path, "triples": sum(counts.values()), "counts": dict(sorted(counts.items()))}
+            line: dict[str, Any] = {
+                "file": path,
+                "triples": sum(counts.values()),
+                "counts": dict(sorted(counts.items())),
+            }
             if markup.notes:
                 line["notes"] = markup.notes
             print(json.dumps(line, ensure_ascii=False))
@@ -224,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = score.as_dict()
     if args.details:
         out.update(
-            human_total=score.human_total, model_total=score.model_total, merged_total=score.merged_total,
+            human_total=score.human_total,
+            model_total=score.model_total,
+            merged_total=score.merged_total,
             human_counts=dict(sorted(score.human_counts.items())),
             model_counts=dict(sorted(score.model_counts.items())),
             merged_counts=dict(sorted(score.merged_counts.items())),

@@ -51,6 +51,7 @@ The modules, by concern:
 
 This package re-exports what the rest of the project imports from it.
 """
+
 from __future__ import annotations
 
 from udfs.agents.validity.compare import ModeComparison

@@ -1,4 +1,5 @@
 """``python -m udfs.agents.validity``: the validity agent's command (:mod:`udfs.agents.validity.cli`)."""
+
 import sys
 
 from udfs.agents.validity.cli import main

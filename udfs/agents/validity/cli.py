@@ -1,5 +1,6 @@
 """The validity agent's command: ``python -m udfs.agents.validity`` (console script
 ``llm4schema-validity``), one JSON object per line per triple, per file or per disagreement."""
+
 from __future__ import annotations
 
 import argparse
@@ -29,29 +30,52 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         exit_on_config_error(prog, exc)
     ap = argparse.ArgumentParser(
-        prog=prog, formatter_class=HelpFormatter, allow_abbrev=False,
+        prog=prog,
+        formatter_class=HelpFormatter,
+        allow_abbrev=False,
         description="Validity verdicts of JSON-LD markups: one JSON object per line per "
         "(subject, property, value, entity type) triple. A markup without @context is read as "
         "schema.org; remote contexts are never fetched.",
     )
     ap.add_argument("files", nargs="+", metavar="FILE", help="JSON-LD files ('-' = standard input)")
-    ap.add_argument("--config", default=str(DEFAULT_CONF),
-                    help="pipeline configuration (TOML) whose [validity] gives the defaults")
-    ap.add_argument("--engine", choices=ENGINES, default=conf.engine,
-                    help="compiled (fast, the pipeline's) or pyshacl (the reference)")
-    ap.add_argument("--strict", action=argparse.BooleanOptionalAction, default=conf.strict,
-                    help="strict reading of literal values (false: lenient, the paper's)")
+    ap.add_argument(
+        "--config", default=str(DEFAULT_CONF), help="pipeline configuration (TOML) whose [validity] gives the defaults"
+    )
+    ap.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=conf.engine,
+        help="compiled (fast, the pipeline's) or pyshacl (the reference)",
+    )
+    ap.add_argument(
+        "--strict",
+        action=argparse.BooleanOptionalAction,
+        default=conf.strict,
+        help="strict reading of literal values (false: lenient, the paper's)",
+    )
     ap.add_argument("--vocab", default=conf.vocab, help="schema.org release")
-    ap.add_argument("--validity-mode", choices=MODES, default=conf.mode,
-                    help="schemaorg: schema.org's rules, one line per (subject, property, value, entity "
-                    "type); paper: the paper's filter, one line per triple as the paper counts them "
-                    "(the share of valid lines is its Table 7 share)")
-    ap.add_argument("--compare-modes", action=argparse.BooleanOptionalAction, default=False,
-                    help="read the files in both modes, counted the paper's way: one line per triple the "
-                    "modes disagree on (which mode removes it, and why), then one summary line with "
-                    "both shares and the disagreements by cause")
-    ap.add_argument("--cleaned", action=argparse.BooleanOptionalAction, default=False,
-                    help="print one line per file with the markup without its invalid property values instead")
+    ap.add_argument(
+        "--validity-mode",
+        choices=MODES,
+        default=conf.mode,
+        help="schemaorg: schema.org's rules, one line per (subject, property, value, entity "
+        "type); paper: the paper's filter, one line per triple as the paper counts them "
+        "(the share of valid lines is its Table 7 share)",
+    )
+    ap.add_argument(
+        "--compare-modes",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="read the files in both modes, counted the paper's way: one line per triple the "
+        "modes disagree on (which mode removes it, and why), then one summary line with "
+        "both shares and the disagreements by cause",
+    )
+    ap.add_argument(
+        "--cleaned",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="print one line per file with the markup without its invalid property values instead",
+    )
     args = ap.parse_args(argv)
     if args.compare_modes and args.cleaned:
         fail(prog, "--compare-modes and --cleaned exclude each other")

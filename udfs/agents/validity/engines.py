@@ -5,6 +5,7 @@
 (:class:`PyShaclChecker`) validates an RDF view of the markup against the generated shapes
 (``shapes/schemaorg-<release>[.strict].shapes.ttl``), the reference.
 """
+
 from __future__ import annotations
 
 import functools
@@ -161,12 +162,15 @@ class PyShaclChecker:
         values: dict[tuple, tuple] = {}  # (s, p, o) terms -> value key
 
         for i, m in enumerate(markups):
+
             def node(node_id: str, i=i):
                 if node_id.startswith("_:"):
                     term = rdflib.BNode(f"m{i}b{quote(node_id[2:], safe='')}")
                 else:
                     local = schema_member(node_id)
-                    term = rdflib.URIRef(SCHEMA_NS + local if local else f"urn:llm4schema:m{i}:{quote(node_id, safe='')}")
+                    term = rdflib.URIRef(
+                        SCHEMA_NS + local if local else f"urn:llm4schema:m{i}:{quote(node_id, safe='')}"
+                    )
                 nodes[term] = (i, node_id)
                 return term
 
@@ -182,16 +186,29 @@ class PyShaclChecker:
                     for v in vs:
                         if isinstance(v, Literal):
                             dt, lang = literal_datatype(v)
-                            lex = v.text if not isinstance(v.value, (int, float)) or isinstance(v.value, bool) else v.value
-                            o = rdflib.Literal(lex, lang=lang) if lang else rdflib.Literal(lex, datatype=rdflib.URIRef(dt))
+                            lex = (
+                                v.text
+                                if not isinstance(v.value, (int, float)) or isinstance(v.value, bool)
+                                else v.value
+                            )
+                            o = (
+                                rdflib.Literal(lex, lang=lang)
+                                if lang
+                                else rdflib.Literal(lex, datatype=rdflib.URIRef(dt))
+                            )
                         else:
                             o = node(v.id)
                         values[(s, pt, o)] = v.key()
                         g.add((s, pt, o))
 
         _conforms, report, _text = validate(
-            g, shacl_graph=self.shapes, advanced=True, inference="none", meta_shacl=False,
-            abort_on_first=False, allow_warnings=False,
+            g,
+            shacl_graph=self.shapes,
+            advanced=True,
+            inference="none",
+            meta_shacl=False,
+            abort_on_first=False,
+            allow_warnings=False,
         )
         found = [Findings() for _ in markups]
         unknown: set[str] = set()  # a type is unknown whoever uses it: reported once per type

@@ -6,6 +6,7 @@ markup without its invalid values. The paper's filter (:mod:`udfs.agents.validit
 removals instead; :func:`removal_verdicts` turns them into the same verdicts. The causes a triple
 goes for are named here once.
 """
+
 from __future__ import annotations
 
 import functools
@@ -52,9 +53,15 @@ class Verdict:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "subject": self.subject, "property": self.property, "value": self.value,
-            "value_kind": self.value_kind, "entity_type": self.entity_type, "valid": self.valid,
-            "rule": self.rule, "reason": self.reason, "cause": self.cause,
+            "subject": self.subject,
+            "property": self.property,
+            "value": self.value,
+            "value_kind": self.value_kind,
+            "entity_type": self.entity_type,
+            "valid": self.valid,
+            "rule": self.rule,
+            "reason": self.reason,
+            "cause": self.cause,
         }
 
 
@@ -153,7 +160,11 @@ def verdicts(markup: Markup, findings: Findings, model: ShapeModel, strict: bool
                     rule, reason, cause = 1, f"{t} is not a schema.org type", UNDEFINED_TYPE
             elif (s, p, t) in findings.not_allowed and not _definers(findings, ent, p):
                 if p in retired:
-                    rule, reason, cause = 2, f"{p} is retired from schema.org (the attic), not a property of {t}", RETIRED
+                    rule, reason, cause = (
+                        2,
+                        f"{p} is retired from schema.org (the attic), not a property of {t}",
+                        RETIRED,
+                    )
                 else:
                     rule, reason, cause = 2, f"{p} is not a property of {t}", UNDEFINED_PROPERTY
             elif bad_value:
@@ -162,8 +173,10 @@ def verdicts(markup: Markup, findings: Findings, model: ShapeModel, strict: bool
             else:
                 reason = ""
                 if (s, p, t) in findings.not_allowed:
-                    reason = (f"{p} is not a property of {t} but of {_definers(findings, ent, p)[0]}: an "
-                              "entity of several types has the union of their properties")
+                    reason = (
+                        f"{p} is not a property of {t} but of {_definers(findings, ent, p)[0]}: an "
+                        "entity of several types has the union of their properties"
+                    )
                 sup = _superseded_note(superseded, t, p)
                 if sup:
                     reason = f"{reason}; {sup}" if reason else sup
@@ -205,8 +218,15 @@ def retired_terms(release: str) -> frozenset[str]:
     except OSError:
         return frozenset()
     v = load_vocabulary(release)
-    return frozenset(k for k, d in ctx.items() if isinstance(d, dict) and d.get("@id") == f"schema:{k}"
-                     and k not in v.classes and k not in v.properties and k not in v.instance_of)
+    return frozenset(
+        k
+        for k, d in ctx.items()
+        if isinstance(d, dict)
+        and d.get("@id") == f"schema:{k}"
+        and k not in v.classes
+        and k not in v.properties
+        and k not in v.instance_of
+    )
 
 
 def removal_verdicts(markup: Markup, removed: dict[tuple, Removal], model: ShapeModel) -> list[Verdict]:

@@ -5,13 +5,26 @@ non-string literal no datatype of the range accepts is flagged, and a flagged va
 equal leaf of the markup (a flagged blank node: its property, from every node).
 :func:`paper_triples` and :func:`counted_keys` count triples the paper's way.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from udfs.agents.validity.findings import (
-    BLANK_PROPERTY, DATATYPE, MULTI_TYPE, RDF_LANGSTRING, RETIRED, UNDEFINED_PROPERTY, UNDEFINED_TYPE, VALUE_STRING,
-    VALUE_TYPE, XSD, Removal, Verdict, literal_datatype, retired_terms,
+    BLANK_PROPERTY,
+    DATATYPE,
+    MULTI_TYPE,
+    RDF_LANGSTRING,
+    RETIRED,
+    UNDEFINED_PROPERTY,
+    UNDEFINED_TYPE,
+    VALUE_STRING,
+    VALUE_TYPE,
+    XSD,
+    Removal,
+    Verdict,
+    literal_datatype,
+    retired_terms,
 )
 from udfs.schemaorg.markup import Literal, Markup, Ref, Value
 from udfs.schemaorg.shapes import LITERAL_FAMILIES, RangeSpec, ShapeModel
@@ -74,8 +87,11 @@ def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, Remov
         bad = [t for t in ent.types if t not in model.entity_types]
         if bad:
             why = "retired from schema.org (the attic)" if bad[0] in retired else "not a schema.org type"
-            dead[ent.id] = (1, RETIRED if bad[0] in retired else UNDEFINED_TYPE,
-                            f"{bad[0]} is {why}: the paper's filter removes the entity whole")
+            dead[ent.id] = (
+                1,
+                RETIRED if bad[0] in retired else UNDEFINED_TYPE,
+                f"{bad[0]} is {why}: the paper's filter removes the entity whole",
+            )
         for p, values in ent.properties.items():
             missing = [t for t in known if p not in model.allowed[t]]
             spec = model.ranges.get(p)
@@ -83,8 +99,12 @@ def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, Remov
                 if missing:
                     if len(missing) < len(known):
                         other = next(t for t in known if t not in missing)
-                        f = (2, MULTI_TYPE, f"{p} is not a property of {missing[0]} (it is one of {other}: "
-                                            "the paper's closed shapes apply each type, no union)")
+                        f = (
+                            2,
+                            MULTI_TYPE,
+                            f"{p} is not a property of {missing[0]} (it is one of {other}: "
+                            "the paper's closed shapes apply each type, no union)",
+                        )
                     elif p in retired:
                         f = (2, RETIRED, f"{p} is retired from schema.org (the attic), not a property of {missing[0]}")
                     else:
@@ -93,15 +113,21 @@ def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, Remov
                     cause = _paper_value_fault(spec, v, ents)
                     if cause is None:
                         continue
-                    f = (3, cause, f"{p} expects {', '.join(spec.ranges)}; got "
-                                   + (f"a JSON {type(v.value).__name__}" if isinstance(v, Literal) else _node_desc(markup, v)))
+                    f = (
+                        3,
+                        cause,
+                        f"{p} expects {', '.join(spec.ranges)}; got "
+                        + (f"a JSON {type(v.value).__name__}" if isinstance(v, Literal) else _node_desc(markup, v)),
+                    )
                 else:
                     continue
                 flags[(ent.id, p, v.key())] = f
                 if isinstance(v, Ref) and v.id.startswith("_:"):
                     blank_props.setdefault(p, f)
                 elif _leaf(markup, v):
-                    strings.setdefault(_text(v), (f[0], f[1], f"{_text(v)[:60]!r} is the flagged value of {p} ({f[2]})"))
+                    strings.setdefault(
+                        _text(v), (f[0], f[1], f"{_text(v)[:60]!r} is the flagged value of {p} ({f[2]})")
+                    )
     removed: dict[tuple, Removal] = {}
     for ent in ents.values():
         for p, values in ent.properties.items():
@@ -111,8 +137,15 @@ def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, Remov
                     r = dead[ent.id]
                 elif p in blank_props:
                     own = flags.get(k)
-                    r = own if own else (blank_props[p][0], BLANK_PROPERTY,
-                                         f"{p} had a flagged blank-node value ({blank_props[p][2]}): removed from every node")
+                    r = (
+                        own
+                        if own
+                        else (
+                            blank_props[p][0],
+                            BLANK_PROPERTY,
+                            f"{p} had a flagged blank-node value ({blank_props[p][2]}): removed from every node",
+                        )
+                    )
                 elif isinstance(v, Ref) and v.id in dead:
                     r = dead[v.id]
                 elif _leaf(markup, v) and _text(v) in strings:
@@ -198,6 +231,7 @@ def with_subtrees(markup: Markup, removed: dict[tuple, Removal], dead: dict[str,
                 out.setdefault((e, p, v.key()), (r[0], r[1], f"removed with its parent node: {r[2]}"))
     return out
 
+
 def paper_triples(markup: Markup, verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
     """The triples as the paper counts them, one dict each: a leaf (property, value string) with
     its entity type (links between nodes, ``@type`` and ``@id`` not counted), identical
@@ -210,8 +244,15 @@ def paper_triples(markup: Markup, verdicts: Sequence[Verdict]) -> list[dict[str,
         key = (t.property, _text(t.value), t.entity_type or "")
         row = out.get(key)
         if row is None:
-            out[key] = {"property": t.property, "value": _text(t.value), "entity_type": t.entity_type,
-                        "valid": v.valid, "rule": v.rule, "cause": v.cause, "reason": v.reason}
+            out[key] = {
+                "property": t.property,
+                "value": _text(t.value),
+                "entity_type": t.entity_type,
+                "valid": v.valid,
+                "rule": v.rule,
+                "cause": v.cause,
+                "reason": v.reason,
+            }
         elif v.valid and not row["valid"]:
             row.update(valid=True, rule=None, cause=None, reason=v.reason)
     return list(out.values())

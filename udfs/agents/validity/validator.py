@@ -1,5 +1,6 @@
 """The validity agent's entry points: one mode, one engine, one release (:class:`ValidityAgent`),
 and the cached agent per setting that the pipeline calls (:func:`agent`, :func:`validate`)."""
+
 from __future__ import annotations
 
 import functools
@@ -28,7 +29,9 @@ class ValidityAgent:
         self.strict = strict
         self.engine = engine
         self.mode = mode
-        self.checker = CompiledChecker(self.model, strict) if engine == "compiled" else PyShaclChecker(self.model, strict)
+        self.checker = (
+            CompiledChecker(self.model, strict) if engine == "compiled" else PyShaclChecker(self.model, strict)
+        )
 
     def findings_many(self, markups: Sequence[Markup]) -> list[Findings]:
         if isinstance(self.checker, PyShaclChecker):
@@ -45,9 +48,17 @@ class ValidityAgent:
         if self.mode == "paper":
             for m in parsed:
                 removed, dead = paper_removals(m, self.model)
-                out.append(ValidityResult(m, removal_verdicts(m, removed, self.model), to_jsonld(
-                    m, keep=lambda s, p, v, removed=removed: (s, p, v.key()) not in removed,
-                    keep_type=lambda s, t, dead=dead: s not in dead)))
+                out.append(
+                    ValidityResult(
+                        m,
+                        removal_verdicts(m, removed, self.model),
+                        to_jsonld(
+                            m,
+                            keep=lambda s, p, v, removed=removed: (s, p, v.key()) not in removed,
+                            keep_type=lambda s, t, dead=dead: s not in dead,
+                        ),
+                    )
+                )
             return out
         for m, f in zip(parsed, self.findings_many(parsed)):
             vs = verdicts(m, f, self.model, self.strict)
@@ -60,7 +71,8 @@ def agent(engine: str, strict: bool, vocab: str | None, mode: str) -> ValidityAg
     return ValidityAgent(engine, strict, vocab, mode)
 
 
-def validate(markup: str | bytes | dict | list | Markup, engine: str, strict: bool,
-             vocab: str | None, mode: str) -> ValidityResult:
+def validate(
+    markup: str | bytes | dict | list | Markup, engine: str, strict: bool, vocab: str | None, mode: str
+) -> ValidityResult:
     """Verdicts and cleaned markup of one JSON-LD markup (text or parsed JSON). Fetches nothing."""
     return agent(engine, strict, vocab, mode).validate(markup)

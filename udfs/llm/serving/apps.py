@@ -23,10 +23,15 @@ def _autoscaling(section: ReplicasConf) -> dict[str, Any]:
     lo, hi = section.min_replicas, section.max_replicas
     if lo == hi:
         return {"num_replicas": lo}
-    return {"autoscaling_config": {"min_replicas": lo, "max_replicas": hi,
-                                   "target_ongoing_requests": section.target_ongoing_requests,
-                                   "upscale_delay_s": section.upscale_delay_s,
-                                   "downscale_delay_s": section.downscale_delay_s}}
+    return {
+        "autoscaling_config": {
+            "min_replicas": lo,
+            "max_replicas": hi,
+            "target_ongoing_requests": section.target_ongoing_requests,
+            "upscale_delay_s": section.upscale_delay_s,
+            "downscale_delay_s": section.downscale_delay_s,
+        }
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,11 +95,17 @@ def _deployment_name(model_id: str) -> str:
     return "EmbeddedLLM-" + re.sub(r"[^A-Za-z0-9_.-]", "_", model_id)
 
 
-def _openai_error(status: int, message: str, kind: str = "invalid_request_error",
-                  code: str | int | None = None, param: str | None = None) -> tuple[int, dict[str, Any]]:
+def _openai_error(
+    status: int,
+    message: str,
+    kind: str = "invalid_request_error",
+    code: str | int | None = None,
+    param: str | None = None,
+) -> tuple[int, dict[str, Any]]:
     """OpenAI's error body; ``code`` is the HTTP status unless a named code says more."""
-    return status, {"error": {"message": message, "type": kind, "param": param,
-                              "code": status if code is None else code}}
+    return status, {
+        "error": {"message": message, "type": kind, "param": param, "code": status if code is None else code}
+    }
 
 
 def _build_embedded_app(conf: ServingConfig):
@@ -133,8 +144,13 @@ def _build_embedded_app(conf: ServingConfig):
             self.n_ctx = params.n_ctx
 
         def info(self) -> dict[str, Any]:
-            return {"id": self.model_id, "object": "model", "owned_by": "llm4schema-embedded",
-                    "max_model_len": self.n_ctx, "engine": "llama.cpp"}
+            return {
+                "id": self.model_id,
+                "object": "model",
+                "owned_by": "llm4schema-embedded",
+                "max_model_len": self.n_ctx,
+                "engine": "llama.cpp",
+            }
 
         async def chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
             try:
@@ -198,13 +214,15 @@ def _build_embedded_app(conf: ServingConfig):
                 model = self.default
             if model not in self.engines:
                 return _openai_error(
-                    404, f"The model {model!r} does not exist; /v1/models lists {sorted(self.engines)}",
-                    code="model_not_found", param="model")
+                    404,
+                    f"The model {model!r} does not exist; /v1/models lists {sorted(self.engines)}",
+                    code="model_not_found",
+                    param="model",
+                )
             try:
                 return await getattr(self.engines[model], method).remote(*args)
             except (RayActorError, BackPressureError) as exc:
-                return _openai_error(503, f"model {model!r} unavailable: {type(exc).__name__}",
-                                     "service_unavailable")
+                return _openai_error(503, f"model {model!r} unavailable: {type(exc).__name__}", "service_unavailable")
 
         async def answer(self, method: str, path: str, raw: bytes | None) -> tuple[int, Any]:
             """One request as (status, JSON body), whether it came over HTTP or through a handle."""
@@ -230,9 +248,12 @@ def _build_embedded_app(conf: ServingConfig):
             if path == "/tokenize":
                 if not isinstance(body, dict) or not isinstance(body.get("content"), str):
                     return _openai_error(400, "'content' must be a string")
-                return await self.call(body.get("model"), "engine_post", "/tokenize",
-                                       {"content": body["content"], "with_pieces": bool(body.get("with_pieces")),
-                                        "add_special": False})
+                return await self.call(
+                    body.get("model"),
+                    "engine_post",
+                    "/tokenize",
+                    {"content": body["content"], "with_pieces": bool(body.get("with_pieces")), "add_special": False},
+                )
             body = body if isinstance(body, dict) else {}
             return await self.call(body.get("model"), "engine_post", "/detokenize", {"tokens": body.get("tokens", [])})
 
@@ -290,10 +311,12 @@ def vllm_llm_config_kwargs(conf: ServingConfig) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "model_loading_config": {"model_id": v.model_id, "model_source": source},
         "engine_kwargs": engine_kwargs,
-        "deployment_config": {"max_ongoing_requests": v.max_ongoing_requests,
-                              "max_queued_requests": v.max_queued_requests, **_autoscaling(v)},
-        "runtime_env": {"env_vars": {**v.env,
-                                     "PYTHONPATH": str(PROJECT_ROOT)}},
+        "deployment_config": {
+            "max_ongoing_requests": v.max_ongoing_requests,
+            "max_queued_requests": v.max_queued_requests,
+            **_autoscaling(v),
+        },
+        "runtime_env": {"env_vars": {**v.env, "PYTHONPATH": str(PROJECT_ROOT)}},
         # /tokenize with Ray 2.60 and vLLM 0.32 (udfs/llm/vllm_compat.py)
         "callback_config": {"callback_class": "udfs.llm.vllm_compat.VllmCompat"},
         "log_engine_metrics": False,
@@ -315,8 +338,9 @@ def _build_vllm_app(conf: ServingConfig):
     llm_config = LLMConfig(**vllm_llm_config_kwargs(conf))
     # On a small CPU node the engine's placement group takes every CPU; an ingress that asks for
     # none still schedules.
-    return build_openai_app({"llm_configs": [llm_config],
-                             "ingress_deployment_config": {"ray_actor_options": {"num_cpus": 0}}})
+    return build_openai_app(
+        {"llm_configs": [llm_config], "ingress_deployment_config": {"ray_actor_options": {"num_cpus": 0}}}
+    )
 
 
 def build_app(conf: ServingConfig):
@@ -324,4 +348,3 @@ def build_app(conf: ServingConfig):
     if conf.serving.engine == "vllm":
         return _build_vllm_app(conf)
     return _build_embedded_app(conf)
-

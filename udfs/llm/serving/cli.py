@@ -20,13 +20,20 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # also when run as the llm4schema-serve script
     prog = "llm4schema-serve" if Path(sys.argv[0]).name == "llm4schema-serve" else "python -m udfs.llm.serving"
-    parser = argparse.ArgumentParser(prog=prog, description=serving.__doc__.split("\n\n")[0],
-                                     formatter_class=HelpFormatter, allow_abbrev=False)
-    parser.add_argument("command", choices=["start", "stop", "status", "_host"],
-                        help="start the service (in the background), stop it, or print what it serves "
-                        "(_host: the background process itself)")
-    parser.add_argument("--config", default=str(DEFAULT_SERVING_CONF),
-                        help="the service's configuration (TOML): engine, models, replicas, port")
+    parser = argparse.ArgumentParser(
+        prog=prog, description=serving.__doc__.split("\n\n")[0], formatter_class=HelpFormatter, allow_abbrev=False
+    )
+    parser.add_argument(
+        "command",
+        choices=["start", "stop", "status", "_host"],
+        help="start the service (in the background), stop it, or print what it serves "
+        "(_host: the background process itself)",
+    )
+    parser.add_argument(
+        "--config",
+        default=str(DEFAULT_SERVING_CONF),
+        help="the service's configuration (TOML): engine, models, replicas, port",
+    )
     parser.add_argument("--engine", choices=ENGINES, help="override [serving] engine")
     parser.add_argument("--port", type=int, help="override [serving] port")
     args = parser.parse_args(argv)

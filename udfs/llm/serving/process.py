@@ -80,16 +80,31 @@ def start(conf: ServingConfig, conf_path: str | Path) -> str:
 
         ray.init(address=conf.serving.ray_address, log_to_driver=False)
         run_app(conf)
-        _state_file().write_text(json.dumps({"url": url, "ray_address": conf.serving.ray_address,
-                                             "app": conf.serving.app_name}))
+        _state_file().write_text(
+            json.dumps({"url": url, "ray_address": conf.serving.ray_address, "app": conf.serving.app_name})
+        )
         return url
     log_path = _state_file().with_name("serving.log")
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "udfs.llm.serving", "_host", "--config", str(conf_path),
-             "--engine", conf.serving.engine, "--port", str(conf.serving.port)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            cwd=str(PROJECT_ROOT), env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+            [
+                sys.executable,
+                "-m",
+                "udfs.llm.serving",
+                "_host",
+                "--config",
+                str(conf_path),
+                "--engine",
+                conf.serving.engine,
+                "--port",
+                str(conf.serving.port),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=str(PROJECT_ROOT),
+            env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
         )
     _state_file().write_text(json.dumps({"url": url, "pid": proc.pid, "log": str(log_path)}))
     deadline = time.monotonic() + 900
@@ -115,8 +130,11 @@ def host(conf: ServingConfig) -> None:
     # Ray starts workers at niceness 15; on a node shared with Spark or anything else the model
     # replica would then get a fraction of its CPUs.
     os.environ.setdefault("RAY_worker_niceness", "0")
-    ray.init(num_cpus=conf.serving.ray_num_cpus, include_dashboard=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}})
+    ray.init(
+        num_cpus=conf.serving.ray_num_cpus,
+        include_dashboard=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}},
+    )
     url = run_app(conf)
     print(f"serving {conf.serving.engine} at {url}", flush=True)
     stopping = threading.Event()
@@ -162,4 +180,3 @@ def status(conf: ServingConfig) -> dict[str, Any]:
         return {"url": url, "http": resp.status_code, "models": resp.json().get("data", [])}
     except Exception as exc:  # noqa: BLE001
         return {"url": url, "error": f"{type(exc).__name__}: {exc}"}
-
