@@ -17,6 +17,20 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 WDC_SAMPLE = DATA / "wdc" / "wdc-2022-12-jsonld-part00044-first10k.nq"
 SCHEMAORG = DATA / "schemaorg-30.0"
+# The paper's own data (no licence, never in the project): beside the checkout, absent on a user's clone.
+PSET_DATA = ROOT.parent / "shared" / "data" / "llm4schemaorg-pset"
+
+
+@pytest.fixture(scope="session")
+def pset():
+    """The paper's ``data/WDC/Pset`` folder with its history (:func:`udfs.corpus.pset.open_pset` over
+    ``../shared/data/llm4schemaorg-pset``: the bundle cloned once into the system temp dir, keyed by
+    its sha256); skips where that folder is absent."""
+    from udfs.corpus.pset import open_pset
+
+    if not (PSET_DATA / "pset-history.bundle").is_file():
+        pytest.skip(f"the paper's data is not at {PSET_DATA} (no licence: never bundled)")
+    return open_pset(PSET_DATA)
 
 
 @pytest.fixture(scope="session")
