@@ -182,3 +182,53 @@ def open_pset(source: str | os.PathLike, cache: str | os.PathLike | None = None)
     if not set(snapshots.values()) <= heads:
         raise PsetError(f"{commits} names snapshot commits that {src} does not hold")
     return PsetSource(clone, clone / ".git", snapshots)
+
+
+@dataclass(frozen=True)
+class ResultsRow:
+    """One markup the paper scored (its ``results.csv``, metrics ``input`` and ``shacl``): the
+    triples it counted in and after its validity filter, and where the markup and the filter's
+    output lie. The same page under both features is two rows, as in the paper's sums."""
+
+    source: str  # human | GPT-3.5 | GPT-4
+    feature: str  # pset_length | count_sum
+    stratum: int  # 0, 1, 2
+    document_id: str
+    classes: str  # the file name's types, joined by "_"
+    triples_in: int
+    triples_kept: int
+
+    @property
+    def markup(self) -> str:
+        return f"{PSET}/{self.feature}/stratum_{self.stratum}/corpus/{SOURCES[self.source]}/{self.document_id}_{self.classes}.jsonld"
+
+    @property
+    def filtered(self) -> str:
+        inst = "expected" if self.source == "human" else "pred"
+        return self.markup[: -len(".jsonld")] + f"_shacl_{inst}_filtered.jsonld"
+
+
+def results_rows(src: PsetSource, commit: str | None = None) -> list[ResultsRow]:
+    """The markups of the paper's Table 7, from ``results.csv``: for each model approach its
+    ``pred`` rows, and the human markup once (the ``expected`` rows of GPT-3.5's approach; GPT-4's
+    repeat them)."""
+    text = src.read(f"{PSET}/results.csv", commit).decode("utf-8")
+    counts: dict[tuple, dict[str, int]] = {}
+    for r in csv.DictReader(text.splitlines()):
+        if r["metric"] not in ("input", "shacl") or r["approach"] not in APPROACHES:
+            continue
+        if r["instance"] == "expected":
+            if r["approach"] != "GPT_3_Turbo_16K":
+                continue
+            source = "human"
+        else:
+            source = APPROACHES[r["approach"]]
+        key = (
+            source,
+            r["sample_feature"],
+            int(r["stratum"].removeprefix("stratum_")),
+            r["document_id"],
+            r["document_classes"],
+        )
+        counts.setdefault(key, {})[r["metric"]] = int(float(r["n_triples"]))
+    return [ResultsRow(*k, c["input"], c["shacl"]) for k, c in sorted(counts.items())]

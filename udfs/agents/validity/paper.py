@@ -15,7 +15,6 @@ from udfs.agents.validity.findings import (
     DATATYPE,
     MULTI_TYPE,
     RDF_LANGSTRING,
-    RETIRED,
     UNDEFINED_PROPERTY,
     UNDEFINED_TYPE,
     VALUE_STRING,
@@ -67,7 +66,14 @@ def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, Remov
       Integer, QuantitativeValue or QualitativeValue accepts any JSON number); an entity value of
       no range type (subtypes accepted) and an untyped blank node are flagged; an untyped IRI is a
       link;
-    * untyped entities are targeted by no shape: their own values are never flagged.
+    * untyped entities are targeted by no shape: their own values are never flagged;
+    * schema.org's retired terms (the attic, :func:`~udfs.agents.validity.findings.retired_terms`) are
+      defined: the paper's shapes came from a vocabulary that still held them (its logs never flag
+      ``hasProductReturnPolicy`` on an Organization, its filter keeps them). This release has no
+      domain or range for them, so a retired property is never flagged; a retired type's closed
+      shape holds Thing's properties and the retired ones (``ProductReturnPolicy`` keeps
+      ``productReturnDays``, loses ``refundType``, a property of the current MerchantReturnPolicy).
+      An artefact of the paper's vocabulary, kept here to copy its filter.
 
     Removal, for each flagged (property, value): a blank-node value removes the property from every
     node, with all its values; any other value removes every leaf (literal or outside IRI) of the
@@ -84,29 +90,33 @@ def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, Remov
         if not ent.types:
             continue
         known = [t for t in ent.types if t in model.entity_types]
-        bad = [t for t in ent.types if t not in model.entity_types]
+        # Retired (attic) types are defined in the paper's vocabulary (see the docstring): not removed.
+        bad = [t for t in ent.types if t not in model.entity_types and t not in retired]
         if bad:
-            why = "retired from schema.org (the attic)" if bad[0] in retired else "not a schema.org type"
             dead[ent.id] = (
                 1,
-                RETIRED if bad[0] in retired else UNDEFINED_TYPE,
-                f"{bad[0]} is {why}: the paper's filter removes the entity whole",
+                UNDEFINED_TYPE,
+                f"{bad[0]} is not a schema.org type: the paper's filter removes the entity whole",
             )
+        attic = [t for t in ent.types if t in retired and t not in model.entity_types]
         for p, values in ent.properties.items():
+            if p in retired:
+                continue  # defined in the paper's vocabulary, with a domain and range this release lacks
             missing = [t for t in known if p not in model.allowed[t]]
+            if attic and p not in model.allowed["Thing"]:
+                missing.append(attic[0])  # a retired type's shape: Thing's properties and the retired ones
             spec = model.ranges.get(p)
             for v in values:
                 if missing:
-                    if len(missing) < len(known):
-                        other = next(t for t in known if t not in missing)
+                    others = [t for t in known if t not in missing]
+                    if others:
+                        other = others[0]
                         f = (
                             2,
                             MULTI_TYPE,
                             f"{p} is not a property of {missing[0]} (it is one of {other}: "
                             "the paper's closed shapes apply each type, no union)",
                         )
-                    elif p in retired:
-                        f = (2, RETIRED, f"{p} is retired from schema.org (the attic), not a property of {missing[0]}")
                     else:
                         f = (2, UNDEFINED_PROPERTY, f"{p} is not a property of {missing[0]}")
                 elif known and spec is not None and spec.constrained:
