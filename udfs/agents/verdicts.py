@@ -54,6 +54,12 @@ from udfs.agents.questions import (
     check_questions,
     compliance_messages,
 )
+
+# Named here for the callers that read the registry's message builders and keys through this module
+# (``X as X``: an explicit re-export, not an unused import).
+from udfs.agents.questions import extract_messages as extract_messages
+from udfs.agents.questions import prompt_fingerprint as prompt_fingerprint
+from udfs.agents.questions import questions_key as questions_key
 from udfs.schemaorg.markup import Literal, Markup, Ref
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
 
