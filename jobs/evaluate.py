@@ -11,6 +11,9 @@ completion marker (``udfs.evaluation.runner``, ``udfs.evaluation.parts``). A kil
 committed parts are kept, the parts in flight are redone with answers from the request cache
 (``<output>/cache/llm.sqlite``). The run is keyed by a hash of every setting that changes an
 answer; an output holding other settings' results is refused unless ``--overwrite``.
+
+``--markups TABLE`` judges markups made elsewhere beside (or instead of) generated ones
+(``udfs.evaluation.stored``; docs/jobs/evaluate.md, "Judging stored markups").
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import shutil
 import sys
 from pathlib import Path
 
@@ -55,7 +59,18 @@ class EvaluateJob(Job):
             "--generators",
             nargs="*",
             help="model ids on the service that generate markup "
-            "(each is a source beside 'human'); empty: the first model the service lists",
+            "(each is a source beside 'human'); empty: the first model the service lists. "
+            "With --markups, only when this flag is given: --markups alone generates nothing",
+        )
+        p.add_argument(
+            "--markups",
+            default="",
+            help="stored markups to judge like generated ones: Parquet (file or folder) or JSON Lines (.jsonl) with "
+            "columns page_id or page_url, source, markup (JSON-LD text). page_id joins to the pages table's page_id "
+            "column where it has one, else to the page key (udfs.evaluation.evaluator.page_key(page_url, "
+            "human_markup), the page_key of the outputs); without a page_id column, page_url joins to the pages' URL. "
+            "Source 'human' replaces the page's own human markup. Only the pages the table names are evaluated; "
+            "unusable rows go to rejects/evaluate/markups.parquet with their reason",
         )
         p.add_argument(
             "--generation",
@@ -124,10 +139,11 @@ class EvaluateJob(Job):
         )
         p.add_argument("--timeout-s", type=float, help="per model request")
 
-    def eval_config(self, models: list[str]):
+    def eval_config(self, models: list[str], stored: list[str] = ()):
         """The EvalConfig of this run: the flags (defaults: [evaluate], [judge]), the judge resolved
         against its calibration file (``udfs.scores.calibration.resolve_judge``), the validity agent
-        of [validity] and the scores' settings of [scores]; ``models`` generate markup."""
+        of [validity] and the scores' settings of [scores]; ``models`` generate markup, ``stored``
+        are the sources of ``--markups`` (``human`` among them replaces the human markup, not a source)."""
         from udfs.agents.questions import identities
         from udfs.evaluation.evaluator import HUMAN, EvalConfig
         from udfs.runtime.config import judge_of
@@ -152,35 +168,60 @@ class EvaluateJob(Job):
             validity_mode=v.mode,
             scores=self.config.scores,
             models=list(models),
-            sources=[HUMAN, *models],
+            sources=[HUMAN, *models, *(s for s in stored if s != HUMAN)],
             correction=a.correct,
         )
 
     def run(self) -> None:
         import os
+        import tempfile
 
-        from udfs.evaluation.parts import SettingsMismatch, committed, remove_leftovers, settings_hash, write_rejects
-        from udfs.evaluation.plan import plan_pages
-        from udfs.evaluation.runner import run_local
+        from udfs.evaluation.plan import scan_pages
         from udfs.llm.client import LLMError, first_model
         from udfs.llm.serving.config import client_base_url
         from udfs.runtime.inputs import InputReport
-        from udfs.runtime.io import local_state_dir, parquet_dataset
-        from udfs.runtime.rejects import FIXED_RAW_CHARS
+        from udfs.runtime.io import parquet_dataset
 
         a = self.args
         api_key = a.api_key or os.environ.get("OPENAI_API_KEY") or ""
         url = client_base_url(a.base_url)  # --base-url, else $OPENAI_BASE_URL, else conf/serving.toml's
         if url.startswith("serve://"):  # the driver asks the app's handle too (model listing, tokenizer)
             self._ray_init()
+        # --markups alone judges what it is given: models generate only when --generators is given
+        generate = a.generation and (not a.markups or "generators" in self.given)
         try:
-            models = (
-                [] if not a.generation else (a.generators or [first_model(url, timeout_s=30, api_key=api_key or None)])
-            )
+            models = [] if not generate else (a.generators or [first_model(url, timeout_s=30, api_key=api_key or None)])
         except LLMError as exc:
             self.fail(str(exc), code=1)
-        cfg = self.eval_config(models)
-        digest, hashed = settings_hash(cfg)
+
+        report = InputReport()
+        ds = parquet_dataset(a.input, report=report)
+        self.keep_inputs(report)
+        with tempfile.TemporaryDirectory(prefix="llm4schema-markups-") as tmp:
+            with self.record.time("plan"):
+                scan = scan_pages(ds, index=bool(a.markups))
+                found_markups = None
+                if a.markups:
+                    from udfs.evaluation.stored import join_markups
+
+                    found_markups = join_markups(
+                        a.markups, scan.index, Path(tmp) / "markups.parquet", reserved=tuple(models)
+                    )
+                    scan.index = None  # joined: the driver keeps only the plan's rows
+            self._evaluate(scan, found_markups, models, url, api_key)
+
+    def _evaluate(self, scan, found_markups, models: list[str], url: str, api_key: str) -> None:
+        from udfs.evaluation.parts import SettingsMismatch, committed, remove_leftovers, settings_hash, write_rejects
+        from udfs.evaluation.plan import plan_pages
+        from udfs.evaluation.runner import run_local
+        from udfs.runtime.io import local_state_dir
+        from udfs.runtime.rejects import FIXED_RAW_CHARS
+
+        a = self.args
+        cfg = self.eval_config(models, found_markups.sources if found_markups else [])
+        # the stored markups' content is part of the settings: a resumed run with another table is refused
+        extra = {"stored_markups": found_markups.digest} if found_markups else None
+        digest, hashed = settings_hash(cfg, extra=extra)
         self.record["evaluation"] = {
             "base_url": url,
             **dataclasses.asdict(cfg),
@@ -198,11 +239,29 @@ class EvaluateJob(Job):
             self.fail(str(exc))
         remove_leftovers(self.output_root, found)
 
-        report = InputReport()
-        ds = parquet_dataset(a.input, report=report)
-        self.keep_inputs(report)
-        with self.record.time("plan"):
-            plan = plan_pages(ds, limit=a.limit, order=a.order, done=found.pages)
+        lookup = None
+        if found_markups is not None:
+            # beside the parts, where every worker reads it (a remote root too); _ hides it from readers
+            lookup = self.output_root / "scores" / "_stored" / f"markups-{found_markups.digest[:16]}.parquet"
+            with open(found_markups.lookup, "rb") as src, lookup.open("", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            write_rejects(self.rejects_dir, "markups.parquet", found_markups.rejects)
+            self.record["markups"] = {
+                "table": a.markups,
+                "files": found_markups.files,
+                "key": found_markups.key,
+                "content_hash": found_markups.digest,
+                "lookup": lookup.url,
+            }
+        with self.record.time("plan_select"):
+            plan = plan_pages(
+                None,
+                limit=a.limit,
+                order=a.order,
+                done=found.pages,
+                scan=scan,
+                only=found_markups.pages if found_markups else None,
+            )
         self.record["inputs"]["rows_per_file"] = {f.url: f.rows for f in plan.files}
         c = dict(plan.counters)
         # Nothing to generate from or check against: a reject with its reason, not a page of "no"s.
@@ -231,6 +290,7 @@ class EvaluateJob(Job):
             client_kwargs=client_kwargs,
             max_in_flight=a.max_in_flight,
             part_rows=a.part_rows,
+            stored=lookup.url if lookup is not None else None,
         )
         # A run smaller than workers x part_pages is split evenly, with the same mix of pages in
         # each unit, so that every worker has pages until the end.
@@ -252,9 +312,28 @@ class EvaluateJob(Job):
             "failed.parquet",
             [reject_row(u, None, reason, k, raw_chars=FIXED_RAW_CHARS) for k, u, reason in failed],
         )
+        if found_markups is not None:
+            self._count_markups(found_markups, plan, found.pages, {k for k, _, _ in failed}, c)
         for k, v in c.items():
             self.record.count(k, v)
         log.info("counters: %s", c)
+
+    def _count_markups(self, found_markups, plan, already: set[str], failed: set[str], c: dict) -> None:
+        """Where each row of the markups table went, per source and in all (the run record's
+        ``markups.per_source`` and ``markup_rows_*`` counters): read = judged + rejected + over the
+        limit + already scored + failed."""
+        from udfs.evaluation.stored import tally
+
+        evaluated = set(plan.todo["page_key"].to_pylist()) - failed
+        per_source = tally(found_markups, evaluated=evaluated, failed=failed, already=already)
+        total = {k: sum(v[k] for v in per_source.values()) for k in next(iter(per_source.values()), {})}
+        for k in ("read", "judged", "rejected", "over_limit", "already_scored", "failed"):
+            c[f"markup_rows_{k}"] = total.get(k, 0)
+        self.record["markups"]["per_source"] = per_source
+        self.record["markups"]["reconciles"] = all(
+            v["read"] == sum(v[k] for k in ("judged", "rejected", "over_limit", "already_scored", "failed"))
+            for v in per_source.values()
+        )
 
     @staticmethod
     def _tokenizer_kind(url: str, api_key: str) -> str:

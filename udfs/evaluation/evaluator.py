@@ -1,5 +1,6 @@
-"""One page through the LLM4Schema.org pipeline: markup per source (the human one, and one generated
-per model), then validity -> factuality -> compliance, each stage judging what the previous kept;
+"""One page through the LLM4Schema.org pipeline: markup per source (the human one, one generated
+per model, and the stored ones a run was given: ``page["stored_markups"]``, source -> JSON-LD text,
+``udfs.evaluation.stored``), then validity -> factuality -> compliance, each stage judging what the previous kept;
 then counts, rejection rates, MeMR and key scores. Plain Python over plain data: ``jobs/evaluate.py``
 runs it over ``pages/`` with Ray Data and writes the rows this module returns.
 
@@ -167,6 +168,7 @@ class EvalConfig:
     validity_mode: str  # "schemaorg" or "paper" (udfs.agents.validity.MODES)
     scores: ScoresConf  # the key scores' ignore_keys and bleu_max_order
     models: list[str] = field(default_factory=list)  # generating models (sources besides human)
+    # human, the models, then the stored sources (any other name: their markups come with the page)
     sources: list[str] = field(default_factory=lambda: [HUMAN])
     correction: bool = False  # GraphCorrect: correct non-factual claims from the text, re-verify
 
@@ -304,6 +306,7 @@ class PageEvaluator:
         fact_chunks = (
             await asyncio.to_thread(self._factuality_chunks, fact_text) if "factuality" in self.cfg.stages else []
         )
+        stored: dict[str, str] = page.get("stored_markups") or {}
         kept_rows: dict[str, list[dict]] = {}
         raw_markups: dict[str, Markup] = {}
         final_markup: dict[str, Any] = {}
@@ -318,12 +321,21 @@ class PageEvaluator:
                 "root_types": types,
             }
             if source == HUMAN:
+                # a stored human markup (udfs.evaluation.stored) replaces the page's own
+                given = stored[HUMAN] if HUMAN in stored else page.get("human_markup")
                 try:
-                    doc = json.loads(page.get("human_markup") or "null")
+                    doc = json.loads(given or "null")
                 except json.JSONDecodeError as exc:
                     doc, score["reason"] = None, f"human markup is not JSON: {exc}"
                 if doc is None and not score["reason"]:
                     score["reason"] = "page has no human markup"
+            elif source not in self.cfg.models:  # a stored source: judged, never generated
+                try:
+                    doc = json.loads(stored.get(source) or "null")
+                except json.JSONDecodeError as exc:
+                    doc, score["reason"] = None, f"stored markup is not JSON: {exc}"
+                if doc is None and not score["reason"]:
+                    score["reason"] = "no stored markup of this source for this page"
             else:
                 if self.tokenizer is not None:  # memoized now, so generate's own call does not block
                     await asyncio.to_thread(self.tokenizer.token_bytes, text)

@@ -14,7 +14,13 @@ be evaluated; a unit names the exact rows to read instead.
 
 The counters reconcile: ``input_rows`` = ``not_ok_or_not_selected`` + ``no_text`` +
 ``duplicate_rows`` + ``over_limit`` + ``already_scored`` + the pages planned (which the run
-then splits into evaluated and failed).
+then splits into evaluated and failed); a run restricted to some pages (``only``: the pages a
+table of stored markups names, ``udfs.evaluation.stored``) counts the usable rows of the other
+pages as ``no_stored_markup``.
+
+``scan_pages`` is the pass over the input alone; ``plan_pages`` takes its result (or scans) and
+selects. With ``index``, the scan also keeps one small row per input row (its join key, URL,
+page key and state) for joining a table of stored markups to the pages.
 """
 
 from __future__ import annotations
@@ -27,8 +33,35 @@ import pyarrow as pa
 from udfs.evaluation.evaluator import page_key
 
 # What the order and the dedup read in the planning pass (each when the input has it).
-PLAN_COLUMNS = ("page_url", "status", "selected", "sample_rank", "feature", "stratum", "human_markup", "text")
+PLAN_COLUMNS = (
+    "page_url",
+    "page_id",
+    "status",
+    "selected",
+    "sample_rank",
+    "feature",
+    "stratum",
+    "human_markup",
+    "text",
+)
 BATCH_ROWS = 8192
+# A page's state in the scan's index: ``plan_pages`` evaluates the OK pages only.
+NOT_OK, NO_TEXT, OK = 0, 1, 2
+INDEX_SCHEMA = pa.schema(
+    [("page_id", pa.string()), ("page_url", pa.string()), ("page_key", pa.string()), ("state", pa.int8())]
+)
+ROWS_SCHEMA = pa.schema(
+    [
+        ("page_key", pa.string()),
+        ("page_url", pa.string()),
+        ("file", pa.int32()),
+        ("row", pa.int64()),
+        ("sample_rank", pa.int64()),
+        ("feature", pa.string()),
+        ("stratum", pa.string()),
+        ("text_len", pa.int64()),
+    ]
+)
 
 
 @dataclass
@@ -96,44 +129,81 @@ def _url(filesystem, path: str) -> str:
     return f"{filesystem.type_name}://{path}"
 
 
-def plan_pages(dataset, *, limit: int, order: str, done: set[str] | None = None, batch_rows: int = BATCH_ROWS) -> Plan:
-    """The plan of a run over ``dataset`` (module docstring): ``order`` "sample" (sample rank,
-    feature, stratum, URL) or "shortest" (text length first, then the sample order); ``limit``
-    pages at most (0: all) before ``done`` (page keys already evaluated under this run's
-    settings) are taken out."""
-    import duckdb
-    import pyarrow.compute as pc
+@dataclass
+class Scan:
+    """The pass over the input: its files, one small row per usable input row (``rows``,
+    ``ROWS_SCHEMA``), the usable rows without text (``no_text``, as in ``Plan``), the counters
+    of the pass, and with ``index`` one row per input row (``INDEX_SCHEMA``: ``page_id`` the
+    input's ``page_id`` column as text where it has one, else the page key; the URL, the page
+    key, the state ``NOT_OK``/``NO_TEXT``/``OK``)."""
 
+    files: list[InputFile]
+    rows: pa.Table
+    no_text: list[tuple[str, str]]
+    counters: dict[str, int]
+    index: pa.Table | None = None
+    has_page_id: bool = False
+
+
+def scan_pages(dataset, *, batch_rows: int = BATCH_ROWS, index: bool = False) -> Scan:
+    """Read the input's small columns file by file, batch by batch (module docstring)."""
     files = input_files(dataset)
     c = {"input_rows": 0, "not_ok_or_not_selected": 0, "no_text": 0}
     batches: list[pa.RecordBatch] = []
+    indexed: list[pa.RecordBatch] | None = [] if index else None
     no_text: list[tuple[str, str]] = []
-    index = 0
+    with_id = 0
+    n_file = 0
     for ds in _file_datasets(dataset):
         for frag in ds.get_fragments():
             row0 = 0
             cols = [n for n in PLAN_COLUMNS if n in frag.physical_schema.names]
+            with_id += "page_id" in cols
             # one file at a time, in batches: the driver holds one batch of text, never the table
             for b in frag.to_batches(columns=cols, batch_size=batch_rows):
-                kept = _usable(b, index, row0, c, no_text)
+                kept = _usable(b, n_file, row0, c, no_text, indexed)
                 if kept is not None:
                     batches.append(kept)
                 row0 += b.num_rows
-            index += 1
-    schema = pa.schema(
-        [
-            ("page_key", pa.string()),
-            ("page_url", pa.string()),
-            ("file", pa.int32()),
-            ("row", pa.int64()),
-            ("sample_rank", pa.int64()),
-            ("feature", pa.string()),
-            ("stratum", pa.string()),
-            ("text_len", pa.int64()),
-        ]
-    )
-    rows = pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
-    del batches
+            n_file += 1
+    if index and 0 < with_id < n_file:
+        from udfs.runtime.inputs import InputError
+
+        # a page_id of some files beside page keys of the others would join markups by two rules
+        raise InputError(f"{with_id} of the {n_file} input files have a page_id column: all or none must")
+    rows = pa.Table.from_batches(batches, schema=ROWS_SCHEMA) if batches else ROWS_SCHEMA.empty_table()
+    idx = None
+    if indexed is not None:
+        idx = pa.Table.from_batches(indexed, schema=INDEX_SCHEMA) if indexed else INDEX_SCHEMA.empty_table()
+    return Scan(files, rows, no_text, c, idx, with_id > 0)
+
+
+def plan_pages(
+    dataset,
+    *,
+    limit: int,
+    order: str,
+    done: set[str] | None = None,
+    batch_rows: int = BATCH_ROWS,
+    scan: Scan | None = None,
+    only: list[str] | None = None,
+) -> Plan:
+    """The plan of a run over ``dataset`` (module docstring), from ``scan`` when given (a
+    ``scan_pages`` of the same dataset): ``order`` "sample" (sample rank, feature, stratum, URL)
+    or "shortest" (text length first, then the sample order); ``only`` (page keys), when given,
+    the pages the run may take at all; ``limit`` pages at most (0: all) before ``done`` (page
+    keys already evaluated under this run's settings) are taken out."""
+    import duckdb
+    import pyarrow.compute as pc
+
+    scan = scan or scan_pages(dataset, batch_rows=batch_rows)
+    c = dict(scan.counters)
+    rows = scan.rows
+    if only is not None:
+        wanted = pc.is_in(rows["page_key"], value_set=pa.array(only, pa.string()))
+        kept = rows.filter(wanted)
+        c["no_stored_markup"] = rows.num_rows - kept.num_rows
+        rows = kept
     first = "text_len, " if order == "shortest" else ""
     by = f"{first}sample_rank, feature, stratum, page_url, file, row"
     con = duckdb.connect()
@@ -152,11 +222,18 @@ def plan_pages(dataset, *, limit: int, order: str, done: set[str] | None = None,
     else:
         todo = pages
     c["already_scored"] = pages.num_rows - todo.num_rows
-    return Plan(files=files, todo=todo.select(["page_key", "page_url", "file", "row"]), no_text=no_text, counters=c)
+    return Plan(
+        files=scan.files, todo=todo.select(["page_key", "page_url", "file", "row"]), no_text=scan.no_text, counters=c
+    )
 
 
 def _usable(
-    b: pa.RecordBatch, file: int, row0: int, c: dict[str, int], no_text: list[tuple[str, str]]
+    b: pa.RecordBatch,
+    file: int,
+    row0: int,
+    c: dict[str, int],
+    no_text: list[tuple[str, str]],
+    index: list[pa.RecordBatch] | None = None,
 ) -> pa.RecordBatch | None:
     import pyarrow.compute as pc
 
@@ -172,15 +249,27 @@ def _usable(
     has_text = pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(text)), 0), False)
     text_len = pc.fill_null(pc.utf8_length(text), 0)
     ok_l, has_l = ok.to_pylist(), has_text.to_pylist()
-    keep = []
+    keys = [page_key(urls[i], markups[i]) for i in range(n)]
+    keep, states = [], []
     for i in range(n):
         if not ok_l[i]:
             c["not_ok_or_not_selected"] += 1
+            states.append(NOT_OK)
         elif not has_l[i]:
             c["no_text"] += 1
-            no_text.append((urls[i], page_key(urls[i], markups[i])))
+            no_text.append((urls[i], keys[i]))
+            states.append(NO_TEXT)
         else:
             keep.append(i)
+            states.append(OK)
+    if index is not None:
+        ids = d["page_id"].cast(pa.string()) if "page_id" in d else pa.array(keys, pa.string())
+        index.append(
+            pa.record_batch(
+                [ids, pa.array(urls, pa.string()), pa.array(keys, pa.string()), pa.array(states, pa.int8())],
+                schema=INDEX_SCHEMA,
+            )
+        )
     if not keep:
         return None
     idx = pa.array(keep, pa.int64())
@@ -192,7 +281,7 @@ def _usable(
 
     return pa.record_batch(
         [
-            pa.array([page_key(urls[i], markups[i]) for i in keep], pa.string()),
+            pa.array([keys[i] for i in keep], pa.string()),
             pa.array([urls[i] for i in keep], pa.string()),
             pa.array([file] * len(keep), pa.int32()),
             pa.array([row0 + i for i in keep], pa.int64()),

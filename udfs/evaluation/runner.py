@@ -93,8 +93,10 @@ def _load_embedding_model(threads: int | None) -> None:
 
 
 class UnitRunner:
-    """Evaluates units of pages and writes their parts (module docstring). ``on_page`` is told
-    of each finished page with a dict of ``PROGRESS_COUNTS`` increments."""
+    """Evaluates units of pages and writes their parts (module docstring). ``stored``, when
+    given, is the lookup file of a run's stored markups (``udfs.evaluation.stored``): each page
+    gets its own. ``on_page`` is told of each finished page with a dict of ``PROGRESS_COUNTS``
+    increments."""
 
     def __init__(
         self,
@@ -108,11 +110,13 @@ class UnitRunner:
         client_kwargs: dict,
         max_in_flight: int,
         part_rows: int,
+        stored: str | None = None,
         on_page: Callable[[dict[str, int]], None] | None = None,
     ):
         from udfs.evaluation.evaluator import HUMAN, PageEvaluator
 
         self.files = files
+        self.stored = stored
         self.max_in_flight = max(1, int(max_in_flight))
         kw = {**client_kwargs, "max_concurrency": self.max_in_flight}
         self.evaluator = PageEvaluator(base_url, cfg, cache_path=cache_path, client_kwargs=kw)
@@ -138,6 +142,12 @@ class UnitRunner:
         """Evaluate one unit and commit its parts; the summary: unit id, pages evaluated, the
         failed pages ([page_key, page_url, reason]) and the parts written."""
         pages = read_pages(self.files, unit["pages"])
+        if self.stored:  # the stored markups of this unit's pages only (udfs.evaluation.stored)
+            from udfs.evaluation.stored import read_stored
+
+            by_page = read_stored(self.stored, [p["page_key"] for p in pages])
+            for p in pages:
+                p["stored_markups"] = by_page.get(p["page_key"], {})
         first = len(self.writer.parts)
         failed: list[list[str]] = []
         # the default client's private loop, reused unit after unit (its connections stay open)
