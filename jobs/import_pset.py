@@ -152,7 +152,7 @@ def sample_urls(src: PsetSource, commit: str | None, feature: str) -> dict[int, 
         out[i] = {
             "lower": float(r["min"]),
             "upper": float(r["max"]),
-            "urls": {hashlib.md5(u.encode("utf-8")).hexdigest(): (u, k) for k, u in enumerate(urls)},  # noqa: S324 - the paper's ids
+            "urls": {hashlib.md5(u.encode("utf-8")).hexdigest(): (u, k) for k, u in enumerate(urls)},
         }
     return out
 
