@@ -29,6 +29,7 @@ JOBS = {
     "evaluate": "EvaluateJob",
     "report": "ReportJob",
     "agents_bench": "AgentsBenchJob",
+    "import_pset": "ImportPsetJob",
 }
 LIBRARY_SECTIONS = ("scores", "validity")  # sections that configure library objects, not one job's flags
 SHARED = {"judge": ("evaluate", "agents_bench")}  # sections whose flags several jobs take, and those jobs

@@ -100,6 +100,16 @@ class PagesConf:
 
 
 @dataclass(frozen=True)
+class ImportPsetConf:
+    """jobs/import_pset.py: the paper's commit, which text, the bundle's clone cache, the rejects' bound."""
+
+    commit: str
+    text: str = dataclasses.field(metadata={"choices": ("paper", "project")})
+    cache: str
+    reject_raw_chars: int
+
+
+@dataclass(frozen=True)
 class ScoresConf:
     """Settings of the scores: BLINKG value matching (udfs/scores/matching.py) and the
     ScrapeGraphAI-100k key scores (udfs/scores/keys.py)."""
@@ -188,6 +198,7 @@ class Config:
     warc_index: WarcIndexConf
     extract_quads: ExtractQuadsConf
     pages: PagesConf
+    import_pset: ImportPsetConf
     scores: ScoresConf
     validity: ValidityConf
     judge: JudgeConf
