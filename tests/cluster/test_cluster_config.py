@@ -223,7 +223,7 @@ def test_ray_cluster_yaml_is_valid_and_has_a_gpu_and_a_cpu_group():
     assert gpu["resources"]["GPU"] >= 1 and "GPU" not in cpu["resources"] and cpu["resources"]["CPU"] >= 1
     assert types["head"]["resources"].get("CPU") == 0  # no batch work on the head
     assert gpu["max_workers"] + cpu["max_workers"] <= config["max_workers"]
-    # GPU nodes get vLLM, CPU nodes the project (with its CPU torch), both the same Ray
+    # GPU nodes get vLLM, CPU nodes the project (its embeddings in numpy, no torch), both the same Ray
     assert any("ray[llm" in c and "==2.60.0" in c for c in gpu["worker_setup_commands"])
     assert any("pip install" in c and "-e ~/llm4schema" in c for c in cpu["worker_setup_commands"])
 
