@@ -259,7 +259,9 @@ def test_evaluate_job_writes_every_vote_and_curates_corrected_values(two_models,
         == 0
     )
     run = json.loads((out / "scores" / "_run.json").read_text())
-    assert run["evaluation"]["verdict_models"] == [BIG, SMALL] and run["counters"]["evaluated"] == 1
+    assert (
+        run["evaluation"]["judge"]["settings"]["verdict_models"] == [BIG, SMALL] and run["counters"]["evaluated"] == 1
+    )
     triples = pq.read_table(out / "triples").to_pylist()
     (score,) = pq.read_table(out / "scores").to_pylist()
     assert pq.read_schema(next((out / "triples").glob("part-*.parquet"))).field("factual_votes").type == pa.map_(
