@@ -14,13 +14,11 @@ so ``mkdocs build`` always shows the configuration as the code reads it.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-import typing
 from pathlib import Path
 from typing import Any
 
-from udfs.runtime.config import SECTIONS, ConfigKey, load_config
+from udfs.runtime.config import SECTIONS, ConfigKey, describe_section, load_config
 from udfs.runtime.paths import DEFAULT_CONF
 
 MARKER = "<!-- config-reference -->"
@@ -50,12 +48,6 @@ def toml_comments(path: str | Path) -> dict[tuple[str, str], str]:
     return comments
 
 
-def _type_name(tp: Any) -> str:
-    if typing.get_origin(tp) is tuple:
-        return f"list of {typing.get_args(tp)[0].__name__}"
-    return getattr(tp, "__name__", str(tp))
-
-
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -71,27 +63,15 @@ def _cell(text: str) -> str:
 
 
 def pipeline_rows(path: str | Path = DEFAULT_CONF) -> list[ConfigKey]:
-    """Every key of the pipeline file, in the dataclasses' order; the default is the file's value
-    and the meaning its comment."""
+    """Every key of the pipeline file, in the dataclasses' order (:func:`describe_section`); the
+    default is the file's value and the meaning its comment."""
     config = load_config(path)
     comments = toml_comments(path)
-    rows: list[ConfigKey] = []
-    for name, cls in SECTIONS.items():
-        section = getattr(config, name)
-        hints = typing.get_type_hints(cls)
-        rows += [
-            ConfigKey(
-                name,
-                f.name,
-                _type_name(hints[f.name]),
-                True,
-                getattr(section, f.name),
-                (),
-                comments.get((name, f.name), ""),
-            )
-            for f in dataclasses.fields(cls)
-        ]
-    return rows
+    return [
+        row._replace(default=getattr(getattr(config, name), row.key), doc=comments.get((name, row.key), ""))
+        for name, cls in SECTIONS.items()
+        for row in describe_section(cls, name)
+    ]
 
 
 def section_markdown(title: str, intro: str, rows: list[ConfigKey], sections: list[str] = ()) -> str:
