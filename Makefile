@@ -8,7 +8,7 @@ OUT ?= out/demo
 # Pages the demo evaluates with the embedded CPU model (a few minutes each on 2 cores).
 PAGES ?= 2
 
-.PHONY: setup demo test lint docs test-main test-vllm vllm-env bench faults shapes clean
+.PHONY: setup demo test lint docs test-main test-vllm vllm-env bench faults fuzz shapes clean
 
 # Headless Chromium for the report's page test (tests/jobs/test_report_html.py): Debian's package
 # (through sudo when not root).
@@ -84,6 +84,11 @@ bench: setup
 # The fault-injection table (#9): runs tests/jobs/test_faults.py and prints what survived.
 faults: setup
 	$(RUN) $(PY) benchmarks/faults.py
+
+# Differential fuzzing: every job's per-file counts against an independent reader, MINUTES per job.
+MINUTES ?= 10
+fuzz: setup
+	$(RUN) $(PY) benchmarks/fuzz.py --minutes $(MINUTES)
 
 shapes: setup
 	$(PY) -m shapes.generate && $(PY) -m shapes.generate --strict
