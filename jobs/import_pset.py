@@ -138,6 +138,27 @@ def list_pages(src: PsetSource, commit: str | None, markups: list[Markup]) -> li
     return sorted(pages)
 
 
+def select_subset(
+    pages: list[tuple[str, int, str]], markups: list[Markup], per_stratum: int
+) -> tuple[list[tuple[str, int, str]], list[Markup]]:
+    """The first ``per_stratum`` pages of every (feature, stratum) in a fixed pseudo-random order
+    (the sha256 of the page id), among the pages with exactly one markup of every source (a page
+    with several markup files of one source, one per order of its types, is one page judged several
+    times in the paper's sums: left out of a subset), and their markups."""
+    per_page: dict[tuple[str, int, str], dict[str, int]] = {}
+    for m in markups:
+        counts = per_page.setdefault((m.feature, m.stratum, m.page_id), {})
+        counts[m.source] = counts.get(m.source, 0) + 1
+    eligible = [k for k in pages if per_page.get(k) == dict.fromkeys(SOURCES, 1)]
+    eligible.sort(key=lambda k: (k[0], k[1], hashlib.sha256(k[2].encode("ascii")).hexdigest()))
+    kept: list[tuple[str, int, str]] = []
+    for k in eligible:
+        if sum(j[:2] == k[:2] for j in kept) < per_stratum:
+            kept.append(k)
+    chosen = set(kept)
+    return sorted(kept), [m for m in markups if (m.feature, m.stratum, m.page_id) in chosen]
+
+
 def sample_urls(src: PsetSource, commit: str | None, feature: str) -> dict[int, dict]:
     """The paper's ``<feature>/sample.parquet`` (one row per stratum, in stratum order): per stratum
     its bounds and its URLs by md5 (the paper's page id) with their position; empty without it."""
@@ -177,6 +198,11 @@ class ImportPsetJob(Job):
             help="text and judge_text: the paper's <id>.txt, or the project's extraction of the HTML ([pages] settings)",
         )
         p.add_argument("--cache", help="where a bundle is cloned once ('': under the system temp dir)")
+        p.add_argument(
+            "--per-stratum",
+            type=int,
+            help="a subset: this many pages per feature and stratum, with one markup per source (0: every page)",
+        )
         p.add_argument("--reject-raw-chars", type=int, help="reject rows' raw is cut to this many characters")
 
     def read(self, path: str, what: str) -> tuple[bytes | None, str | None]:
@@ -203,6 +229,9 @@ class ImportPsetJob(Job):
         (self.output_root / "stored_markups").rm()
         cfg = P.PageConfig.of(self.config.pages)
         pages = list_pages(self.src, self.commit, markups)
+        listed_pages, listed_markups = len(pages), markups
+        if a.per_stratum:
+            pages, markups = select_subset(pages, markups, a.per_stratum)
         samples = {f: sample_urls(self.src, self.commit, f) for f in sorted({p[0] for p in pages})}
         human = {}
         for m in markups:
@@ -258,21 +287,24 @@ class ImportPsetJob(Job):
 
             write_rejects(self.rejects_dir, "part-0.parquet", all_rejects)
         c = {
-            "pages_listed": len(pages),
+            "pages_listed": listed_pages,
             "pages_written": len(rows),
             "pages_rejected": len(rejects),
+            "pages_not_selected": listed_pages - len(pages),
             "distinct_page_ids": len({r["page_id"] for r in rows}),
             "pages_ok": sum(r["status"] == P.OK for r in rows),
             "pages_url_from_sample": sum(r["url_source"] == "sample" for r in rows),
         }
-        ok = c["pages_listed"] == c["pages_written"] + c["pages_rejected"]
+        ok = c["pages_listed"] == c["pages_written"] + c["pages_rejected"] + c["pages_not_selected"]
         for source in SOURCES:
-            listed = sum(m.source == source for m in markups)
+            listed = sum(m.source == source for m in listed_markups)
+            not_selected = listed - sum(m.source == source for m in markups)
             written = sum(s["source"] == source for s in stored)
             rejected = sum(m.source == source for m, _ in markup_rejects)
             c |= {f"markups_listed_{source}": listed, f"markups_written_{source}": written}
             c[f"markups_rejected_{source}"] = rejected
-            ok = ok and listed == written + rejected
+            c[f"markups_not_selected_{source}"] = not_selected
+            ok = ok and listed == written + rejected + not_selected
         c["reconciles"] = ok
         for k, v in c.items():
             self.record.count(k, v)

@@ -4,6 +4,7 @@ Fig. 10, rejections per property, score distributions, the agents' benchmark whe
 tables as CSV and the Table 7 plot. The work: udfs/report/build.py.
 
     python jobs/report.py --input OUT/scores --output OUT          # pages from OUT/pages
+    python jobs/report.py --input OUT/scores --output OUT --paper BUNDLE   # + the paper's pages
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ class ReportJob(Job):
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--pages", default="", help="the pages/ table (feature, stratum); default <output>/pages")
+        p.add_argument(
+            "--paper",
+            default="",
+            help="the paper's folder the pages were imported from (jobs/import_pset.py --input: the bundle or a "
+            "checkout): adds the section comparing the run with the paper's verdicts, counts and MeMR",
+        )
 
     def run(self) -> None:
         from udfs.report import build
@@ -29,7 +36,7 @@ class ReportJob(Job):
 
         self.count_scores_rows()
         pages = Folder.of(self.args.pages) if self.args.pages else None
-        report = build.build(self.args.input, self.output_root, pages)
+        report = build.build(self.args.input, self.output_root, pages, self.args.paper)
         page = build.write(report, self.table_dir)
         for name, df in report.frames.items():
             self.record.count(f"{name}_rows", len(df))

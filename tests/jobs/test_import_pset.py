@@ -101,6 +101,23 @@ def test_the_oldest_commit_lists_markup_files(pset, tmp_path):
     assert set(pages["paper_commit"].to_pylist()) == {OLDEST}
 
 
+def test_per_stratum_draws_a_stratified_subset_of_single_markup_pages(pset, tmp_path):
+    run_job("--output", str(tmp_path), "--per-stratum", "2")
+    pages = pq.read_table(tmp_path / "pages").to_pylist()
+    markups = pq.read_table(tmp_path / "stored_markups").to_pylist()
+    cells = collections.Counter((p["feature"], p["stratum"]) for p in pages)
+    assert cells == {(f, s): 2 for f in ("count_sum", "pset_length") for s in ("low", "medium", "high")}
+    per_page = collections.Counter((m["page_id"], m["source"]) for m in markups)
+    assert set(per_page.values()) == {1} and len(per_page) == 3 * len(pages)
+    c = json.loads((tmp_path / "pages" / "_run.json").read_text())["counters"]
+    assert c["reconciles"] and c["pages_listed"] == 183 and c["pages_not_selected"] == 183 - 12
+    assert c["markups_listed_human"] == 198 and c["markups_not_selected_human"] == 198 - 12
+    # the draw is a function of the page ids alone: the same subset again, a larger one contains it
+    again = tmp_path / "again"
+    run_job("--output", str(again), "--per-stratum", "3")
+    assert {p["page_id"] for p in pages} < {p["page_id"] for p in pq.read_table(again / "pages").to_pylist()}
+
+
 def test_a_missing_and_a_corrupted_file_are_rejects(pset, tmp_path):
     checkout = tmp_path / "repo"
     shutil.copytree(pset.root / PSET, checkout / PSET, ignore=shutil.ignore_patterns("*_filtered.jsonld", "*.report"))

@@ -845,8 +845,10 @@ def run_metadata(record: dict[str, Any] | None, model_ids: list[str]) -> dict[st
 # ---- the report ----------------------------------------------------------------------------------
 
 
-def build(scores: list[str], root: Folder, pages: Folder | None = None) -> Report:
-    """Everything the page shows, from the ``scores`` table and what ``root`` holds."""
+def build(scores: list[str], root: Folder, pages: Folder | None = None, paper_source: str = "") -> Report:
+    """Everything the page shows, from the ``scores`` table and what ``root`` holds; with
+    ``paper_source`` (the paper's folder the pages were imported from: a bundle or a checkout), the
+    "paper's pages" section (``udfs.report.paper_pages``)."""
     import duckdb
 
     src = Sources(scores=scores, root=root, pages=pages)
@@ -862,6 +864,7 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None) -> Repor
     # the columns the rejections and score plots read (a few per triple: the report runs on one
     # machine over the pages of a study, thousands of triples, not over a corpus)
     want = (
+        "page_url",
         "source",
         "property",
         "value",
@@ -922,7 +925,35 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None) -> Repor
         "bench_root": str(root / "agents_bench"),
         "failures": frames["failures"].to_dict("records"),
     }
+    ctx["paper_pages"] = None
+    if paper_source:
+        ctx["paper_pages"] = paper_pages_section(src, ds, triples, paper_source)
+        frames.update(ctx["paper_pages"].pop("frames"))
     return Report(context=ctx, frames=frames, table7_text=table7_text(t7, counting), stage_png=stage_png)
+
+
+def paper_pages_section(src: Sources, scores_ds, triples: list[dict[str, Any]], paper_source: str) -> dict[str, Any]:
+    """The tables of the "paper's pages" section and their frames, or why there are none."""
+    import pandas as pd
+
+    from udfs.corpus.pset import PsetError, open_pset
+    from udfs.report import paper_pages
+
+    pages_ds = src.dataset("pages")
+    need = ["page_url", "page_id", "judge_text", "paper_text", "paper_commit"]
+    if pages_ds is None or not set(need) <= set(pages_ds.schema.names):
+        return {"why": "pages/ is not a table of jobs/import_pset.py (no page_id and paper_text)", "frames": {}}
+    pages = pages_ds.to_table(columns=need).to_pylist()
+    commits = {p["paper_commit"] for p in pages}
+    if len(commits) != 1:
+        return {"why": f"pages/ mixes commits of the paper's folder: {sorted(commits)}", "frames": {}}
+    cols = ["page_url", "source", "status", "n_triples", "n_valid", "n_factual", "n_compliant"]
+    scores = [r for r in scores_ds.to_table(columns=cols).to_pylist() if r["status"] == "ok"]
+    try:
+        tables, frames = paper_pages.section(open_pset(paper_source), pages, scores, triples, commits.pop() or None)
+    except PsetError as exc:
+        return {"why": f"the paper's folder cannot be read: {exc}", "frames": {}}
+    return {"why": None, "tables": tables, "frames": {k: pd.DataFrame(v) for k, v in frames.items()}}
 
 
 def render(report: Report) -> str:

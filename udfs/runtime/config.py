@@ -101,12 +101,14 @@ class PagesConf:
 
 @dataclass(frozen=True)
 class ImportPsetConf:
-    """jobs/import_pset.py: the paper's commit, which text, the bundle's clone cache, the rejects' bound."""
+    """jobs/import_pset.py: the paper's commit, which text, the bundle's clone cache, the rejects' bound,
+    a stratified subset."""
 
     commit: str
     text: str = dataclasses.field(metadata={"choices": ("paper", "project")})
     cache: str
     reject_raw_chars: int
+    per_stratum: int
 
 
 @dataclass(frozen=True)
