@@ -8,7 +8,7 @@ OUT ?= out/demo
 # Pages the demo evaluates with the embedded CPU model (a few minutes each on 2 cores).
 PAGES ?= 2
 
-.PHONY: setup demo test lint docs test-main test-vllm vllm-env bench faults fuzz shapes clean
+.PHONY: setup demo paper test lint docs test-main test-vllm vllm-env bench faults fuzz shapes clean
 
 # Headless Chromium for the report's page test (tests/jobs/test_report_html.py): Debian's package
 # (through sudo when not root).
@@ -48,6 +48,21 @@ demo: setup
 	  if [ $$rc -eq 0 ]; then $(PY) jobs/report.py --input $(OUT)/scores --output $(OUT); rc=$$?; fi; \
 	  $(PY) -m udfs.llm.serving stop; \
 	  if [ $$rc -eq 0 ]; then $(PY) -m udfs.runtime.summary $(OUT); fi; exit $$rc
+
+# The paper's study on its own pages (docs/results/paper.md): PER_STRATUM pages per feature and
+# stratum of the LLM4Schema.org evaluation set (the bundle in ../shared, or a checkout of the
+# paper's repository: PSET=...), their human, GPT-3.5 and GPT-4 markups judged by the embedded
+# model, and the report's section beside the paper's own verdicts, counts and MeMR.
+PSET ?= ../shared/data/llm4schemaorg-pset/pset-history.bundle
+PER_STRATUM ?= 1
+PAPER_OUT ?= out/paper
+paper: setup
+	$(PY) jobs/import_pset.py --input $(PSET) --output $(PAPER_OUT) --per-stratum $(PER_STRATUM)
+	$(PY) -m udfs.llm.serving start
+	$(PY) jobs/evaluate.py --input $(PAPER_OUT)/pages --markups $(PAPER_OUT)/stored_markups --output $(PAPER_OUT) \
+	  --limit 0; rc=$$?; \
+	  if [ $$rc -eq 0 ]; then $(PY) jobs/report.py --input $(PAPER_OUT)/scores --output $(PAPER_OUT) --paper $(PSET); rc=$$?; fi; \
+	  $(PY) -m udfs.llm.serving stop; exit $$rc
 
 # Lint and format check, the documentation site, the main suite, then the vLLM tests: all of them,
 # every run (CI calls make test).

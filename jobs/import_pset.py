@@ -139,18 +139,20 @@ def list_pages(src: PsetSource, commit: str | None, markups: list[Markup]) -> li
 
 
 def select_subset(
-    pages: list[tuple[str, int, str]], markups: list[Markup], per_stratum: int
+    pages: list[tuple[str, int, str]], markups: list[Markup], per_stratum: int, text_chars: dict[tuple, int]
 ) -> tuple[list[tuple[str, int, str]], list[Markup]]:
-    """The first ``per_stratum`` pages of every (feature, stratum) in a fixed pseudo-random order
-    (the sha256 of the page id), among the pages with exactly one markup of every source (a page
+    """The ``per_stratum`` pages of every (feature, stratum) whose paper text is shortest (ties by
+    the sha256 of the page id), among the pages with exactly one markup of every source (a page
     with several markup files of one source, one per order of its types, is one page judged several
-    times in the paper's sums: left out of a subset), and their markups."""
+    times in the paper's sums: left out of a subset), and their markups. Shortest first bounds the
+    judge's work on a CPU (its prompts carry the text); the subset leans to short pages, which the
+    docs and the report name."""
     per_page: dict[tuple[str, int, str], dict[str, int]] = {}
     for m in markups:
         counts = per_page.setdefault((m.feature, m.stratum, m.page_id), {})
         counts[m.source] = counts.get(m.source, 0) + 1
     eligible = [k for k in pages if per_page.get(k) == dict.fromkeys(SOURCES, 1)]
-    eligible.sort(key=lambda k: (k[0], k[1], hashlib.sha256(k[2].encode("ascii")).hexdigest()))
+    eligible.sort(key=lambda k: (k[0], k[1], text_chars[k], hashlib.sha256(k[2].encode("ascii")).hexdigest()))
     kept: list[tuple[str, int, str]] = []
     for k in eligible:
         if sum(j[:2] == k[:2] for j in kept) < per_stratum:
@@ -201,7 +203,7 @@ class ImportPsetJob(Job):
         p.add_argument(
             "--per-stratum",
             type=int,
-            help="a subset: this many pages per feature and stratum, with one markup per source (0: every page)",
+            help="a subset: this many pages per feature and stratum, shortest paper text first, with one markup per source (0: every page)",
         )
         p.add_argument("--reject-raw-chars", type=int, help="reject rows' raw is cut to this many characters")
 
@@ -231,7 +233,7 @@ class ImportPsetJob(Job):
         pages = list_pages(self.src, self.commit, markups)
         listed_pages, listed_markups = len(pages), markups
         if a.per_stratum:
-            pages, markups = select_subset(pages, markups, a.per_stratum)
+            pages, markups = select_subset(pages, markups, a.per_stratum, self.text_chars(pages))
         samples = {f: sample_urls(self.src, self.commit, f) for f in sorted({p[0] for p in pages})}
         human = {}
         for m in markups:
@@ -315,6 +317,15 @@ class ImportPsetJob(Job):
         }
         if not ok:
             raise RuntimeError(f"counters do not reconcile: {c}")
+
+    def text_chars(self, pages: list[tuple[str, int, str]]) -> dict[tuple, int]:
+        """The paper text's length of every page (an unreadable text: -1, and its page is rejected
+        later if drawn)."""
+        out = {}
+        for feature, stratum, pid in pages:
+            data, _ = self.read(f"{corpus_dir(feature, stratum)}/{pid}.txt", "paper text")
+            out[(feature, stratum, pid)] = -1 if data is None else len(data)
+        return out
 
     def page_row(self, key, human, samples, cfg, scored, text_from):
         """The pages/ row of ``key`` (feature, stratum, page id), or (None, (path, cause))."""

@@ -488,3 +488,54 @@ def section(
     )
     frames["paper_memr"] = memr_all
     return tables, frames
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m udfs.report.paper_pages BUNDLE_OR_CHECKOUT [--commit C]``: the figures of every
+    document of the paper that need no run: Table 7 summed from results.csv, and MeMR three ways."""
+    import argparse
+
+    from udfs.corpus.pset import open_pset
+    from udfs.report import paper
+
+    p = argparse.ArgumentParser(description=main.__doc__.split("\n\n")[0] if main.__doc__ else None)
+    p.add_argument("source", help="the paper's history bundle (or its folder) or a checkout of its repository")
+    p.add_argument("--commit", default="", help="an original commit ('': the last)")
+    a = p.parse_args(argv)
+    try:
+        src = open_pset(a.source)
+        docs = paper_documents(src, a.commit or None)
+    except PsetError as exc:
+        p.error(str(exc))
+    print("| source | markups | " + " | ".join(STAGES) + " | Table 7 |")
+    print("|---|---:|" + "---:|" * len(STAGES) + "---|")
+    for source in SOURCES:
+        mine = [d for d in docs if d["source"] == source]
+        sums = [sum(d[s] for d in mine) for s in STAGES]
+        same = "equal" if tuple(sums) == paper.TABLE7[source] else f"differs: {paper.TABLE7[source]}"
+        print(f"| {source} | {len(mine)} | " + " | ".join(f"{x:,}" for x in sums) + f" | {same} |")
+    rows = memr_documents(src, docs, a.commit or None)
+    print("\n| model | documents | paper's text | stored | paper's method | documents equal | as published |")
+    print("|---|---:|---|---|---|---:|---|")
+    for model, (h, llm) in paper.MEMR.items():
+        mine = [r for r in rows if r["model"] == model]
+
+        def avg(k, mine=mine):
+            v = [r[k] for r in mine if r.get(k) is not None]
+            return f"{sum(v) / len(v):.3f}" if v else "–"
+
+        equal = sum(
+            r["paper_method_h"] is not None
+            and abs(r["stored_h"] - r["paper_method_h"]) < 1e-6
+            and abs(r["stored_l"] - r["paper_method_l"]) < 1e-6
+            for r in mine
+        )
+        print(
+            f"| {model} | {len(mine)} | {h:.3f} / {llm:.3f} | {avg('stored_h')} / {avg('stored_l')} | "
+            f"{avg('paper_method_h')} / {avg('paper_method_l')} | {equal} | {avg('published_h')} / {avg('published_l')} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
