@@ -159,3 +159,41 @@ def test_evaluate_reads_the_pages_for_validity(imported, tmp_path):
     assert scores.num_rows == 2
     c = json.loads((out / "scores" / "_run.json").read_text())["counters"]
     assert c["input_rows"] == 182 and c["evaluated"] == 2 and c["no_text"] == 0
+
+
+def test_report_sets_a_validity_run_beside_the_paper(pset, tmp_path):
+    """A subset's three sources judged for validity only, then the report with --paper: its funnel
+    gives the paper's own counts for exactly the run's documents (results.csv), the run's counts
+    beside them, and the section says nothing was matched for the agents that did not run."""
+    from tests.conftest import PSET_DATA
+
+    run_job("--output", str(tmp_path), "--per-stratum", "1")
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "jobs" / "evaluate.py"), "--input", str(tmp_path / "pages"),
+         "--markups", str(tmp_path / "stored_markups"), "--output", str(tmp_path), "--stages", "validity",
+         "--executor", "local", "--limit", "0", "--base-url", "http://127.0.0.1:9/v1"],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "jobs" / "report.py"), "--input", str(tmp_path / "scores"),
+         "--output", str(tmp_path), "--paper", str(PSET_DATA / "pset-history.bundle")],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    import pandas as pd
+
+    funnel = pd.read_csv(tmp_path / "report" / "paper_funnel.csv")
+    markups = pq.read_table(tmp_path / "stored_markups").to_pylist()
+    for source in SOURCES:
+        theirs = funnel[(funnel.source == source) & (funnel.counted_by == "the paper, same documents")]
+        assert int(theirs.triples_in.iloc[0]) == sum(m["paper_triples_in"] for m in markups if m["source"] == source)
+        assert int(theirs.after_validity.iloc[0]) == sum(
+            m["paper_triples_kept"] for m in markups if m["source"] == source
+        )
+        ours = funnel[(funnel.source == source) & (funnel.counted_by == "this run")]
+        assert int(ours.triples_in.iloc[0]) > 0 and int(ours.after_validity.iloc[0]) <= int(ours.triples_in.iloc[0])
+    agreement = pd.read_csv(tmp_path / "report" / "paper_agreement.csv")
+    assert (agreement.matched == 0).all() and (agreement.paper_claims > 0).any()
+    assert 'id="paper-pages"' in (tmp_path / "report" / "index.html").read_text()

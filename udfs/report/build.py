@@ -850,6 +850,7 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None, paper_so
     ``paper_source`` (the paper's folder the pages were imported from: a bundle or a checkout), the
     "paper's pages" section (``udfs.report.paper_pages``)."""
     import duckdb
+    import pandas as pd
 
     src = Sources(scores=scores, root=root, pages=pages)
     con = duckdb.connect()
@@ -925,6 +926,7 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None, paper_so
         "bench_root": str(root / "agents_bench"),
         "failures": frames["failures"].to_dict("records"),
     }
+    frames["corrected_rates"] = pd.DataFrame(ctx["corrected_rates"])
     ctx["paper_pages"] = None
     if paper_source:
         ctx["paper_pages"] = paper_pages_section(src, ds, triples, paper_source)
@@ -953,7 +955,8 @@ def paper_pages_section(src: Sources, scores_ds, triples: list[dict[str, Any]], 
         tables, frames = paper_pages.section(open_pset(paper_source), pages, scores, triples, commits.pop() or None)
     except PsetError as exc:
         return {"why": f"the paper's folder cannot be read: {exc}", "frames": {}}
-    return {"why": None, "tables": tables, "frames": {k: pd.DataFrame(v) for k, v in frames.items()}}
+    frames = {k: pd.DataFrame(v, columns=paper_pages.FRAME_COLUMNS.get(k)) for k, v in frames.items()}
+    return {"why": None, "tables": tables, "frames": frames}
 
 
 def render(report: Report) -> str:

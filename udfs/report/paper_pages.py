@@ -51,6 +51,11 @@ CAUSES = (
     "compliance: the paper's stricter",
 )
 EXAMPLES = 10
+# the columns of the frames that can be empty (a run without disagreements)
+FRAME_COLUMNS = {
+    "paper_causes": ["agent", "source", "cause", "claims"],
+    "paper_examples": ["agent", "source", "document_id", "claim", "ours", "paper", "cause"],
+}
 
 
 def _stem(feature: str, stratum: int, source: str, document_id: str, classes: str) -> str:
