@@ -270,6 +270,12 @@ def run_ray(
     from udfs.runtime.progress import quiet_ray_data
 
     quiet_ray_data()
+    # One unit is one Ray Data block, a whole part of pages: on a CPU engine it takes longer than
+    # Ray Data's no-progress guard (30 minutes; 6 paper pages of 3 sources ended a run with
+    # ExecutionTimeoutError), while the Tally shows the work going on. The guard is off.
+    ctx = ray.data.DataContext.get_current()
+    if hasattr(ctx, "execution_no_progress_timeout_s"):
+        ctx.execution_no_progress_timeout_s = -1
     tally = ray.remote(num_cpus=0)(Tally).remote()
     items = [{"unit": json.dumps(u)} for u in units]
     ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
