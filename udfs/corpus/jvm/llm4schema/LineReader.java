@@ -12,6 +12,7 @@ import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.io.compress.CompressionCodec;
 import org.apache.hadoop.io.compress.CompressionCodecFactory;
@@ -55,6 +56,10 @@ final class LineReader implements Closeable {
         for (Map.Entry<String, String> e : hadoopConf.entrySet()) conf.set(e.getKey(), e.getValue());
         Path path = new Path(file);
         FileSystem fs = path.getFileSystem(conf);
+        // The local file system's checksum layer opens a ".name.crc" beside the file through a
+        // path parsed from a string, which fails for a name with a colon ("a:b.nq": "Relative path
+        // in absolute URI"); an input has no checksum file to verify, so the raw file is read.
+        if (fs instanceof LocalFileSystem) fs = ((LocalFileSystem) fs).getRawFileSystem();
         InputStream raw = fs.open(path);
         try {
             if (file.endsWith(".gz")) {
