@@ -182,8 +182,6 @@ def read_reference(data: bytes, gz: bool) -> Reading:
             except (ParserError, ValueError, UnicodeError):
                 bad = True
                 continue
-            if parser.line and parser.line.strip():
-                bad = True
             quads.extend(sink.got)
         if bad or len(quads) > 1:
             verdict = "reject"

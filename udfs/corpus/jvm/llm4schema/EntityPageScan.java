@@ -184,8 +184,9 @@ public final class EntityPageScan implements Serializable {
         /** The file broke off: keep what came before and say why, or fail the task (the flag). */
         private void damaged(IOException e) {
             String what = file.endsWith(".gz") ? "gzip" : "input";
-            String why = (e instanceof java.io.EOFException ? "truncated " : "corrupt ") + what + " ("
-                    + e.getClass().getSimpleName() + ": " + e.getMessage() + ") after " + String.format("%,d", lineNo) + " lines";
+            String how = reader == null ? "cannot open " : e instanceof java.io.EOFException ? "truncated " : "corrupt ";
+            String why = how + what + " (" + e.getClass().getSimpleName() + ": " + e.getMessage() + ") after "
+                    + String.format("%,d", lineNo) + " lines";
             if (!ignoreCorrupt) {
                 throw new RuntimeException("cannot read " + file + ": " + why
                         + " (--ignore-corrupt-files keeps the lines before the damage and names the file in rejects)", e);

@@ -55,7 +55,12 @@ final class LineReader implements Closeable {
         Configuration conf = new Configuration(false);
         for (Map.Entry<String, String> e : hadoopConf.entrySet()) conf.set(e.getKey(), e.getValue());
         Path path = new Path(file);
-        FileSystem fs = path.getFileSystem(conf);
+        FileSystem fs;
+        try {
+            fs = path.getFileSystem(conf);
+        } catch (RuntimeException e) {  // a scheme without its connector: Hadoop throws unchecked
+            throw new IOException("no file system for " + path.toUri().getScheme() + ": " + e.getMessage(), e);
+        }
         // The local file system's checksum layer opens a ".name.crc" beside the file through a
         // path parsed from a string, which fails for a name with a colon ("a:b.nq": "Relative path
         // in absolute URI"); an input has no checksum file to verify, so the raw file is read.
