@@ -234,7 +234,7 @@ _LIT = (
 )
 QUAD_RE = re.compile(
     rf"^[ \t]*+({_IRI}|{_BN})[ \t]++({_IRI})[ \t]++({_IRI}|{_BN}|{_LIT})[ \t]++({_IRI}|{_BN})"
-    rf"(?:[ \t]++(?:{_IRI}|{_BN}))?+[ \t]*+\.[ \t\r]*+(?:#[^\n]*+)?$"
+    rf"[ \t]*+\.[ \t\r]*+(?:#[^\n]*+)?$"
 )
 TRICKY = [
     '_:b0.x.y <http://schema.org/name> "a \\"q\\" \\u00e9"@en-US <http://p/>   .',
@@ -574,7 +574,7 @@ def _valid_line(draw):
     node = st.one_of(_G_IRI, _G_BNODE)
     terms = [draw(node), draw(_G_IRI), draw(st.one_of(_G_IRI, _G_BNODE, _G_LITERAL)), draw(node)]
     if draw(st.booleans()):
-        terms.append(draw(node))  # WDC's fifth term
+        terms.append(draw(node))  # a fifth term: a reject (N-Quads has four at most)
     line = draw(st.text(alphabet=" \t", max_size=2)) + terms[0]
     for t in terms[1:]:
         line += draw(_G_WS) + t

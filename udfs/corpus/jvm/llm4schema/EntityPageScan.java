@@ -32,9 +32,10 @@ import org.apache.spark.sql.types.StructType;
  * by one page. An entity on several pages (an IRI), or on a page whose lines are not contiguous,
  * has several rows: {@link EntityMerge} unites them.
  *
- * <p>Grammar (WDC's N-Quads variant): {@code S P O G [G2] .} with S and G an IRI or a blank node,
+ * <p>Grammar (N-Quads as WDC writes it): {@code S P O G .} with S and G an IRI or a blank node,
  * P an IRI, O an IRI, blank node or literal ({@code "..."} with escapes, then {@code @lang} or
- * {@code ^^<datatype>}); terms separated by spaces or tabs; a fifth term is accepted and ignored.
+ * {@code ^^<datatype>}); terms separated by spaces or tabs; a fifth term is a reject (W3C's grammar
+ * has four at most, and rdflib agrees).
  * IRIs allow any character but controls, space, {@code <>"\} (real WDC IRIs carry
  * {@code {search_term_string}}), plus backslash-u escapes. A comment ({@code #} to the end of the
  * line) may follow the final {@code .}; a line of spaces, tabs and a comment is skipped. A line
@@ -630,10 +631,6 @@ public final class EntityPageScan implements Serializable {
             g0 = i;
             g1 = j;
             i = spaces(j);
-            if (i > j && i < n && b[i] != '.') {  // a fifth term, ignored
-                if ((j = subject(i)) < 0) return false;
-                i = spaces(j);
-            }
             if (i >= n || b[i] != '.') return false;
             i++;
             while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r')) i++;
