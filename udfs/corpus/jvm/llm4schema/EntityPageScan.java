@@ -185,7 +185,8 @@ public final class EntityPageScan implements Serializable {
         /** The file broke off: keep what came before and say why, or fail the task (the flag). */
         private void damaged(IOException e) {
             String what = file.endsWith(".gz") ? "gzip" : "input";
-            String how = reader == null ? "cannot open " : e instanceof java.io.EOFException ? "truncated " : "corrupt ";
+            String how = e instanceof LineReader.CannotOpen ? "cannot open "
+                    : e instanceof java.io.EOFException ? "truncated " : "corrupt ";
             String why = how + what + " (" + e.getClass().getSimpleName() + ": " + e.getMessage() + ") after "
                     + String.format("%,d", lineNo) + " lines";
             if (!ignoreCorrupt) {
