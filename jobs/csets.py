@@ -4,9 +4,10 @@ Streams N-Quads (plain or gzip; files, directories, globs, manifests; one file =
 the ``csets/`` table: one row per characteristic set with its instances, pages, domains and a
 deterministic sample of page URLs. Malformed lines go to ``rejects/csets/`` with file, line and
 reason; ``csets/_run.json`` holds counters that reconcile (lines read = quads parsed + lines
-rejected + blank/comment lines skipped) and lists every input file with the lines it gave
-(``inputs.read``, adding up to the lines read). Same file on a cluster: add ``--master`` or use
-spark-submit's flags.
+rejected + blank/comment lines skipped) and lists every input file with the lines it gave and
+its quads, rejected and skipped lines and distinct graphs (``inputs.read``, adding up to the lines
+read). Blank-node labels, graph labels included, are scoped to their file. Same file on a cluster:
+add ``--master`` or use spark-submit's flags.
 """
 
 from __future__ import annotations

@@ -161,3 +161,19 @@ def test_names_under_an_s3_root_are_admitted_and_one_unreadable_loses_nothing(sp
         manifest.write_text(outside + "\n")
         with pytest.raises(InputError, match="outside the allowed root"):
             resolve_inputs([str(manifest)], root=[f"s3a://{s3_server}/in/"])
+
+
+def test_an_iri_written_with_escapes_is_the_same_entity(spark, tmp_path):
+    """rdflib decodes an IRI's backslash-u escapes: ``<http://a.example/\\u00e9>`` and the IRI written
+    out are one subject, and one page. So are they for the job (before: two entities, two sets)."""
+    f = tmp_path / "escapes.nq"
+    f.write_text(
+        f"<http://a.example/\\u00e9> {RDF_TYPE} <http://schema.org/Person> <http://p.example/\\u00e9> .\n"
+        '<http://a.example/\u00e9> <http://schema.org/name> "x" <http://p.example/\u00e9> .\n'
+        '<http://a.example/\\U000000e9> <http://schema.org/email> "e" <http://p.example/\u00e9> .\n',
+        encoding="utf-8",
+    )
+    record, csets, _ = run(tmp_path / "out", "--input", str(f))
+    assert list(csets) == [(("Person",), ("email", "name"))]
+    assert (record["counters"]["entities_before_cleaning"], record["counters"]["pages"]) == (1, 1)
+    assert [r["graphs"] for r in record["inputs"]["read"]] == [1]
