@@ -4,9 +4,10 @@ Streams N-Quads (plain or gzip; files, directories, globs, manifests; one file =
 the ``csets/`` table: one row per characteristic set with its instances, pages, domains and a
 deterministic sample of page URLs. Malformed lines go to ``rejects/csets/`` with file, line and
 reason; ``csets/_run.json`` holds counters that reconcile (lines read = quads parsed + lines
-rejected + blank/comment lines skipped) and lists every input file with the lines it gave
-(``inputs.read``, adding up to the lines read). Same file on a cluster: add ``--master`` or use
-spark-submit's flags.
+rejected + blank/comment lines skipped) and lists every input file with the lines it gave and
+its quads, rejected and skipped lines and distinct graphs (``inputs.read``, adding up to the lines
+read). Blank-node labels, graph labels included, are scoped to their file. Same file on a cluster:
+add ``--master`` or use spark-submit's flags.
 """
 
 from __future__ import annotations
@@ -104,15 +105,15 @@ class CsetsJob(SparkJob):
         tallies = C.tallies(ep, cfg, partitions).persist(StorageLevel.MEMORY_AND_DISK)
 
         with self.record.time("read, parse and merge by entity (one pass over the input)"):
-            per_file = C.lines_per_file(tallies)
-        lines_read = sum(per_file.values())
+            per_file = C.per_file(tallies)
+        lines_read = sum(c["lines"] for c in per_file.values())
 
         with self.record.time("write csets"):
             C.csets(tallies).write.mode("overwrite").parquet(str(self.table_dir))
         with self.record.time("write rejects"):
             rej = C.rejects(tallies, cfg)
-            norm = {f.removeprefix("file://").removeprefix("file:"): n for f, n in per_file.items()}
-            silent = [f for f in files if norm.get(f, 0) == 0]
+            norm = {f.removeprefix("file://").removeprefix("file:"): c for f, c in per_file.items()}
+            silent = [f for f in files if f not in norm or norm[f]["lines"] == 0]
             # Skipping corrupt files must not lose them silently: a file that broke off is named
             # with what was read before the damage.
             damaged = C.damaged_files(tallies)
@@ -137,17 +138,25 @@ class CsetsJob(SparkJob):
             "files_damaged": len(damaged),
             "rejects_written": spark.read.parquet(str(self.rejects_dir)).count(),
         }
-        # every input with the lines it gave (0: none, and why in rejects/), adding up to lines_read
+        # every input with the lines it gave (0: none, and why in rejects/), adding up to lines_read,
+        # and its quads, rejected and skipped lines (adding up to its lines) and distinct graphs
         strip = lambda f: f.removeprefix("file://").removeprefix("file:")  # noqa: E731
         why = {strip(f): w for f, w in damaged.items()}
-        reads = {f: {"lines": n, **({"damaged": why[f]} if f in why else {})} for f, n in norm.items()}
+        reads = {f: {**c, **({"damaged": why[f]} if f in why else {})} for f, c in norm.items()}
         for f in why.keys() - reads.keys():
             reads[f] = {"lines": 0, "damaged": why[f]}
+        per_file_reconciles = all(
+            r["lines"] == r["quads"] + r["rejected"] + r["skipped"] for r in reads.values() if "quads" in r
+        )
         per_file_adds_up = self.keep_reads(files, reads, "lines", lines_read)
         counters["reconciles"] = (
-            lines_read
-            == counters["quads_parsed"] + counters["lines_rejected"] + counters["lines_skipped_blank_or_comment"]
-        ) and per_file_adds_up
+            (
+                lines_read
+                == counters["quads_parsed"] + counters["lines_rejected"] + counters["lines_skipped_blank_or_comment"]
+            )
+            and per_file_adds_up
+            and per_file_reconciles
+        )
         for k, v in counters.items():
             self.record.count(k, v)
         self.record["outputs"] = {"csets": str(self.table_dir), "rejects": str(self.rejects_dir)}

@@ -188,10 +188,32 @@ def damaged_files(t: DataFrame) -> dict[str, str]:
 
 def lines_per_file(t: DataFrame) -> dict[str, int]:
     """Lines read per input file (one small row per file: safe to collect at 10^4 files)."""
-    return {
-        r["k1"]: int(r["n"])
-        for r in t.filter(F.col("kind") == "file").groupBy("k1").agg(F.sum("n").alias("n")).collect()
-    }
+    return {f: c["lines"] for f, c in per_file(t).items()}
+
+
+# The scan's per-file rows and the name of their count in the run record's inputs.read.
+_PER_FILE = {"file": "lines", "file_quads": "quads", "skip": "skipped", "file_graphs": "graphs"}
+
+
+def per_file(t: DataFrame) -> dict[str, dict[str, int]]:
+    """What each input file gave: ``{file: {"lines", "quads", "rejected", "skipped", "graphs"}}``,
+    where lines = quads + rejected + skipped, and graphs is the distinct graph terms (pages) of its
+    quads. A few small rows per file: safe to collect at 10^4 files."""
+    kind = F.col("kind")
+    rows = (
+        t.filter(kind.isin(*_PER_FILE) | kind.startswith("reject"))
+        .select("k1", F.when(kind.startswith("reject"), "rejected").otherwise(kind).alias("kind"), "n")
+        .groupBy("k1", "kind")
+        .agg(F.sum("n").alias("n"))
+        .collect()
+    )
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        name = "rejected" if r["kind"] == "rejected" else _PER_FILE[r["kind"]]
+        out.setdefault(r["k1"], dict.fromkeys(("lines", "quads", "rejected", "skipped", "graphs"), 0))[name] = int(
+            r["n"]
+        )
+    return out
 
 
 def csets(t: DataFrame) -> DataFrame:

@@ -38,6 +38,6 @@ def reject_reason(line: Column) -> Column:
         F.when(~F.rtrim(line).endswith("."), F.lit(REASON_TRUNCATED))
         .when(quotes % 2 == 1, F.lit(REASON_QUOTES))
         .when(opens != closes, F.lit(REASON_BRACKETS))
-        .when(~n_terms.isin(4, 5), F.concat(F.lit(REASON_TERM_COUNT + " ("), n_terms.cast("string"), F.lit(")")))
+        .when(n_terms != 4, F.concat(F.lit(REASON_TERM_COUNT + " ("), n_terms.cast("string"), F.lit(")")))
         .otherwise(F.lit(REASON_MALFORMED))
     )

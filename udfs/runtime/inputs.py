@@ -90,24 +90,39 @@ def _roots(root) -> tuple[Path | str, ...] | None:
 
 # percent-encoded dots and separators, or a query: ways a server could read another path than the one checked
 _URL_TRICKS = re.compile(r"%(2e|2f|5c|00)|[?#]", re.I)
+# percent-encoded dots and separators only: in an object store's key "?", "#" and "%" are characters of a name
+_KEY_TRICKS = re.compile(r"%(2e|2f|5c|00)", re.I)
+# schemes whose paths are read as they are written (Hadoop's Path, s3fs): no query, no fragment
+_LITERAL_SCHEMES = ("s3", "s3a", "s3n", "gs", "hdfs", "abfs", "abfss")
+
+
+def _split(url: str) -> tuple[str, str, str]:
+    """(scheme, host, path) of a URL; an object store's path is everything after the host, so a
+    key holding "?" or "#" keeps them (Hadoop and s3fs read them as characters)."""
+    u = urlsplit(url)
+    if u.scheme.lower() not in _LITERAL_SCHEMES:
+        return u.scheme, u.netloc, u.path
+    rest = url.split("://", 1)[1]
+    host, slash, path = rest.partition("/")
+    return u.scheme, host, slash + path
 
 
 def _check_url(url: str, roots: tuple[Path | str, ...] | None, origin: str) -> None:
     """With roots, a remote URL must lie under a URL root: same scheme and host, below its path
-    prefix, without ``..`` segments or encoded separators."""
+    prefix, without ``..`` segments or encoded separators (nor, over HTTP, a query or fragment)."""
     if roots is None:
         return
-    u = urlsplit(url)
-    path = u.path
+    scheme, host, path = _split(url)
+    tricks = _KEY_TRICKS if scheme.lower() in _LITERAL_SCHEMES else _URL_TRICKS
     for r in roots:
         if isinstance(r, Path):
             continue
-        b = urlsplit(r)
-        if (u.scheme.lower(), u.netloc.lower()) != (b.scheme.lower(), b.netloc.lower()):
+        b_scheme, b_host, b_path = _split(r)
+        if (scheme.lower(), host.lower()) != (b_scheme.lower(), b_host.lower()):
             continue
-        if _URL_TRICKS.search(url.split("://", 1)[1]) or not path.startswith(b.path):
+        if tricks.search(url.split("://", 1)[1]) or not path.startswith(b_path):
             continue
-        if posixpath.normpath("/" + path[len(b.path) :]).startswith("/..") or "/../" in path + "/":
+        if posixpath.normpath("/" + path[len(b_path) :]).startswith("/..") or "/../" in path + "/":
             continue
         return
     where = " or ".join(str(r) for r in roots)

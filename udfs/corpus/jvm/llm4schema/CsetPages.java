@@ -70,6 +70,7 @@ public final class CsetPages implements MapPartitionsFunction<Row, Row>, Seriali
 
     /** Host of a page URL, lower-cased, without a leading {@code www.}, port and user info; "" when none. */
     public static String domain(String url) {
+        if (url.startsWith("_:")) return "";  // a blank graph label (with its file): no host
         int s = url.indexOf("://");
         if (s < 0) return "";
         int start = s + 3, end = start;

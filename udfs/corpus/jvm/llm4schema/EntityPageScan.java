@@ -32,9 +32,10 @@ import org.apache.spark.sql.types.StructType;
  * by one page. An entity on several pages (an IRI), or on a page whose lines are not contiguous,
  * has several rows: {@link EntityMerge} unites them.
  *
- * <p>Grammar (WDC's N-Quads variant): {@code S P O G [G2] .} with S and G an IRI or a blank node,
+ * <p>Grammar (N-Quads as WDC writes it): {@code S P O G .} with S and G an IRI or a blank node,
  * P an IRI, O an IRI, blank node or literal ({@code "..."} with escapes, then {@code @lang} or
- * {@code ^^<datatype>}); terms separated by spaces or tabs; a fifth term is accepted and ignored.
+ * {@code ^^<datatype>}); terms separated by spaces or tabs; a fifth term is a reject (W3C's grammar
+ * has four at most, and rdflib agrees).
  * IRIs allow any character but controls, space, {@code <>"\} (real WDC IRIs carry
  * {@code {search_term_string}}), plus backslash-u escapes. A comment ({@code #} to the end of the
  * line) may follow the final {@code .}; a line of spaces, tabs and a comment is skipped. A line
@@ -53,7 +54,8 @@ public final class EntityPageScan implements Serializable {
     static final String SEP = "\n";
 
     public static final StructType SCHEMA = new StructType()
-            .add("kind", DataTypes.StringType, false)       // quad | page | reject[:reason] | skip | file | damage
+            // quad | page | reject[:reason] | skip | file | file_quads | file_graphs | damage
+            .add("kind", DataTypes.StringType, false)
             .add("k1", DataTypes.StringType, false)         // quad: entity; page: its URL; others: file
             .add("k2", DataTypes.StringType, false)         // quad: page URL; reject: line number
             .add("n_lines", DataTypes.LongType, false)      // lines this row stands for
@@ -101,7 +103,10 @@ public final class EntityPageScan implements Serializable {
         HashMap<String, String> conf = new HashMap<>();
         for (Map.Entry<String, String> e : spark.sparkContext().hadoopConfiguration()) conf.put(e.getKey(), e.getValue());
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-        JavaRDD<Row> rows = jsc.parallelize(Arrays.asList(files), Math.max(files.length, 1))
+        // Each path travels with its place in the list ("index\tpath"): the scope of its blank nodes.
+        String[] numbered = new String[files.length];
+        for (int i = 0; i < files.length; i++) numbered[i] = i + "\t" + files[i];
+        JavaRDD<Row> rows = jsc.parallelize(Arrays.asList(numbered), Math.max(files.length, 1))
                 .mapPartitions(paths -> fn.new Scanner(paths, conf, ignoreCorrupt));
         return spark.createDataFrame(rows, SCHEMA);
     }
@@ -129,6 +134,9 @@ public final class EntityPageScan implements Serializable {
         // Tokens of the predicates and of the types seen in this partition: a few hundred terms.
         private final TermTokens predicates = new TermTokens(), types = new TermTokens();
         private String file;
+        private String fileScope;  // " #<index of the file in the input list>": appended to blank subjects
+        private long quads;  // lines of this file that are quads
+        private final LongSet graphs = new LongSet();  // hashes of this file's distinct graph terms
         // The bytes of the current page's graph term and of the line before's subject (length -1:
         // none): most lines repeat both, and a byte comparison settles it without a string.
         private byte[] graph = new byte[256], subject = new byte[256];
@@ -155,7 +163,10 @@ public final class EntityPageScan implements Serializable {
                             finished = true;
                             break;
                         }
-                        file = files.next();
+                        String numbered = files.next();
+                        int tab = numbered.indexOf('\t');
+                        fileScope = " #" + numbered.substring(0, tab);
+                        file = numbered.substring(tab + 1);
                         reader = new LineReader(file, hadoopConf, maxLineBytes, sampleBytes);
                     }
                     if (reader.next()) {
@@ -174,8 +185,10 @@ public final class EntityPageScan implements Serializable {
         /** The file broke off: keep what came before and say why, or fail the task (the flag). */
         private void damaged(IOException e) {
             String what = file.endsWith(".gz") ? "gzip" : "input";
-            String why = (e instanceof java.io.EOFException ? "truncated " : "corrupt ") + what + " ("
-                    + e.getClass().getSimpleName() + ": " + e.getMessage() + ") after " + String.format("%,d", lineNo) + " lines";
+            String how = e instanceof LineReader.CannotOpen ? "cannot open "
+                    : e instanceof java.io.EOFException ? "truncated " : "corrupt ";
+            String why = how + what + " (" + e.getClass().getSimpleName() + ": " + e.getMessage() + ") after "
+                    + String.format("%,d", lineNo) + " lines";
             if (!ignoreCorrupt) {
                 throw new RuntimeException("cannot read " + file + ": " + why
                         + " (--ignore-corrupt-files keeps the lines before the damage and names the file in rejects)", e);
@@ -223,19 +236,26 @@ public final class EntityPageScan implements Serializable {
                 reject(null, reader.text());
                 return;
             }
+            quads++;
             if (!q.same(q.g0, q.g1, graph, graphLen)) {
                 flushPage();
                 graph = copy(b, q.g0, q.g1, graph);
                 graphLen = q.g1 - q.g0;
-                pageUrl = iriValue(q.g());
+                String g = q.g();
+                // A blank node label is scoped to its file (N-Quads): the same "_:g1" in two files
+                // is two pages, named by the label and the file.
+                pageUrl = g.startsWith("_:") ? g + " " + file : iriValue(g);
                 pageGroup = group(pageUrl);
+                graphs.add(hash(pageUrl));
             }
             if (!q.same(q.s0, q.s1, subject, subjectLen)) {
                 subject = copy(b, q.s0, q.s1, subject);
                 subjectLen = q.s1 - q.s0;
                 String s = q.s();
-                boolean scoped = pageScope || s.startsWith("_:");
-                String entity = scoped ? pageUrl + " " + s : iriValue(s);
+                boolean blank = s.startsWith("_:");
+                boolean scoped = pageScope || blank;
+                // A blank subject is its page's and its file's (an IRI page may recur in another file).
+                String entity = scoped ? pageUrl + " " + s + (blank ? fileScope : "") : iriValue(s);
                 current = page.get(entity);
                 if (current == null) {
                     current = new EntityPage(scoped ? pageGroup : group(entity));
@@ -265,6 +285,7 @@ public final class EntityPageScan implements Serializable {
         private String[] token(String key) {
             boolean isType = key.startsWith("isa:");
             String term = isType ? key.substring(4) : key;
+            if (term.startsWith("<")) term = "<" + iriValue(term) + ">";
             String local = schemaLocal(term);
             String name = local.isEmpty() ? term : local;
             String token = isType ? "isa:" + name : name;
@@ -294,6 +315,10 @@ public final class EntityPageScan implements Serializable {
             flushPage();
             if (skipped > 0) out.add(RowFactory.create("skip", file, "", skipped, "", "", null, null, group(file)));
             out.add(RowFactory.create("file", file, "", lineNo, "", "", null, null, group(file)));
+            out.add(RowFactory.create("file_quads", file, "", quads, "", "", null, null, group(file)));
+            out.add(RowFactory.create("file_graphs", file, "", (long) graphs.size(), "", "", null, null, group(file)));
+            quads = 0;
+            graphs.clear();
             graphLen = -1;
             pageUrl = null;
             lineNo = 0;
@@ -322,6 +347,55 @@ public final class EntityPageScan implements Serializable {
         long before = groupMask;
         groupMask = mask;
         return before;
+    }
+
+    /**
+     * A set of longs (open addressing; 0 stands for itself in a flag): a file's distinct graph
+     * terms, counted by a 64-bit hash of their bytes in 8 to 16 bytes each. Two terms of one file
+     * that share a hash count once: at 10^6 pages per file the chance is about 3 in 10^8.
+     */
+    static final class LongSet {
+        private long[] slots = new long[1 << 10];
+        private int size;
+        private boolean zero;
+
+        void add(long v) {
+            if (v == 0) {
+                if (!zero) size++;
+                zero = true;
+                return;
+            }
+            if (2 * (size + 1) > slots.length) grow();
+            if (insert(slots, v)) size++;
+        }
+
+        private static boolean insert(long[] into, long v) {
+            int mask = into.length - 1;
+            for (int i = (int) (v ^ (v >>> 32)) & mask; ; i = (i + 1) & mask) {
+                if (into[i] == v) return false;
+                if (into[i] == 0) {
+                    into[i] = v;
+                    return true;
+                }
+            }
+        }
+
+        private void grow() {
+            long[] bigger = new long[2 * slots.length];
+            for (long v : slots) if (v != 0) insert(bigger, v);
+            slots = bigger;
+        }
+
+        int size() {
+            return size;
+        }
+
+        void clear() {
+            if (slots.length > 1 << 10) slots = new long[1 << 10];
+            else Arrays.fill(slots, 0L);
+            size = 0;
+            zero = false;
+        }
     }
 
     /** A 64-bit hash of a string. */
@@ -466,10 +540,35 @@ public final class EntityPageScan implements Serializable {
                 java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
     }
 
-    /** {@code <http://x/>} -> {@code http://x/}; blank nodes unchanged. */
+    /** {@code <http://x/>} -> {@code http://x/}, its backslash-u escapes decoded (an IRI written
+     * with them is the same IRI: one entity, one page); blank nodes unchanged. */
     static String iriValue(String term) {
         return term.length() >= 2 && term.charAt(0) == '<' && term.charAt(term.length() - 1) == '>'
-                ? term.substring(1, term.length() - 1) : term;
+                ? unescape(term.substring(1, term.length() - 1)) : term;
+    }
+
+    /** An IRI's {@code \\uXXXX} and {@code \\UXXXXXXXX} escapes decoded (the parser let no other
+     * backslash through); a code point that is not a character (a lone surrogate, above U+10FFFF)
+     * is kept escaped. */
+    static String unescape(String iri) {
+        int i = iri.indexOf('\\');
+        if (i < 0) return iri;
+        StringBuilder out = new StringBuilder(iri.length()).append(iri, 0, i);
+        while (i < iri.length()) {
+            char c = iri.charAt(i);
+            int digits = c != '\\' || i + 1 >= iri.length() ? 0 : iri.charAt(i + 1) == 'u' ? 4 : iri.charAt(i + 1) == 'U' ? 8 : 0;
+            if (digits > 0 && i + 2 + digits <= iri.length()) {
+                long cp = Long.parseLong(iri.substring(i + 2, i + 2 + digits), 16);
+                if (cp <= Character.MAX_CODE_POINT && !(cp >= 0xd800 && cp <= 0xdfff)) {
+                    out.appendCodePoint((int) cp);
+                    i += 2 + digits;
+                    continue;
+                }
+            }
+            out.append(c);
+            i++;
+        }
+        return out.toString();
     }
 
     /** {@code <https://www.schema.org/name>} -> {@code name}; empty outside the schema.org namespace. */
@@ -533,10 +632,6 @@ public final class EntityPageScan implements Serializable {
             g0 = i;
             g1 = j;
             i = spaces(j);
-            if (i > j && i < n && b[i] != '.') {  // a fifth term, ignored
-                if ((j = subject(i)) < 0) return false;
-                i = spaces(j);
-            }
             if (i >= n || b[i] != '.') return false;
             i++;
             while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r')) i++;
@@ -565,9 +660,15 @@ public final class EntityPageScan implements Serializable {
             return c == '<' ? iri(i) : c == '"' ? literal(i) : bnode(i);
         }
 
+        /** An absolute IRI: a scheme (a letter, then letters, digits, "+", "-", ".") and a colon
+         * first (N-Quads admits no relative IRI), then any character but controls, space and
+         * {@code <>"\}, or a backslash-u escape. */
         private int iri(int i) {
             if (i >= n || b[i] != '<') return -1;
             i++;
+            if (i >= n || !isAlpha(b[i])) return -1;
+            while (i < n && (isAlpha(b[i]) || isDigit(b[i]) || b[i] == '+' || b[i] == '-' || b[i] == '.')) i++;
+            if (i >= n || b[i] != ':') return -1;
             while (i < n) {
                 while (i < n && IRI_PLAIN[b[i] & 0xff]) i++;
                 if (i >= n) return -1;
@@ -590,7 +691,11 @@ public final class EntityPageScan implements Serializable {
             for (int c = 0; c < 256; c++) {
                 boolean control = c <= 0x20;
                 IRI_PLAIN[c] = !control && c != '<' && c != '>' && c != '"' && c != '\\';
-                BNODE[c] = !control && c != '<' && c != '>' && c != '"' && c != '.';
+                // W3C BLANK_NODE_LABEL's ASCII characters (PN_CHARS: letters, digits, "_", "-"; "." inside
+                // only); any byte of a multi-byte character (the line is valid UTF-8: the letters
+                // of other scripts the grammar admits, checked no further)
+                BNODE[c] = c >= 0x80 || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+                        || c == '_' || c == '-';
                 LITERAL_PLAIN[c] = c != '"' && c != '\\' && c != '\n' && c != '\r';
             }
         }
@@ -603,10 +708,12 @@ public final class EntityPageScan implements Serializable {
             return i + 1 < n && b[i] == c0 && b[i + 1] == c1;
         }
 
-        /** {@code _:label}: dots inside a label, never at its end (the line's final " ." is not part of it). */
+        /** {@code _:label}: W3C's BLANK_NODE_LABEL (not starting with "-"), dots inside a label, never at
+         * its end (the line's final " ." is not part of it). */
         private int bnode(int i) {
             if (!startsWith(i, '_', ':')) return -1;
             int j = i + 2;
+            if (j < n && b[j] == '-') return -1;
             while (j < n && bnodeChar(b[j])) j++;
             if (j == i + 2) return -1;
             while (j < n && b[j] == '.') {

@@ -12,6 +12,7 @@ import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.io.compress.CompressionCodec;
 import org.apache.hadoop.io.compress.CompressionCodecFactory;
@@ -48,14 +49,37 @@ final class LineReader implements Closeable {
     private long longBytes;
     private byte[] sample = new byte[0];
 
+    /** The file could not be opened (no file system for its scheme, not found, not readable). */
+    static final class CannotOpen extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        CannotOpen(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
     LineReader(String file, Map<String, String> hadoopConf, long maxLineBytes, int sampleBytes) throws IOException {
         this.maxLine = maxLineBytes;
         this.sampleBytes = sampleBytes;
         Configuration conf = new Configuration(false);
         for (Map.Entry<String, String> e : hadoopConf.entrySet()) conf.set(e.getKey(), e.getValue());
         Path path = new Path(file);
-        FileSystem fs = path.getFileSystem(conf);
-        InputStream raw = fs.open(path);
+        FileSystem fs;
+        try {
+            fs = path.getFileSystem(conf);
+        } catch (IOException | RuntimeException e) {  // a scheme without its connector: Hadoop throws unchecked
+            throw new CannotOpen("no file system for " + path.toUri().getScheme() + ": " + e.getMessage(), e);
+        }
+        // The local file system's checksum layer opens a ".name.crc" beside the file through a
+        // path parsed from a string, which fails for a name with a colon ("a:b.nq": "Relative path
+        // in absolute URI"); an input has no checksum file to verify, so the raw file is read.
+        if (fs instanceof LocalFileSystem) fs = ((LocalFileSystem) fs).getRawFileSystem();
+        InputStream raw;
+        try {
+            raw = fs.open(path);
+        } catch (IOException e) {
+            throw new CannotOpen(e.getClass().getSimpleName() + ": " + e.getMessage(), e);
+        }
         try {
             if (file.endsWith(".gz")) {
                 in = new GzipMembers(raw);
