@@ -14,6 +14,7 @@ record's ``inputs`` lists every file considered or skipped, and what each gave (
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 from pyspark.sql import types as T
 
@@ -44,10 +45,11 @@ def _index_file(item):
     damage that ends the file, and last ("read", what the file gave)."""
     path, base, max_record_bytes, raw_chars = item
     counts = {"row": 0, "reject": 0}
+    seen = Counter()
     damaged = None
     try:
         for kind, row in scan_warc(
-            path, relative_name(path, base), max_record_bytes=max_record_bytes, raw_chars=raw_chars
+            path, relative_name(path, base), max_record_bytes=max_record_bytes, raw_chars=raw_chars, seen=seen
         ):
             counts[kind] += 1
             yield kind, row
@@ -57,7 +59,16 @@ def _index_file(item):
         damaged = f"unreadable: {exc}"
     if damaged is not None:
         yield "reject", reject_row(path, None, damaged)
-    yield "read", {"source": path, "records": counts["row"], "records_rejected": counts["reject"], "damaged": damaged}
+    yield (
+        "read",
+        {
+            "source": path,
+            "records": counts["row"],
+            "records_rejected": counts["reject"],
+            "warc_records": sum(seen.values()),
+            "damaged": damaged,
+        },
+    )
 
 
 class WarcIndexJob(SparkJob):

@@ -19,6 +19,7 @@ import posixpath
 import re
 import typing
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -234,7 +235,10 @@ def parse_record(raw: bytes) -> WarcRecord:
 
 
 def read_record(location: str, offset: int, length: int, *, max_record_bytes: int) -> WarcRecord:
-    """Fetch, decompress and parse the record at ``location``/``offset``/``length``.
+    """Fetch, decompress and parse the record at ``location``/``offset``/``length``: one gzip member
+    (a ``.warc.gz``) or the record's own bytes (an uncompressed ``.warc``), told apart by their first
+    bytes; anything else is a ``fetch_error`` saying the offset does not match the file. The bytes
+    must hold exactly one record whose Content-Length ends where they end (``record_framing``).
 
     Memory is bounded by ``max_record_bytes`` both before (the compressed range) and after
     decompression.
@@ -242,7 +246,26 @@ def read_record(location: str, offset: int, length: int, *, max_record_bytes: in
     if length > max_record_bytes:
         raise WarcError(FETCH_ERROR, f"record length {length} exceeds max_record_bytes={max_record_bytes}; not fetched")
     data = read_range(location, offset, length)
-    return parse_record(gunzip_member(data, max_record_bytes))
+    if data[:2] == b"\x1f\x8b":
+        raw = gunzip_member(data, max_record_bytes)
+    elif data[:5] == b"WARC/":
+        raw = data  # a record of an uncompressed .warc: the range is the record itself
+    else:
+        raise WarcError(
+            FETCH_ERROR,
+            f"neither a gzip member nor a WARC record header at offset {offset} of {location} "
+            f"(first bytes {data[:8]!r}): the index's offset does not match the file",
+        )
+    try:
+        if raw.startswith(b"WARC/"):  # an ARC record (from an .arc.gz) has no Content-Length to check
+            header_len, block_len = record_framing(raw)
+            if _check_block_end(raw, header_len + block_len, len(raw)) < len(raw):
+                raise ValueError("the bytes hold more than one record")
+    except ValueError as exc:
+        raise WarcError(
+            FETCH_ERROR, f"record at offset {offset} of {location} ({length} bytes as indexed): {exc}"
+        ) from None
+    return parse_record(raw)
 
 
 def html_record_check(rec: WarcRecord, expected_url: str | None = None) -> None:
@@ -255,6 +278,73 @@ def html_record_check(rec: WarcRecord, expected_url: str | None = None) -> None:
         raise WarcError(FETCH_ERROR, f"HTTP status {rec.http_status} in the WARC record")
     if rec.mime_type not in HTML_MIME_TYPES:
         raise WarcError(PARSE_ERROR, f"not an HTML page: Content-Type {rec.content_type!r}")
+
+
+# ---- framing: a record's declared Content-Length against the bytes around it -----------------
+
+# A WARC header block (version line to the blank line) longer than this is not one: the scan looks
+# for the next record instead of reading on.
+_MAX_HEADER_BYTES = 1 << 16
+_BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+_VERSION_LINE = re.compile(rb"WARC/\d+\.\d+\r?\n")
+_DECIMAL = re.compile(rb"[0-9]{1,18}")
+
+
+def record_framing(head: bytes) -> tuple[int, int]:
+    """(header bytes, declared block bytes) of the record ``head`` starts with: its version line,
+    header lines up to the blank line, and a Content-Length of decimal digits. A ValueError says
+    what is wrong (no version line, no blank line within ``_MAX_HEADER_BYTES``, a Content-Length
+    missing, repeated, negative, not a number or beyond any file)."""
+    if not _VERSION_LINE.match(head):
+        raise ValueError(f"not a WARC record header (first bytes {head[:16]!r})")
+    blank = _BLANK_LINE.search(head, 0, _MAX_HEADER_BYTES)
+    if blank is None:
+        raise ValueError(f"no blank line ends the WARC header within {_MAX_HEADER_BYTES} bytes")
+    values = []
+    for line in head[: blank.start()].split(b"\n")[1:]:
+        key, sep, value = line.partition(b":")
+        if sep and key.strip().lower() == b"content-length":
+            values.append(value.strip())
+    if len(values) != 1:
+        raise ValueError(f"{len(values)} Content-Length headers, not one")
+    if not _DECIMAL.fullmatch(values[0]):
+        raise ValueError(f"Content-Length {values[0][:40]!r} is not a decimal number of bytes")
+    return blank.end(), int(values[0])
+
+
+def _check_block_end(data: bytes, end: int, limit: int) -> int:
+    """Where the record after a block ending at ``end`` starts, ``data`` holding the bytes from
+    ``end`` on up to ``limit`` (a file's or member's end): past line breaks, the next version line
+    or the end. A ValueError when the declared length disagrees with that framing."""
+    if end > limit:
+        raise ValueError(f"its declared block runs {end - limit} bytes past the end ({limit} bytes)")
+    tail = data[end:]
+    rest = tail.lstrip(b"\r\n")
+    if rest and not rest.startswith(b"WARC/"):
+        raise ValueError(
+            f"its block does not end at a record boundary (after it: {rest[:24]!r}): the declared length "
+            "disagrees with the framing"
+        )
+    return end + len(tail) - len(rest)
+
+
+def _next_version_line(fh, start: int, size: int) -> int:
+    """The offset of the next line starting ``WARC/`` at or after ``start`` (``size`` if none),
+    read in steps."""
+    pos = start
+    carry = b""
+    while pos < size:
+        fh.seek(pos)
+        chunk = fh.read(_READ_CHUNK)
+        if not chunk:
+            break
+        buf = carry + chunk
+        i = buf.find(b"\nWARC/")
+        if i >= 0:
+            return pos - len(carry) + i + 1
+        carry = buf[-6:]
+        pos += len(chunk)
+    return size
 
 
 # ---- indexing local files --------------------------------------------------------------------
@@ -376,33 +466,63 @@ def _row(rec, name: str) -> dict:
 
 
 def scan_warc(
-    path: str, warc_filename: str | None = None, *, max_record_bytes: int, raw_chars: int
+    path: str,
+    warc_filename: str | None = None,
+    *,
+    max_record_bytes: int,
+    raw_chars: int,
+    seen: Counter | None = None,
 ) -> Iterator[tuple[str, dict]]:
     """The index of one WARC file as ``("row", index row)`` and ``("reject", reject row)`` pairs.
 
-    One row per response or revisit record, offsets and lengths those of the gzip members (as
-    Common Crawl's columnar index gives them, so ``read_record`` reads one record back),
-    ``content_digest`` the base32 SHA-1 of the payload as archived, computed as it streams by.
-    Records are streamed, never held whole beyond ``max_record_bytes``: a record larger than that
-    (decompressed) is a reject row (position: its offset; raw: its first bytes, cut to
-    ``raw_chars``) and the scan goes on with the next record; a member that is not one WARC record
-    is a reject too. Damage after which the next record cannot be found (a cut or corrupt member,
-    bytes that are not gzip) ends the scan with a ``WarcError`` after the good records.
-    Uncompressed ``.warc`` files are read by warcio, payloads streamed in steps.
+    One row per response or revisit record, offset and length those of its gzip member in a
+    ``.warc.gz`` (as Common Crawl's columnar index gives them) or of the record itself with the
+    line breaks after it in an uncompressed ``.warc``, so ``read_record`` reads one record back;
+    ``content_digest`` the base32 SHA-1 of the payload as archived. ``seen`` (when given) counts
+    every record read, by WARC-Type, indexed or not.
+
+    Every record's declared Content-Length is checked against its framing (``record_framing``):
+    the block must end where the member ends (gzip) or where the next ``WARC/`` version line or
+    the file's end begins (line breaks between them allowed). A record that disagrees (too long,
+    too short, not a number, negative, past the end), a member that is not one record, bytes
+    between records that are not a record, and a record larger than ``max_record_bytes`` are
+    reject rows (position: the offset; raw: the first bytes, cut to ``raw_chars``), and the scan
+    goes on: with the next gzip member, or in a plain file with the next line starting ``WARC/``
+    after the bad record's version line. A record whose Content-Length swallows whole the records
+    after it and ends on a record boundary is framed consistently and cannot be told from one whose
+    block holds them. Damage after which no next member can be found (a cut or corrupt gzip
+    member, bytes that are not gzip) ends the scan with a ``WarcError`` after the good records.
+    Memory: a record is held only up to ``max_record_bytes`` (a gzip member is streamed).
     """
     import fsspec
 
     name = warc_filename or path
+    seen = Counter() if seen is None else seen
     with fsspec.open(path, "rb") as fh:
         magic = fh.read(2)
         fh.seek(0)
         if magic == b"\x1f\x8b":
-            yield from _scan_gzip(fh, name, path, max_record_bytes, raw_chars)
+            yield from _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen)
         else:
-            yield from _scan_plain(fh, name, path, max_record_bytes, raw_chars)
+            yield from _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen)
 
 
-def _scan_gzip(fh, name, path, max_record_bytes, raw_chars):
+def _record_items(data: bytes, name: str, offset: int, length: int, seen: Counter) -> Iterator[tuple[str, dict]]:
+    """The row of the one record ``data`` holds (framing already checked), if it is indexed."""
+    it = ArchiveIterator(io.BytesIO(data))
+    for rec in it:
+        seen[rec.rec_type] += 1
+        if rec.rec_type in ("response", "revisit"):
+            row = _row(rec, name)
+            _, row["content_digest"] = _payload_digest(rec.raw_stream)
+            row["warc_record_offset"], row["warc_record_length"] = offset, length
+            yield "row", row
+        it.read_to_end(rec)
+        return
+    raise ValueError("no WARC record in it")
+
+
+def _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen):
     for m in gzip_members(fh, max_record_bytes, name, head_bytes=4 * raw_chars):
         if m.data is None:
             yield (
@@ -419,26 +539,16 @@ def _scan_gzip(fh, name, path, max_record_bytes, raw_chars):
             )
             continue
         try:
-            it = ArchiveIterator(io.BytesIO(m.data))
-            recs = 0
-            for rec in it:
-                recs += 1
-                if recs > 1:
+            if m.data.startswith(b"WARC/"):
+                header_len, block_len = record_framing(m.data)
+                if _check_block_end(m.data, header_len + block_len, len(m.data)) < len(m.data):
                     raise ValueError(
-                        "the member holds more than one record (one record per gzip member is "
-                        "what a byte-range read needs)"
+                        "the member holds more than one record (one record per gzip member is what a "
+                        "byte-range read needs)"
                     )
-                if rec.rec_type not in ("response", "revisit"):
-                    it.read_to_end(rec)
-                    continue
-                row = _row(rec, name)
-                _, row["content_digest"] = _payload_digest(rec.raw_stream)
-                it.read_to_end(rec)
-                row["warc_record_offset"], row["warc_record_length"] = m.offset, m.length
-                yield "row", row
-            if recs == 0:
-                raise ValueError("no WARC record in it")
-        except Exception as exc:  # noqa: BLE001 - warcio's errors for a member that is not a WARC record
+            # an ARC record (.arc.gz) has no Content-Length to check: warcio reads it as it is
+            yield from _record_items(m.data, name, m.offset, m.length, seen)
+        except Exception as exc:  # noqa: BLE001 - framing and warcio's errors for a member that is not one record
             yield (
                 "reject",
                 reject_row(
@@ -451,35 +561,103 @@ def _scan_gzip(fh, name, path, max_record_bytes, raw_chars):
             )
 
 
-def _scan_plain(fh, name, path, max_record_bytes, raw_chars):
-    it = ArchiveIterator(fh)
-    try:
-        for rec in it:
-            if rec.rec_type not in ("response", "revisit"):
-                it.read_to_end(rec)
-                continue
-            row = _row(rec, name)
-            size, row["content_digest"] = _payload_digest(rec.raw_stream)
-            it.read_to_end(rec)
-            row["warc_record_offset"], row["warc_record_length"] = it.get_record_offset(), it.get_record_length()
-            if size > max_record_bytes:
+def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
+    size = fh.seek(0, 2)
+    pos = 0
+    while pos < size:
+        fh.seek(pos)
+        head = fh.read(min(_MAX_HEADER_BYTES, size - pos))
+        gap = len(head) - len(head.lstrip(b"\r\n"))
+        if gap:  # line breaks between records (or before the first)
+            pos += gap
+            continue
+        try:
+            header_len, block_len = record_framing(head)
+        except ValueError as exc:
+            nxt = _next_version_line(fh, pos + 1, size)
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    pos,
+                    f"{name}: bytes at offset {pos} ({nxt - pos} up to the next record) are not a readable WARC record: "
+                    f"{exc}; skipped to offset {nxt}",
+                    head,
+                    raw_chars=raw_chars,
+                ),
+            )
+            pos = nxt
+            continue
+        end = pos + header_len + block_len
+        try:
+            if end > size:
+                raise ValueError(f"its declared block runs {end - size} bytes past the end of the file")
+            fh.seek(end)
+            tail = fh.read(_READ_CHUNK)
+            after = _check_block_end(tail, 0, len(tail))
+        except ValueError as exc:
+            nxt = _next_version_line(fh, pos + 1, size)
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    pos,
+                    f"{name}: record at offset {pos} declares Content-Length {block_len}, and {exc}; "
+                    f"not indexed, skipped to the next record at offset {nxt}",
+                    head,
+                    raw_chars=raw_chars,
+                ),
+            )
+            pos = nxt
+            continue
+        if after == 0 and tail:
+            # the next version line right at the block's end: the separator missing, or a length
+            # that swallowed it; the record after is whole and read
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    pos,
+                    f"{name}: record at offset {pos} declares Content-Length {block_len}, and no line break "
+                    f"separates its block from the next record at offset {end}: the length counts the "
+                    "separator, or the separator is missing; not indexed",
+                    head,
+                    raw_chars=raw_chars,
+                ),
+            )
+            pos = end
+            continue
+        nxt = end + after
+        if block_len > max_record_bytes:
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    pos,
+                    f"record at offset {pos} has a {block_len}-byte block, over max_record_bytes={max_record_bytes}; "
+                    "not indexed",
+                    head,
+                    raw_chars=raw_chars,
+                ),
+            )
+        else:
+            fh.seek(pos)
+            data = fh.read(end - pos)
+            try:
+                yield from _record_items(data, name, pos, nxt - pos, seen)
+            except Exception as exc:  # noqa: BLE001 - warcio's errors for a block it cannot parse
                 yield (
                     "reject",
                     reject_row(
                         path,
-                        row["warc_record_offset"],
-                        f"record at offset "
-                        f"{row['warc_record_offset']} has a {size}-byte payload, over "
-                        f"max_record_bytes={max_record_bytes}; not indexed",
-                        None,
+                        pos,
+                        f"{name}: record at offset {pos} is not a readable WARC record: {type(exc).__name__}: "
+                        f"{str(exc)[:300]}",
+                        head[:raw_chars],
+                        raw_chars=raw_chars,
                     ),
                 )
-                continue
-            yield "row", row
-    except Exception as exc:  # noqa: BLE001 - a file unreadable past some offset: what was read stays, the error names where
-        raise WarcError(
-            PARSE_ERROR, f"{name}: unreadable after offset {it.offset}: {type(exc).__name__}: {exc}"
-        ) from None
+        pos = nxt
 
 
 def index_warc(path: str, warc_filename: str | None = None, *, max_record_bytes: int | None = None) -> Iterator[dict]:
