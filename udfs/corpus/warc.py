@@ -374,14 +374,20 @@ class GzipMember:
     size: int  # decompressed bytes, all counted
     data: bytes | None  # the decompressed member, None when size > the bound
     head: bytes  # its first bytes (the reject's sample when data is None)
+    damage: str | None = None  # what is wrong with the bytes (gzip_members with resync), then data is None
 
 
-def gzip_members(fh, max_bytes: int, name: str, head_bytes: int) -> Iterator[GzipMember]:
+def gzip_members(fh, max_bytes: int, name: str, head_bytes: int, *, resync: bool = False) -> Iterator[GzipMember]:
     """The gzip members of ``fh``, one at a time, streamed: a member's decompressed bytes are
     kept only up to ``max_bytes`` (then only counted, never held), so a member that inflates to
-    any size costs at most ``max_bytes`` + one step of memory. A member cut short, bytes that are
-    not a gzip member where one should start, or a corrupt deflate stream end the scan with a
-    ``WarcError`` (the next member's start cannot be trusted after them)."""
+    any size costs at most ``max_bytes`` + one step of memory.
+
+    Damage (a member cut short, bytes that are not a gzip member where one should start, a corrupt
+    deflate stream or checksum) ends the scan with a ``WarcError``; with ``resync`` (``fh``
+    seekable) it is a ``GzipMember`` whose ``damage`` says what and where, spanning the bytes up to
+    the next offset where a gzip member starts and inflates without error (``length``), and the
+    scan goes on from there."""
+    size_of_file = None
     pos = 0
     pending = b""
     while True:
@@ -392,46 +398,87 @@ def gzip_members(fh, max_bytes: int, name: str, head_bytes: int) -> Iterator[Gzi
             pending += more
         if not pending:
             return
-        if pending[:2] != b"\x1f\x8b":
-            raise WarcError(
-                PARSE_ERROR,
-                f"{name}: unreadable after offset {pos}: not a gzip member there "
-                f"({len(pending)} bytes that are not a gzip header)",
-            )
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        kept = bytearray()
-        head = b""
-        size = used = 0
-        full = False  # the last step filled its output: the decompressor may hold more
-        while not d.eof:
-            if not pending and not full:
-                pending = fh.read(_READ_CHUNK)
-                if not pending:
-                    raise WarcError(
-                        PARSE_ERROR,
-                        f"{name}: last record at offset {pos} is cut (truncated gzip "
-                        "member: the file ends before the member does)",
-                    )
-            fed = pending
-            try:
-                out = d.decompress(fed, _INFLATE_STEP)
-            except zlib.error as exc:
+        try:
+            member, pending = _one_member(fh, pending, pos, max_bytes, name, head_bytes)
+        except WarcError as exc:
+            if not resync:
+                raise
+            if size_of_file is None:
+                size_of_file = fh.seek(0, 2)
+            nxt = _next_gzip_member(fh, pos + 1, size_of_file)
+            fh.seek(pos)
+            head = fh.read(min(head_bytes, nxt - pos))
+            yield GzipMember(pos, nxt - pos, 0, None, head, damage=exc.reason)
+            fh.seek(nxt)
+            pos, pending = nxt, b""
+            continue
+        if member.size:
+            yield member
+        pos += member.length
+
+
+def _one_member(fh, pending: bytes, pos: int, max_bytes: int, name: str, head_bytes: int):
+    """(the gzip member at ``pos``, the bytes read after it) or a ``WarcError`` for damage."""
+    if pending[:2] != b"\x1f\x8b":
+        raise WarcError(
+            PARSE_ERROR,
+            f"{name}: unreadable after offset {pos}: not a gzip member there "
+            f"({len(pending)} bytes that are not a gzip header)",
+        )
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    kept = bytearray()
+    head = b""
+    size = used = 0
+    full = False  # the last step filled its output: the decompressor may hold more
+    while not d.eof:
+        if not pending and not full:
+            pending = fh.read(_READ_CHUNK)
+            if not pending:
                 raise WarcError(
-                    PARSE_ERROR, f"{name}: unreadable after offset {pos}: corrupt gzip member: {exc}"
-                ) from None
-            pending = d.unused_data if d.eof else d.unconsumed_tail
-            used += len(fed) - len(pending)
-            full = len(out) == _INFLATE_STEP
-            if len(head) < head_bytes:
-                head += out[: head_bytes - len(head)]
-            size += len(out)
-            if size <= max_bytes:
-                kept += out
-            elif kept:
-                kept = bytearray()  # over the bound: from here on only counted
-        if size:
-            yield GzipMember(pos, used, size, bytes(kept) if size <= max_bytes else None, head)
-        pos += used
+                    PARSE_ERROR,
+                    f"{name}: last record at offset {pos} is cut (truncated gzip "
+                    "member: the file ends before the member does)",
+                )
+        fed = pending
+        try:
+            out = d.decompress(fed, _INFLATE_STEP)
+        except zlib.error as exc:
+            raise WarcError(PARSE_ERROR, f"{name}: unreadable after offset {pos}: corrupt gzip member: {exc}") from None
+        pending = d.unused_data if d.eof else d.unconsumed_tail
+        used += len(fed) - len(pending)
+        full = len(out) == _INFLATE_STEP
+        if len(head) < head_bytes:
+            head += out[: head_bytes - len(head)]
+        size += len(out)
+        if size <= max_bytes:
+            kept += out
+        elif kept:
+            kept = bytearray()  # over the bound: from here on only counted
+    return GzipMember(pos, used, size, bytes(kept) if size <= max_bytes else None, head), pending
+
+
+def _next_gzip_member(fh, start: int, size: int) -> int:
+    """The first offset at or after ``start`` where a gzip member starts (magic and deflate method)
+    and its first ``_READ_CHUNK`` bytes inflate without error; ``size`` when there is none."""
+    pos = start
+    while pos < size:
+        fh.seek(pos)
+        chunk = fh.read(_READ_CHUNK + 2)
+        i = chunk.find(b"\x1f\x8b\x08")
+        if i < 0:
+            if len(chunk) < 3:
+                return size
+            pos += len(chunk) - 2
+            continue
+        cand = pos + i
+        fh.seek(cand)
+        try:
+            zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(fh.read(_READ_CHUNK), _INFLATE_STEP)
+        except zlib.error:
+            pos = cand + 1
+            continue
+        return cand
+    return size
 
 
 def _payload_digest(stream) -> tuple[int, str]:
@@ -490,8 +537,9 @@ def scan_warc(
     goes on: with the next gzip member, or in a plain file with the next line starting ``WARC/``
     after the bad record's version line. A record whose Content-Length swallows whole the records
     after it and ends on a record boundary is framed consistently and cannot be told from one whose
-    block holds them. Damage after which no next member can be found (a cut or corrupt gzip
-    member, bytes that are not gzip) ends the scan with a ``WarcError`` after the good records.
+    block holds them. Damage to the gzip framing (a cut or corrupt member, a bad checksum, bytes
+    that are not gzip) is a reject row too, spanning the bytes up to the next offset where a gzip
+    member starts and inflates (``gzip_members`` with ``resync``), and the scan goes on there.
     Memory: a record is held only up to ``max_record_bytes`` (a gzip member is streamed).
     """
     import fsspec
@@ -523,7 +571,24 @@ def _record_items(data: bytes, name: str, offset: int, length: int, seen: Counte
 
 
 def _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen):
-    for m in gzip_members(fh, max_record_bytes, name, head_bytes=4 * raw_chars):
+    size = fh.seek(0, 2)
+    fh.seek(0)
+    for m in gzip_members(fh, max_record_bytes, name, head_bytes=4 * raw_chars, resync=True):
+        if m.damage is not None:
+            after = m.offset + m.length
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    m.offset,
+                    f"{m.damage}; {m.length} bytes skipped to "
+                    + (f"the next gzip member at offset {after}" if after < size else "the end of the file")
+                    + "; not indexed",
+                    m.head,
+                    raw_chars=raw_chars,
+                ),
+            )
+            continue
         if m.data is None:
             yield (
                 "reject",
