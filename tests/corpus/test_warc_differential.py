@@ -120,6 +120,23 @@ def test_a_cut_gzip_member_is_a_reject_and_the_members_after_it_are_read(tmp_pat
     assert [r["url"] for r in rows] == urls[:5] + urls[6:]
 
 
+def test_damaged_first_bytes_and_a_damaged_separator_cost_one_record_each(tmp_path):
+    records = _members()
+    gz = bytearray(b"".join(gzip.compress(r) for r in records))
+    gz[0] ^= 0xFF  # the first member's magic: the name says gzip, the scan finds the next member
+    (tmp_path / "head.warc.gz").write_bytes(bytes(gz))
+    rows, rejects, seen = _scan(tmp_path / "head.warc.gz")
+    assert [r["position"] for r in rejects] == [0] and seen == 49
+    assert [r["url"] for r in rows] == _urls(records)  # the first record is the warcinfo
+    k = _response_index(records)
+    records[k] = records[k][:-1] + b"\x0c"  # no line break left before the next version line
+    (tmp_path / "sep.warc").write_bytes(b"".join(records))
+    rows, rejects, seen = _scan(tmp_path / "sep.warc")
+    assert [r["position"] for r in rejects] == [sum(len(r) for r in records[:k])] and seen == 49
+    urls = _urls(records)
+    assert [r["url"] for r in rows] == urls[:5] + urls[6:]
+
+
 def test_the_jobs_count_the_hidden_record_and_the_pages_job_reads_plain_records(spark, tmp_path):
     """The real jobs: warc_index over a plain and a gzipped WARC, each with a Content-Length 400
     bytes too long; the run record counts the reject (no ``records_rejected 0``), and the pages

@@ -1,4 +1,5 @@
-"""Reading WARC records: one gzip member by byte range, parsed with warcio.
+"""Reading WARC records: one gzip member (or one record of an uncompressed file) by byte range,
+parsed with warcio; indexing local files with every record's framing checked.
 
 Common Crawl stores every record as its own gzip member, and its index gives each record's file,
 offset and length; a reader therefore never needs more than ``length`` bytes of one file. The
@@ -329,21 +330,22 @@ def _check_block_end(data: bytes, end: int, limit: int) -> int:
 
 
 def _next_version_line(fh, start: int, size: int) -> int:
-    """The offset of the next line starting ``WARC/`` at or after ``start`` (``size`` if none),
-    read in steps."""
+    """The offset of the next WARC version line (``WARC/1.0`` and its line break, wherever it
+    starts: a damaged separator may leave no line break before it) at or after ``start``, ``size``
+    if none; read in steps."""
     pos = start
-    carry = b""
     while pos < size:
         fh.seek(pos)
-        chunk = fh.read(_READ_CHUNK)
-        if not chunk:
+        chunk = fh.read(_READ_CHUNK + 32)
+        at_end = pos + len(chunk) >= size
+        i = chunk.find(b"WARC/")
+        while i >= 0 and (at_end or i + 32 <= len(chunk)):
+            if _VERSION_LINE.match(chunk, i):
+                return pos + i
+            i = chunk.find(b"WARC/", i + 1)
+        if at_end:
             break
-        buf = carry + chunk
-        i = buf.find(b"\nWARC/")
-        if i >= 0:
-            return pos - len(carry) + i + 1
-        carry = buf[-6:]
-        pos += len(chunk)
+        pos += i if i >= 0 else len(chunk) - 32
     return size
 
 
@@ -547,9 +549,10 @@ def scan_warc(
     name = warc_filename or path
     seen = Counter() if seen is None else seen
     with fsspec.open(path, "rb") as fh:
-        magic = fh.read(2)
+        magic = fh.read(5)
         fh.seek(0)
-        if magic == b"\x1f\x8b":
+        # the first bytes say which; when they are damaged, the name does
+        if magic[:2] == b"\x1f\x8b" or (magic != b"WARC/" and path.endswith(".gz")):
             yield from _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen)
         else:
             yield from _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen)

@@ -140,6 +140,8 @@ def _mutate(cls: str, rng: random.Random, sources: dict[str, list[_Record]]) -> 
         if k < 0:
             return f"{stem}.warc", _write(parts, False), _indexed(recs), "one record, nothing to join"
         parts[k] = parts[k].removesuffix(b"\r\n\r\n")
+        if gz:  # the member's end frames the record: it stays readable
+            return f"{stem}.warc.gz", _write(parts, True), _indexed(recs), f"no CRLFs after record {k} in its member"
         return f"{stem}.warc", _write(parts, False), _indexed(recs[:k] + recs[k + 1 :]), f"no CRLFs after record {k}"
     members = [gzip.compress(p, compresslevel=6) for p in parts]
     if kind == "join" and len(parts) > 1:
