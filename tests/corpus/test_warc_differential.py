@@ -73,7 +73,7 @@ def test_plain_warc_records_read_back_by_the_pages_reader(tmp_path):
 
 
 @pytest.mark.parametrize("gz", [False, True], ids=["warc", "warc.gz"])
-@pytest.mark.parametrize("delta", [400, -400, -1, 3 - 2**31, 10**15])
+@pytest.mark.parametrize("delta", [400, -400, -2, -1, 1, 2, 4, 3 - 2**31, 10**15])
 def test_a_content_length_off_its_framing_is_a_reject_and_the_next_records_are_read(tmp_path, gz, delta):
     records = _members()
     k = _response_index(records)

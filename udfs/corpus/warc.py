@@ -260,7 +260,10 @@ def read_record(location: str, offset: int, length: int, *, max_record_bytes: in
     try:
         if raw.startswith(b"WARC/"):  # an ARC record (from an .arc.gz) has no Content-Length to check
             header_len, block_len = record_framing(raw)
-            if _check_block_end(raw, header_len + block_len, len(raw)) < len(raw):
+            end = header_len + block_len
+            if end > len(raw):
+                raise ValueError(f"its declared block runs {end - len(raw)} bytes past the bytes read")
+            if end + _separator(raw[end:], at_end=True) < len(raw):
                 raise ValueError("the bytes hold more than one record")
     except ValueError as exc:
         raise WarcError(
@@ -313,20 +316,24 @@ def record_framing(head: bytes) -> tuple[int, int]:
     return blank.end(), int(values[0])
 
 
-def _check_block_end(data: bytes, end: int, limit: int) -> int:
-    """Where the record after a block ending at ``end`` starts, ``data`` holding the bytes from
-    ``end`` on up to ``limit`` (a file's or member's end): past line breaks, the next version line
-    or the end. A ValueError when the declared length disagrees with that framing."""
-    if end > limit:
-        raise ValueError(f"its declared block runs {end - limit} bytes past the end ({limit} bytes)")
-    tail = data[end:]
-    rest = tail.lstrip(b"\r\n")
-    if rest and not rest.startswith(b"WARC/"):
-        raise ValueError(
-            f"its block does not end at a record boundary (after it: {rest[:24]!r}): the declared length "
-            "disagrees with the framing"
-        )
-    return end + len(tail) - len(rest)
+class _NoSeparator(ValueError):
+    """The next record's version line right where a block ends."""
+
+
+def _separator(tail: bytes, at_end: bool) -> int:
+    """The length of the record separator ``tail`` (the bytes after a block, up to the end of the
+    file or member when ``at_end``) starts with: CRLF CRLF (LF LF from a writer of bare line
+    feeds), followed by the next version line or the end. A ValueError when the block's declared
+    length disagrees with that framing: a length one to four bytes off leaves a separator cut or
+    grown, so nothing else is taken for one."""
+    for sep in (b"\r\n\r\n", b"\n\n"):
+        rest = tail[len(sep) :]
+        if tail.startswith(sep) and ((at_end and not rest) or rest.startswith(b"WARC/")):
+            return len(sep)
+    raise ValueError(
+        f"its block is not followed by CRLF CRLF and the next record (after it: {tail[:24]!r}): the declared "
+        "length disagrees with the framing"
+    )
 
 
 def _next_version_line(fh, start: int, size: int) -> int:
@@ -609,7 +616,10 @@ def _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen):
         try:
             if m.data.startswith(b"WARC/"):
                 header_len, block_len = record_framing(m.data)
-                if _check_block_end(m.data, header_len + block_len, len(m.data)) < len(m.data):
+                end = header_len + block_len
+                if end > len(m.data):
+                    raise ValueError(f"its declared block runs {end - len(m.data)} bytes past the member's end")
+                if end + _separator(m.data[end:], at_end=True) < len(m.data):
                     raise ValueError(
                         "the member holds more than one record (one record per gzip member is what a "
                         "byte-range read needs)"
@@ -648,8 +658,12 @@ def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
                 reject_row(
                     path,
                     pos,
-                    f"{name}: bytes at offset {pos} ({nxt - pos} up to the next record) are not a readable WARC record: "
-                    f"{exc}; skipped to offset {nxt}",
+                    (
+                        f"{name}: record at offset {pos}: {exc}; not indexed, skipped to the next record at offset {nxt}"
+                        if _VERSION_LINE.match(head)
+                        else f"{name}: bytes at offset {pos} ({nxt - pos} up to the next record) are not a readable "
+                        f"WARC record: {exc}; skipped to offset {nxt}"
+                    ),
                     head,
                     raw_chars=raw_chars,
                 ),
@@ -662,23 +676,10 @@ def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
                 raise ValueError(f"its declared block runs {end - size} bytes past the end of the file")
             fh.seek(end)
             tail = fh.read(_READ_CHUNK)
-            after = _check_block_end(tail, 0, len(tail))
-        except ValueError as exc:
-            nxt = _next_version_line(fh, pos + 1, size)
-            yield (
-                "reject",
-                reject_row(
-                    path,
-                    pos,
-                    f"{name}: record at offset {pos} declares Content-Length {block_len}, and {exc}; "
-                    f"not indexed, skipped to the next record at offset {nxt}",
-                    head,
-                    raw_chars=raw_chars,
-                ),
-            )
-            pos = nxt
-            continue
-        if after == 0 and tail:
+            if tail.startswith(b"WARC/"):
+                raise _NoSeparator
+            after = _separator(tail, at_end=end + len(tail) >= size)
+        except _NoSeparator:
             # the next version line right at the block's end: the separator missing, or a length
             # that swallowed it; the record after is whole and read
             yield (
@@ -694,6 +695,21 @@ def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
                 ),
             )
             pos = end
+            continue
+        except ValueError as exc:
+            nxt = _next_version_line(fh, pos + 1, size)
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    pos,
+                    f"{name}: record at offset {pos} declares Content-Length {block_len}, and {exc}; "
+                    f"not indexed, skipped to the next record at offset {nxt}",
+                    head,
+                    raw_chars=raw_chars,
+                ),
+            )
+            pos = nxt
             continue
         nxt = end + after
         if block_len > max_record_bytes:

@@ -11,7 +11,10 @@ an offset and a reason:
 - every response or revisit record the mutation left untouched is indexed (its URL, as many
   times as the original holds it): a record is never hidden behind a damaged one;
 - every index row reads back through ``udfs.corpus.warc.read_record`` (the pages job's reader) as
-  the record of the row's URL: a row the pages job cannot read is a discrepancy, whatever else.
+  the record of the row's URL, and (all classes but ``bytes``, whose flips may land in a payload)
+  a response's ``content_digest`` is the record's declared ``WARC-Payload-Digest``: a row the
+  pages job cannot read, or one whose payload a wrong Content-Length cut or grew, is a
+  discrepancy, whatever else.
 """
 
 from __future__ import annotations
@@ -140,9 +143,8 @@ def _mutate(cls: str, rng: random.Random, sources: dict[str, list[_Record]]) -> 
         if k < 0:
             return f"{stem}.warc", _write(parts, False), _indexed(recs), "one record, nothing to join"
         parts[k] = parts[k].removesuffix(b"\r\n\r\n")
-        if gz:  # the member's end frames the record: it stays readable
-            return f"{stem}.warc.gz", _write(parts, True), _indexed(recs), f"no CRLFs after record {k} in its member"
-        return f"{stem}.warc", _write(parts, False), _indexed(recs[:k] + recs[k + 1 :]), f"no CRLFs after record {k}"
+        what = f"no CRLFs after record {k}" + (" in its member" if gz else "")
+        return f"{stem}.warc{'.gz' if gz else ''}", _write(parts, gz), _indexed(recs[:k] + recs[k + 1 :]), what
     members = [gzip.compress(p, compresslevel=6) for p in parts]
     if kind == "join" and len(parts) > 1:
         k = min(k, len(parts) - 2)
@@ -187,10 +189,13 @@ def _run_job(folder: Path, out: Path) -> tuple[dict, list[dict], list[dict]]:
 
 
 def check_file(
-    path: Path, base: Path, entry: dict | None, rows: list[dict], rejects: list[dict], must: Counter
+    path: Path, base: Path, entry: dict | None, rows: list[dict], rejects: list[dict], must: Counter, digests: bool
 ) -> str | None:
-    """None when ``path`` passes the three checks (or differs with a reject row naming it, an
-    offset and a reason, returned as ``"explained"``), else what differs."""
+    """None when ``path`` passes the checks (or differs with a reject row naming it, an offset and
+    a reason, returned as ``"explained"``), else what differs. ``digests``: the mutation left every
+    payload's bytes as they were, so an indexed response's payload digest must be the one its
+    record declares (``WARC-Payload-Digest``): a record indexed with its payload cut short or
+    grown by a wrong Content-Length is a discrepancy, never explained."""
     from udfs.corpus import warc as W
 
     if entry is None:
@@ -207,6 +212,12 @@ def check_file(
             return f"discrepancy: indexed record at {row['warc_record_offset']} unreadable: {exc.reason[:200]}"
         if rec.target_uri != row["url"]:
             return f"discrepancy: indexed record at {row['warc_record_offset']} reads back as {rec.target_uri!r}"
+        declared = rec.headers.get("WARC-Payload-Digest")
+        if digests and rec.rec_type == "response" and declared and declared != "sha1:" + row["content_digest"]:
+            return (
+                f"discrepancy: indexed record at {row['warc_record_offset']} has payload digest "
+                f"sha1:{row['content_digest']}, the record declares {declared}: its payload was cut or grown"
+            )
     named = [r for r in rejects if r["reason"] and (r["position"] is not None or entry["damaged"])]
     ref, ref_error = warcio_count(path)
     problems = []
@@ -251,6 +262,7 @@ def fuzz(work: Path, *, seed: int, rounds: int | None = None, budget_s: float | 
                 [r for r in rows if r["warc_filename"] == rel],
                 [r for r in rejects if r["source"] == f],
                 must,
+                digests=cls != "bytes",
             )
             if verdict is None:
                 tallies[cls].add()
