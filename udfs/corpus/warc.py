@@ -537,14 +537,14 @@ def scan_warc(
     ``content_digest`` the base32 SHA-1 of the payload as archived. ``seen`` (when given) counts
     every record read, by WARC-Type, indexed or not.
 
-    Every record's declared Content-Length is checked against its framing (``record_framing``):
-    the block must end where the member ends (gzip) or where the next ``WARC/`` version line or
-    the file's end begins (line breaks between them allowed). A record that disagrees (too long,
-    too short, not a number, negative, past the end), a member that is not one record, bytes
-    between records that are not a record, and a record larger than ``max_record_bytes`` are
-    reject rows (position: the offset; raw: the first bytes, cut to ``raw_chars``), and the scan
-    goes on: with the next gzip member, or in a plain file with the next line starting ``WARC/``
-    after the bad record's version line. A record whose Content-Length swallows whole the records
+    Every record's declared Content-Length is checked against its framing (``record_framing``,
+    ``_separator``): the block must be followed by CRLF CRLF (LF LF) and then the member's end
+    (gzip), or the next ``WARC/`` version line or the file's end (plain). A record that disagrees
+    (too long, too short, not a number, negative, past the end, no separator), a member that is not
+    one record, bytes between records that are not a record, and a record larger than
+    ``max_record_bytes`` are reject rows (position: the offset; raw: the first bytes, cut to
+    ``raw_chars``), and the scan goes on: with the next gzip member, or in a plain file at the next
+    ``WARC/`` version line after the bad record's own. A record whose Content-Length swallows whole the records
     after it and ends on a record boundary is framed consistently and cannot be told from one whose
     block holds them. Damage to the gzip framing (a cut or corrupt member, a bad checksum, bytes
     that are not gzip) is a reject row too, spanning the bytes up to the next offset where a gzip
@@ -567,17 +567,20 @@ def scan_warc(
 
 def _record_items(data: bytes, name: str, offset: int, length: int, seen: Counter) -> Iterator[tuple[str, dict]]:
     """The row of the one record ``data`` holds (framing already checked), if it is indexed."""
-    it = ArchiveIterator(io.BytesIO(data))
-    for rec in it:
-        seen[rec.rec_type] += 1
-        if rec.rec_type in ("response", "revisit"):
-            row = _row(rec, name)
-            _, row["content_digest"] = _payload_digest(rec.raw_stream)
-            row["warc_record_offset"], row["warc_record_length"] = offset, length
-            yield "row", row
-        it.read_to_end(rec)
-        return
-    raise ValueError("no WARC record in it")
+    it = iter(ArchiveIterator(io.BytesIO(data)))
+    rec = next(it, None)
+    if rec is None:
+        raise ValueError("no WARC record in it")
+    row = None
+    if rec.rec_type in ("response", "revisit"):
+        row = _row(rec, name)
+        _, row["content_digest"] = _payload_digest(rec.raw_stream)
+        row["warc_record_offset"], row["warc_record_length"] = offset, length
+    if next(it, None) is not None:  # an ARC member (no Content-Length checked before) holding two
+        raise ValueError("more than one record (one record per gzip member is what a byte-range read needs)")
+    seen[rec.rec_type] += 1
+    if row is not None:
+        yield "row", row
 
 
 def _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen):
