@@ -201,7 +201,7 @@ def test_the_jobs_count_the_hidden_record_and_the_pages_job_reads_plain_records(
     assert prun["inputs"]["warc_read"] == [{"source": "plain.warc", "records_read": 16, "attempts": 16}]
 
 
-def test_one_round_of_the_differential_fuzzer_finds_no_discrepancy(spark, tmp_path):
+def test_one_round_of_the_differential_fuzzer_finds_no_discrepancy(tmp_path):
     from udfs.bench.fuzz.warc_index import CLASSES, fuzz
 
     tallies = fuzz(tmp_path, seed=7, rounds=1)

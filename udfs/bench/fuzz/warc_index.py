@@ -27,6 +27,8 @@ import os
 import random
 import re
 import shutil
+import subprocess
+import sys
 import time
 import zlib
 from collections import Counter
@@ -174,16 +176,16 @@ def warcio_count(path: Path) -> tuple[int, str | None]:
 
 
 def _run_job(folder: Path, out: Path) -> tuple[dict, list[dict], list[dict]]:
-    """The real job over ``folder``: (run record, index rows, reject rows)."""
+    """The real job over ``folder`` (``jobs/warc_index.py`` in its own process, as a user runs it):
+    (run record, index rows, reject rows)."""
     import pyarrow.parquet as pq
 
-    from jobs.warc_index import WarcIndexJob
-
-    rc = WarcIndexJob(
-        ["--input", str(folder), "--warc-base", str(folder), "--output", str(out), "--master", "local[2]"]
-    ).main()
-    if rc:
-        raise RuntimeError(f"warc_index exited {rc} on {folder}")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
+    argv = [sys.executable, str(PROJECT_ROOT / "jobs" / "warc_index.py"), "--input", str(folder)]
+    argv += ["--warc-base", str(folder), "--output", str(out), "--master", "local[2]"]
+    done = subprocess.run(argv, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"warc_index exited {done.returncode} on {folder}: {done.stderr[-2000:]}")
     run = json.loads((out / "warc_index" / "_run.json").read_text())
     return run, pq.read_table(out / "warc_index").to_pylist(), pq.read_table(out / "rejects" / "warc_index").to_pylist()
 
