@@ -5,15 +5,19 @@ names (``url``, ``fetch_time``, ``fetch_status``, ``content_mime_type``, ``warc_
 ``warc_record_offset``, ``warc_record_length``), so ``jobs/pages.py`` reads your own crawl exactly
 as it reads Common Crawl. ``warc_filename`` is relative to ``--warc-base`` when the file is under
 it (give the same base to the pages job: it reads only what lies inside it). One file = one task;
-records are streamed, never held whole: a record larger than ``--max-record-bytes`` decompressed is
-a row in ``rejects/warc_index/`` (its first bytes and the reason) and the scan goes on; a file that
-cannot be read to its end keeps the rows read before the damage and gets a row there too. The run
-record's ``inputs`` lists every file considered or skipped, and what each gave (``read``).
+a record is held only up to ``--max-record-bytes``. A record larger than that decompressed, a
+record whose Content-Length disagrees with its framing, bytes between records that are not one,
+and a damaged gzip member are rows in ``rejects/warc_index/`` (file, offset, first bytes and the
+reason) and the scan goes on with the next record (``udfs.corpus.warc.scan_warc``); a file that
+cannot be read to its end keeps the rows read before and gets a row there too. The run record's
+``inputs`` lists every file considered or skipped, and what each gave (``read``: records indexed,
+rejected, and read whole of any type).
 """
 
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 from pyspark.sql import types as T
 
@@ -44,10 +48,11 @@ def _index_file(item):
     damage that ends the file, and last ("read", what the file gave)."""
     path, base, max_record_bytes, raw_chars = item
     counts = {"row": 0, "reject": 0}
+    seen = Counter()
     damaged = None
     try:
         for kind, row in scan_warc(
-            path, relative_name(path, base), max_record_bytes=max_record_bytes, raw_chars=raw_chars
+            path, relative_name(path, base), max_record_bytes=max_record_bytes, raw_chars=raw_chars, seen=seen
         ):
             counts[kind] += 1
             yield kind, row
@@ -57,7 +62,16 @@ def _index_file(item):
         damaged = f"unreadable: {exc}"
     if damaged is not None:
         yield "reject", reject_row(path, None, damaged)
-    yield "read", {"source": path, "records": counts["row"], "records_rejected": counts["reject"], "damaged": damaged}
+    yield (
+        "read",
+        {
+            "source": path,
+            "records": counts["row"],
+            "records_rejected": counts["reject"],
+            "warc_records": sum(seen.values()),
+            "damaged": damaged,
+        },
+    )
 
 
 class WarcIndexJob(SparkJob):

@@ -198,7 +198,7 @@ def test_fetch_page_reads_the_record_and_extracts_the_page(index_rows, cfg):
     "change,status,reason",
     [
         ({"warc_filename": None}, P.NOT_FOUND, "not in the WARC index"),
-        ({"shift": 3}, P.FETCH_ERROR, "no gzip member"),
+        ({"shift": 3}, P.FETCH_ERROR, "neither a gzip member nor a WARC record header"),
         ({"cut": 300}, P.FETCH_ERROR, "truncated gzip member"),
     ],
 )

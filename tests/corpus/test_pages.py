@@ -335,7 +335,7 @@ def test_pages_job_statuses_reconcile(spark, tmp_path):
     assert sel[wiki]["status"] == "ok" and sel[wiki]["root_types"] == ["Article"] and sel[wiki]["language"] == "an"
     assert sel[wiki]["warc_filename"].endswith("cc-main-2024-22-one-page.warc.gz")
     assert sel["http://t.example/wrong-offset"]["status"] == "fetch_error"
-    assert "no gzip member" in sel["http://t.example/wrong-offset"]["reason"]
+    assert "neither a gzip member nor a WARC record header" in sel["http://t.example/wrong-offset"]["reason"]
     assert sel["http://t.example/remote"]["status"] == "parse_error"
     assert "https://example.org/ctx.jsonld" in sel["http://t.example/remote"]["reason"]
     assert (

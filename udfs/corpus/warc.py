@@ -1,4 +1,5 @@
-"""Reading WARC records: one gzip member by byte range, parsed with warcio.
+"""Reading WARC records: one gzip member (or one record of an uncompressed file) by byte range,
+parsed with warcio; indexing local files with every record's framing checked.
 
 Common Crawl stores every record as its own gzip member, and its index gives each record's file,
 offset and length; a reader therefore never needs more than ``length`` bytes of one file. The
@@ -19,6 +20,7 @@ import posixpath
 import re
 import typing
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -234,7 +236,10 @@ def parse_record(raw: bytes) -> WarcRecord:
 
 
 def read_record(location: str, offset: int, length: int, *, max_record_bytes: int) -> WarcRecord:
-    """Fetch, decompress and parse the record at ``location``/``offset``/``length``.
+    """Fetch, decompress and parse the record at ``location``/``offset``/``length``: one gzip member
+    (a ``.warc.gz``) or the record's own bytes (an uncompressed ``.warc``), told apart by their first
+    bytes; anything else is a ``fetch_error`` saying the offset does not match the file. The bytes
+    must hold exactly one record whose Content-Length ends where they end (``record_framing``).
 
     Memory is bounded by ``max_record_bytes`` both before (the compressed range) and after
     decompression.
@@ -242,7 +247,29 @@ def read_record(location: str, offset: int, length: int, *, max_record_bytes: in
     if length > max_record_bytes:
         raise WarcError(FETCH_ERROR, f"record length {length} exceeds max_record_bytes={max_record_bytes}; not fetched")
     data = read_range(location, offset, length)
-    return parse_record(gunzip_member(data, max_record_bytes))
+    if data[:2] == b"\x1f\x8b":
+        raw = gunzip_member(data, max_record_bytes)
+    elif data[:5] == b"WARC/":
+        raw = data  # a record of an uncompressed .warc: the range is the record itself
+    else:
+        raise WarcError(
+            FETCH_ERROR,
+            f"neither a gzip member nor a WARC record header at offset {offset} of {location} "
+            f"(first bytes {data[:8]!r}): the index's offset does not match the file",
+        )
+    try:
+        if raw.startswith(b"WARC/"):  # an ARC record (from an .arc.gz) has no Content-Length to check
+            header_len, block_len = record_framing(raw)
+            end = header_len + block_len
+            if end > len(raw):
+                raise ValueError(f"its declared block runs {end - len(raw)} bytes past the bytes read")
+            if end + _separator(raw[end:], at_end=True) < len(raw):
+                raise ValueError("the bytes hold more than one record")
+    except ValueError as exc:
+        raise WarcError(
+            FETCH_ERROR, f"record at offset {offset} of {location} ({length} bytes as indexed): {exc}"
+        ) from None
+    return parse_record(raw)
 
 
 def html_record_check(rec: WarcRecord, expected_url: str | None = None) -> None:
@@ -255,6 +282,78 @@ def html_record_check(rec: WarcRecord, expected_url: str | None = None) -> None:
         raise WarcError(FETCH_ERROR, f"HTTP status {rec.http_status} in the WARC record")
     if rec.mime_type not in HTML_MIME_TYPES:
         raise WarcError(PARSE_ERROR, f"not an HTML page: Content-Type {rec.content_type!r}")
+
+
+# ---- framing: a record's declared Content-Length against the bytes around it -----------------
+
+# A WARC header block (version line to the blank line) longer than this is not one: the scan looks
+# for the next record instead of reading on.
+_MAX_HEADER_BYTES = 1 << 16
+_BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+_VERSION_LINE = re.compile(rb"WARC/\d+\.\d+\r?\n")
+_DECIMAL = re.compile(rb"[0-9]{1,18}")
+
+
+def record_framing(head: bytes) -> tuple[int, int]:
+    """(header bytes, declared block bytes) of the record ``head`` starts with: its version line,
+    header lines up to the blank line, and a Content-Length of decimal digits. A ValueError says
+    what is wrong (no version line, no blank line within ``_MAX_HEADER_BYTES``, a Content-Length
+    missing, repeated, negative, not a number or beyond any file)."""
+    if not _VERSION_LINE.match(head):
+        raise ValueError(f"not a WARC record header (first bytes {head[:16]!r})")
+    blank = _BLANK_LINE.search(head, 0, _MAX_HEADER_BYTES)
+    if blank is None:
+        raise ValueError(f"no blank line ends the WARC header within {_MAX_HEADER_BYTES} bytes")
+    values = []
+    for line in head[: blank.start()].split(b"\n")[1:]:
+        key, sep, value = line.partition(b":")
+        if sep and key.strip().lower() == b"content-length":
+            values.append(value.strip())
+    if len(values) != 1:
+        raise ValueError(f"{len(values)} Content-Length headers, not one")
+    if not _DECIMAL.fullmatch(values[0]):
+        raise ValueError(f"Content-Length {values[0][:40]!r} is not a decimal number of bytes")
+    return blank.end(), int(values[0])
+
+
+class _NoSeparator(ValueError):
+    """The next record's version line right where a block ends."""
+
+
+def _separator(tail: bytes, at_end: bool) -> int:
+    """The length of the record separator ``tail`` (the bytes after a block, up to the end of the
+    file or member when ``at_end``) starts with: CRLF CRLF (LF LF from a writer of bare line
+    feeds), followed by the next version line or the end. A ValueError when the block's declared
+    length disagrees with that framing: a length one to four bytes off leaves a separator cut or
+    grown, so nothing else is taken for one."""
+    for sep in (b"\r\n\r\n", b"\n\n"):
+        rest = tail[len(sep) :]
+        if tail.startswith(sep) and ((at_end and not rest) or rest.startswith(b"WARC/")):
+            return len(sep)
+    raise ValueError(
+        f"its block is not followed by CRLF CRLF and the next record (after it: {tail[:24]!r}): the declared "
+        "length disagrees with the framing"
+    )
+
+
+def _next_version_line(fh, start: int, size: int) -> int:
+    """The offset of the next WARC version line (``WARC/1.0`` and its line break, wherever it
+    starts: a damaged separator may leave no line break before it) at or after ``start``, ``size``
+    if none; read in steps."""
+    pos = start
+    while pos < size:
+        fh.seek(pos)
+        chunk = fh.read(_READ_CHUNK + 32)
+        at_end = pos + len(chunk) >= size
+        i = chunk.find(b"WARC/")
+        while i >= 0 and (at_end or i + 32 <= len(chunk)):
+            if _VERSION_LINE.match(chunk, i):
+                return pos + i
+            i = chunk.find(b"WARC/", i + 1)
+        if at_end:
+            break
+        pos += i if i >= 0 else len(chunk) - 32
+    return size
 
 
 # ---- indexing local files --------------------------------------------------------------------
@@ -284,14 +383,20 @@ class GzipMember:
     size: int  # decompressed bytes, all counted
     data: bytes | None  # the decompressed member, None when size > the bound
     head: bytes  # its first bytes (the reject's sample when data is None)
+    damage: str | None = None  # what is wrong with the bytes (gzip_members with resync), then data is None
 
 
-def gzip_members(fh, max_bytes: int, name: str, head_bytes: int) -> Iterator[GzipMember]:
+def gzip_members(fh, max_bytes: int, name: str, head_bytes: int, *, resync: bool = False) -> Iterator[GzipMember]:
     """The gzip members of ``fh``, one at a time, streamed: a member's decompressed bytes are
     kept only up to ``max_bytes`` (then only counted, never held), so a member that inflates to
-    any size costs at most ``max_bytes`` + one step of memory. A member cut short, bytes that are
-    not a gzip member where one should start, or a corrupt deflate stream end the scan with a
-    ``WarcError`` (the next member's start cannot be trusted after them)."""
+    any size costs at most ``max_bytes`` + one step of memory.
+
+    Damage (a member cut short, bytes that are not a gzip member where one should start, a corrupt
+    deflate stream or checksum) ends the scan with a ``WarcError``; with ``resync`` (``fh``
+    seekable) it is a ``GzipMember`` whose ``damage`` says what and where, spanning the bytes up to
+    the next offset where a gzip member starts and inflates without error (``length``), and the
+    scan goes on from there."""
+    size_of_file = None
     pos = 0
     pending = b""
     while True:
@@ -302,46 +407,87 @@ def gzip_members(fh, max_bytes: int, name: str, head_bytes: int) -> Iterator[Gzi
             pending += more
         if not pending:
             return
-        if pending[:2] != b"\x1f\x8b":
-            raise WarcError(
-                PARSE_ERROR,
-                f"{name}: unreadable after offset {pos}: not a gzip member there "
-                f"({len(pending)} bytes that are not a gzip header)",
-            )
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        kept = bytearray()
-        head = b""
-        size = used = 0
-        full = False  # the last step filled its output: the decompressor may hold more
-        while not d.eof:
-            if not pending and not full:
-                pending = fh.read(_READ_CHUNK)
-                if not pending:
-                    raise WarcError(
-                        PARSE_ERROR,
-                        f"{name}: last record at offset {pos} is cut (truncated gzip "
-                        "member: the file ends before the member does)",
-                    )
-            fed = pending
-            try:
-                out = d.decompress(fed, _INFLATE_STEP)
-            except zlib.error as exc:
+        try:
+            member, pending = _one_member(fh, pending, pos, max_bytes, name, head_bytes)
+        except WarcError as exc:
+            if not resync:
+                raise
+            if size_of_file is None:
+                size_of_file = fh.seek(0, 2)
+            nxt = _next_gzip_member(fh, pos + 1, size_of_file)
+            fh.seek(pos)
+            head = fh.read(min(head_bytes, nxt - pos))
+            yield GzipMember(pos, nxt - pos, 0, None, head, damage=exc.reason)
+            fh.seek(nxt)
+            pos, pending = nxt, b""
+            continue
+        if member.size:
+            yield member
+        pos += member.length
+
+
+def _one_member(fh, pending: bytes, pos: int, max_bytes: int, name: str, head_bytes: int):
+    """(the gzip member at ``pos``, the bytes read after it) or a ``WarcError`` for damage."""
+    if pending[:2] != b"\x1f\x8b":
+        raise WarcError(
+            PARSE_ERROR,
+            f"{name}: unreadable after offset {pos}: not a gzip member there "
+            f"({len(pending)} bytes that are not a gzip header)",
+        )
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    kept = bytearray()
+    head = b""
+    size = used = 0
+    full = False  # the last step filled its output: the decompressor may hold more
+    while not d.eof:
+        if not pending and not full:
+            pending = fh.read(_READ_CHUNK)
+            if not pending:
                 raise WarcError(
-                    PARSE_ERROR, f"{name}: unreadable after offset {pos}: corrupt gzip member: {exc}"
-                ) from None
-            pending = d.unused_data if d.eof else d.unconsumed_tail
-            used += len(fed) - len(pending)
-            full = len(out) == _INFLATE_STEP
-            if len(head) < head_bytes:
-                head += out[: head_bytes - len(head)]
-            size += len(out)
-            if size <= max_bytes:
-                kept += out
-            elif kept:
-                kept = bytearray()  # over the bound: from here on only counted
-        if size:
-            yield GzipMember(pos, used, size, bytes(kept) if size <= max_bytes else None, head)
-        pos += used
+                    PARSE_ERROR,
+                    f"{name}: last record at offset {pos} is cut (truncated gzip "
+                    "member: the file ends before the member does)",
+                )
+        fed = pending
+        try:
+            out = d.decompress(fed, _INFLATE_STEP)
+        except zlib.error as exc:
+            raise WarcError(PARSE_ERROR, f"{name}: unreadable after offset {pos}: corrupt gzip member: {exc}") from None
+        pending = d.unused_data if d.eof else d.unconsumed_tail
+        used += len(fed) - len(pending)
+        full = len(out) == _INFLATE_STEP
+        if len(head) < head_bytes:
+            head += out[: head_bytes - len(head)]
+        size += len(out)
+        if size <= max_bytes:
+            kept += out
+        elif kept:
+            kept = bytearray()  # over the bound: from here on only counted
+    return GzipMember(pos, used, size, bytes(kept) if size <= max_bytes else None, head), pending
+
+
+def _next_gzip_member(fh, start: int, size: int) -> int:
+    """The first offset at or after ``start`` where a gzip member starts (magic and deflate method)
+    and its first ``_READ_CHUNK`` bytes inflate without error; ``size`` when there is none."""
+    pos = start
+    while pos < size:
+        fh.seek(pos)
+        chunk = fh.read(_READ_CHUNK + 2)
+        i = chunk.find(b"\x1f\x8b\x08")
+        if i < 0:
+            if len(chunk) < 3:
+                return size
+            pos += len(chunk) - 2
+            continue
+        cand = pos + i
+        fh.seek(cand)
+        try:
+            zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(fh.read(_READ_CHUNK), _INFLATE_STEP)
+        except zlib.error:
+            pos = cand + 1
+            continue
+        return cand
+    return size
 
 
 def _payload_digest(stream) -> tuple[int, str]:
@@ -376,34 +522,86 @@ def _row(rec, name: str) -> dict:
 
 
 def scan_warc(
-    path: str, warc_filename: str | None = None, *, max_record_bytes: int, raw_chars: int
+    path: str,
+    warc_filename: str | None = None,
+    *,
+    max_record_bytes: int,
+    raw_chars: int,
+    seen: Counter | None = None,
 ) -> Iterator[tuple[str, dict]]:
     """The index of one WARC file as ``("row", index row)`` and ``("reject", reject row)`` pairs.
 
-    One row per response or revisit record, offsets and lengths those of the gzip members (as
-    Common Crawl's columnar index gives them, so ``read_record`` reads one record back),
-    ``content_digest`` the base32 SHA-1 of the payload as archived, computed as it streams by.
-    Records are streamed, never held whole beyond ``max_record_bytes``: a record larger than that
-    (decompressed) is a reject row (position: its offset; raw: its first bytes, cut to
-    ``raw_chars``) and the scan goes on with the next record; a member that is not one WARC record
-    is a reject too. Damage after which the next record cannot be found (a cut or corrupt member,
-    bytes that are not gzip) ends the scan with a ``WarcError`` after the good records.
-    Uncompressed ``.warc`` files are read by warcio, payloads streamed in steps.
+    One row per response or revisit record, offset and length those of its gzip member in a
+    ``.warc.gz`` (as Common Crawl's columnar index gives them) or of the record itself with the
+    line breaks after it in an uncompressed ``.warc``, so ``read_record`` reads one record back;
+    ``content_digest`` the base32 SHA-1 of the payload as archived. ``seen`` (when given) counts
+    every record read, by WARC-Type, indexed or not.
+
+    Every record's declared Content-Length is checked against its framing (``record_framing``,
+    ``_separator``): the block must be followed by CRLF CRLF (LF LF) and then the member's end
+    (gzip), or the next ``WARC/`` version line or the file's end (plain). A record that disagrees
+    (too long, too short, not a number, negative, past the end, no separator), a member that is not
+    one record, bytes between records that are not a record, and a record larger than
+    ``max_record_bytes`` are reject rows (position: the offset; raw: the first bytes, cut to
+    ``raw_chars``), and the scan goes on: with the next gzip member, or in a plain file at the next
+    ``WARC/`` version line after the bad record's own. A record whose Content-Length swallows whole the records
+    after it and ends on a record boundary is framed consistently and cannot be told from one whose
+    block holds them. Damage to the gzip framing (a cut or corrupt member, a bad checksum, bytes
+    that are not gzip) is a reject row too, spanning the bytes up to the next offset where a gzip
+    member starts and inflates (``gzip_members`` with ``resync``), and the scan goes on there.
+    Memory: a record is held only up to ``max_record_bytes`` (a gzip member is streamed).
     """
     import fsspec
 
     name = warc_filename or path
+    seen = Counter() if seen is None else seen
     with fsspec.open(path, "rb") as fh:
-        magic = fh.read(2)
+        magic = fh.read(5)
         fh.seek(0)
-        if magic == b"\x1f\x8b":
-            yield from _scan_gzip(fh, name, path, max_record_bytes, raw_chars)
+        # the first bytes say which; when they are damaged, the name does
+        if magic[:2] == b"\x1f\x8b" or (magic != b"WARC/" and path.endswith(".gz")):
+            yield from _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen)
         else:
-            yield from _scan_plain(fh, name, path, max_record_bytes, raw_chars)
+            yield from _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen)
 
 
-def _scan_gzip(fh, name, path, max_record_bytes, raw_chars):
-    for m in gzip_members(fh, max_record_bytes, name, head_bytes=4 * raw_chars):
+def _record_items(data: bytes, name: str, offset: int, length: int, seen: Counter) -> Iterator[tuple[str, dict]]:
+    """The row of the one record ``data`` holds (framing already checked), if it is indexed."""
+    it = iter(ArchiveIterator(io.BytesIO(data)))
+    rec = next(it, None)
+    if rec is None:
+        raise ValueError("no WARC record in it")
+    row = None
+    if rec.rec_type in ("response", "revisit"):
+        row = _row(rec, name)
+        _, row["content_digest"] = _payload_digest(rec.raw_stream)
+        row["warc_record_offset"], row["warc_record_length"] = offset, length
+    if next(it, None) is not None:  # an ARC member (no Content-Length checked before) holding two
+        raise ValueError("more than one record (one record per gzip member is what a byte-range read needs)")
+    seen[rec.rec_type] += 1
+    if row is not None:
+        yield "row", row
+
+
+def _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen):
+    size = fh.seek(0, 2)
+    fh.seek(0)
+    for m in gzip_members(fh, max_record_bytes, name, head_bytes=4 * raw_chars, resync=True):
+        if m.damage is not None:
+            after = m.offset + m.length
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    m.offset,
+                    f"{m.damage}; {m.length} bytes skipped to "
+                    + (f"the next gzip member at offset {after}" if after < size else "the end of the file")
+                    + "; not indexed",
+                    m.head,
+                    raw_chars=raw_chars,
+                ),
+            )
+            continue
         if m.data is None:
             yield (
                 "reject",
@@ -419,26 +617,19 @@ def _scan_gzip(fh, name, path, max_record_bytes, raw_chars):
             )
             continue
         try:
-            it = ArchiveIterator(io.BytesIO(m.data))
-            recs = 0
-            for rec in it:
-                recs += 1
-                if recs > 1:
+            if m.data.startswith(b"WARC/"):
+                header_len, block_len = record_framing(m.data)
+                end = header_len + block_len
+                if end > len(m.data):
+                    raise ValueError(f"its declared block runs {end - len(m.data)} bytes past the member's end")
+                if end + _separator(m.data[end:], at_end=True) < len(m.data):
                     raise ValueError(
-                        "the member holds more than one record (one record per gzip member is "
-                        "what a byte-range read needs)"
+                        "the member holds more than one record (one record per gzip member is what a "
+                        "byte-range read needs)"
                     )
-                if rec.rec_type not in ("response", "revisit"):
-                    it.read_to_end(rec)
-                    continue
-                row = _row(rec, name)
-                _, row["content_digest"] = _payload_digest(rec.raw_stream)
-                it.read_to_end(rec)
-                row["warc_record_offset"], row["warc_record_length"] = m.offset, m.length
-                yield "row", row
-            if recs == 0:
-                raise ValueError("no WARC record in it")
-        except Exception as exc:  # noqa: BLE001 - warcio's errors for a member that is not a WARC record
+            # an ARC record (.arc.gz) has no Content-Length to check: warcio reads it as it is
+            yield from _record_items(m.data, name, m.offset, m.length, seen)
+        except Exception as exc:  # noqa: BLE001 - framing and warcio's errors for a member that is not one record
             yield (
                 "reject",
                 reject_row(
@@ -451,35 +642,109 @@ def _scan_gzip(fh, name, path, max_record_bytes, raw_chars):
             )
 
 
-def _scan_plain(fh, name, path, max_record_bytes, raw_chars):
-    it = ArchiveIterator(fh)
-    try:
-        for rec in it:
-            if rec.rec_type not in ("response", "revisit"):
-                it.read_to_end(rec)
-                continue
-            row = _row(rec, name)
-            size, row["content_digest"] = _payload_digest(rec.raw_stream)
-            it.read_to_end(rec)
-            row["warc_record_offset"], row["warc_record_length"] = it.get_record_offset(), it.get_record_length()
-            if size > max_record_bytes:
+def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
+    size = fh.seek(0, 2)
+    pos = 0
+    while pos < size:
+        fh.seek(pos)
+        head = fh.read(min(_MAX_HEADER_BYTES, size - pos))
+        gap = len(head) - len(head.lstrip(b"\r\n"))
+        if gap:  # line breaks between records (or before the first)
+            pos += gap
+            continue
+        try:
+            header_len, block_len = record_framing(head)
+        except ValueError as exc:
+            nxt = _next_version_line(fh, pos + 1, size)
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    pos,
+                    (
+                        f"{name}: record at offset {pos}: {exc}; not indexed, skipped to the next record at offset {nxt}"
+                        if _VERSION_LINE.match(head)
+                        else f"{name}: bytes at offset {pos} ({nxt - pos} up to the next record) are not a readable "
+                        f"WARC record: {exc}; skipped to offset {nxt}"
+                    ),
+                    head,
+                    raw_chars=raw_chars,
+                ),
+            )
+            pos = nxt
+            continue
+        end = pos + header_len + block_len
+        try:
+            if end > size:
+                raise ValueError(f"its declared block runs {end - size} bytes past the end of the file")
+            fh.seek(end)
+            tail = fh.read(_READ_CHUNK)
+            if tail.startswith(b"WARC/"):
+                raise _NoSeparator
+            after = _separator(tail, at_end=end + len(tail) >= size)
+        except _NoSeparator:
+            # the next version line right at the block's end: the separator missing, or a length
+            # that swallowed it; the record after is whole and read
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    pos,
+                    f"{name}: record at offset {pos} declares Content-Length {block_len}, and no line break "
+                    f"separates its block from the next record at offset {end}: the length counts the "
+                    "separator, or the separator is missing; not indexed",
+                    head,
+                    raw_chars=raw_chars,
+                ),
+            )
+            pos = end
+            continue
+        except ValueError as exc:
+            nxt = _next_version_line(fh, pos + 1, size)
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    pos,
+                    f"{name}: record at offset {pos} declares Content-Length {block_len}, and {exc}; "
+                    f"not indexed, skipped to the next record at offset {nxt}",
+                    head,
+                    raw_chars=raw_chars,
+                ),
+            )
+            pos = nxt
+            continue
+        nxt = end + after
+        if block_len > max_record_bytes:
+            yield (
+                "reject",
+                reject_row(
+                    path,
+                    pos,
+                    f"record at offset {pos} has a {block_len}-byte block, over max_record_bytes={max_record_bytes}; "
+                    "not indexed",
+                    head,
+                    raw_chars=raw_chars,
+                ),
+            )
+        else:
+            fh.seek(pos)
+            data = fh.read(end - pos)
+            try:
+                yield from _record_items(data, name, pos, nxt - pos, seen)
+            except Exception as exc:  # noqa: BLE001 - warcio's errors for a block it cannot parse
                 yield (
                     "reject",
                     reject_row(
                         path,
-                        row["warc_record_offset"],
-                        f"record at offset "
-                        f"{row['warc_record_offset']} has a {size}-byte payload, over "
-                        f"max_record_bytes={max_record_bytes}; not indexed",
-                        None,
+                        pos,
+                        f"{name}: record at offset {pos} is not a readable WARC record: {type(exc).__name__}: "
+                        f"{str(exc)[:300]}",
+                        head[:raw_chars],
+                        raw_chars=raw_chars,
                     ),
                 )
-                continue
-            yield "row", row
-    except Exception as exc:  # noqa: BLE001 - a file unreadable past some offset: what was read stays, the error names where
-        raise WarcError(
-            PARSE_ERROR, f"{name}: unreadable after offset {it.offset}: {type(exc).__name__}: {exc}"
-        ) from None
+        pos = nxt
 
 
 def index_warc(path: str, warc_filename: str | None = None, *, max_record_bytes: int | None = None) -> Iterator[dict]:
