@@ -102,6 +102,9 @@ class PagesJob(SparkJob):
             help="a markup longer than this as JSON is an error (not read); markups are cut to this length",
         )
         p.add_argument("--max-markup-nodes", type=int, help="a markup with more JSON values is an error (not read)")
+        p.add_argument(
+            "--max-html-depth", type=int, help="a page nesting elements deeper than this is a parse_error (not read)"
+        )
         p.add_argument("--time-limit-s", type=float, help="time limit per page and extraction step")
         p.add_argument("--partitions", type=int, help="tasks for fetching (0: default parallelism)")
         p.add_argument(
@@ -121,6 +124,7 @@ class PagesJob(SparkJob):
             time_limit_s=a.time_limit_s,
             max_markup_chars=a.max_markup_chars,
             max_markup_nodes=a.max_markup_nodes,
+            max_html_depth=a.max_html_depth,
             microdata=bool(a.microdata),
         )
         table, files = read_table(spark, a.input, self.resolve_inputs)

@@ -128,18 +128,111 @@ def _parse_jsonld_script(script: str) -> Any:
         return jstyleson.loads(_HTML_OR_JS_COMMENTLINE.sub("", script), strict=False)
 
 
-def jsonld_blocks(html: str | bytes) -> list[JsonLdBlock]:
-    """Every JSON-LD script of the page, parsed one by one so a broken block is a reason and the
-    others still count."""
-    from extruct.utils import parse_html
+# libxml2 (2.14, under lxml 6) stops an HTML document at this element depth (``<html>`` is 1)
+# unless XML_PARSE_HUGE is set: the elements below are dropped, with ERR_RESOURCE_LIMIT in the
+# parser's log and no exception. trafilatura parses without it, so its text of a deeper page is
+# the text above that depth (measured: a real page under 251 wrapping <div>s, 257 deep, gave
+# trafilatura 0 characters and lost the JSON-LD block below).
+LXML_DEPTH_LIMIT = 256
+# The same limit with XML_PARSE_HUGE (``huge_tree=True``), how html_tree parses.
+LXML_HUGE_DEPTH_LIMIT = 2048
 
-    if isinstance(html, str):
-        html = html.encode("utf-8")
-    tree = parse_html(html, encoding="UTF-8")
+
+@dataclass
+class HtmlTree:
+    """A page parsed by lxml's HTML parser as extruct does (``lxml.html.HTMLParser``), with
+    ``huge_tree`` so that nesting up to LXML_HUGE_DEPTH_LIMIT is kept: the tree, its element depth
+    (``<html>`` is 1) and whether the parser stopped at its depth limit (the tree is then cut)."""
+
+    root: Any
+    depth: int
+    cut: bool
+
+
+# Comments and the elements whose content is text, not markup (HTML's raw text and escapable raw
+# text elements): an end tag inside them is not a tag.
+_NOT_MARKUP = re.compile(
+    r"<!--.*?(?:-->|\Z)|<(script|style|textarea|title|xmp|iframe|noembed|noframes)\b.*?(?:</\1\s*>|\Z)",
+    re.I | re.S,
+)
+_HTML_END_TAG = re.compile(r"</html\s*>", re.I)
+
+
+def without_html_end_tags(html: str) -> str:
+    """``html`` with every ``</html>`` end tag outside comments and raw-text elements replaced by
+    spaces of its length. libxml2's HTML parser drops everything after ``</html>`` without a
+    word, where HTML5 parsers (html5lib, browsers) put it in the body: a JSON-LD block or text
+    appended after ``</html>`` (trackers, widgets) was lost to both the markup and the text.
+    Script contents, attribute values and everything else keep their characters and offsets."""
+    if "</" not in html or not _HTML_END_TAG.search(html):
+        return html
+    out, last = [], 0
+    for m in _NOT_MARKUP.finditer(html):
+        out.append(_HTML_END_TAG.sub(lambda t: " " * len(t.group()), html[last : m.start()]))
+        out.append(m.group())
+        last = m.end()
+    out.append(_HTML_END_TAG.sub(lambda t: " " * len(t.group()), html[last:]))
+    return "".join(out)
+
+
+def html_tree(html: str | bytes) -> HtmlTree:
+    """Parse ``html`` (text, or UTF-8 bytes) into an :class:`HtmlTree`, its ``</html>`` end tags
+    neutralized first (:func:`without_html_end_tags`)."""
+    import lxml.html
+
+    if isinstance(html, bytes):
+        html = html.decode("utf-8", errors="replace")
+    html = without_html_end_tags(html).encode("utf-8")
+    parser = lxml.html.HTMLParser(encoding="UTF-8", huge_tree=True)
+    root = lxml.html.fromstring(html, parser=parser)
+    cut = any("Excessive depth" in e.message for e in parser.error_log)
+    depth, stack = 0, [(root, 1)]
+    while stack:
+        node, d = stack.pop()
+        depth = max(depth, d)
+        stack.extend((c, d + 1) for c in node if isinstance(c.tag, str))
+    return HtmlTree(root=root, depth=depth, cut=cut)
+
+
+def nesting_problem(tree: HtmlTree, max_depth: int, extractors: Sequence[str]) -> str | None:
+    """Why the page cannot be read whole because of its nesting (None: it can): the parser cut
+    the tree at its limit, the page is deeper than ``max_depth`` (``[pages] max_html_depth``), or
+    deeper than trafilatura's parser reads while an extractor uses trafilatura."""
+    if tree.cut:
+        return (
+            f"HTML nested deeper than {LXML_HUGE_DEPTH_LIMIT} elements: lxml's parser stops there "
+            "and drops what is below; not read"
+        )
+    if tree.depth > max_depth:
+        return f"HTML nested {tree.depth} elements deep, over max_html_depth={max_depth}; not read"
+    if tree.depth > LXML_DEPTH_LIMIT and any(x in ("trafilatura", "main+rest") for x in extractors):
+        return (
+            f"HTML nested {tree.depth} elements deep: trafilatura's lxml parser stops at {LXML_DEPTH_LIMIT} "
+            "and loses the text below; not read"
+        )
+    return None
+
+
+def jsonld_blocks(html: str | bytes, tree: HtmlTree | None = None) -> list[JsonLdBlock]:
+    """Every JSON-LD script of the page, parsed one by one so a broken block is a reason and the
+    others still count. ``tree``: the page already parsed (:func:`html_tree`)."""
+    if tree is None:
+        tree = html_tree(html)
+    tree = tree.root
     out: list[JsonLdBlock] = []
     for i, node in enumerate(tree.xpath('descendant-or-self::script[@type="application/ld+json"]')):
         script = node.xpath("string()")
         block = JsonLdBlock(index=i, raw=script)
+        foreign = next((a.tag for a in node.iterancestors() if a.tag in ("svg", "math")), None)
+        if foreign is not None:
+            # lxml reads it as text; to an HTML5 parser (browsers, html5lib) it is an element of
+            # SVG or MathML whose content is markup: tags and comments in it are not its text
+            block.error = (
+                f"block {i}: a JSON-LD script inside <{foreign}>: HTML5 parsers read its content as "
+                f"{foreign} markup, not as text; not read"
+            )
+            out.append(block)
+            continue
         try:
             block.data = _parse_jsonld_script(script)
         except Exception as exc:  # noqa: BLE001 - any parse failure is the block's recorded error
@@ -418,6 +511,7 @@ class PageConfig:
     time_limit_s: float
     max_markup_chars: int
     max_markup_nodes: int
+    max_html_depth: int
     microdata: bool
 
     @classmethod
@@ -433,6 +527,7 @@ class PageConfig:
                 "time_limit_s",
                 "max_markup_chars",
                 "max_markup_nodes",
+                "max_html_depth",
                 "microdata",
             )
         }
@@ -465,7 +560,12 @@ def process_html(
         return out
     try:
         html = run_with_time_limit(decode_html, cfg.time_limit_s, "decoding", payload, content_type)
-        blocks = run_with_time_limit(jsonld_blocks, cfg.time_limit_s, "JSON-LD extraction", html)
+        tree = run_with_time_limit(html_tree, cfg.time_limit_s, "HTML parsing", html)
+        problem = nesting_problem(tree, cfg.max_html_depth, (cfg.text_extractor, cfg.judge_text_extractor))
+        if problem is not None:
+            out.update(status=PARSE_ERROR, reason=problem)
+            return out
+        blocks = run_with_time_limit(jsonld_blocks, cfg.time_limit_s, "JSON-LD extraction", html, tree)
     except ExtractionTimeout as exc:
         out.update(status=PARSE_ERROR, reason=str(exc))
         return out
@@ -495,7 +595,11 @@ def process_html(
     try:
         wanted = (cfg.text_extractor, cfg.judge_text_extractor)
         texts = run_with_time_limit(
-            extract_texts, cfg.time_limit_s, f"text extraction ({', '.join(dict.fromkeys(wanted))})", html, wanted
+            extract_texts,
+            cfg.time_limit_s,
+            f"text extraction ({', '.join(dict.fromkeys(wanted))})",
+            without_html_end_tags(html),
+            wanted,
         )
         text, judge_text = texts[cfg.text_extractor], texts[cfg.judge_text_extractor]
     except ExtractionTimeout as exc:
@@ -514,7 +618,12 @@ def process_html(
     if text_error:
         out.update(status=PARSE_ERROR, reason=text_error)
     elif sel.human_markup is not None:
-        out.update(status=OK, reason="; ".join(out["markup_errors"]) or None)
+        notes = list(out["markup_errors"])
+        # an ok page says when its text is empty: the extractor found nothing, not a parser limit
+        for name, value in ((cfg.text_extractor, text), (cfg.judge_text_extractor, judge_text)):
+            if not value.strip() and f"empty text: {name}" not in "; ".join(notes):
+                notes.append(f"empty text: {name} extracted no text from the page")
+        out.update(status=OK, reason="; ".join(notes) or None)
     elif blocks and not usable:
         out.update(status=PARSE_ERROR, reason="; ".join(out["markup_errors"]))
     else:

@@ -3,8 +3,9 @@
 Every function here takes and returns Spark DataFrames (or small plain values collected from
 aggregates); nothing collects the C-set table to the driver.
 
-Sampling frame. A C-set enters the frame when it has a ``cset_id`` and a non-null value for every
-feature; the quantile bounds, the Spearman correlation and the histograms are computed over the
+Sampling frame. A C-set enters the frame when it has a ``cset_id`` and a finite value >= 0 for
+every feature (a feature is a count: a null, NaN, +inf, -inf or negative value is a reject naming
+its cause, see ``frame_reason``); the quantile bounds, the Spearman correlation and the histograms are computed over the
 whole frame. A C-set in the frame without a usable sample URL still counts in the distribution
 (it is part of the population the strata describe) but cannot be drawn; it is written to the
 rejects with the reason ``no sample URL``. C-sets outside the frame are rejects too. So
@@ -40,6 +41,7 @@ identical, to the last bit, whatever the partitioning).
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -134,10 +136,21 @@ def ranked_urls(seed: int) -> Column:
 
 
 def frame_reason(features: list[str]) -> Column:
-    """Why a row is outside the sampling frame (null when it is inside)."""
+    """Why a row is outside the sampling frame (null when it is inside): no ``cset_id``, or a
+    feature value that cannot be binned, ranked or divided as a count. Every feature must be a
+    finite number >= 0 (``-0.0`` is 0): a null, NaN, +inf or -inf, or a negative value is the
+    row's reject reason (the first feature that fails names it). So the bounds, the log2 bins and
+    the ranks only ever see finite values >= 0, and no row lands in a stratum by accident."""
     reason = F.when(F.col("cset_id").isNull() | (F.length(F.trim(F.col("cset_id"))) == 0), F.lit("missing cset_id"))
     for f in features:
-        reason = reason.when(F.col(f).isNull() | F.isnan(F.col(f).cast("double")), F.lit(f"null {f}"))
+        v = F.col(f).cast("double")
+        reason = (
+            reason.when(F.col(f).isNull(), F.lit(f"null {f}"))
+            .when(F.isnan(v), F.lit(f"{f} is NaN, not a count"))
+            .when(v == F.lit(math.inf), F.lit(f"{f} is +inf, not a finite count"))
+            .when(v == F.lit(-math.inf), F.lit(f"{f} is -inf, not a finite count"))
+            .when(v < 0, F.lit(f"negative {f}: a count cannot be below 0"))
+        )
     return reason
 
 
@@ -275,7 +288,11 @@ def histogram(rows: list[Row], feature: str) -> dict[str, Any]:
             nonpositive += r["n"]
         else:
             per_bin[r["bin"]] = per_bin.get(r["bin"], 0) + r["n"]
-    bins = [{"lower": 2.0**b, "upper": 2.0 ** (b + 1), "count": per_bin[b]} for b in sorted(per_bin)]
+    # 2^1024 is past the largest double: the top bin [2^1023, max] ends at the largest double
+    bins = [
+        {"lower": 2.0**b, "upper": 2.0 ** (b + 1) if b < 1023 else sys.float_info.max, "count": per_bin[b]}
+        for b in sorted(per_bin)
+    ]
     return {"feature": feature, "bins": bins, "nonpositive": nonpositive}
 
 

@@ -94,6 +94,7 @@ class PagesConf:
     max_text_chars: int
     max_markup_chars: int
     max_markup_nodes: int
+    max_html_depth: int
     time_limit_s: float
     partitions: int
     reject_raw_chars: int
