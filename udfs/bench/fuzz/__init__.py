@@ -22,6 +22,9 @@ fuzz``) with minutes.
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 
 # job -> module; the order is the table's
@@ -63,3 +66,19 @@ def job_module(job: str):
     if job not in JOBS:
         raise KeyError(f"no fuzz module for job {job!r}; known: {', '.join(JOBS)}")
     return importlib.import_module(JOBS[job])
+
+
+def run_job(job: str, *args: str) -> int:
+    """``jobs/<job>.py`` with ``args`` in its own process, as a user runs it (the library imports
+    nothing from ``jobs/``); its exit status. Its output is kept out of the fuzz table, and shown
+    on stderr when it fails."""
+    from udfs.runtime.paths import PROJECT_ROOT
+
+    path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
+    argv = [sys.executable, str(PROJECT_ROOT / "jobs" / f"{job}.py"), *args]
+    done = subprocess.run(
+        argv, cwd=PROJECT_ROOT, env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True
+    )
+    if done.returncode:
+        print(done.stderr[-2000:], file=sys.stderr)
+    return done.returncode

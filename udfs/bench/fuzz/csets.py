@@ -381,9 +381,9 @@ def _run_totals(
 def _run_job(root: Path, out: Path) -> tuple[dict, dict[str, list[dict]]]:
     import pyarrow.parquet as pq
 
-    from jobs.csets import CsetsJob
+    from udfs.bench.fuzz import run_job
 
-    rc = CsetsJob(["--input", str(root), "--output", str(out), "--ignore-corrupt-files", "--log-level", "ERROR"]).main()
+    rc = run_job("csets", "--input", str(root), "--output", str(out), "--ignore-corrupt-files", "--log-level", "ERROR")
     if rc != 0:
         raise RuntimeError(f"the csets job exited {rc} on {root}")
     record = json.loads((out / "csets" / "_run.json").read_text())

@@ -264,7 +264,7 @@ def run_job(pages: list[tuple[bytes, str]], expected: list[dict[str, Any]], out:
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    from jobs.pages import PagesJob
+    from udfs.bench.fuzz import run_job
 
     out.mkdir(parents=True, exist_ok=True)
     warc = out / "round.warc.gz"
@@ -293,7 +293,7 @@ def run_job(pages: list[tuple[bytes, str]], expected: list[dict[str, Any]], out:
     (out / "input.csv").write_text("page_url\n" + "\n".join(urls) + "\n")
     argv = ["--input", str(out / "input.csv"), "--warc-index", str(out / "index"), "--warc-base", str(out)]
     argv += ["--output", str(out), "--replacements", "0"]
-    if PagesJob(argv).main() != 0:
+    if run_job("pages", *argv) != 0:
         return "jobs/pages.py exited non-zero"
     rows = {r["page_url"]: r.asDict() for r in spark.read.parquet(str(out / "pages")).collect()}
     for url, want in zip(urls, expected):

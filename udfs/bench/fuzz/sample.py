@@ -77,11 +77,10 @@ def real_csets(work: Path) -> list[dict[str, Any]]:
 
     out = work / "wdc"
     if not (out / "csets" / "_SUCCESS").exists():
-        from jobs.csets import CsetsJob
+        from udfs.bench.fuzz import run_job
 
-        _spark()
         quads = PROJECT_ROOT / "data" / "wdc" / "wdc-2022-12-jsonld-part00044-first10k.nq"
-        if CsetsJob(["--input", str(quads), "--output", str(out)]).main() != 0:
+        if run_job("csets", "--input", str(quads), "--output", str(out)) != 0:
             raise RuntimeError(f"the csets job failed on {quads}")
     df = _spark().read.parquet(str(out / "csets"))
     cols = [c for c, _ in CSETS_DDL_COLUMNS]
@@ -274,11 +273,11 @@ def run_step(rows, types) -> tuple[dict, list[dict], list[dict]]:
 def run_job(rows, types, out: Path) -> tuple[dict, list[dict], list[dict]]:
     """The real job (jobs/sample.py) over the rows written as Parquet: its run record, its
     ``samples/`` and ``rejects/sample/`` rows."""
-    from jobs.sample import SampleJob
+    from udfs.bench.fuzz import run_job
 
     table = out / "csets"
     frame(rows, types).write.mode("overwrite").parquet(str(table))
-    if SampleJob(["--input", str(table), "--output", str(out), "--no-plots", "--features", *FEATURES]).main() != 0:
+    if run_job("sample", "--input", str(table), "--output", str(out), "--no-plots", "--features", *FEATURES) != 0:
         raise RuntimeError("jobs/sample.py exited non-zero")
     run = json.loads((out / "samples" / "_run.json").read_text())
     if run["counters"]["reconciles"] is not True:
