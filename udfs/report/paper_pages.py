@@ -302,6 +302,32 @@ def memr_documents(
     return out
 
 
+def memr_summary(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    """Per model, from :func:`memr_documents`' rows: documents, the paper's printed averages, the
+    stored, recomputed (the paper's method) and published averages (human / model), and how many
+    documents the paper's method gives to 1e-6."""
+    from udfs.report import paper
+
+    out = []
+    for model, (h, llm) in paper.MEMR.items():
+        mine = [r for r in rows if r["model"] == model]
+
+        def avg(k: str, mine=mine) -> str:
+            v = [r[k] for r in mine if r.get(k) is not None]
+            return f"{sum(v) / len(v):.3f}" if v else "–"
+
+        equal = sum(
+            r["paper_method_h"] is not None
+            and abs(r["stored_h"] - r["paper_method_h"]) < 1e-6
+            and abs(r["stored_l"] - r["paper_method_l"]) < 1e-6
+            for r in mine
+        )
+        out.append([model, len(mine), f"{h:.3f} / {llm:.3f}", f"{avg('stored_h')} / {avg('stored_l')}",
+                    f"{avg('paper_method_h')} / {avg('paper_method_l')}", f"{equal} of {len(mine)}",
+                    f"{avg('published_h')} / {avg('published_l')}"])  # fmt: skip
+    return out
+
+
 # ---- the report's section ---------------------------------------------------------------------
 
 STAGES = ("triples_in", "after_validity", "after_factuality", "after_compliance")
@@ -456,23 +482,7 @@ def section(
 
     every = paper_documents(src, commit)
     memr_all = memr_documents(src, every, commit)
-    memr_rows = []
-    for model, (ph, pl) in paper.MEMR.items():
-        r = [m for m in memr_all if m["model"] == model]
-
-        def avg(k, r=r):
-            v = [m[k] for m in r if m.get(k) is not None]
-            return f"{sum(v) / len(v):.3f}" if v else "–"
-
-        same = sum(
-            m["paper_method_h"] is not None
-            and abs(m["stored_h"] - m["paper_method_h"]) < 1e-6
-            and abs(m["stored_l"] - m["paper_method_l"]) < 1e-6
-            for m in r
-        )
-        memr_rows.append([model, len(r), f"{ph:.3f} / {pl:.3f}", f"{avg('stored_h')} / {avg('stored_l')}",
-                          f"{avg('paper_method_h')} / {avg('paper_method_l')}", f"{same} of {len(r)}",
-                          f"{avg('published_h')} / {avg('published_l')}"])  # fmt: skip
+    memr_rows = memr_summary(memr_all)
     tables.append(
         _table(
             "MeMR of the paper's markups (human / model), every document",
@@ -522,23 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = memr_documents(src, docs, a.commit or None)
     print("\n| model | documents | paper's text | stored | paper's method | documents equal | as published |")
     print("|---|---:|---|---|---|---:|---|")
-    for model, (h, llm) in paper.MEMR.items():
-        mine = [r for r in rows if r["model"] == model]
-
-        def avg(k, mine=mine):
-            v = [r[k] for r in mine if r.get(k) is not None]
-            return f"{sum(v) / len(v):.3f}" if v else "–"
-
-        equal = sum(
-            r["paper_method_h"] is not None
-            and abs(r["stored_h"] - r["paper_method_h"]) < 1e-6
-            and abs(r["stored_l"] - r["paper_method_l"]) < 1e-6
-            for r in mine
-        )
-        print(
-            f"| {model} | {len(mine)} | {h:.3f} / {llm:.3f} | {avg('stored_h')} / {avg('stored_l')} | "
-            f"{avg('paper_method_h')} / {avg('paper_method_l')} | {equal} | {avg('published_h')} / {avg('published_l')} |"
-        )
+    for row in memr_summary(rows):
+        print("| " + " | ".join(str(c) for c in row) + " |")
     return 0
 
 
