@@ -35,7 +35,7 @@ THRESHOLDS = ("factuality_threshold", "compliance_threshold")  # settings a cali
 log = logging.getLogger("llm4schema.evaluate")
 TABLES = ("markups", "triples", "scores")
 # Progress shows these per second beside their totals.
-RATES = ("verdicts", "prompt_tokens")
+RATES = ("answers", "verdicts", "prompt_tokens")
 
 
 class EvaluateJob(Job):

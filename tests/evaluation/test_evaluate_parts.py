@@ -540,3 +540,33 @@ def test_progress_line_gives_rates_of_the_named_counts():
     line = out.getvalue().strip()
     assert line.startswith("evaluate: 2/10 pages, 40 verdicts, 5,000 prompt_tokens, 3 cache_hits")
     assert "4.0 verdicts/s" in line and "500.0 prompt_tokens/s" in line and "ETA 40 s" in line
+
+
+def test_progress_counts_answers_while_a_page_is_evaluated(tmp_path, monkeypatch):
+    """Between pages the progress hears of the model answers received so far: with one page of
+    several requests, answers are counted before the page is done, and they add up to the
+    requests the engine answered and those the request cache answered."""
+    import jobs.evaluate
+    from jobs.evaluate import EvaluateJob
+    from udfs.evaluation import runner
+    from udfs.runtime.progress import Progress
+
+    seen: list[tuple[int, dict]] = []
+
+    class Recording(Progress):
+        def update(self, n: int = 1, **counts) -> None:
+            seen.append((self.done, n, dict(counts)))
+            super().update(n, **counts)
+
+    monkeypatch.setattr(jobs.evaluate, "Progress", Recording)
+    monkeypatch.setattr(runner, "ANSWERS_S", 0.02)
+    pages = tmp_path / "pages"
+    pq.write_table(demo_pages_table().slice(0, 1), pages.mkdir() or pages / "part-0.parquet")
+    with stub_server(delay_s=0.05) as server:
+        assert EvaluateJob(argv(pages, tmp_path / "out", server.url, "--max-claims", "6")).main() == 0
+        asked = len(server.handler.seen)
+    between = [counts["answers"] for done, n, counts in seen if n == 0 and done == 0]
+    assert between and all(a > 0 for a in between)
+    total = {k: sum(counts.get(k, 0) for _, _, counts in seen) for k in ("answers", "cache_hits")}
+    assert total["answers"] == asked + total["cache_hits"] and asked > len(between)
+    assert record(tmp_path / "out")["counters"]["evaluated"] == 1

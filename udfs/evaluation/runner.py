@@ -39,9 +39,12 @@ PAGE_COLUMNS = ("page_url", "text", "human_markup", "root_types", "judge_text")
 # flight) then takes one page at a time, all its requests sharing the page's prefix in the
 # engine's cache; a GPU worker (hundreds in flight) interleaves many pages to fill the batch.
 PAGE_REQUESTS = 4
-# Counts a worker reports per page (progress).
 GC_THRESHOLDS = (20000, 50, 100)  # CPython's default: (700, 10, 10)
-PROGRESS_COUNTS = ("pages", "failed", "verdicts", "prompt_tokens", "cache_hits", "triples")
+# Counts a worker reports per page (progress); "answers" (model answers received, cache hits
+# included) also while a page is evaluated, every ANSWERS_S seconds: one page on the CPU model
+# takes minutes, and a bar that says "0/6 pages" meanwhile does not say whether the run moves.
+PROGRESS_COUNTS = ("pages", "failed", "verdicts", "prompt_tokens", "cache_hits", "triples", "answers")
+ANSWERS_S = 5.0
 
 
 def read_pages(files: list[str], pages: list[list]) -> list[dict[str, Any]]:
@@ -96,7 +99,7 @@ class UnitRunner:
     """Evaluates units of pages and writes their parts (module docstring). ``stored``, when
     given, is the lookup file of a run's stored markups (``udfs.evaluation.stored``): each page
     gets its own. ``on_page`` is told of each finished page with a dict of ``PROGRESS_COUNTS``
-    increments."""
+    increments, and between pages of the answers received since (``{"answers": n}``)."""
 
     def __init__(
         self,
@@ -137,6 +140,7 @@ class UnitRunner:
         self.writer = PartWriter(output, digest, uuid.uuid4().hex[:10], part_rows)
         self.on_page = on_page or (lambda d: None)
         self._hits = 0
+        self._answers = 0
 
     def run_unit(self, unit: dict[str, Any]) -> dict[str, Any]:
         """Evaluate one unit and commit its parts; the summary: unit id, pages evaluated, the
@@ -173,7 +177,9 @@ class UnitRunner:
                 except Exception as exc:  # one page's failure is that page's reject, not the unit's end
                     log.exception("page %s failed", page["page_url"])
                     failed.append([page["page_key"], page["page_url"], f"{type(exc).__name__}: {str(exc)[:500]}"])
-                    self.on_page({"pages": 1, "failed": 1, "cache_hits": self._cache_hits()})
+                    self.on_page(
+                        {"pages": 1, "failed": 1, "cache_hits": self._cache_hits(), "answers": self._new_answers()}
+                    )
                     return
                 self.writer.add(page["page_key"], result)
                 s = result["scores"]
@@ -187,14 +193,30 @@ class UnitRunner:
                             for r in s
                         ),
                         "cache_hits": self._cache_hits(),
+                        "answers": self._new_answers(),
                     }
                 )
 
-        await asyncio.gather(*(one(p) for p in pages))
+        async def answers() -> None:
+            while True:
+                await asyncio.sleep(ANSWERS_S)
+                if n := self._new_answers():
+                    self.on_page({"answers": n})
+
+        ticker = asyncio.ensure_future(answers())
+        try:
+            await asyncio.gather(*(one(p) for p in pages))
+        finally:
+            ticker.cancel()
 
     def _cache_hits(self) -> int:
         total = sum(c.stats.cache_hits for c in self.evaluator._clients.values())
         delta, self._hits = total - self._hits, total
+        return delta
+
+    def _new_answers(self) -> int:
+        total = sum(c.stats.requests for c in self.evaluator._clients.values())
+        delta, self._answers = total - self._answers, total
         return delta
 
     def close(self) -> None:
