@@ -6,7 +6,9 @@
   run out: a batch never loses a row, a failed request comes back as a ``Completion`` with
   ``error`` set;
 * a persistent request cache (SQLite) keyed by (model, messages, parameters): a rerun or a
-  resumed run never pays twice for the same request;
+  resumed run never pays twice for the same request; and a request identical to one in flight
+  waits for that one's answer instead of going out again (counted as a cache hit), since the
+  agents ask some questions twice at once (the same claim in two places of a markup);
 * a model the endpoint does not list is a clear error before any chat request is sent (some
   OpenAI-compatible servers, llama.cpp's own, answer whatever model is named);
 * token and latency accounting on every ``Completion`` and summed in ``LLMClient.stats``;
@@ -40,7 +42,7 @@ import random
 import sqlite3
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -311,6 +313,8 @@ class LLMClient:
         self._http: Transport | None = None
         self._sem: asyncio.Semaphore | None = None
         self._listing: asyncio.Lock | None = None
+        # request key -> the answer of the identical request in flight (this loop's)
+        self._in_flight: dict[str, asyncio.Future] = {}
         # model id -> why it cannot be asked here (None: listed, or the listing unreadable)
         self._model_checks: dict[str | None, str | None] = {}
 
@@ -323,6 +327,7 @@ class LLMClient:
             self._http = self._given_transport or self._default_transport()
             self._sem = asyncio.Semaphore(self.max_concurrency)
             self._listing = asyncio.Lock()
+            self._in_flight = {}
             self._loop = loop
         return self._http, self._sem
 
@@ -463,13 +468,41 @@ class LLMClient:
 
     async def _send(self, req: dict[str, Any]) -> Completion:
         text_out = RequestCache.encode(req)
-        key = RequestCache.key(text_out) if self.cache is not None else None
+        key = RequestCache.key(text_out)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 c = self._completion(hit)
                 c.from_cache = True
                 return c
+        self._session()
+        while key in self._in_flight:
+            try:
+                first = await asyncio.shield(self._in_flight[key])
+            except asyncio.CancelledError:
+                if asyncio.current_task().cancelling():
+                    raise
+                continue  # the caller that sent it was cancelled, not this one: send it here
+            # each caller gets its own copy: chat() and verdict() write the parsed answer into it
+            return replace(first, from_cache=first.ok)
+        answer = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = answer
+        try:
+            c = await self._request(req, text_out, key)
+        except asyncio.CancelledError:
+            answer.cancel()
+            raise
+        except BaseException as exc:
+            answer.set_exception(exc)
+            answer.exception()  # retrieved: an error nobody else waited for is not "never retrieved"
+            raise
+        finally:
+            del self._in_flight[key]
+        answer.set_result(replace(c))
+        return c
+
+    async def _request(self, req: dict[str, Any], text_out: str, key: str) -> Completion:
+        """The request over the transport, with retries; its answer is cached when it succeeds."""
         http, sem = self._session()
         model = req.get("model")
         if model not in self._model_checks:
