@@ -269,6 +269,7 @@ class Run:
     in_flight: int
     executor: str
     workers: int
+    limit: int = 0  # the job's --limit (0: every page)
     rc: int | None = None
     status: str = "ok"
     wall_s: float = 0.0
@@ -340,7 +341,7 @@ def run_job(
         "--base-url",
         base_url,
         "--limit",
-        "0",
+        str(run.limit),
         "--executor",
         run.executor,
         "--workers",
@@ -568,6 +569,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=240.0, help="a run longer than this is stopped")
     ap.add_argument("--work", default="", help="folder for pages, outputs and logs (default: a temporary one)")
     ap.add_argument("--json", default="", help="also write every run's figures to this JSON file")
+    ap.add_argument(
+        "--limit",
+        type=int,
+        default=0,
+        help="the 0 ms runs evaluate this many pages of their input (the job's --limit; 0: all): the "
+        "driver's memory with --limit against the input's size",
+    )
+    ap.add_argument("--text-chars", type=int, default=0, help="pad every page's text to this length (0: as is)")
     ap.add_argument("--quick", action="store_true", help="20 pages at 0 ms only, no Serve, executor local (CI)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -587,7 +596,10 @@ def main(argv: list[str] | None = None) -> int:
     plan: list[tuple[Run, Path]] = []
     for n in sizes:
         plan.append(
-            (Run(f"stub-0ms-{n}", "stub", n, 0.0, args.in_flight, args.executor, args.workers), write_pages(work, n))
+            (
+                Run(f"stub-0ms-{n}", "stub", n, 0.0, args.in_flight, args.executor, args.workers, limit=args.limit),
+                write_pages(work, n, args.text_chars),
+            )
         )
     if args.latency_pages:
         lp = write_pages(work, args.latency_pages)

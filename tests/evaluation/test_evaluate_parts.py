@@ -570,3 +570,36 @@ def test_progress_counts_answers_while_a_page_is_evaluated(tmp_path, monkeypatch
     total = {k: sum(counts.get(k, 0) for _, _, counts in seen) for k in ("answers", "cache_hits")}
     assert total["answers"] == asked + total["cache_hits"] and asked > len(between)
     assert record(tmp_path / "out")["counters"]["evaluated"] == 1
+
+
+def test_the_planning_scan_reads_long_pages_in_batches_of_bounded_bytes(tmp_path, monkeypatch):
+    """A row group of long pages is read a few rows at a time (about BATCH_BYTES of the planned
+    columns a batch), and the plan is the same as with whole row groups."""
+    import pyarrow.dataset as pads
+
+    from udfs.evaluation import plan
+
+    rows = [
+        {"page_url": f"http://p{i}.example/", "status": "ok", "text": ("x" * 99 + " ") * (1000 + i), "sample_rank": i}
+        for i in range(40)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "pages.parquet")
+    sizes = []
+    real = plan._batches
+
+    def watched(*args):
+        for b in real(*args):
+            sizes.append(b.num_rows)
+            yield b
+
+    monkeypatch.setattr(plan, "_batches", watched)
+    monkeypatch.setattr(plan, "BATCH_BYTES", 400_000)
+    small = plan.plan_pages(pads.dataset(tmp_path), limit=5, order="shortest")
+    assert sum(sizes) == 40 and max(sizes) <= 4
+    monkeypatch.setattr(plan, "BATCH_BYTES", 1 << 40)
+    sizes.clear()
+    whole = plan.plan_pages(pads.dataset(tmp_path), limit=5, order="shortest")
+    assert sizes == [40]
+    assert small.todo.to_pylist() == whole.todo.to_pylist()
+    assert small.todo["page_url"].to_pylist() == [f"http://p{i}.example/" for i in range(5)]
+    assert small.counters == whole.counters and small.counters["over_limit"] == 35

@@ -95,8 +95,9 @@ def _vary(value: Any, i: int, depth: int = 0, nodes: list[int] | None = None) ->
     return f"{value} {i}"
 
 
-def synthetic_pages(n: int, base: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """``n`` pages: copy ``i`` of base page ``i % len(base)``, under its own URL."""
+def synthetic_pages(n: int, base: list[dict[str, Any]], text_chars: int = 0) -> Iterator[dict[str, Any]]:
+    """``n`` pages: copy ``i`` of base page ``i % len(base)``, under its own URL; with
+    ``text_chars``, its text padded to that length by repeating it (a long page's size)."""
     for i in range(n):
         b = base[i % len(base)]
         markup = _vary(json.loads(b["human_markup"]), i)
@@ -107,20 +108,26 @@ def synthetic_pages(n: int, base: list[dict[str, Any]]) -> Iterator[dict[str, An
             "feature": "n_properties",
             "stratum": "copy",
             "sample_rank": i,
-            "text": f"Copy {i}.\n{b['text']}",
+            "text": _padded(f"Copy {i}.\n{b['text']}", text_chars),
             "human_markup": json.dumps(markup, ensure_ascii=False),
             "root_types": list(b["root_types"]),
         }
 
 
-def write_pages(folder: Path, n: int) -> Path:
+def _padded(text: str, chars: int) -> str:
+    if len(text) >= chars:
+        return text
+    return (text + "\n\n") * (chars // (len(text) + 2)) + text[: chars % (len(text) + 2)]
+
+
+def write_pages(folder: Path, n: int, text_chars: int = 0) -> Path:
     """The pages table of ``n`` synthetic pages under ``folder`` (files of ROWS_PER_FILE pages),
-    written once and reused."""
+    written once and reused; ``text_chars`` as in ``synthetic_pages``."""
     import pyarrow as pa
 
     from udfs.runtime.io import Folder
 
-    target = folder / f"pages-{n}"
+    target = folder / (f"pages-{n}" + (f"-{text_chars}chars" if text_chars else ""))
     done = target / "_DONE"
     if done.exists():
         return target
@@ -129,7 +136,7 @@ def write_pages(folder: Path, n: int) -> Path:
     base = base_pages()
     rows: list[dict[str, Any]] = []
     part = 0
-    for row in synthetic_pages(n, base):
+    for row in synthetic_pages(n, base, text_chars):
         rows.append(row)
         if len(rows) == ROWS_PER_FILE:
             out.write_parquet(f"part-{part:05d}.parquet", pa.Table.from_pylist(rows))

@@ -45,6 +45,12 @@ PLAN_COLUMNS = (
     "text",
 )
 BATCH_ROWS = 8192
+# The text and markup a scan batch holds at most (a batch shrinks to fit, down to one row): a
+# Parquet row group of pages is often hundreds of MB of text, and reading it whole, or with the
+# dataset scanner's readahead, made the driver's memory grow with the input.
+BATCH_BYTES = 8 << 20
+# Bytes of a column chunk the Parquet reader holds at once (a buffered stream, not the whole chunk).
+READ_BUFFER_BYTES = 1 << 20
 # A page's state in the scan's index: ``plan_pages`` evaluates the OK pages only.
 NOT_OK, NO_TEXT, OK = 0, 1, 2
 INDEX_SCHEMA = pa.schema(
@@ -160,7 +166,7 @@ def scan_pages(dataset, *, batch_rows: int = BATCH_ROWS, index: bool = False) ->
             cols = [n for n in PLAN_COLUMNS if n in frag.physical_schema.names]
             with_id += "page_id" in cols
             # one file at a time, in batches: the driver holds one batch of text, never the table
-            for b in frag.to_batches(columns=cols, batch_size=batch_rows):
+            for b in _batches(frag, cols, batch_rows):
                 kept = _usable(b, n_file, row0, c, no_text, indexed)
                 if kept is not None:
                     batches.append(kept)
@@ -176,6 +182,28 @@ def scan_pages(dataset, *, batch_rows: int = BATCH_ROWS, index: bool = False) ->
     if indexed is not None:
         idx = pa.Table.from_batches(indexed, schema=INDEX_SCHEMA) if indexed else INDEX_SCHEMA.empty_table()
     return Scan(files, rows, no_text, c, idx, with_id > 0)
+
+
+def _batches(frag, cols: list[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """A Parquet fragment's ``cols`` in batches of at most ``batch_rows`` rows and about
+    ``BATCH_BYTES`` of its widest row group's bytes per row, read through a buffered stream."""
+    import pyarrow.parquet as pq
+
+    with frag.filesystem.open_input_file(frag.path) as fh:
+        pf = pq.ParquetFile(fh, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
+        meta = pf.metadata
+        wanted = set(cols)
+        per_row = 0.0
+        for g in range(meta.num_row_groups):
+            rg = meta.row_group(g)
+            size = sum(
+                rg.column(i).total_uncompressed_size
+                for i in range(rg.num_columns)
+                if rg.column(i).path_in_schema in wanted
+            )
+            per_row = max(per_row, size / max(rg.num_rows, 1))
+        rows = max(1, min(batch_rows, int(BATCH_BYTES / per_row) if per_row else batch_rows))
+        yield from pf.iter_batches(batch_size=rows, columns=cols)
 
 
 def plan_pages(
