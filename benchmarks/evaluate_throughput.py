@@ -52,7 +52,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -270,6 +270,7 @@ class Run:
     executor: str
     workers: int
     limit: int = 0  # the job's --limit (0: every page)
+    cache: str = ""  # the job's --cache (a rerun that shares it is answered from it)
     rc: int | None = None
     status: str = "ok"
     wall_s: float = 0.0
@@ -349,6 +350,8 @@ def run_job(
     ]
     if ray_address:
         cmd += ["--ray-address", ray_address]
+    if run.cache:
+        cmd += ["--cache", run.cache]
     if "--max-in-flight" in flags:
         cmd += ["--max-in-flight", str(run.in_flight)]
     # The harness is measured with one yes/no request per verdict (the stub answers them all), so
@@ -502,6 +505,19 @@ def findings(runs: list[Run]) -> dict[str, Any]:
                     "cpu_ms_per_verdict": _ms(srv.engine_cpu_s, srv.verdicts) - _ms(drc.engine_cpu_s, drc.verdicts),
                     "job_cpu_ms_per_verdict": _ms(srv.steady_cpu_s, srv.verdicts) - _ms(drc.steady_cpu_s, drc.verdicts),
                 }
+    by_label = {r.label: r for r in runs}
+    for r in runs:
+        first = by_label.get(r.label.removesuffix("-cached")) if r.label.endswith("-cached") else None
+        if first is not None and first.verdicts_asked and r.verdicts_asked:
+            out.setdefault("cached_rerun", []).append(
+                {
+                    "pages": r.pages,
+                    "verdicts_asked": [first.verdicts_asked, r.verdicts_asked],
+                    "engine_verdicts": [first.verdicts, r.verdicts],
+                    "wall_s": [first.wall_s, r.wall_s],
+                    "job_cpu_ms_per_verdict": [_ms(first.cpu_s, first.verdicts_asked), _ms(r.cpu_s, r.verdicts_asked)],
+                }
+            )
     # a stopped run's files count too: the bound holds at every moment, not only at the end
     out["files_within_bound"] = all(max(r.files.values() or [0]) <= r.file_bound for r in runs)
     return out
@@ -514,6 +530,13 @@ def report(f: dict[str, Any]) -> str:
         (a, b), (ma, mb) = f["rss_pages"], f["rss_mb"]
         lines.append(
             f"driver peak RSS: {ma:,.0f} MB at {a:,} pages, {mb:,.0f} MB at {b:,} pages ({f['rss_ratio']:.2f}x)"
+        )
+    for c in f.get("cached_rerun", []):
+        (a, b), (wa, wb) = c["job_cpu_ms_per_verdict"], c["wall_s"]
+        lines.append(
+            f"cached rerun, {c['pages']:,} pages: {c['verdicts_asked'][1]:,} verdicts asked, {c['engine_verdicts'][1]:,} "
+            f"reached the engine; job CPU {a:.2f} -> {b:.2f} ms per verdict asked ({b / a:.2f}x), "
+            f"wall {wa:.1f} -> {wb:.1f} s ({wb / wa:.2f}x)"
         )
     for k, v in f.items():
         if k.startswith("serve_"):
@@ -576,6 +599,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the 0 ms runs evaluate this many pages of their input (the job's --limit; 0: all): the "
         "driver's memory with --limit against the input's size",
     )
+    ap.add_argument(
+        "--cached-rerun",
+        action="store_true",
+        help="run each 0 ms run again over the same pages with the first run's request cache (every "
+        "answer a cache hit): the cost of a cache hit against a request",
+    )
     ap.add_argument("--text-chars", type=int, default=0, help="pad every page's text to this length (0: as is)")
     ap.add_argument("--quick", action="store_true", help="20 pages at 0 ms only, no Serve, executor local (CI)")
     args = ap.parse_args(argv)
@@ -601,6 +630,11 @@ def main(argv: list[str] | None = None) -> int:
                 write_pages(work, n, args.text_chars),
             )
         )
+        if args.cached_rerun:
+            first, pages = plan[-1]
+            first.cache = str(work / f"cache-{first.label}.sqlite")
+            Path(first.cache).unlink(missing_ok=True)
+            plan.append((replace(first, label=f"{first.label}-cached"), pages))
     if args.latency_pages:
         lp = write_pages(work, args.latency_pages)
         plan.append(
