@@ -11,9 +11,12 @@ original commit; default the last) and writes
   ``judge_text`` are the paper's extracted ``<id>.txt`` (``--text paper``) or the project's
   extraction of the page's HTML under ``[pages]``'s extractors and limits (``--text project``,
   ``udfs.corpus.html.process_html``, as jobs/pages.py extracts).
-* ``stored_markups/``: one row per markup the paper scored (results.csv; at a commit without
-  results.csv, every ``<id>_<types>.jsonld`` of the source folders): ``page_id``, ``source``
-  (human, GPT-3.5, GPT-4), ``markup`` (the file's JSON-LD text), with the paper's triple counts.
+* ``stored_markups/``: one row per page and source of the markups the paper scored (results.csv;
+  at a commit without results.csv, every ``<id>_<types>.jsonld`` of the source folders):
+  ``page_id``, ``source`` (human, GPT-3.5, GPT-4), ``markup`` (the file's JSON-LD text), with the
+  paper's triple counts. Where the paper scored a page once per order of its types, the file in
+  the order of the page's human markup is kept and the others are rejects saying so
+  (``one_per_page_and_source``).
 
 The pages listed are every page with a file (``<id>.html``, ``<id>.txt``, ``<id>_class.json``) in a
 ``<feature>/stratum_<n>/corpus/`` folder and every page results.csv scores. A page whose HTML, text
@@ -161,6 +164,30 @@ def select_subset(
     return sorted(kept), [m for m in markups if (m.feature, m.stratum, m.page_id) in chosen]
 
 
+def one_per_page_and_source(
+    markups: list[Markup], human: dict[tuple[str, int, str], Markup]
+) -> tuple[list[Markup], list[tuple[Markup, Markup]]]:
+    """One markup per (page, source). The paper scored 13 of its pages several times, one markup
+    file per order of the page's types for every source (``<id>_Product_Offer.jsonld`` beside
+    ``<id>_Offer_Product.jsonld``), and its sums count each; a page here is one page, so of each
+    source the file in the order of the page's human markup (the one the pages table holds) is
+    kept, else the first listed. Returns the kept markups, in order, and (dropped, kept) pairs."""
+    groups: dict[tuple, list[Markup]] = {}
+    for m in markups:
+        groups.setdefault((m.feature, m.stratum, m.page_id, m.source), []).append(m)
+    keep: dict[tuple, Markup] = {}
+    for key, ms in groups.items():
+        h = human.get(key[:3])
+        keep[key] = next((m for m in ms if h is not None and m.classes == h.classes), ms[0])
+    kept = [m for m in markups if keep[(m.feature, m.stratum, m.page_id, m.source)] is m]
+    dropped = [
+        (m, keep[(m.feature, m.stratum, m.page_id, m.source)])
+        for m in markups
+        if keep[(m.feature, m.stratum, m.page_id, m.source)] is not m
+    ]
+    return kept, dropped
+
+
 def sample_urls(src: PsetSource, commit: str | None, feature: str) -> dict[int, dict]:
     """The paper's ``<feature>/sample.parquet`` (one row per stratum, in stratum order): per stratum
     its bounds and its URLs by md5 (the paper's page id) with their position; empty without it."""
@@ -239,6 +266,8 @@ class ImportPsetJob(Job):
         for m in markups:
             if m.source == "human":
                 human.setdefault((m.feature, m.stratum, m.page_id), m)
+        selected = {source: sum(m.source == source for m in markups) for source in SOURCES}
+        markups, other_orders = one_per_page_and_source(markups, human)
         scored_pages = {(m.feature, m.stratum, m.page_id) for m in markups} if scored else set()
         rows, rejects = [], []
         with self.record.time("pages"), Progress("import_pset", len(pages), "pages") as progress:
@@ -283,6 +312,12 @@ class ImportPsetJob(Job):
         (self.output_root / "stored_markups").write_parquet(
             "part-0.parquet", pa.Table.from_pylist(stored, schema=STORED_MARKUPS_SCHEMA)
         )
+        for m, kept in other_orders:
+            why = (
+                f"{m.source} markup of a page the paper scored once per order of its types ({m.classes}); "
+                f"one markup per page and source is judged: {kept.path}, the order of the page's human markup"
+            )
+            markup_rejects.append((m, reject_row(m.path, None, why)))
         all_rejects = rejects + [r for _, r in markup_rejects]
         if all_rejects:
             from udfs.evaluation.parts import write_rejects
@@ -300,11 +335,12 @@ class ImportPsetJob(Job):
         ok = c["pages_listed"] == c["pages_written"] + c["pages_rejected"] + c["pages_not_selected"]
         for source in SOURCES:
             listed = sum(m.source == source for m in listed_markups)
-            not_selected = listed - sum(m.source == source for m in markups)
+            not_selected = listed - selected[source]
             written = sum(s["source"] == source for s in stored)
             rejected = sum(m.source == source for m, _ in markup_rejects)
             c |= {f"markups_listed_{source}": listed, f"markups_written_{source}": written}
             c[f"markups_rejected_{source}"] = rejected
+            c[f"markups_other_order_{source}"] = sum(m.source == source for m, _ in other_orders)
             c[f"markups_not_selected_{source}"] = not_selected
             ok = ok and listed == written + rejected + not_selected
         c["reconciles"] = ok

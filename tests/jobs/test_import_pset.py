@@ -64,16 +64,30 @@ def test_counts_match_results_csv_and_reconcile(pset, imported):
         ("count_sum", "low"): 30, ("count_sum", "medium"): 30, ("count_sum", "high"): 30,
         ("pset_length", "low"): 31, ("pset_length", "medium"): 31, ("pset_length", "high"): 30,
     }  # fmt: skip
-    assert collections.Counter(stored["source"].to_pylist()) == collections.Counter(r.source for r in rows)
-    assert set(stored["source"].to_pylist()) == set(SOURCES)
+    # one markup per page and source: results.csv scores 13 pages once per order of their types
+    per_page = collections.Counter((r.feature, r.stratum, r.document_id, r.source) for r in rows)
+    several = {k for k, n in per_page.items() if n > 1}
+    assert len(several) == 39 and len({k[:3] for k in several}) == 13
+    assert collections.Counter(stored["source"].to_pylist()) == dict.fromkeys(SOURCES, 182)
+    keys = list(zip(stored["page_id"].to_pylist(), stored["source"].to_pylist()))
+    assert len(keys) == len(set(keys))
+    human_path = dict(zip(pages["page_id"].to_pylist(), pages["human_markup_path"].to_pylist()))
+    for m in stored.to_pylist():
+        if (m["feature"], m["stratum_index"], m["page_id"], m["source"]) in several:
+            # the order of the page's human markup, for every source
+            assert m["path"].endswith("_" + human_path[m["page_id"]].rsplit("/", 1)[1].split("_", 1)[1])
     c = counters(imported)
     assert c["reconciles"] and c["pages_listed"] == 183 and c["pages_rejected"] == 1
     assert c["pages_listed"] == c["pages_written"] + c["pages_rejected"]
-    assert all(c[f"markups_listed_{s}"] == c[f"markups_written_{s}"] + c[f"markups_rejected_{s}"] for s in SOURCES)
+    for s in SOURCES:
+        assert c[f"markups_listed_{s}"] == 198 == c[f"markups_written_{s}"] + c[f"markups_rejected_{s}"]
+        assert c[f"markups_other_order_{s}"] == 16 == c[f"markups_rejected_{s}"]
     # the one page of the folders results.csv does not score has no human markup file: a reject naming it
     rej = pq.read_table(imported / "rejects" / "import_pset").to_pylist()
-    assert len(rej) == 1 and "90eb7b1e9ad967ed00d80f2edfe09c12" in rej[0]["source"]
-    assert rej[0]["reason"].startswith("human markup missing")
+    missing = [r for r in rej if r["reason"].startswith("human markup missing")]
+    assert len(missing) == 1 and "90eb7b1e9ad967ed00d80f2edfe09c12" in missing[0]["source"]
+    orders = [r for r in rej if "once per order of its types" in r["reason"]]
+    assert len(rej) == 1 + len(orders) and len(orders) == 48
 
 
 def test_paper_text_and_markups_byte_for_byte(pset, imported):
@@ -124,12 +138,18 @@ def test_a_missing_and_a_corrupted_file_are_rejects(pset, tmp_path):
     rows = [r for r in results_rows(pset) if r.feature == "count_sum" and r.stratum == 0]
     gone = f"{PSET}/count_sum/stratum_0/corpus/{rows[0].document_id}.html"
     (checkout / gone).unlink()
-    bad = next(r for r in rows if r.source == "GPT-4" and r.document_id != rows[0].document_id)
+    once = collections.Counter((r.document_id, r.source) for r in rows)
+    bad = next(
+        r
+        for r in rows
+        if r.source == "GPT-4" and r.document_id != rows[0].document_id and once[(r.document_id, r.source)] == 1
+    )
     (checkout / bad.markup).write_bytes(b"\xff{ not json")
     out = tmp_path / "out"
     run_job("--input", str(checkout), "--output", str(out))
     c = counters(out)
-    assert c["reconciles"] and c["pages_rejected"] == 2 and c["markups_rejected_GPT-4"] == 1
+    assert c["reconciles"] and c["pages_rejected"] == 2
+    assert c["markups_rejected_GPT-4"] == c["markups_other_order_GPT-4"] + 1
     rej = {r["source"]: r for r in pq.read_table(out / "rejects" / "import_pset").to_pylist()}
     assert rej[gone]["reason"].startswith("HTML missing")
     assert rej[bad.markup]["reason"].startswith("GPT-4 markup unreadable") and rej[bad.markup]["raw"]
