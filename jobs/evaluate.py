@@ -139,11 +139,13 @@ class EvaluateJob(Job):
         )
         p.add_argument("--timeout-s", type=float, help="per model request")
 
-    def eval_config(self, models: list[str], stored: list[str] = ()):
+    def eval_config(self, models: list[str], stored: list[str] = (), served: str | None = None):
         """The EvalConfig of this run: the flags (defaults: [evaluate], [judge]), the judge resolved
         against its calibration file (``udfs.scores.calibration.resolve_judge``), the validity agent
         of [validity] and the scores' settings of [scores]; ``models`` generate markup, ``stored``
-        are the sources of ``--markups`` (``human`` among them replaces the human markup, not a source)."""
+        are the sources of ``--markups`` (``human`` among them replaces the human markup, not a source);
+        ``served`` is the service's default model, which answers the verdicts when [judge]
+        verdict_models names none (its calibration entry applies)."""
         from udfs.agents.questions import identities
         from udfs.evaluation.evaluator import HUMAN, EvalConfig
         from udfs.runtime.config import judge_of
@@ -151,8 +153,6 @@ class EvaluateJob(Job):
 
         a, v = self.args, self.config.validity
         settings = dataclasses.replace(judge_of(a), calibration=project_file(a.calibration))
-        # the verdict model is the service's first when none is named: the default generator
-        served = models[0] if models and a.generation and not a.generators else None
         judge = resolve_judge(
             settings, identities(settings), served_model=served, origin={d: self.setting_origin(d) for d in THRESHOLDS}
         )
@@ -179,6 +179,7 @@ class EvaluateJob(Job):
         from udfs.evaluation.plan import scan_pages
         from udfs.llm.client import LLMError, first_model
         from udfs.llm.serving.config import client_base_url
+        from udfs.runtime.config import judge_of
         from udfs.runtime.inputs import InputReport
         from udfs.runtime.io import parquet_dataset
 
@@ -190,9 +191,15 @@ class EvaluateJob(Job):
         # --markups alone judges what it is given: models generate only when --generators is given
         generate = a.generation and (not a.markups or "generators" in self.given)
         try:
-            models = [] if not generate else (a.generators or [first_model(url, timeout_s=30, api_key=api_key or None)])
+            # the service's default model: the default generator, and the verdict model when
+            # [judge] verdict_models names none (so its calibration entry applies, generating or not)
+            served = None
+            if not judge_of(a).verdict_models or (generate and not a.generators):
+                served = first_model(url, timeout_s=30, api_key=api_key or None)
+            models = [] if not generate else (a.generators or [served])
         except LLMError as exc:
             self.fail(str(exc), code=1)
+        self.served = served
 
         report = InputReport()
         ds = parquet_dataset(a.input, report=report)
@@ -218,7 +225,7 @@ class EvaluateJob(Job):
         from udfs.runtime.rejects import FIXED_RAW_CHARS
 
         a = self.args
-        cfg = self.eval_config(models, found_markups.sources if found_markups else [])
+        cfg = self.eval_config(models, found_markups.sources if found_markups else [], served=self.served)
         # the stored markups' content is part of the settings: a resumed run with another table is refused
         extra = {"stored_markups": found_markups.digest} if found_markups else None
         digest, hashed = settings_hash(cfg, extra=extra)

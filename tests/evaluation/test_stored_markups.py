@@ -297,3 +297,35 @@ def test_a_stored_markup_is_judged_for_factuality_by_the_model(service, tmp_path
     assert s["status"] == "ok" and s["generation_chunks"] is None and s["verdict_requests"] > 0
     judged = [t for t in table(out / "triples") if t["source"] == "examples" and t["factual_score"] is not None]
     assert 1 <= len(judged) and all(0 <= t["factual_score"] <= 1 for t in judged)
+
+
+def test_markups_alone_are_judged_with_the_calibration_of_the_services_default_model(stub, tmp_path):
+    """No model generates, so the verdicts go to the service's default model: its id is asked of
+    /v1/models and its calibration entry applies, as it does when the same model generates."""
+    from jobs.evaluate import EvaluateJob
+    from udfs.runtime.paths import PROJECT_ROOT
+
+    shipped = json.loads((PROJECT_ROOT / "conf" / "calibration.json").read_text())
+    for e in shipped["entries"]:
+        e["model"] = "stub-model"  # what the stub's /v1/models lists
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text(json.dumps(shipped))
+    pages = pages_table(tmp_path / "pages", page_id=False)
+    markups = tmp_path / "markups.jsonl"
+    markups.write_text(
+        json.dumps({"page_url": pages[0]["page_url"], "source": "x", "markup": pages[1]["human_markup"]})
+    )
+    out = tmp_path / "out"
+    stub.handler.seen.clear()
+    assert (
+        EvaluateJob(argv(tmp_path / "pages", out, stub.url, str(markups), "--calibration", str(calibration))).main()
+        == 0
+    )
+    assert stub.handler.seen == []
+    judge = record(out)["evaluation"]["judge"]
+    assert (
+        judge["calibration"]["agents"]["factuality"]["matched"]
+        and judge["calibration"]["agents"]["compliance"]["matched"]
+    )
+    assert judge["factuality_threshold"] < 0.5 and judge["compliance_threshold"] < 0.5
+    assert judge["provenance"]["factuality"].startswith(f"{judge['factuality_threshold']} from {calibration}")
