@@ -13,14 +13,25 @@ def test_the_doc_shows_the_scripts_tables():
 
 
 def test_token_model_reproduces_the_measured_pages():
+    """Over the measured pages together: the model gives every verdict one average question, while
+    the judge's questions vary with the claim (an excerpt of the text near the value, a listing of
+    values), so a single page's total differs more than the sum does."""
     parts = capacity.prompt_parts()
+    model = {"prompt": 0.0, "uncached": 0.0, "gen": 0.0}
+    measured = {"prompt": 0, "uncached": 0, "gen": 0}
     for m in capacity.EVAL_MEASURED:
         one = dict(parts, human_verdicts=m["human"][0], model_verdicts=m["model"][0])
         tok = capacity.page_tokens(m["page_tokens"], m["gen"][1], one)
-        req, prompt, cached = m["human"]
-        assert abs(tok["human_prompt"] / prompt - 1) < 0.1
-        assert abs(tok["human_uncached"] / (prompt - cached) - 1) < 0.1
-        assert abs(tok["gen_prompt"] / m["gen"][0] - 1) < 0.1
+        for src in ("human", "model"):
+            req, prompt, cached = m[src]
+            model["prompt"] += tok[f"{src}_prompt"]
+            model["uncached"] += tok[f"{src}_uncached"]
+            measured["prompt"] += prompt
+            measured["uncached"] += prompt - cached
+        model["gen"] += tok["gen_prompt"]
+        measured["gen"] += m["gen"][0]
+    for k in model:
+        assert abs(model[k] / measured[k] - 1) < 0.1, (k, model[k], measured[k])
 
 
 def test_csets_fit_passes_through_the_measurements():

@@ -52,26 +52,28 @@ HARNESS_MEASURED = (
     "1k, 10k and 100k pages at 0 ms, 260,502 verdicts, quiet machine (load 0.9)"
 )
 
-# Evaluation (jobs/evaluate.py --limit 2 --order shortest, embedded model, docs/results/demo.md):
-# per page and source, from out/demo/scores (verdict_requests, verdict_prompt_tokens,
-# verdict_cached_prompt_tokens, generation_prompt_tokens, generation_completion_tokens), and the
-# page text's tokens (cl100k_base count of pages.text: 615 and 346 characters).
+# Evaluation (jobs/evaluate.py --limit 2 --order shortest, embedded model, the default judge:
+# factuality plain claim extract-soft-all-near extract-other complies-ranged, compliance ranged;
+# `make demo` in a fresh clone at c0a04d0+, 2026-12-05, docs/results/demo.md): per page and source,
+# from out/demo/scores (verdict_requests, verdict_prompt_tokens, verdict_cached_prompt_tokens,
+# generation_prompt_tokens, generation_completion_tokens), and the page text's tokens (cl100k_base
+# count of pages.text: 615 and 346 characters).
 EVAL_MEASURED = [
     # page text tokens, human: (requests, prompt, cached), generated markup: (prompt, completion),
     # model markup verdicts: (requests, prompt, cached)
     {
         "page": "songkick/elysianfields_1",
         "page_tokens": 192,
-        "human": (23, 7170, 6107),
+        "human": (81, 56696, 49179),
         "gen": (824, 123),
-        "model": (8, 2621, 2127),
+        "model": (30, 22099, 18949),
     },
     {
         "page": "schema.org/CreativeWork.001",
         "page_tokens": 85,
-        "human": (31, 6950, 5814),
+        "human": (125, 27939, 20765),
         "gen": (762, 65),
-        "model": (4, 860, 590),
+        "model": (16, 3425, 2564),
     },
 ]
 # The paper's layout (claim before the page text, no shared prefix), experiments/factuality_prefix
@@ -103,6 +105,8 @@ DECODE_TOKENS_PER_S = {"H100": 5_777.0}
 # H200: same compute, 4.8 TB/s HBM3e against 3.35 TB/s: decode scaled by the bandwidth ratio.
 DECODE_TOKENS_PER_S["H200"] = DECODE_TOKENS_PER_S["H100"] * 4.8 / 3.35
 GPUS_PER_NODE = 8  # p5.48xlarge / HGX H100 and H200
+# What one million pages should cost at most (issue 42): H200-hours, judge and generator included.
+GOAL_H200_HOURS = 20
 
 # ---- scenarios (assumptions, not measurements) --------------------------------------------------
 # Page text length in tokens: the measured pages are the two shortest of the demo; the demo's
@@ -299,6 +303,17 @@ def tables() -> str:
                 f"{math.ceil(gpu_h / 24 / GPUS_PER_NODE)} | {gpu_h / GPUS_PER_NODE:.1f} | {fmt(nocache)} |"
             )
     w("")
+    t_goal = 1_000
+    tok = page_tokens(t_goal, GEN_OUTPUT_SCENARIO[t_goal], parts)
+    h200_h = gpu_seconds(tok, "H200") * EVAL_PAGES / 3600
+    prefill_share = tok["prefill"] / PREFILL_TOKENS_PER_S / gpu_seconds(tok, "H200")
+    w(
+        f"Against the goal of {GOAL_H200_HOURS} H200-hours per million pages: at {fmt(t_goal)}-token pages this "
+        f"judge needs {fmt(h200_h)} ({h200_h / GOAL_H200_HOURS:.1f}x the goal), {prefill_share:.0%} of it prefill. "
+        f"Reaching the goal takes the prompt tokens processed per page down by that factor: fewer requests per "
+        f"claim and less uncached text per request (the judge's own work), and a faster prefill (FP8 weights, "
+        f"measured on the GPU against the assumed {fmt(PREFILL_TOKENS_PER_S)} tokens/s).\n"
+    )
     per_page = parts["human_verdicts"] + parts["model_verdicts"] + 1
     w(
         f"Requests: {per_page:.0f} per page (verdicts of both markups and one generation per chunk), "
