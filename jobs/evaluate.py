@@ -191,19 +191,21 @@ class EvaluateJob(Job):
         # --markups alone judges what it is given: models generate only when --generators is given
         generate = a.generation and (not a.markups or "generators" in self.given)
         try:
-            # the service's default model: the default generator, and the verdict model when
-            # [judge] verdict_models names none (so its calibration entry applies, generating or not)
-            served = None
-            if not judge_of(a).verdict_models or (generate and not a.generators):
-                served = first_model(url, timeout_s=30, api_key=api_key or None)
-            models = [] if not generate else (a.generators or [served])
+            models = [] if not generate else (a.generators or [first_model(url, timeout_s=30, api_key=api_key or None)])
         except LLMError as exc:
             self.fail(str(exc), code=1)
-        self.served = served
 
         report = InputReport()
         ds = parquet_dataset(a.input, report=report)
         self.keep_inputs(report)
+        # The service's default model answers the verdicts when [judge] verdict_models names none,
+        # generating or not: its id is what the calibration entries are keyed by.
+        self.served = models[0] if generate and not a.generators else None
+        if self.served is None and not judge_of(a).verdict_models and {"factuality", "compliance"} & set(a.stages):
+            try:
+                self.served = first_model(url, timeout_s=30, api_key=api_key or None)
+            except LLMError as exc:
+                self.fail(str(exc), code=1)
         with tempfile.TemporaryDirectory(prefix="llm4schema-markups-") as tmp:
             with self.record.time("plan"):
                 scan = scan_pages(ds, index=bool(a.markups))

@@ -317,12 +317,11 @@ def test_markups_alone_are_judged_with_the_calibration_of_the_services_default_m
     )
     out = tmp_path / "out"
     stub.handler.seen.clear()
-    assert (
-        EvaluateJob(argv(tmp_path / "pages", out, stub.url, str(markups), "--calibration", str(calibration))).main()
-        == 0
-    )
-    assert stub.handler.seen == []
-    judge = record(out)["evaluation"]["judge"]
+    extra = ("--calibration", str(calibration), "--stages", "validity", "factuality", "compliance", "--max-claims", "2")
+    assert EvaluateJob(argv(tmp_path / "pages", out, stub.url, str(markups), *extra)).main() == 0
+    rec = record(out)["evaluation"]
+    assert rec["models"] == [] and stub.handler.seen  # nothing generated; verdicts asked
+    judge = rec["judge"]
     assert (
         judge["calibration"]["agents"]["factuality"]["matched"]
         and judge["calibration"]["agents"]["compliance"]["matched"]
