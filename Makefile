@@ -58,7 +58,7 @@ demo: setup
 # paper's repository: PSET=...), their human, GPT-3.5 and GPT-4 markups judged by the embedded
 # model, and the report's section beside the paper's own verdicts, counts and MeMR.
 PSET ?= ../shared/data/llm4schemaorg-pset/pset-history.bundle
-PER_STRATUM ?= 1
+PER_STRATUM ?= 2
 PAPER_OUT ?= out/paper
 paper: setup
 	$(PY) jobs/import_pset.py --input $(PSET) --output $(PAPER_OUT) --per-stratum $(PER_STRATUM)
