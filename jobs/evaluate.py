@@ -200,10 +200,10 @@ class EvaluateJob(Job):
         self.keep_inputs(report)
         # The service's default model answers the verdicts when [judge] verdict_models names none,
         # generating or not: its id is what the calibration entries are keyed by.
-        self.served = models[0] if generate and not a.generators else None
-        if self.served is None and not judge_of(a).verdict_models and {"factuality", "compliance"} & set(a.stages):
+        served = models[0] if generate and not a.generators else None
+        if served is None and not judge_of(a).verdict_models and {"factuality", "compliance"} & set(a.stages):
             try:
-                self.served = first_model(url, timeout_s=30, api_key=api_key or None)
+                served = first_model(url, timeout_s=30, api_key=api_key or None)
             except LLMError as exc:
                 self.fail(str(exc), code=1)
         with tempfile.TemporaryDirectory(prefix="llm4schema-markups-") as tmp:
@@ -217,9 +217,9 @@ class EvaluateJob(Job):
                         a.markups, scan.index, Path(tmp) / "markups.parquet", reserved=tuple(models)
                     )
                     scan.index = None  # joined: the driver keeps only the plan's rows
-            self._evaluate(scan, found_markups, models, url, api_key)
+            self._evaluate(scan, found_markups, models, served, url, api_key)
 
-    def _evaluate(self, scan, found_markups, models: list[str], url: str, api_key: str) -> None:
+    def _evaluate(self, scan, found_markups, models: list[str], served: str | None, url: str, api_key: str) -> None:
         from udfs.evaluation.parts import SettingsMismatch, committed, remove_leftovers, settings_hash, write_rejects
         from udfs.evaluation.plan import plan_pages
         from udfs.evaluation.runner import run_local
@@ -227,7 +227,7 @@ class EvaluateJob(Job):
         from udfs.runtime.rejects import FIXED_RAW_CHARS
 
         a = self.args
-        cfg = self.eval_config(models, found_markups.sources if found_markups else [], served=self.served)
+        cfg = self.eval_config(models, found_markups.sources if found_markups else [], served=served)
         # the stored markups' content is part of the settings: a resumed run with another table is refused
         extra = {"stored_markups": found_markups.digest} if found_markups else None
         digest, hashed = settings_hash(cfg, extra=extra)

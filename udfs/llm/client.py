@@ -7,8 +7,8 @@
   ``error`` set;
 * a persistent request cache (SQLite) keyed by (model, messages, parameters): a rerun or a
   resumed run never pays twice for the same request; and a request identical to one in flight
-  waits for that one's answer instead of going out again (counted as a cache hit), since the
-  agents ask some questions twice at once (the same claim in two places of a markup);
+  waits for that one's answer instead of going out again (counted as a cache hit), so that
+  duplicates asked at once (the same claim in two pages in flight) cost one request;
 * a model the endpoint does not list is a clear error before any chat request is sent (some
   OpenAI-compatible servers, llama.cpp's own, answer whatever model is named);
 * token and latency accounting on every ``Completion`` and summed in ``LLMClient.stats``;

