@@ -89,6 +89,13 @@ class AgentsBenchJob(Job):
         g = p.add_argument_group("run")
         g.add_argument("--tasks", nargs="+", choices=list(TASKS), help="tasks benchmarked")
         g.add_argument("--limit", type=int, help="items per task, half positive (0: all)")
+        g.add_argument(
+            "--held-out-after",
+            type=int,
+            help="run: judge a held-out sample, --limit items per task drawn from those that none of the "
+            "first N items per task of the agent's tasks is, nor shares its example text with (the items a "
+            "calibrate --limit N saw); 0: the first --limit items",
+        )
         g.add_argument("--batch-size", type=int, help="items judged per results part")
         g.add_argument(
             "--base-url",
@@ -200,7 +207,9 @@ class AgentsBenchJob(Job):
         from udfs.bench import commands
 
         kw = self._run_arguments()
-        return commands.run(kw.pop("ground_truth"), kw.pop("out"), kw.pop("cfg"), **kw)
+        return commands.run(
+            kw.pop("ground_truth"), kw.pop("out"), kw.pop("cfg"), held_out_after=self.args.held_out_after, **kw
+        )
 
     def _run_arguments(self) -> dict:
         """The arguments of ``udfs.bench.commands.run`` from the flags (asking the service for its
@@ -242,6 +251,8 @@ class AgentsBenchJob(Job):
 
         if not self.args.calibration:
             self.fail('calibrate writes its entries to --calibration: give a file ("" names none)')
+        if self.args.held_out_after:
+            self.fail("--held-out-after is run's: calibrate fits and measures on its own --limit items")
         kw = self._run_arguments()
         return commands.calibrate(
             kw.pop("ground_truth"),

@@ -411,6 +411,11 @@ def test_extract_other_asks_past_another_stated_value_and_finds_a_lists_next_mem
     # (alone it asks extract-soft's request first, for the answer; with it, nothing more)
     assert all(j.error is None for j in [*other, *both])
     assert [j.requests for j in other] == [j.requests for j in both] == [2, 2]
+    # answers not from the engine are counted apart: the two claims' one extract request is sent once
+    # (the second waits for it in flight), so is their one extract-other request (both ask past
+    # "German"); a later set gets an earlier set's answers from the request cache
+    assert [sum(j.cache_hits for j in js) for js in (soft, other, both)] == [1, 3, 4]
+    assert [j.cache_hits for j in both] == [2, 2]
     # the list's next member is English; the country is not a language the text gives
     assert other[0].score > 0.5 > other[1].score
     assert soft[0].score < other[0].score

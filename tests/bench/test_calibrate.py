@@ -267,3 +267,18 @@ def test_calibrate_on_the_embedded_model(service, tmp_path):
     assert {e["agent"]: e["threshold"] for e in json.loads(calib.read_text())["entries"]} == {
         a: e["threshold"] for a, e in entries.items()
     }
+
+
+def test_a_held_out_sample_shares_no_item_and_no_text_with_the_first_items(tmp_path):
+    gt = commands.load_ground_truth(Folder(str(write_ground_truth(tmp_path / "gt.parquet", own_ground_truth()))))
+    tasks = ["intrinsic", "extrinsic", "compliance"]
+    first = commands.select_items(gt, tasks, 16, 7)
+    held = commands.select_items(gt, tasks, 16, 7, after=16)
+    seen = [it for items in first.values() for it in items]
+    later = [it for items in held.values() for it in items]
+    assert later and not {it["item_id"] for it in seen} & {it["item_id"] for it in later}
+    fact = lambda items: {it["text"] for it in items if it["text"]}  # noqa: E731
+    assert fact(later) and not fact(seen) & fact(later)
+    # the same draw every time, and the first items are what a run without it judges
+    assert commands.select_items(gt, tasks, 16, 7, after=16) == held
+    assert commands.select_items(gt, tasks, 16, 7) == first

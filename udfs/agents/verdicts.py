@@ -218,7 +218,9 @@ class Judged:
     cached_prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
-    requests: int = 0
+    requests: int = 0  # answers it used, those of ``cache_hits`` among them
+    # answered by the request cache or by the same request already in flight: no engine work
+    cache_hits: int = 0
     model: str | None = None
 
 
@@ -253,6 +255,7 @@ def paper_factuality_messages(
 
 def _account(j: Judged, c) -> None:
     j.requests += 1
+    j.cache_hits += bool(c.from_cache)
     j.prompt_tokens += c.prompt_tokens
     j.cached_prompt_tokens += c.cached_prompt_tokens
     j.completion_tokens += c.completion_tokens
@@ -441,6 +444,7 @@ async def judge_compliance(
 
 # ---- consensus ---------------------------------------------------------------------------------
 TIE_NOTE = "tie broken by the judge"
+ACCOUNTING = ("prompt_tokens", "cached_prompt_tokens", "completion_tokens", "latency_s", "requests", "cache_hits")
 Voter = Callable[[Sequence[Claim]], "asyncio.Future[list[Judged]]"]
 
 
@@ -524,7 +528,7 @@ async def consensus(
         for n, res in zip(names, results):
             r = res[k]
             j.votes[n] = r.score
-            for f in ("prompt_tokens", "cached_prompt_tokens", "completion_tokens", "latency_s", "requests"):
+            for f in ACCOUNTING:
                 setattr(j, f, getattr(j, f) + getattr(r, f))
             if r.note:
                 notes.add(r.note)
@@ -549,7 +553,7 @@ async def consensus(
                 j.votes[judge_name] = r.score
                 j.passed, j.score, j.error = r.passed, r.score, r.error
                 j.note = "; ".join(x for x in (j.note, r.note, TIE_NOTE) if x)
-                for f in ("prompt_tokens", "cached_prompt_tokens", "completion_tokens", "latency_s", "requests"):
+                for f in ACCOUNTING:
                     setattr(j, f, getattr(j, f) + getattr(r, f))
     return out
 

@@ -241,15 +241,29 @@ def pa_buffer(data: bytes):
     return pa.BufferReader(data)
 
 
-def select_items(gt: GroundTruth, tasks: Sequence[str], limit: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+def select_items(
+    gt: GroundTruth, tasks: Sequence[str], limit: int, seed: int, after: int = 0
+) -> dict[str, list[dict[str, Any]]]:
     """The items of each task: a seeded, stratified subset (``udfs.bench.groundtruth.stratified_subset``);
-    a task without items in the ground truth is left out."""
+    a task without items in the ground truth is left out. ``after``: a held-out sample instead, the
+    subset drawn from the items that none of the ``after`` items per task of every task of the agent
+    (the same seed) is, nor shares its example text with (a calibration's items and texts stay out)."""
     from udfs.bench.groundtruth import POSITIVE, TASKS, stratified_subset
 
     out = {}
     for task in tasks:
         agent, neg = TASKS[task]
-        items = stratified_subset(gt.tables[agent], (POSITIVE, neg), limit, seed)
+        rows = gt.tables[agent]
+        if after:
+            seen = [
+                it
+                for a, n in TASKS.values()
+                if a == agent
+                for it in stratified_subset(rows, (POSITIVE, n), after, seed)
+            ]
+            ids, texts = {it["item_id"] for it in seen}, {it["text"] for it in seen if it.get("text")}
+            rows = [r for r in rows if r["item_id"] not in ids and not (r.get("text") and r["text"] in texts)]
+        items = stratified_subset(rows, (POSITIVE, neg), limit, seed)
         if items:
             out[task] = items
         else:
@@ -269,6 +283,7 @@ def run(
     limit: int,
     seed: int,
     batch_size: int,
+    held_out_after: int = 0,
     timeout_s: float,
     concurrency: int,
     overwrite: bool,
@@ -278,7 +293,8 @@ def run(
     """Judge ``limit`` items per task (half positive; 0: all; the same seeded picks every time) of
     the ground truth (:func:`load_ground_truth`: build's folder or any Parquet file) with ``cfg`` on the service at ``base_url``, resuming from the verdict parts
     already in ``out/verdicts`` (``overwrite``: drop them first), and write the metrics, sweep,
-    alignment, summary and plot to ``out``. ``concurrency``: requests in flight per model (1: one
+    alignment, summary and plot to ``out``. ``held_out_after``: the held-out sample of
+    :func:`select_items` instead. ``concurrency``: requests in flight per model (1: one
     claim at a time, so a verdict's latency is its own). ``api_key``: the endpoint's, as for ``LLMClient``."""
     from udfs.agents.verdicts import voter_model_and_strategy
     from udfs.bench import metrics as bm
@@ -288,7 +304,7 @@ def run(
     t0 = time.monotonic()
     models = list(cfg.models)
     gt = load_ground_truth(ground_truth)
-    task_items = select_items(gt, tasks, limit, seed)
+    task_items = select_items(gt, tasks, limit, seed, held_out_after)
     todo: dict[str, dict[str, dict]] = {"factuality": {}, "compliance": {}}
     for task, items in task_items.items():
         for it in items:
@@ -323,6 +339,7 @@ def run(
         "judge": cfg.judge_model,
         "strategy": cfg.strategy,
         "limit_per_task": limit,
+        "held_out_after": held_out_after,
         "seed": seed,
         "tasks": {t: len(v) for t, v in task_items.items()},
         "ground_truth": gt.source,

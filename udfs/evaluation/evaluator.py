@@ -133,6 +133,7 @@ SCORES_SCHEMA = pa.schema(
         ("generation_completion_tokens", pa.int64()),
         ("generation_latency_s", pa.float64()),
         ("verdict_requests", pa.int64()),
+        ("verdict_cache_hits", pa.int64()),
         ("verdict_prompt_tokens", pa.int64()),
         ("verdict_cached_prompt_tokens", pa.int64()),
         ("verdict_latency_s", pa.float64()),
@@ -456,6 +457,7 @@ class PageEvaluator:
         for f in fixes.values():
             if f.verdict is not None:
                 acc["verdict_requests"] += f.verdict.requests
+                acc["verdict_cache_hits"] += f.verdict.cache_hits
                 acc["verdict_prompt_tokens"] += f.verdict.prompt_tokens
                 acc["verdict_cached_prompt_tokens"] += f.verdict.cached_prompt_tokens
         for r in flagged:
@@ -502,6 +504,7 @@ class PageEvaluator:
             )
         acc = {
             "verdict_requests": 0,
+            "verdict_cache_hits": 0,
             "verdict_prompt_tokens": 0,
             "verdict_cached_prompt_tokens": 0,
             "verdict_latency_s": 0.0,
@@ -525,6 +528,7 @@ class PageEvaluator:
             )
             for j in judged.values():
                 acc["verdict_requests"] += j.requests
+                acc["verdict_cache_hits"] += j.cache_hits
                 acc["verdict_prompt_tokens"] += j.prompt_tokens
                 acc["verdict_cached_prompt_tokens"] += j.cached_prompt_tokens
                 acc["verdict_latency_s"] += j.latency_s

@@ -185,6 +185,7 @@ class AgentsBenchConf:
     max_value_chars: int
     limit: int
     tasks: tuple[str, ...]
+    held_out_after: int
     batch_size: int
     timeout_s: float
     concurrency: int
