@@ -131,6 +131,17 @@ def line_values(text: str | None, logprobs: list[dict] | None, n: int) -> list[t
     return list(zip(values, firsts))
 
 
+async def numbered(client: LLMClient, messages: list[dict], n: int, rule: str, answer: str, tokens_per_line: int):
+    """One request whose answer is ``n`` grammar-forced ``N: <answer>`` lines, with logprobs."""
+    return await client.chat(
+        messages,
+        max_tokens=tokens_per_line * n,
+        logprobs=True,
+        top_logprobs=20,
+        extra={"structured_outputs": {"grammar": numbered_grammar(n, rule, answer)}},
+    )
+
+
 async def judge(items, batches, client: LLMClient, strategy: str, questions) -> tuple[list[dict], collections.Counter]:
     out = []
     sent = collections.Counter()
@@ -146,22 +157,14 @@ async def judge(items, batches, client: LLMClient, strategy: str, questions) -> 
         complies = (await client.verdict(fits)).score if fits else None
         shipped_at = (client.stats.http_requests, client.stats.prompt_tokens, client.stats.cached_prompt_tokens)
         mid = shipped_at
-        c = await client.chat(
-            facts_messages(it["text"], it["entity_type"], claims),
-            max_tokens=8 * len(claims),
-            logprobs=True,
-            top_logprobs=20,
-            extra={"structured_outputs": {"grammar": numbered_grammar(len(claims), "ans", '"yes" | "no"')}},
+        c = await numbered(
+            client, facts_messages(it["text"], it["entity_type"], claims), len(claims), "ans", '"yes" | "no"', 8
         )
         verdicts = line_verdicts(c.logprobs)
         mid2 = (client.stats.http_requests, client.stats.prompt_tokens, client.stats.cached_prompt_tokens)
         props = list(dict.fromkeys(p["property"] for p in claims))
-        v = await client.chat(
-            values_messages(it["text"], it["entity_type"], props),
-            max_tokens=24 * len(props),
-            logprobs=True,
-            top_logprobs=20,
-            extra={"structured_outputs": {"grammar": numbered_grammar(len(props), "val", "[^\\n]{1,80}")}},
+        v = await numbered(
+            client, values_messages(it["text"], it["entity_type"], props), len(props), "val", "[^\\n]{1,80}", 24
         )
         value, firsts = line_values(v.text, v.logprobs, len(props))[props.index(it["property"])]
         after = (client.stats.http_requests, client.stats.prompt_tokens, client.stats.cached_prompt_tokens)
