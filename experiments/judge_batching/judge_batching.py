@@ -131,6 +131,11 @@ def line_values(text: str | None, logprobs: list[dict] | None, n: int) -> list[t
     return list(zip(values, firsts))
 
 
+def sent_so_far(client: LLMClient) -> tuple[int, int, int]:
+    """Requests sent, prompt tokens and cached prompt tokens so far (cache hits not among them)."""
+    return client.stats.http_requests, client.stats.prompt_tokens, client.stats.cached_prompt_tokens
+
+
 async def numbered(client: LLMClient, messages: list[dict], n: int, rule: str, answer: str, tokens_per_line: int):
     """One request whose answer is ``n`` grammar-forced ``N: <answer>`` lines, with logprobs."""
     return await client.chat(
@@ -146,32 +151,31 @@ async def judge(items, batches, client: LLMClient, strategy: str, questions) -> 
     out = []
     sent = collections.Counter()
     for it, (claims, k) in zip(items, batches):
-        before = (client.stats.http_requests, client.stats.prompt_tokens, client.stats.cached_prompt_tokens)
+        before = sent_so_far(client)
         claim = Claim(it["property"], it["value"], it["entity_type"], it["value_type"], tuple(it["siblings"] or ()))
         plain = await client.verdict(FACTUALITY["plain"].messages(it["text"], claim, strategy))
-        plain_at = (client.stats.http_requests, client.stats.prompt_tokens, client.stats.cached_prompt_tokens)
+        plain_at = sent_so_far(client)
         (shipped,) = await judge_factuality(
             client, [it["text"]], [claim], strategy=strategy, threshold=0.5, questions=questions
         )
         fits = FACTUALITY["complies-ranged"].messages(it["text"], claim, strategy)
         complies = (await client.verdict(fits)).score if fits else None
-        shipped_at = (client.stats.http_requests, client.stats.prompt_tokens, client.stats.cached_prompt_tokens)
-        mid = shipped_at
+        shipped_at = sent_so_far(client)
         c = await numbered(
             client, facts_messages(it["text"], it["entity_type"], claims), len(claims), "ans", '"yes" | "no"', 8
         )
         verdicts = line_verdicts(c.logprobs)
-        mid2 = (client.stats.http_requests, client.stats.prompt_tokens, client.stats.cached_prompt_tokens)
+        mid2 = sent_so_far(client)
         props = list(dict.fromkeys(p["property"] for p in claims))
         v = await numbered(
             client, values_messages(it["text"], it["entity_type"], props), len(props), "val", "[^\\n]{1,80}", 24
         )
         value, firsts = line_values(v.text, v.logprobs, len(props))[props.index(it["property"])]
-        after = (client.stats.http_requests, client.stats.prompt_tokens, client.stats.cached_prompt_tokens)
+        after = sent_so_far(client)
         ways = (
             ("plain", before, plain_at),
             ("shipped", before, shipped_at),
-            ("facts", mid, mid2),
+            ("facts", shipped_at, mid2),
             ("values", mid2, after),
         )
         for way, a, b in ways:
