@@ -366,6 +366,31 @@ def main() -> None:
                 sub = [s for s in scored if s["kind"] in ("positive", neg)]
                 rocs.append(auroc([s["kind"] == "positive" for s in sub], [score(s) for s in sub]))
             print(f"  {'+'.join(subset)}: {rocs[0]:.3f} / {rocs[1]:.3f}")
+    # values first; the text questions asked only where its read-off does not confirm the claim
+    print(
+        "values first (confirmed at 0.5), else the text questions; with complies-ranged, AUROC intrinsic / extrinsic:"
+    )
+    for subset in (("plain",), ("claim",), ("plain", "claim"), tuple(texts)):
+
+        def cascade(s, qs=subset):
+            text = s["values"]
+            if text < 0.5:
+                asked = [s["alone"][q] for q in qs if s["alone"].get(q) is not None]
+                text = max(text, sum(asked) / len(asked) if asked else 0.0)
+            c = s["alone"].get(fits[0]) if fits else None
+            return math.sqrt(text * c) if c is not None else text
+
+        rocs = []
+        for neg in ("intrinsic", "extrinsic"):
+            sub = [s for s in scored if s["kind"] in ("positive", neg)]
+            rocs.append(auroc([s["kind"] == "positive" for s in sub], [cascade(s) for s in sub]))
+        asked = "/".join(
+            str(sum(s["values"] < 0.5 for s in scored if s["kind"] == k))
+            for k in ("positive", "intrinsic", "extrinsic")
+        )
+        print(
+            f"  else {'+'.join(subset)}: {rocs[0]:.3f} / {rocs[1]:.3f} (asked of {asked} positives / intrinsic / extrinsic)"
+        )
 
 
 if __name__ == "__main__":
