@@ -134,3 +134,24 @@ def test_typed_questions_name_a_nodes_type_and_are_the_plain_ones_for_a_literal(
             "Organization"
             not in agents.factuality_messages(text, claims["seller"], "direct", None, plain_q)[1]["content"]
         )
+
+
+def test_requests_sharing_a_prefix_go_out_together():
+    """A compliance question's property and definition open its request: the claims of one property
+    are sent one after another (whatever their order on the page), a claim asked nothing is left out."""
+    q = questions.COMPLIANCE["ranged"]
+    vocab = load_vocabulary()
+    claims = [
+        questions.Claim("name", "Ada", "Person"),
+        questions.Claim("url", "https://example.org/ada", "Person"),
+        questions.Claim("name", "Bob", "Person"),
+        None,
+        questions.Claim("url", "https://example.org/bob", "Person"),
+    ]
+    messages = [None if c is None else q.compliance(c, vocab.comments[c.property], "direct", None) for c in claims]
+    order = questions.request_order(messages)
+    assert sorted(order) == [0, 1, 2, 4]
+    props = [claims[k].property for k in order]
+    assert props in (["name", "name", "url", "url"], ["url", "url", "name", "name"])
+    # within a property, by the rest of the message (here the value)
+    assert order.index(0) < order.index(2) and order.index(1) < order.index(4)

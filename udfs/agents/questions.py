@@ -89,8 +89,11 @@ class Answer:
     async def scores(
         self, client, messages: Sequence[Messages | None], claims: Sequence[Claim], text: str = ""
     ) -> list[Scored]:
-        """(score, error, completion) per claim; ``NOT_ASKED`` where ``messages`` has None."""
-        asked = [k for k, m in enumerate(messages) if m is not None]
+        """(score, error, completion) per claim; ``NOT_ASKED`` where ``messages`` has None. The
+        requests go out in the order of their messages' text, so requests that share a prefix (the
+        page text; a compliance question's property and definition) reach the engine one after
+        another and its prefix cache serves the shared part."""
+        asked = request_order(messages)
         out: list[Scored] = [NOT_ASKED] * len(messages)
         if self.how == "verdict":
             verdicts = await client.verdict_many([{"messages": messages[k]} for k in asked])
@@ -116,6 +119,14 @@ class Answer:
             else:
                 out[k] = (self.score(c.text, claims[k]), c.error, c)
         return out
+
+
+def request_order(messages: Sequence[Messages | None]) -> list[int]:
+    """The indices of the requests to send (those not None), in the order of their messages'
+    text: requests that share a prefix are next to each other."""
+    return sorted(
+        (k for k, m in enumerate(messages) if m is not None), key=lambda k: [m["content"] for m in messages[k]]
+    )
 
 
 VERDICT = Answer("verdict")
