@@ -168,6 +168,14 @@ def sent_so_far(client: LLMClient) -> tuple[int, int, int]:
     return client.stats.http_requests, client.stats.prompt_tokens, client.stats.cached_prompt_tokens
 
 
+def count_spans(sent: collections.Counter, spans) -> None:
+    """Add each (way, before, after) span of :func:`sent_so_far` counts to ``sent``: its requests
+    and uncached prompt tokens."""
+    for way, a, b in spans:
+        sent[way, "requests"] += b[0] - a[0]
+        sent[way, "uncached"] += (b[1] - a[1]) - (b[2] - a[2])
+
+
 async def numbered(client: LLMClient, messages: list[dict], n: int, rule: str, answer: str, tokens_per_line: int):
     """One request whose answer is ``n`` grammar-forced ``N: <answer>`` lines, with logprobs."""
     return await client.chat(
@@ -219,9 +227,7 @@ async def judge(items, batches, client: LLMClient, strategy: str, questions) -> 
             ("facts", shipped_at, mid2),
             ("values", mid2, after),
         )
-        for way, a, b in ways:
-            sent[way, "requests"] += b[0] - a[0]
-            sent[way, "uncached"] += (b[1] - a[1]) - (b[2] - a[2])
+        count_spans(sent, ways)
         out.append(
             {
                 "kind": it["kind"],
@@ -252,9 +258,7 @@ async def judge_compliance(items, batches, client: LLMClient, strategy: str) -> 
         )
         verdicts = line_verdicts(c.logprobs)
         e = sent_so_far(client)
-        for way, x, y in (("ranged", a, b), ("batched", b, e)):
-            sent[way, "requests"] += y[0] - x[0]
-            sent[way, "uncached"] += (y[1] - x[1]) - (y[2] - x[2])
+        count_spans(sent, (("ranged", a, b), ("batched", b, e)))
         out.append(
             {
                 "kind": it["kind"],
