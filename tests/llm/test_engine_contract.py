@@ -41,13 +41,17 @@ KEY = "sk-llm4schema-contract-0123456789"
 N_CTX = 2048
 PRODUCT_PAGE = DATA / "html" / "extruct-samples" / "schema.org" / "product.html"
 # Questions with a known answer (three true, three false), asked one at a time for seconds per verdict.
+# Chosen so that even the 0.5B coder model, whose bfloat16 logits on vLLM's CPU build resolve a
+# yes/no log-odds only to about 0.1, answers each with a margin far above that step: true ones
+# score 0.75-0.9 and false ones 0.35-0.5 there (nearer facts such as "Is Berlin the capital of
+# Spain?" score within one step of their negations and flip between machines).
 FACTS = [
-    ("Is Paris the capital of France?", True),
-    ("Is water made of hydrogen and oxygen?", True),
-    ("Is the Pacific Ocean larger than Lake Geneva?", True),
-    ("Is the Pacific Ocean smaller than Lake Geneva?", False),
-    ("Is Berlin the capital of Spain?", False),
-    ("Do cats have six legs?", False),
+    ("Is Python a programming language?", True),
+    ("Is JavaScript a programming language?", True),
+    ("Is Paris a city in France?", True),
+    ("Is Python a kind of cheese?", False),
+    ("Is a banana a programming language?", False),
+    ("Is HTML a database?", False),
 ]
 SYSTEM = {"role": "system", "content": "Answer the question with yes or no."}
 
@@ -295,8 +299,8 @@ def test_yes_no_verdicts_from_logprobs(engine):
             assert v.completion.text in ("yes", "no")  # the choice constraint held
     true = [v.score for v, (_, fact) in zip(verdicts, FACTS) if fact]
     false = [v.score for v, (_, fact) in zip(verdicts, FACTS) if not fact]
-    # even the 0.5B model ranks these plain facts above their negations
-    assert sum(true) / len(true) > sum(false) / len(false)
+    # even the 0.5B model ranks every one of these facts above every false one
+    assert min(true) > max(false), (true, false)
     engine.figures["s_per_verdict"] = round(sum(v.completion.latency_s for v in verdicts) / len(verdicts), 2)
     client.close()
 
