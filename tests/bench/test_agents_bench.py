@@ -398,7 +398,11 @@ def test_a_small_run_of_the_embedded_model_writes_the_result_tables(service, exa
     verdicts = pq.read_table(out / "verdicts").to_pylist()
     # 1 positive + 1 intrinsic + 1 extrinsic (the positive shared) + 1 compliance positive + 1 swap
     assert len(verdicts) == 5 and all(0.0 <= v["score"] <= 1.0 for v in verdicts)
-    assert all(v["prompt_tokens"] > 0 and v["model"] == SERVED_MODEL_ID for v in verdicts)
+    assert all(v["model"] == SERVED_MODEL_ID for v in verdicts)
+    # tokens are the engine's work: none for a verdict every answer of which the request cache gave
+    # (the compliance question is the factuality judge's complies-ranged request, asked before)
+    assert all((v["prompt_tokens"] > 0) == (v["cache_hits"] < v["requests"]) for v in verdicts)
+    assert any(v["from_cache"] for v in verdicts) and sum(v["prompt_tokens"] for v in verdicts) > 0
     metrics = {m["task"]: m for m in pq.read_table(out / "metrics.parquet").to_pylist()}
     assert set(metrics) == {"intrinsic", "extrinsic", "compliance"}
     for m in metrics.values():

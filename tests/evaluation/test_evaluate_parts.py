@@ -61,6 +61,7 @@ class _Stub(http.server.BaseHTTPRequestHandler):
         yes = hashlib.sha256(last.encode()).digest()[0] % 3 != 0  # two in three claims pass
         word, other = ("yes", "no") if yes else ("no", "yes")
         prompt = sum(len(m["content"]) for m in req["messages"]) // 4
+        type(self).billed.append(prompt)
         self._send(
             {
                 "model": req.get("model") or "stub-model",
@@ -94,7 +95,7 @@ class _Stub(http.server.BaseHTTPRequestHandler):
 
 @contextlib.contextmanager
 def stub_server(delay_s: float = 0.0):
-    handler = type("Stub", (_Stub,), {"delay_s": delay_s, "seen": []})
+    handler = type("Stub", (_Stub,), {"delay_s": delay_s, "seen": [], "billed": []})
     # a listen backlog for hundreds of requests in flight (the default 5 drops connections)
     server_class = type("StubServer", (http.server.ThreadingHTTPServer,), {"request_queue_size": 1024})
     server = server_class(("127.0.0.1", 0), handler)
@@ -502,7 +503,19 @@ def test_the_ray_executor_with_two_workers_writes_the_rows_of_the_local_one(tmp_
     assert done.returncode == 0, done.stderr[-3000:]
     assert record(dist)["counters"]["evaluated"] == want["pages"]
     # timings, and which answers the request cache gave: the second run finds the first one's answers
-    drop = {"latency_s", "verdict_latency_s", "wall_s", "generation_latency_s", "verdict_cache_hits"}
+    # and the engine's work for them (the accounting of an answer from the cache is none)
+    drop = {
+        "latency_s",
+        "verdict_latency_s",
+        "wall_s",
+        "generation_latency_s",
+        "verdict_cache_hits",
+        "verdict_prompt_tokens",
+        "verdict_cached_prompt_tokens",
+        "prompt_tokens",
+        "cached_prompt_tokens",
+        "completion_tokens",
+    }
 
     def rows(out: Path, t: str) -> list:
         return sorted(
@@ -541,6 +554,26 @@ def test_progress_line_gives_rates_of_the_named_counts():
     line = out.getvalue().strip()
     assert line.startswith("evaluate: 2/10 pages, 40 verdicts, 5,000 prompt_tokens, 3 cache_hits")
     assert "4.0 verdicts/s" in line and "500.0 prompt_tokens/s" in line and "ETA 40 s" in line
+
+
+def test_the_verdict_token_columns_count_the_requests_the_engine_served(tmp_path):
+    """The scores' verdict accounting against the stub engine's own bill: the judge asks some
+    requests twice (``complies-ranged`` is the compliance agent's very request), so some answers
+    come from the request cache; those count in ``verdict_cache_hits`` and add no tokens, so the
+    token columns sum to the prompt tokens the engine reported for the requests it served."""
+    from jobs.evaluate import EvaluateJob
+
+    pages = tmp_path / "pages"
+    pq.write_table(demo_pages_table(), pages.mkdir() or pages / "part-0.parquet")
+    with stub_server() as server:
+        assert EvaluateJob(argv(pages, tmp_path / "out", server.url, "--max-claims", "6")).main() == 0
+        served, billed = len(server.handler.seen), sum(server.handler.billed)
+    scores = table(tmp_path / "out" / "scores")
+    total = {k: sum(r[k] or 0 for r in scores) for k in ("verdict_requests", "verdict_cache_hits")}
+    assert total["verdict_cache_hits"] > 0
+    assert total["verdict_requests"] - total["verdict_cache_hits"] == served
+    assert sum(r["verdict_prompt_tokens"] or 0 for r in scores) == billed
+    assert sum(r["prompt_tokens"] or 0 for r in table(tmp_path / "out" / "triples")) == billed
 
 
 def test_progress_counts_answers_while_a_page_is_evaluated(tmp_path, monkeypatch):

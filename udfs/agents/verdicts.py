@@ -214,12 +214,14 @@ class Judged:
     error: str | None = None
     note: str | None = None
     votes: dict[str, float | None] = field(default_factory=dict)
+    # the engine's work for it: tokens and time of the requests the engine served
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
     requests: int = 0  # answers it used, those of ``cache_hits`` among them
-    # answered by the request cache or by the same request already in flight: no engine work
+    # answered by the request cache or by the same request already in flight: no engine work, so
+    # none of the tokens and time above (the engine served ``requests - cache_hits``)
     cache_hits: int = 0
     model: str | None = None
 
@@ -255,12 +257,14 @@ def paper_factuality_messages(
 
 def _account(j: Judged, c) -> None:
     j.requests += 1
-    j.cache_hits += bool(c.from_cache)
+    j.model = j.model or c.model
+    if c.from_cache:  # the usage a cached answer carries is that of the request that first got it
+        j.cache_hits += 1
+        return
     j.prompt_tokens += c.prompt_tokens
     j.cached_prompt_tokens += c.cached_prompt_tokens
     j.completion_tokens += c.completion_tokens
     j.latency_s += c.latency_s
-    j.model = j.model or c.model
 
 
 async def _past_none(

@@ -286,8 +286,8 @@ async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, 
                 "votes": json.dumps(j.votes, sort_keys=True) if j.votes else None,
                 "model": j.model if len(cfg.models) == 1 else "consensus:" + "+".join(cfg.models),
                 "latency_s": j.latency_s,
-                # an answer from the request cache costs no time; its latency is not a measurement
-                "from_cache": bool(j.requests and j.latency_s == 0.0),
+                # every answer from the request cache: no engine work, no latency to measure
+                "from_cache": bool(j.requests and j.cache_hits == j.requests),
                 "requests": j.requests,
                 "cache_hits": j.cache_hits,
                 "prompt_tokens": j.prompt_tokens,
