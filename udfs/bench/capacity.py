@@ -55,35 +55,36 @@ HARNESS_MEASURED = (
 # Evaluation (jobs/evaluate.py --limit 2, embedded model, the default judge: factuality plain claim
 # extract-soft-all-near extract-other complies-ranged, compliance ranged, requests in the order of
 # their text), over `make demo`'s pages with a fresh model server and an empty request cache, at
-# 1541b5b, 2026-12-06 (docs/results/demo.md): per page and source, from the run's scores
-# (verdict_requests less verdict_cache_hits, verdict_prompt_tokens, verdict_cached_prompt_tokens:
-# the requests the engine served and their usage, which the request cache's rows reproduce;
-# generation_prompt_tokens, generation_completion_tokens; n_triples), and the page text's tokens
-# (cl100k_base count of pages.text: 615 and 346 characters). An answer the request cache gave
-# (the compliance agent's request is the factuality judge's complies-ranged one) costs no GPU time.
+# 1541b5b, 2026-12-06 (docs/results/demo.md). From the run's request cache, one row per request the
+# engine served with its usage (their sums are the scores' verdict_* and generation_* columns):
+# the requests that carry a page's judge text (factuality's and extract's questions, both markups'),
+# and the compliance requests (no page text; 8 of the 52 are about a property both pages have, so
+# they are given for the two pages together). Text tokens are the served model's (/tokenize) of
+# pages.judge_text (what the judge reads) and pages.text (what the generator reads). A text is read
+# whole once per instruction prefix it follows: the factuality questions', extract's and, where it
+# asks, extract's listing's (the requests whose uncached tokens exceed the text's: 3 and 2).
 EVAL_MEASURED = [
-    # page text tokens; human markup verdicts: (requests served, prompt, cached); the generated
-    # markup: (prompt, completion); its verdicts: (requests served, prompt, cached); triples and
-    # cache hits (human, model)
     {
         "page": "songkick/elysianfields_1",
-        "page_tokens": 192,
-        "human": (69, 54308, 48063),
-        "gen": (824, 123),
-        "model": (18, 13572, 12721),
-        "triples": (18, 7),
-        "cache_hits": (12, 12),
+        "judge_text_tokens": 831,
+        "gen_text_tokens": 211,
+        "text_requests": (66, 63_771, 5_394),  # served, prompt tokens, uncached prompt tokens
+        "text_reads": 3,
+        "gen": (824, 123),  # generation: prompt, completion tokens
+        "triples": (18, 7),  # human markup, generated markup
     },
     {
         "page": "schema.org/CreativeWork.001",
-        "page_tokens": 85,
-        "human": (113, 25377, 19504),
+        "judge_text_tokens": 85,
+        "gen_text_tokens": 85,
+        "text_requests": (95, 21_955, 3_898),
+        "text_reads": 2,
         "gen": (762, 65),
-        "model": (13, 2858, 2254),
         "triples": (31, 5),
-        "cache_hits": (13, 3),
     },
 ]
+EVAL_COMPLIANCE_MEASURED = (52, 10_389, 4_281)  # both pages: served, prompt, uncached prompt tokens
+EVAL_CACHE_HITS_MEASURED = 40  # both pages: answers the request cache gave (no GPU work)
 # The paper's layout (claim before the page text, no shared prefix), experiments/factuality_prefix
 # in docs/results/serving.md: 1,468 prompt tokens processed against 439 with the shared prefix, same 6 claims.
 PAPER_LAYOUT_TOKENS, SHARED_PREFIX_TOKENS = 1_468, 439
@@ -148,68 +149,65 @@ def csets_model() -> dict:
 
 
 def prompt_parts() -> dict:
-    """System+fence prefix and question tokens of one verdict request, from the measured runs."""
-    qs, prefixes, gen_fixed = [], [], []
-    for m in EVAL_MEASURED:
-        req, prompt, cached = m["human"]
-        per_request = prompt / req
-        # the first request of a page is processed whole, the others only past the cached prefix
-        q = (prompt - cached - per_request) / (req - 1)
-        qs.append(q)
-        prefixes.append(per_request - q - m["page_tokens"])
-        gen_fixed.append(m["gen"][0] - m["page_tokens"])
-    avg = lambda xs: sum(xs) / len(xs)  # noqa: E731
-    human_v = avg([m["human"][0] for m in EVAL_MEASURED])
-    model_v = avg([m["model"][0] for m in EVAL_MEASURED])
+    """The token model's parts, fitted over the measured pages together: requests per page (text
+    questions, compliance questions), whole reads of the text per page, and per request the tokens
+    besides the text (sent) and the uncached tokens besides the reads of the text (the tail: the
+    question after the shared prefix)."""
+    n = len(EVAL_MEASURED)
+    asked = sum(m["text_requests"][0] for m in EVAL_MEASURED)
+    text_in_requests = sum(m["text_requests"][0] * m["judge_text_tokens"] for m in EVAL_MEASURED)
+    reads = sum(m["text_reads"] * m["judge_text_tokens"] for m in EVAL_MEASURED)
+    c_asked, c_sent, c_uncached = EVAL_COMPLIANCE_MEASURED
     return {
-        "question": avg(qs),
-        "prefix": avg(prefixes),
-        "gen_fixed": avg(gen_fixed),
-        "human_verdicts": human_v,
-        "model_verdicts": model_v,
+        "text_requests": asked / n,
+        "compliance_requests": c_asked / n,
+        "text_reads": sum(m["text_reads"] for m in EVAL_MEASURED) / n,
+        "text_fixed": (sum(m["text_requests"][1] for m in EVAL_MEASURED) - text_in_requests) / asked,
+        "text_tail": (sum(m["text_requests"][2] for m in EVAL_MEASURED) - reads) / asked,
+        "compliance_sent": c_sent / c_asked,
+        "compliance_tail": c_uncached / c_asked,
+        "gen_fixed": sum(m["gen"][0] - m["gen_text_tokens"] for m in EVAL_MEASURED) / n,
+        "cache_hits": EVAL_CACHE_HITS_MEASURED / n,
     }
 
 
-def triples_per_page() -> dict:
-    """Mean triples a page's human and generated markups gave in the measured runs."""
-    n = len(EVAL_MEASURED)
-    return {src: sum(m["triples"][k] for m in EVAL_MEASURED) / n for k, src in enumerate(("human", "model"))}
+def measured_page(parts: dict, m: dict) -> dict:
+    """The parts with one measured page's own request counts (compliance: the pages' mean)."""
+    return dict(parts, text_requests=m["text_requests"][0], text_reads=m["text_reads"])
 
 
 def judge_at_targets(parts: dict) -> dict:
-    """The token model's parts for a judge at issue 42's targets: ``TARGET_REQUESTS_PER_TRIPLE``
-    requests per triple, and the question length at which the measured pages would cost
-    ``TARGET_UNCACHED_PER_TRIPLE`` uncached prompt tokens per triple (text and instructions read
-    once per page, as :func:`page_tokens` reads them)."""
-    triples = uncached_heads = asked = 0.0
-    for m in EVAL_MEASURED:
-        triples += sum(m["triples"])
-        uncached_heads += parts["prefix"] + m["page_tokens"]
-        asked += TARGET_REQUESTS_PER_TRIPLE * sum(m["triples"])
-    per_page = triples_per_page()
+    """The parts of a judge at issue 42's targets: ``TARGET_REQUESTS_PER_TRIPLE`` requests per
+    triple, the text read once per page, and the tail at which the measured pages would cost
+    ``TARGET_UNCACHED_PER_TRIPLE`` uncached prompt tokens per triple."""
+    triples = sum(sum(m["triples"]) for m in EVAL_MEASURED)
+    asked = TARGET_REQUESTS_PER_TRIPLE * triples
+    reads = sum(m["judge_text_tokens"] for m in EVAL_MEASURED)
     return dict(
         parts,
-        question=(TARGET_UNCACHED_PER_TRIPLE * triples - uncached_heads) / asked,
-        human_verdicts=TARGET_REQUESTS_PER_TRIPLE * per_page["human"],
-        model_verdicts=TARGET_REQUESTS_PER_TRIPLE * per_page["model"],
+        text_requests=asked / len(EVAL_MEASURED),
+        compliance_requests=0.0,
+        text_reads=1.0,
+        text_tail=(TARGET_UNCACHED_PER_TRIPLE * triples - reads) / asked,
     )
 
 
 def page_tokens(t: int, gen_out: int, parts: dict, shared_prefix: bool = True) -> dict:
-    """Tokens one page costs the GPU: human markup verdicts, one generated markup, its verdicts."""
-    chunk = CONTEXT_WINDOW - MAX_GEN_TOKENS - parts["gen_fixed"]
-    chunks = max(1, math.ceil(t / chunk))
-    head = parts["prefix"] + t
+    """Tokens one page of ``t`` text tokens costs the GPU: the judge's requests about both markups
+    (a text longer than a chunk is judged chunk by chunk), one generation per chunk. With the shared
+    prefix the engine processes the text once per read and every request's tail; without it
+    (the paper's layout), every request whole."""
+    chunks = max(1, math.ceil(t / (CONTEXT_WINDOW - MAX_GEN_TOKENS - parts["gen_fixed"])))
+    v_text, v_comp = parts["text_requests"], parts["compliance_requests"]
     out = {"chunks": chunks}
-    for src, v in (("human", parts["human_verdicts"]), ("model", parts["model_verdicts"])):
-        total = v * (head + parts["question"])
-        # the generated markup's verdicts find the text's prefix the human markup's verdicts left
-        read = chunks * head if src == "human" else 0
-        uncached = read + v * parts["question"] if shared_prefix else total
-        out[f"{src}_prompt"], out[f"{src}_uncached"] = total, uncached
-    out["gen_prompt"] = parts["gen_fixed"] + t
-    out["gen_output"] = gen_out
-    out["prefill"] = out["human_uncached"] + out["model_uncached"] + out["gen_prompt"]
+    out["judge_prompt"] = v_text * (t + chunks * parts["text_fixed"]) + v_comp * parts["compliance_sent"]
+    out["judge_uncached"] = (
+        parts["text_reads"] * t + chunks * v_text * parts["text_tail"] + v_comp * parts["compliance_tail"]
+        if shared_prefix
+        else out["judge_prompt"]
+    )
+    out["gen_prompt"] = chunks * parts["gen_fixed"] + t
+    out["prefill"] = out["judge_uncached"] + out["gen_prompt"]
     # a verdict's one output token comes out of its prefill step; decode is the generated markup
     out["decode"] = gen_out
     return out
@@ -266,7 +264,8 @@ def tables() -> str:
     pages_core_h = EVAL_PAGES / PAGES_PER_CPU_S / 3600
     validity_core_s = 2 * EVAL_PAGES / VALIDITY_MARKUPS_PER_CPU_S
     parts = prompt_parts()
-    requests_per_page = parts["human_verdicts"] + parts["model_verdicts"] + 1
+    # every answer costs the harness, the request cache's too; one generation per page
+    requests_per_page = parts["text_requests"] + parts["compliance_requests"] + parts["cache_hits"] + 1
     harness_core_h = EVAL_PAGES * requests_per_page * HARNESS_CPU_MS_PER_REQUEST / 1000 / 3600
     w("### CPU work around the model, for 1 million pages\n")
     w("| step | rate (measured) | core-hours | on 64 cores |")
@@ -287,22 +286,33 @@ def tables() -> str:
 
     w("### Evaluation: tokens per page\n")
     w(
-        f"From the measured runs: a verdict request is {parts['prefix']:.0f} tokens of instructions and fences, the page "
-        f"text, and a {parts['question']:.0f}-token question; a generation request is {parts['gen_fixed']:.0f} tokens "
-        f"of instructions, properties and example plus the page text; {parts['human_verdicts']:.1f} verdicts per human "
-        f"markup and {parts['model_verdicts']:.1f} per generated one. The model against the measured pages:\n"
+        f"From the measured runs, per page: {parts['text_requests']:.1f} requests about the text (both markups' "
+        f"factuality questions) and {parts['compliance_requests']:.1f} compliance requests (no text) that the engine "
+        f"serves, {parts['cache_hits']:.0f} more answers from the request cache. A text request is the text and "
+        f"{parts['text_fixed']:.0f} tokens of instructions, fences and question; the engine processes the text "
+        f"whole {parts['text_reads']:.1f} times a page (once per instruction prefix) and otherwise a "
+        f"{parts['text_tail']:.0f}-token tail per request; a compliance request is {parts['compliance_sent']:.0f} "
+        f"tokens, {parts['compliance_tail']:.0f} of them not cached (the property's definition is shared only by "
+        f"claims of one property). A generation request is {parts['gen_fixed']:.0f} tokens of instructions, "
+        f"properties and example plus the text. The model against each measured page (its own request counts, "
+        f"the compliance requests split evenly):\n"
     )
     w(
-        "| page | page tokens | human prompt measured / model | human processed measured / model | generation prompt measured / model |"
+        "| page | judge text tokens | text requests | judge prompt measured / model | judge processed measured / model "
+        "| generation prompt measured / model |"
     )
-    w("|---|---|---|---|---|")
+    w("|---|---|---|---|---|---|")
+    c_asked, c_sent, c_uncached = EVAL_COMPLIANCE_MEASURED
     for m in EVAL_MEASURED:
-        one = dict(parts, human_verdicts=m["human"][0], model_verdicts=m["model"][0])
-        tok = page_tokens(m["page_tokens"], m["gen"][1], one)
-        req, prompt, cached = m["human"]
+        one = measured_page(parts, m)
+        tok = page_tokens(m["judge_text_tokens"], m["gen"][1], one)
+        gen = page_tokens(m["gen_text_tokens"], m["gen"][1], one)["gen_prompt"]
+        asked, sent, uncached = m["text_requests"]
         w(
-            f"| {m['page']} | {m['page_tokens']} | {fmt(prompt)} / {fmt(tok['human_prompt'])} | "
-            f"{fmt(prompt - cached)} / {fmt(tok['human_uncached'])} | {fmt(m['gen'][0])} / {fmt(tok['gen_prompt'])} |"
+            f"| {m['page']} | {fmt(m['judge_text_tokens'])} | {asked} | "
+            f"{fmt(sent + c_sent / len(EVAL_MEASURED))} / {fmt(tok['judge_prompt'])} | "
+            f"{fmt(uncached + c_uncached / len(EVAL_MEASURED))} / {fmt(tok['judge_uncached'])} | "
+            f"{fmt(m['gen'][0])} / {fmt(gen)} |"
         )
     w("")
     w(
@@ -312,7 +322,7 @@ def tables() -> str:
     scen = []
     for t in PAGE_TOKENS_SCENARIOS:
         tok = page_tokens(t, GEN_OUTPUT_SCENARIO[t], parts)
-        sent = tok["human_prompt"] + tok["model_prompt"] + tok["gen_prompt"]
+        sent = tok["judge_prompt"] + tok["gen_prompt"]
         scen.append((t, tok, sent))
         w(
             f"| {fmt(t)} | {GEN_OUTPUT_SCENARIO[t]} | {fmt(sent)} | {fmt(tok['prefill'])} | "
@@ -348,7 +358,8 @@ def tables() -> str:
     shipped = page_tokens(t_goal, gen_out, parts)
     at_targets = page_tokens(t_goal, gen_out, target)
     gen_only = dict(shipped, prefill=shipped["gen_prompt"])
-    judge_only = dict(shipped, prefill=shipped["human_uncached"] + shipped["model_uncached"], decode=0)
+    read_once = page_tokens(t_goal, gen_out, dict(parts, text_reads=1.0))
+    judge_only = dict(shipped, prefill=shipped["judge_uncached"], decode=0)
     w(f"### Against the goal: {GOAL_H200_HOURS} H200-hours per million pages\n")
     w(
         f"The goal leaves {budget_ms:.0f} ms of one H200 per page. At {fmt(t_goal)}-token pages, with the assumed "
@@ -360,10 +371,11 @@ def tables() -> str:
     w("|---|---|---|---|---|---|")
     for what, tok in (
         ("generation and the shipped judge (measured)", shipped),
+        ("the same, the text read once per page (one instruction prefix for every text question)", read_once),
         (
             f"generation and a judge at issue 42's targets ({TARGET_REQUESTS_PER_TRIPLE} requests and "
             f"{TARGET_UNCACHED_PER_TRIPLE} uncached prompt tokens per triple on the measured pages: "
-            f"{target['question']:.0f}-token questions)",
+            f"{target['text_tail']:.0f}-token tails, the text read once)",
             at_targets,
         ),
         ("generation alone (no judge)", gen_only),
@@ -378,10 +390,12 @@ def tables() -> str:
     h_shipped = gpu_seconds(shipped, "H200") * EVAL_PAGES / 3600
     h_target = gpu_seconds(at_targets, "H200") * EVAL_PAGES / 3600
     h_gen = gpu_seconds(gen_only, "H200") * EVAL_PAGES / 3600
+    h_once = gpu_seconds(read_once, "H200") * EVAL_PAGES / 3600
     prefill_share = shipped["prefill"] / PREFILL_TOKENS_PER_S / gpu_seconds(shipped, "H200")
     w(
-        f"The shipped judge needs {fmt(h_shipped)} H200-hours ({h_shipped / GOAL_H200_HOURS:.1f}x the goal), "
-        f"{prefill_share:.0%} of it prefill. A judge at issue 42's targets would bring that to {fmt(h_target)}, and "
+        f"Generation with the shipped judge needs {fmt(h_shipped)} H200-hours ({h_shipped / GOAL_H200_HOURS:.1f}x "
+        f"the goal), {prefill_share:.0%} of it prefill. Reading the text once per page takes "
+        f"{fmt(h_shipped - h_once)} off; a judge at issue 42's targets would bring the whole to {fmt(h_target)}, and "
         f"the generator alone costs {fmt(h_gen)} ({h_gen / GOAL_H200_HOURS:.1f}x): at the assumed rates the goal is "
         f"out of reach for an 8B generator whatever the judge costs. What would reach it: throughput "
         f"{h_target / GOAL_H200_HOURS:.1f}x the assumed rates with a judge at the targets (the rates are public "
@@ -389,9 +403,10 @@ def tables() -> str:
         f"FP8 weights is the first measurement to make), or a smaller model for either role (prefill cost is "
         f"proportional to the parameters: {MODEL_PARAMS / 1e9:.1f}B here).\n"
     )
-    per_page = parts["human_verdicts"] + parts["model_verdicts"] + 1
+    per_page = parts["text_requests"] + parts["compliance_requests"] + 1
     w(
-        f"Requests: {per_page:.0f} per page (verdicts of both markups and one generation per chunk), "
+        f"Requests: {per_page:.0f} per page that the engine serves (verdicts of both markups and one generation per "
+        f"chunk), "
         f"{fmt(per_page * EVAL_PAGES / 1e6, 1)} million for the million pages, "
         f"{fmt(per_page * EVAL_PAGES / (24 * 3600))} per second to finish in 24 hours.\n"
     )
