@@ -88,6 +88,13 @@ class EvaluateJob(Job):
             help="distinct claims judged per markup and agent (0: all); the rest are recorded as not judged",
         )
         p.add_argument(
+            "--early-exit",
+            action=argparse.BooleanOptionalAction,
+            help="stop asking a claim's factuality questions once its verdict is decided (the same verdicts for "
+            "fewer requests; factual_score then combines the questions answered, factual_answers of them); "
+            "--no-early-exit asks every question of every claim, for full scores",
+        )
+        p.add_argument(
             "--correct",
             action=argparse.BooleanOptionalAction,
             default=False,
@@ -162,6 +169,7 @@ class EvaluateJob(Job):
             context_window=a.context_window,
             max_tokens=a.max_tokens,
             max_claims=a.max_claims,
+            early_exit=a.early_exit,
             validity_engine=v.engine,
             validity_strict=v.strict,
             validity_vocab=v.vocab,

@@ -51,6 +51,7 @@ def main() -> int:
                 layout=layout,
                 strategy=conf.strategy,
                 threshold=conf.factuality_threshold,
+                early_exit=False,
             )
         )
         wall = time.monotonic() - t0

@@ -3,6 +3,7 @@ the triple level, the vote, and (marked ``model``) generation / factuality / com
 embedded model behind the Ray Serve app, started once for the module, on short real inputs."""
 
 import asyncio
+import collections
 import json
 import shutil
 
@@ -316,7 +317,12 @@ def test_factuality_on_a_real_example_text(client):
     false = agents.Claim("name", "Lupo's Heartbreak Hotel", "Recipe")
     judged = client.run(
         agents.judge_factuality(
-            client, [ex.text], [true, false], strategy=EVAL.strategy, threshold=EVAL.factuality_threshold
+            client,
+            [ex.text],
+            [true, false],
+            strategy=EVAL.strategy,
+            threshold=EVAL.factuality_threshold,
+            early_exit=False,
         )
     )
     assert all(j.error is None and j.requests == 1 for j in judged)
@@ -352,10 +358,16 @@ def test_several_factuality_questions_combine_the_text_questions_mean_with_the_p
     # a request cache, so that each question asked alone gets the very answer the score was made of
     c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
     try:
-        both = c.run(agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5, questions=qs))
+        both = c.run(
+            agents.judge_factuality(
+                c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5, early_exit=False, questions=qs
+            )
+        )
         alone = {
             q: c.run(
-                agents.judge_factuality(c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5, questions=[q])
+                agents.judge_factuality(
+                    c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5, early_exit=False, questions=[q]
+                )
             )
             for q in [*qs, "extract-soft"]
         }
@@ -385,7 +397,11 @@ def judged_in_turn(service, tmp_path, text: str, claims, *question_sets) -> list
     c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
     try:
         return [
-            c.run(agents.judge_factuality(c, [text], claims, strategy=EVAL.strategy, threshold=0.5, questions=qs))
+            c.run(
+                agents.judge_factuality(
+                    c, [text], claims, strategy=EVAL.strategy, threshold=0.5, early_exit=False, questions=qs
+                )
+            )
             for qs in question_sets
         ]
     finally:
@@ -526,7 +542,9 @@ def test_correction_proposes_the_texts_value_and_reverifies_it(client):
     ex = prompts.example_for(["Course"])  # text: "Course Details / HNC Accounting"
     wrong = agents.Claim("name", "BSc Physics", "Course")  # intrinsic error: the text names another course
     (fix,) = client.run(
-        agents.correct(client, [ex.text], [wrong], strategy=EVAL.strategy, threshold=EVAL.factuality_threshold)
+        agents.correct(
+            client, [ex.text], [wrong], strategy=EVAL.strategy, threshold=EVAL.factuality_threshold, early_exit=False
+        )
     )
     assert fix.error is None, fix.error
     assert fix.proposed and fix.proposed.lower() in ex.text.lower()
@@ -535,3 +553,39 @@ def test_correction_proposes_the_texts_value_and_reverifies_it(client):
     # the correction prompt keeps the page before the claim, like factuality
     msgs = agents.correction_messages(ex.text, wrong)
     assert msgs[1]["content"].index(ex.text) < msgs[1]["content"].index("BSc Physics")
+
+
+def test_a_verdict_decided_early_holds_whatever_the_questions_left_would_answer():
+    """``decided`` against brute force: for random answers of the questions asked and random scores
+    (or no applying) of those left, whenever it says a verdict is decided, the combined score of
+    every completion is on the same side of the threshold; and with nothing left it always is."""
+    import random
+
+    from udfs.agents.questions import FACTUALITY
+    from udfs.agents.verdicts import decided
+
+    order = ["complies-ranged", "plain", "claim", "extract-soft-all-near", "extract-other"]
+    rng = random.Random(7)
+    seen = collections.Counter()
+    for _ in range(3000):
+        threshold = rng.choice([0.287, 0.5, 0.1])
+        n = rng.randint(1, len(order))
+        asked = {q: (rng.choice([0.0, 0.01, 0.5, 0.99, 1.0, rng.random()]), None, None) for q in order[:n]}
+        if rng.random() < 0.2:  # a property schema.org does not define: complies-ranged does not apply
+            asked.pop("complies-ranged")
+        rest = [FACTUALITY[q] for q in order[n:]]
+        if not decided(asked, rest, threshold):
+            assert rest, "with every question answered the verdict is known"
+            seen["open"] += 1
+            continue
+        sides = set()
+        for _ in range(30):
+            left = {q.name: rng.choice([0.0, 1.0, rng.random()]) for q in rest if rng.random() < 0.8}
+            scores = {q: s for q, (s, _, _) in asked.items()} | left
+            if scores:
+                sides.add(agents.combined_score(scores) >= threshold)
+        assert len(sides) <= 1
+        seen["decided" if rest else "complete"] += 1
+    assert seen["decided"] > 100 and seen["open"] > 100
+    # one answer without a score leaves the claim unscored about the chunk whatever follows
+    assert decided({"plain": (None, "timeout", None)}, [FACTUALITY["claim"]], 0.5)

@@ -387,6 +387,7 @@ def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
         context_window=2048,
         max_tokens=64,
         max_claims=0,
+        early_exit=True,
         validity_engine="compiled",
         validity_strict=False,
         validity_vocab="30.0",
@@ -637,3 +638,30 @@ def test_the_planning_scan_reads_long_pages_in_batches_of_bounded_bytes(tmp_path
     assert small.todo.to_pylist() == whole.todo.to_pylist()
     assert small.todo["page_url"].to_pylist() == [f"http://p{i}.example/" for i in range(5)]
     assert small.counters == whole.counters and small.counters["over_limit"] == 35
+
+
+def test_early_exit_gives_every_verdict_of_asking_all_for_fewer_requests(tmp_path):
+    """The demo's pages judged twice against the stub engine (a yes or no per request, two in three
+    yes): asking every question of every claim, and stopping once a verdict is decided. The
+    verdicts are the same triple for triple; the early run sends fewer requests; a claim decided
+    early has a score on its verdict's side of the threshold and no calibrated probability."""
+    from jobs.evaluate import EvaluateJob
+
+    pages = tmp_path / "pages"
+    pq.write_table(demo_pages_table(), pages.mkdir() or pages / "part-0.parquet")
+    sent = {}
+    for how in ("--no-early-exit", "--early-exit"):
+        with stub_server() as server:
+            extra = ("--max-claims", "12", "--factuality-threshold", "0.3", how)
+            assert EvaluateJob(argv(pages, tmp_path / how, server.url, *extra)).main() == 0
+            sent[how] = len(server.handler.seen)
+    key = ("page_key", "source", "subject", "property", "value")
+    full, early = ({tuple(r[k] for k in key): r for r in table(tmp_path / how / "triples")} for how in sent)
+    assert full.keys() == early.keys()
+    judged = [k for k, r in full.items() if r["factual"] is not None]
+    assert len(judged) > 10
+    assert all(early[k]["factual"] == full[k]["factual"] for k in full)
+    decided = [early[k] for k in judged if early[k]["factual_early"]]
+    assert decided and not any(full[k]["factual_early"] for k in judged)
+    assert all((r["factual_score"] >= 0.3) == r["factual"] and r["factual_p"] is None for r in decided)
+    assert sent["--early-exit"] < sent["--no-early-exit"]

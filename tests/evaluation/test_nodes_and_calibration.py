@@ -115,6 +115,7 @@ def config(**kw):
         context_window=ev.context_window,
         max_tokens=ev.max_tokens,
         max_claims=0,
+        early_exit=True,
         validity_engine="compiled",
         validity_strict=False,
         validity_vocab=CONF.validity.vocab,

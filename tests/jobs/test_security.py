@@ -333,7 +333,12 @@ def test_an_instruction_in_the_page_text_is_not_obeyed(service):
         judged = [
             client.run(
                 agents.judge_factuality(
-                    client, [t], [false, true], strategy=EVAL.strategy, threshold=EVAL.factuality_threshold
+                    client,
+                    [t],
+                    [false, true],
+                    strategy=EVAL.strategy,
+                    threshold=EVAL.factuality_threshold,
+                    early_exit=False,
                 )
             )
             for t in texts

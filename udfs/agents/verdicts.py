@@ -220,6 +220,9 @@ class Judged:
     completion_tokens: int = 0
     latency_s: float = 0.0
     requests: int = 0  # answers it used, those of ``cache_hits`` among them
+    # factuality: ``score`` combines fewer questions than apply, the verdict decided before the
+    # rest were asked (``judge_factuality``'s early_exit)
+    early: bool = False
     # answered by the request cache or by the same request already in flight: no engine work, so
     # none of the tokens and time above (the engine served ``requests - cache_hits``)
     cache_hits: int = 0
@@ -307,6 +310,35 @@ async def _past_none(
     return scored, completions
 
 
+def _answered(asked: dict[str, list], k: int) -> dict[str, Any]:
+    """The (score, error, completion) of each question asked of the ``k``-th pending claim."""
+    return {q: got[k] for q, got in asked.items() if got[k] is not NOT_ASKED}
+
+
+def decided(answered: dict[str, Any], rest: Sequence[Any], threshold: float) -> bool:
+    """Whether a claim's verdict about a chunk is settled by the ``answered`` questions
+    (question -> (score, error, completion)) whatever those of ``rest`` (the registry's questions
+    not yet asked) would answer: an unanswered question leaves the chunk unscored anyway;
+    else the :func:`combined_score` is at or above ``threshold`` with every question of ``rest``
+    applying and scoring 0, or below it with each scoring 1. Both bounds are exact: the mean of the
+    text questions' scores is lowest with the most zeros added and highest with the most ones, and
+    the score rises with that mean."""
+    if any(score is None for score, _, _ in answered.values()):
+        return True
+    if any(q.fits for q in rest):  # asked first (judge_factuality): nothing is bounded before them
+        return False
+    stated = [s for q, (s, _, _) in answered.items() if not FACTUALITY[q].fits]
+    fits = [s for q, (s, _, _) in answered.items() if FACTUALITY[q].fits]
+    n = len(stated) + len(rest)
+    if n == 0:
+        return True
+    low, high = sum(stated) / n, (sum(stated) + len(rest)) / n
+    if fits:
+        f = sum(fits) / len(fits)
+        low, high = math.sqrt(low * f), math.sqrt(high * f)
+    return low >= threshold or high < threshold
+
+
 def combined_score(scores: dict[str, float]) -> float:
     """One claim's factuality score from the scores of the questions that apply to it (question ->
     score, at least one): the mean of the questions about the text, and where questions about the
@@ -329,6 +361,7 @@ async def judge_factuality(
     strategy: str,
     threshold: float,
     layout: str = SHARED_PREFIX,
+    early_exit: bool,
     prompts_dir: str | None = None,
     questions: Sequence[str] = PLAIN,
 ) -> list[Judged]:
@@ -339,24 +372,40 @@ async def judge_factuality(
     does not to a property schema.org leaves undefined, ``extract-other`` only where a question
     that reads the value off (``extract-soft`` and its variants) answered another value the chunk
     states; the variants ask their ``again`` requests only where that answer is none of a value the
-    chunk states); a question without an answer leaves the chunk unscored."""
-    qs = [FACTUALITY[q] for q in check_questions(questions)]
+    chunk states); a question without an answer leaves the chunk unscored.
+
+    The questions about the property (``fits``) go first. With ``early_exit`` a claim is asked no
+    more questions about a chunk once its verdict there is decided whatever the rest would answer
+    (:func:`decided`): every verdict is the one asking every question gives, and the score is the
+    :func:`combined_score` of the questions answered (``Judged.early`` marks it). Without it,
+    every question that applies is asked (what fitting a calibration needs)."""
+    qs = sorted((FACTUALITY[q] for q in check_questions(questions)), key=lambda q: (not q.fits, q.asks_past))
     out = [Judged(None, None) for _ in claims]
     errors: list[list[str]] = [[] for _ in claims]
     for chunk in chunks or [""]:
         pending = [i for i, j in enumerate(out) if not j.passed]
         if not pending:
             break
-        asked = {}
-        # a question that asks past a value read off goes after the others (they in their order)
-        for q in sorted(qs, key=lambda q: q.asks_past):
+        asked: dict[str, list] = {}
+        live = set(range(len(pending)))  # the claims (positions in pending) still asked
+        early: set[int] = set()  # those decided before the last question
+        for n, q in enumerate(qs):
+            if early_exit:
+                done = {k for k in live if decided(_answered(asked, k), qs[n:], threshold)}
+                early |= done
+                live -= done
+            if not live:
+                break
             if q.asks_past:
                 read = next((asked[a.name] for a in FACTUALITY.values() if a.reads_value and a.name in asked), None)
                 if read is None:  # none of them among the questions: extract-soft's request, for the answer alone
                     soft = FACTUALITY["extract-soft"]
                     read = await soft.answer.scores(
                         client,
-                        [soft.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) for i in pending],
+                        [
+                            soft.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) if k in live else None
+                            for k, i in enumerate(pending)
+                        ],
                         [claims[i] for i in pending],
                         chunk,
                     )
@@ -368,10 +417,14 @@ async def judge_factuality(
                     for (_, _, c), i in zip(read, pending)
                 ]
                 messages = [
-                    q.messages(chunk, claims[i], strategy, prompts_dir, p, layout=layout) for i, p in zip(pending, past)
+                    q.messages(chunk, claims[i], strategy, prompts_dir, p, layout=layout) if k in live else None
+                    for k, (i, p) in enumerate(zip(pending, past))
                 ]
             else:
-                messages = [q.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) for i in pending]
+                messages = [
+                    q.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) if k in live else None
+                    for k, i in enumerate(pending)
+                ]
             asked[q.name] = await q.answer.scores(client, messages, [claims[i] for i in pending], chunk)
             if q.again:
                 asked[q.name], completions = await _past_none(
@@ -382,7 +435,7 @@ async def judge_factuality(
                         _account(out[i], c)
         for k, i in enumerate(pending):
             j = out[i]
-            got = {q.name: asked[q.name][k] for q in qs if asked[q.name][k] is not NOT_ASKED}
+            got = _answered(asked, k)
             for _, _, c in got.values():
                 _account(j, c)
             if not got or any(score is None for score, _, _ in got.values()):
@@ -391,7 +444,8 @@ async def judge_factuality(
                 ]
                 continue
             score = combined_score({q: score for q, (score, _, _) in got.items()})
-            j.score = score if j.score is None else max(j.score, score)
+            if j.score is None or score > j.score:
+                j.score, j.early = score, k in early
             j.passed = j.score >= threshold
     for j, errs in zip(out, errors):
         if j.score is None:
@@ -469,13 +523,15 @@ def verdict_voter(
     chunks: Sequence[str] = (),
     strategy: str,
     threshold: float,
+    early_exit: bool,
     prompts_dir: str | None = None,
     vocab=None,
     questions: Sequence[str] = PLAIN,
 ) -> Voter:
-    """The verdict function of one voter: ``judge_factuality`` (against ``chunks``) or
-    ``judge_compliance``, asking the agent's ``questions``, with its client, strategy and threshold
-    bound (``vocab``: where compliance reads the definitions, default schema.org's)."""
+    """The verdict function of one voter: ``judge_factuality`` (against ``chunks``, its
+    ``early_exit``) or ``judge_compliance``, asking the agent's ``questions``, with its client,
+    strategy and threshold bound (``vocab``: where compliance reads the definitions, default
+    schema.org's)."""
     if agent == "factuality":
         return lambda claims: judge_factuality(
             client,
@@ -483,6 +539,7 @@ def verdict_voter(
             claims,
             strategy=strategy,
             threshold=threshold,
+            early_exit=early_exit,
             prompts_dir=prompts_dir,
             questions=questions,
         )
@@ -555,7 +612,7 @@ async def consensus(
             for k, r in zip(tie_idx, judged):
                 j = out[k]
                 j.votes[judge_name] = r.score
-                j.passed, j.score, j.error = r.passed, r.score, r.error
+                j.passed, j.score, j.error, j.early = r.passed, r.score, r.error, r.early
                 j.note = "; ".join(x for x in (j.note, r.note, TIE_NOTE) if x)
                 for f in ACCOUNTING:
                     setattr(j, f, getattr(j, f) + getattr(r, f))
@@ -605,13 +662,14 @@ async def correct(
     *,
     strategy: str,
     threshold: float,
+    early_exit: bool,
     max_tokens: int = 128,
     prompts_dir: str | None = None,
     questions: Sequence[str] = PLAIN,
 ) -> list[Correction]:
     """Ask for the value of each non-factual claim from the text (first chunk that states one),
     then re-verify the corrected claim with the factuality agent (the same ``questions``, so the
-    same threshold applies); only the flagged claim changes."""
+    same threshold applies, and its ``early_exit``); only the flagged claim changes."""
     out: list[Correction | None] = [None] * len(claims)
     proposed: dict[int, str] = {}
     errors: dict[int, str] = {}
@@ -646,6 +704,7 @@ async def correct(
                 fixed,
                 strategy=strategy,
                 threshold=threshold,
+                early_exit=early_exit,
                 prompts_dir=prompts_dir,
                 questions=questions,
             ),

@@ -215,6 +215,9 @@ def _voter(cfg: VerdictConfig, agent: str, name: str, text: str | None, vocab=No
         chunks=[text],
         strategy=strategy,
         threshold=cfg.threshold(agent),
+        # the bench measures the scores (AUROC, a calibration fitted on them): every question is
+        # asked; the evaluation's early exit gives the same verdicts at a threshold
+        early_exit=False,
         prompts_dir=cfg.prompts_dir,
         vocab=vocab,
         questions=cfg.questions(agent),

@@ -55,7 +55,11 @@ TRIPLES_SCHEMA = pa.schema(
         ("factual_score", pa.float64()),
         ("factual", pa.bool_()),
         ("factual_error", pa.string()),
-        # the score as a probability of the claim being true, by the calibration's map (null: no map)
+        # the verdict was decided before every question was asked ([evaluate] early_exit):
+        # factual_score combines the questions answered, and factual_p is null
+        ("factual_early", pa.bool_()),
+        # the score as a probability of the claim being true, by the calibration's map (null: no map,
+        # or a score decided early)
         ("factual_p", pa.float64()),
         # votes: each voter's score (model id, or model/strategy) when several models judge; a
         # "judge:<model>" key is present exactly when a tie went to the judge.
@@ -163,6 +167,9 @@ class EvalConfig:
     context_window: int
     max_tokens: int
     max_claims: int  # 0: judge every distinct claim of a markup
+    # stop asking a claim's factuality questions once its verdict is decided (the same verdicts;
+    # the score then combines the questions answered: udfs.agents.verdicts.judge_factuality)
+    early_exit: bool
     validity_engine: str
     validity_strict: bool
     validity_vocab: str
@@ -274,6 +281,7 @@ class PageEvaluator:
             chunks=chunks,
             strategy=strategy,
             threshold=judge.threshold(agent),
+            early_exit=self.cfg.early_exit,
             questions=judge.questions(agent),
         )
 
@@ -450,6 +458,7 @@ class PageEvaluator:
                     distinct,
                     strategy=strategy,
                     threshold=judge.factuality_threshold,
+                    early_exit=self.cfg.early_exit,
                     questions=judge.questions("factuality"),
                 ),
             )
@@ -464,7 +473,9 @@ class PageEvaluator:
             f = fixes[r["_claim"]]
             r["corrected_value"], r["corrected"] = f.proposed, f.corrected
             if f.corrected:
-                r["factual"], r["factual_score"] = True, f.verdict.score
+                r["factual"], r["factual_score"], r["factual_early"] = True, f.verdict.score, f.verdict.early
+                maps = self.cfg.judge.maps.get("factuality")
+                r["factual_p"] = None if f.verdict.early else calibration.apply_map(maps, f.verdict.score)
                 r["_claim"] = dataclasses.replace(r["_claim"], value=f.proposed, value_type=None)
 
     async def _stages(
@@ -542,7 +553,10 @@ class PageEvaluator:
                     continue
                 j = judged[c]
                 r[f"{col}_score"], r[col] = j.score, j.passed
-                r[f"{col}_p"] = calibration.apply_map(self.cfg.judge.maps.get(stage), j.score)
+                # a map is fitted on full scores, so a score decided early has no probability
+                r[f"{col}_p"] = None if j.early else calibration.apply_map(self.cfg.judge.maps.get(stage), j.score)
+                if stage == "factuality":
+                    r["factual_early"] = j.early
                 r[f"{col}_error"] = j.error
                 r[f"{col}_votes"] = dict(j.votes) or None
                 if stage == "compliance":

@@ -164,6 +164,7 @@ class EvaluateConf:
     context_window: int
     max_tokens: int
     max_claims: int
+    early_exit: bool
     executor: str
     workers: int
     timeout_s: float
