@@ -52,6 +52,7 @@ def main() -> int:
                 strategy=conf.strategy,
                 threshold=conf.factuality_threshold,
                 early_exit=False,
+                gate=0.0,
             )
         )
         wall = time.monotonic() - t0

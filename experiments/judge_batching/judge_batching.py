@@ -201,12 +201,26 @@ async def judge(items, batches, client: LLMClient, strategy: str, questions) -> 
         for q in questions:
             a = sent_so_far(client)
             (j,) = await judge_factuality(
-                client, [it["text"]], [claim], strategy=strategy, threshold=0.5, early_exit=False, questions=(q,)
+                client,
+                [it["text"]],
+                [claim],
+                strategy=strategy,
+                threshold=0.5,
+                early_exit=False,
+                gate=0.0,
+                questions=(q,),
             )
             alone[q] = j.score
             sent[q, "requests"] += sent_so_far(client)[0] - a[0]
         (shipped,) = await judge_factuality(
-            client, [it["text"]], [claim], strategy=strategy, threshold=0.5, early_exit=False, questions=questions
+            client,
+            [it["text"]],
+            [claim],
+            strategy=strategy,
+            threshold=0.5,
+            early_exit=False,
+            gate=0.0,
+            questions=questions,
         )
         complies = alone.get("complies-ranged")
         shipped_at = sent_so_far(client)

@@ -323,6 +323,7 @@ def test_factuality_on_a_real_example_text(client):
             strategy=EVAL.strategy,
             threshold=EVAL.factuality_threshold,
             early_exit=False,
+            gate=0.0,
         )
     )
     assert all(j.error is None and j.requests == 1 for j in judged)
@@ -360,13 +361,20 @@ def test_several_factuality_questions_combine_the_text_questions_mean_with_the_p
     try:
         both = c.run(
             agents.judge_factuality(
-                c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5, early_exit=False, questions=qs
+                c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5, early_exit=False, gate=0.0, questions=qs
             )
         )
         alone = {
             q: c.run(
                 agents.judge_factuality(
-                    c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5, early_exit=False, questions=[q]
+                    c,
+                    [ex.text],
+                    claims,
+                    strategy=EVAL.strategy,
+                    threshold=0.5,
+                    early_exit=False,
+                    gate=0.0,
+                    questions=[q],
                 )
             )
             for q in [*qs, "extract-soft"]
@@ -399,7 +407,7 @@ def judged_in_turn(service, tmp_path, text: str, claims, *question_sets) -> list
         return [
             c.run(
                 agents.judge_factuality(
-                    c, [text], claims, strategy=EVAL.strategy, threshold=0.5, early_exit=False, questions=qs
+                    c, [text], claims, strategy=EVAL.strategy, threshold=0.5, early_exit=False, gate=0.0, questions=qs
                 )
             )
             for qs in question_sets
@@ -543,7 +551,13 @@ def test_correction_proposes_the_texts_value_and_reverifies_it(client):
     wrong = agents.Claim("name", "BSc Physics", "Course")  # intrinsic error: the text names another course
     (fix,) = client.run(
         agents.correct(
-            client, [ex.text], [wrong], strategy=EVAL.strategy, threshold=EVAL.factuality_threshold, early_exit=False
+            client,
+            [ex.text],
+            [wrong],
+            strategy=EVAL.strategy,
+            threshold=EVAL.factuality_threshold,
+            early_exit=False,
+            gate=0.0,
         )
     )
     assert fix.error is None, fix.error

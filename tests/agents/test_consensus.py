@@ -152,7 +152,7 @@ def test_majority_vote_on_real_claims_keeps_every_vote_and_ties_go_to_the_judge(
     def voter(name, client, strategy=EVAL.strategy):
         async def judge(cl):
             seen[name] = await agents.judge_factuality(
-                client, [ex.text], cl, strategy=strategy, threshold=THRESHOLD, early_exit=False
+                client, [ex.text], cl, strategy=strategy, threshold=THRESHOLD, early_exit=False, gate=0.0
             )
             return seen[name]
 

@@ -665,3 +665,51 @@ def test_early_exit_gives_every_verdict_of_asking_all_for_fewer_requests(tmp_pat
     assert decided and not any(full[k]["factual_early"] for k in judged)
     assert all((r["factual_score"] >= 0.3) == r["factual"] and r["factual_p"] is None for r in decided)
     assert sent["--early-exit"] < sent["--no-early-exit"]
+
+
+def test_the_gate_asks_the_other_text_questions_only_where_the_first_scores_at_least_it(tmp_path):
+    """The shipped questions over the claims of a real schema.org example, against the stub engine
+    (a yes or no per request): with a gate, a claim whose ``plain`` scores below it is asked
+    ``complies-ranged`` and ``plain`` only, and scores as if ``claim`` and ``extract-soft-all-near``
+    had answered 0 (``extract-other`` not applying); every other claim scores what the ungated judge
+    gives it. Each judge sees the same answers (one request cache)."""
+    from udfs.agents import prompts
+    from udfs.agents import verdicts as agents
+    from udfs.llm.client import LLMClient
+    from udfs.schemaorg.markup import parse_markup
+
+    ex = next(e for e in prompts.load_examples() if len(agents.claims_of(parse_markup(e.jsonld))) >= 8)
+    claims = [c for c in agents.claims_of(parse_markup(ex.jsonld)) if c is not None]
+    qs = ["plain", "claim", "extract-soft-all-near", "extract-other", "complies-ranged"]
+    with stub_server() as server:
+        client = LLMClient(server.url + "/v1", "stub-model", timeout_s=60, cache_path=tmp_path / "llm.sqlite")
+        try:
+
+            def judge(gate, questions=qs):
+                return client.run(
+                    agents.judge_factuality(
+                        client,
+                        [ex.text],
+                        claims,
+                        strategy="direct",
+                        threshold=0.3,
+                        early_exit=False,
+                        gate=gate,
+                        questions=questions,
+                    )
+                )
+
+            ungated, gated = judge(0.0), judge(0.2)
+            alone = {q: judge(0.0, [q]) for q in ("plain", "complies-ranged")}
+        finally:
+            client.close()
+    below = [k for k, j in enumerate(alone["plain"]) if j.score < 0.2]
+    assert below and len(below) < len(claims)
+    for k, (u, g) in enumerate(zip(ungated, gated)):
+        if k in below:
+            f = alone["complies-ranged"][k].score
+            parts = {"plain": alone["plain"][k].score, "claim": 0.0, "extract-soft-all-near": 0.0}
+            assert g.score == pytest.approx(agents.combined_score(parts | ({"complies-ranged": f} if f else {})))
+            assert g.requests == (2 if f is not None else 1) < u.requests
+        else:
+            assert (g.score, g.requests) == (u.score, u.requests)

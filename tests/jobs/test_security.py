@@ -339,6 +339,7 @@ def test_an_instruction_in_the_page_text_is_not_obeyed(service):
                     strategy=EVAL.strategy,
                     threshold=EVAL.factuality_threshold,
                     early_exit=False,
+                    gate=0.0,
                 )
             )
             for t in texts

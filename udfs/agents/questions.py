@@ -443,18 +443,19 @@ def check_questions(questions: Sequence[str], agent: str = "factuality") -> tupl
     return qs
 
 
-def questions_key(questions: Sequence[str], agent: str = "factuality") -> str:
+def questions_key(questions: Sequence[str], agent: str = "factuality", gate: float = 0.0) -> str:
     """How an agent's set of questions is named where its scores are kept (calibration layouts,
     ``udfs.scores.calibration.layout_key``; benchmark result folders): the questions joined by "+"
     ("plain" for none), and where factuality questions of both kinds are asked the text ones, "^"
-    (and), then the property ones: ``plain+claim+extract^complies-ranged``. Scores of another
-    combination are another scale, so they never share a name."""
+    (and), then the property ones: ``plain+claim+extract^complies-ranged``; a factuality ``gate``
+    after "@" where there is a text question for it to gate (``plain+claim^complies-ranged@0.2``). Scores of another combination are another
+    scale, so they never share a name."""
     qs = list(questions) or ["plain"]
     stated = [q for q in qs if not FACTUALITY[q].fits] if agent == "factuality" else qs
     fits = [q for q in qs if FACTUALITY[q].fits] if agent == "factuality" else []
-    if stated and fits:
-        return "+".join(stated) + "^" + "+".join(fits)
-    return "+".join(qs)
+    key = "+".join(stated) + "^" + "+".join(fits) if stated and fits else "+".join(qs)
+    # the gate acts only where a text question follows the first
+    return f"{key}@{gate:g}" if agent == "factuality" and gate > 0 and len(stated) > 1 else key
 
 
 def help_text(agent: str) -> str:
@@ -486,7 +487,8 @@ def identities(judge, prompts_dir: str | None = None) -> dict[str, tuple[str, st
     out = {}
     for agent in AGENTS:
         qs = judge.factuality_questions if agent == "factuality" else judge.compliance_questions
-        out[agent] = (questions_key(qs, agent), prompt_fingerprint(agent, judge.strategy, prompts_dir, qs))
+        gate = judge.factuality_gate if agent == "factuality" else 0.0
+        out[agent] = (questions_key(qs, agent, gate), prompt_fingerprint(agent, judge.strategy, prompts_dir, qs))
     return out
 
 
@@ -508,6 +510,13 @@ def add_judge_arguments(group) -> None:
         + ", ".join(q.name for q in FACTUALITY.values() if q.fits)
         + ") are asked too, the geometric mean of that mean and theirs: "
         + help_text("factuality"),
+    )
+    group.add_argument(
+        "--factuality-gate",
+        type=float,
+        help="the first factuality question about the text gates the others: they are asked only where it "
+        "scores at least this, and below it score 0 (0: every question asked of every claim); a calibration "
+        "entry is fitted for one gate",
     )
     group.add_argument(
         "--compliance-questions",

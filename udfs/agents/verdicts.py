@@ -310,6 +310,9 @@ async def _past_none(
     return scored, completions
 
 
+GATED = (0.0, None, None)  # a question not asked below the gate: it scores 0 (judge_factuality)
+
+
 def _answered(asked: dict[str, list], k: int) -> dict[str, Any]:
     """The (score, error, completion) of each question asked of the ``k``-th pending claim."""
     return {q: got[k] for q, got in asked.items() if got[k] is not NOT_ASKED}
@@ -362,6 +365,7 @@ async def judge_factuality(
     threshold: float,
     layout: str = SHARED_PREFIX,
     early_exit: bool,
+    gate: float,
     prompts_dir: str | None = None,
     questions: Sequence[str] = PLAIN,
 ) -> list[Judged]:
@@ -378,8 +382,13 @@ async def judge_factuality(
     more questions about a chunk once its verdict there is decided whatever the rest would answer
     (:func:`decided`): every verdict is the one asking every question gives, and the score is the
     :func:`combined_score` of the questions answered (``Judged.early`` marks it). Without it,
-    every question that applies is asked (what fitting a calibration needs)."""
+    every question that applies is asked (what fitting a calibration needs).
+
+    ``gate`` (0: none) is part of the judge, not a shortcut: the first question about the text gates
+    the others, which are asked only where it scores at least ``gate``; below it they score 0
+    (``extract-other``, which applies only past an answer read off, does not apply)."""
     qs = sorted((FACTUALITY[q] for q in check_questions(questions)), key=lambda q: (not q.fits, q.asks_past))
+    gating = next((q for q in qs if not q.fits), None) if gate > 0 else None
     out = [Judged(None, None) for _ in claims]
     errors: list[list[str]] = [[] for _ in claims]
     for chunk in chunks or [""]:
@@ -389,6 +398,7 @@ async def judge_factuality(
         asked: dict[str, list] = {}
         live = set(range(len(pending)))  # the claims (positions in pending) still asked
         early: set[int] = set()  # those decided before the last question
+        gated: set[int] = set()  # those below the gate: the text questions after it score 0
         for n, q in enumerate(qs):
             if early_exit:
                 done = {k for k in live if decided(_answered(asked, k), qs[n:], threshold)}
@@ -433,11 +443,20 @@ async def judge_factuality(
                 for k, i in enumerate(pending):
                     for c in completions[k]:
                         _account(out[i], c)
+            if q is gating:
+                gated = {k for k in live if asked[q.name][k][0] is not None and asked[q.name][k][0] < gate}
+                live -= gated
+        for q in qs[qs.index(gating) + 1 :] if gated else ():
+            if not q.asks_past:
+                got = asked.setdefault(q.name, [NOT_ASKED] * len(pending))
+                for k in gated:
+                    got[k] = GATED
         for k, i in enumerate(pending):
             j = out[i]
             got = _answered(asked, k)
             for _, _, c in got.values():
-                _account(j, c)
+                if c is not None:  # a score the gate gave
+                    _account(j, c)
             if not got or any(score is None for score, _, _ in got.values()):
                 errors[i] += [err or "no verdict" for score, err, _ in got.values() if score is None] or [
                     "no question applies"
@@ -524,12 +543,13 @@ def verdict_voter(
     strategy: str,
     threshold: float,
     early_exit: bool,
+    gate: float,
     prompts_dir: str | None = None,
     vocab=None,
     questions: Sequence[str] = PLAIN,
 ) -> Voter:
     """The verdict function of one voter: ``judge_factuality`` (against ``chunks``, its
-    ``early_exit``) or ``judge_compliance``, asking the agent's ``questions``, with its client,
+    ``early_exit`` and ``gate``) or ``judge_compliance``, asking the agent's ``questions``, with its client,
     strategy and threshold bound (``vocab``: where compliance reads the definitions, default
     schema.org's)."""
     if agent == "factuality":
@@ -540,6 +560,7 @@ def verdict_voter(
             strategy=strategy,
             threshold=threshold,
             early_exit=early_exit,
+            gate=gate,
             prompts_dir=prompts_dir,
             questions=questions,
         )
@@ -663,13 +684,14 @@ async def correct(
     strategy: str,
     threshold: float,
     early_exit: bool,
+    gate: float,
     max_tokens: int = 128,
     prompts_dir: str | None = None,
     questions: Sequence[str] = PLAIN,
 ) -> list[Correction]:
     """Ask for the value of each non-factual claim from the text (first chunk that states one),
     then re-verify the corrected claim with the factuality agent (the same ``questions``, so the
-    same threshold applies, and its ``early_exit``); only the flagged claim changes."""
+    same threshold applies, and its ``early_exit`` and ``gate``); only the flagged claim changes."""
     out: list[Correction | None] = [None] * len(claims)
     proposed: dict[int, str] = {}
     errors: dict[int, str] = {}
@@ -705,6 +727,7 @@ async def correct(
                 strategy=strategy,
                 threshold=threshold,
                 early_exit=early_exit,
+                gate=gate,
                 prompts_dir=prompts_dir,
                 questions=questions,
             ),

@@ -458,7 +458,7 @@ def calibrate(
                 model=model,
                 agent=agent,
                 strategy=cfg.strategy,
-                layout=cal.layout_key(questions_key(cfg.questions(agent), agent)),
+                layout=cal.layout_key(questions_key(cfg.questions(agent), agent, cfg.gate(agent))),
                 seed=seed,
                 fit_fraction=fit_fraction,
                 ground_truth_sha256=gt.sha256,

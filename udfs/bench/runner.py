@@ -182,6 +182,9 @@ class VerdictConfig:
     def questions(self, agent: str) -> list[str]:
         return self.judge.questions(agent)
 
+    def gate(self, agent: str) -> float:
+        return self.judge.settings.factuality_gate if agent == "factuality" else 0.0
+
     @property
     def name(self) -> str:
         parts = [
@@ -193,7 +196,7 @@ class VerdictConfig:
         if self.judge_model and len(self.models) > 1:
             parts.append(f"judge-{self.judge_model}")
         if (self.questions("factuality") or ["plain"]) != ["plain"]:
-            parts.append("q-" + agents.questions_key(self.questions("factuality")))
+            parts.append("q-" + agents.questions_key(self.questions("factuality"), gate=self.gate("factuality")))
         if (self.questions("compliance") or ["plain"]) != ["plain"]:
             parts.append("cq-" + "+".join(self.questions("compliance")))
         return "_".join(parts).replace("/", "-")
@@ -218,6 +221,7 @@ def _voter(cfg: VerdictConfig, agent: str, name: str, text: str | None, vocab=No
         # the bench measures the scores (AUROC, a calibration fitted on them): every question is
         # asked; the evaluation's early exit gives the same verdicts at a threshold
         early_exit=False,
+        gate=cfg.gate(agent),
         prompts_dir=cfg.prompts_dir,
         vocab=vocab,
         questions=cfg.questions(agent),

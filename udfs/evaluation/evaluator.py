@@ -282,6 +282,7 @@ class PageEvaluator:
             strategy=strategy,
             threshold=judge.threshold(agent),
             early_exit=self.cfg.early_exit,
+            gate=judge.settings.factuality_gate,
             questions=judge.questions(agent),
         )
 
@@ -459,6 +460,7 @@ class PageEvaluator:
                     strategy=strategy,
                     threshold=judge.factuality_threshold,
                     early_exit=self.cfg.early_exit,
+                    gate=judge.settings.factuality_gate,
                     questions=judge.questions("factuality"),
                 ),
             )

@@ -139,7 +139,7 @@ class ValidityConf:
 class JudgeConf:
     """The verdict agents' judge, one for every job that judges (``jobs/evaluate.py``, and
     ``jobs/agents_bench.py`` which measures it): the strategy, the questions of each agent
-    (``udfs.agents.questions``), the configured thresholds, the verdict models (empty: the
+    (``udfs.agents.questions``) and the factuality gate, the configured thresholds, the verdict models (empty: the
     service's first), the model that breaks their ties ("": none) and the calibration file whose
     matching entry gives the thresholds the configuration leaves to it
     (``udfs.scores.calibration.resolve_judge``; "": none). The jobs' flags of the same names
@@ -147,6 +147,7 @@ class JudgeConf:
 
     strategy: str
     factuality_questions: tuple[str, ...]
+    factuality_gate: float
     compliance_questions: tuple[str, ...]
     factuality_threshold: float
     compliance_threshold: float
