@@ -52,23 +52,24 @@ HARNESS_MEASURED = (
     "1k, 10k and 100k pages at 0 ms, 260,502 verdicts, quiet machine (load 0.9)"
 )
 
-# Evaluation (jobs/evaluate.py --limit 2, embedded model, the default judge: factuality plain claim
-# extract-soft-all-near extract-other complies-ranged, compliance ranged, requests in the order of
-# their text), over `make demo`'s pages with a fresh model server and an empty request cache, at
-# 1541b5b, 2026-12-06 (docs/results/demo.md). From the run's request cache, one row per request the
-# engine served with its usage (their sums are the scores' verdict_* and generation_* columns):
+# Evaluation (`make demo`'s evaluate, --limit 2, embedded model, the default judge: factuality plain
+# claim extract-soft-all-near extract-other complies-ranged with the gate at 0.1 and early exit,
+# compliance ranged, requests in the order of their text), a fresh model server and an empty request
+# cache, at 45208f3, 2026-12-06 (docs/results/demo.md). From the run's request cache, one row per
+# request the engine served with its usage (their sums are the scores' verdict_* and generation_*
+# columns):
 # the requests that carry a page's judge text (factuality's and extract's questions, both markups'),
 # and the compliance requests (no page text; 8 of the 52 are about a property both pages have, so
 # they are given for the two pages together). Text tokens are the served model's (/tokenize) of
 # pages.judge_text (what the judge reads) and pages.text (what the generator reads). A text is read
 # whole once per instruction prefix it follows: the factuality questions', extract's and, where it
-# asks, extract's listing's (the requests whose uncached tokens exceed the text's: 3 and 2).
+# asks, extract's listing's (the requests whose uncached tokens exceed the text's: 3 and 3).
 EVAL_MEASURED = [
     {
         "page": "songkick/elysianfields_1",
         "judge_text_tokens": 831,
         "gen_text_tokens": 211,
-        "text_requests": (66, 63_771, 5_394),  # served, prompt tokens, uncached prompt tokens
+        "text_requests": (48, 46_145, 4_670),  # served, prompt tokens, uncached prompt tokens
         "text_reads": 3,
         "gen": (824, 123),  # generation: prompt, completion tokens
         "triples": (18, 7),  # human markup, generated markup
@@ -77,14 +78,14 @@ EVAL_MEASURED = [
         "page": "schema.org/CreativeWork.001",
         "judge_text_tokens": 85,
         "gen_text_tokens": 85,
-        "text_requests": (95, 21_955, 3_898),
-        "text_reads": 2,
+        "text_requests": (70, 16_061, 2_824),
+        "text_reads": 3,
         "gen": (762, 65),
         "triples": (31, 5),
     },
 ]
-EVAL_COMPLIANCE_MEASURED = (52, 10_389, 4_281)  # both pages: served, prompt, uncached prompt tokens
-EVAL_CACHE_HITS_MEASURED = 40  # both pages: answers the request cache gave (no GPU work)
+EVAL_COMPLIANCE_MEASURED = (52, 10_389, 4_351)  # both pages: served, prompt, uncached prompt tokens
+EVAL_CACHE_HITS_MEASURED = 27  # both pages: answers the request cache gave (no GPU work)
 # The paper's layout (claim before the page text, no shared prefix), experiments/factuality_prefix
 # in docs/results/serving.md: 1,468 prompt tokens processed against 439 with the shared prefix, same 6 claims.
 PAPER_LAYOUT_TOKENS, SHARED_PREFIX_TOKENS = 1_468, 439
