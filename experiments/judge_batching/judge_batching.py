@@ -194,13 +194,9 @@ async def judge(items, batches, client: LLMClient, strategy: str, questions) -> 
         before = sent_so_far(client)
         claim = Claim(it["property"], it["value"], it["entity_type"], it["value_type"], tuple(it["siblings"] or ()))
         plain = await client.verdict(FACTUALITY["plain"].messages(it["text"], claim, strategy))
-        plain_at = sent_so_far(client)
-        # each shipped question alone first (what it sends is its own cost), then the shipped judge,
-        # every request of which the request cache then answers
-        alone = {}
-        for q in questions:
-            a = sent_so_far(client)
-            (j,) = await judge_factuality(
+
+        def ask(qs, it=it, claim=claim):  # every question asked, as the bench does
+            return judge_factuality(
                 client,
                 [it["text"]],
                 [claim],
@@ -208,20 +204,18 @@ async def judge(items, batches, client: LLMClient, strategy: str, questions) -> 
                 threshold=0.5,
                 early_exit=False,
                 gate=0.0,
-                questions=(q,),
+                questions=qs,
             )
-            alone[q] = j.score
+
+        plain_at = sent_so_far(client)
+        # each shipped question alone first (what it sends is its own cost), then the shipped judge,
+        # every request of which the request cache then answers
+        alone = {}
+        for q in questions:
+            a = sent_so_far(client)
+            alone[q] = (await ask((q,)))[0].score
             sent[q, "requests"] += sent_so_far(client)[0] - a[0]
-        (shipped,) = await judge_factuality(
-            client,
-            [it["text"]],
-            [claim],
-            strategy=strategy,
-            threshold=0.5,
-            early_exit=False,
-            gate=0.0,
-            questions=questions,
-        )
+        (shipped,) = await ask(questions)
         complies = alone.get("complies-ranged")
         shipped_at = sent_so_far(client)
         c = await numbered(
