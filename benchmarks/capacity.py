@@ -4,6 +4,8 @@
 
     .venv/bin/python benchmarks/capacity.py                # the tables of docs/capacity.md (Markdown)
     .venv/bin/python benchmarks/capacity.py --update-doc   # write them into docs/capacity.md
+    .venv/bin/python benchmarks/capacity.py --measure OUT  # the evaluation inputs of an evaluate run
+                                                           # into OUT (empty request cache; model served)
 """
 
 import sys

@@ -3,6 +3,8 @@ model reproduces the measured evaluation it was derived from."""
 
 from __future__ import annotations
 
+import pytest
+
 from udfs.bench import capacity
 
 
@@ -45,3 +47,41 @@ def test_csets_fit_passes_through_the_measurements():
         # Single runs on this shared 2-core machine vary by up to 10% (64M quads: 63.6 to 70.7 s in
         # four runs of one session); a cost that is not linear (a sort spilling to disk) misses by more.
         assert abs(cs["fixed_s"] + cs["core_s_per_quad"] / capacity.CSETS_CORES * q - s) / s < 0.10
+
+
+def test_measure_reads_each_pages_requests_off_an_evaluate_run(tmp_path):
+    """``benchmarks/capacity.py --measure``'s reading of a run of the demo's pages against the stub
+    engine, generation included: every request the engine answered is one row given to a page (or to
+    compliance), each page's text is counted with the tokenizer given, and a rerun whose answers all
+    come from the request cache is refused rather than measured (its scores count no requests)."""
+    import pyarrow.parquet as pq
+
+    from jobs.evaluate import EvaluateJob
+    from tests.conftest import demo_pages_table
+    from tests.evaluation.test_evaluate_parts import argv
+    from udfs.bench.stub_engine import running_stub
+
+    pages = tmp_path / "pages"
+    pq.write_table(demo_pages_table(), pages.mkdir() or pages / "part-0.parquet")
+    words = lambda text: len(text.split())  # noqa: E731 - any count: each read is compared with it
+    with running_stub() as stub:
+        run = [a for a in argv(pages, tmp_path / "out", stub.url, "--max-claims", "6") if a != "--no-generation"]
+        assert EvaluateJob(run).main() == 0
+        answered = {k: n for k, n in stub.engine.counts.items() if k != "tokenize"}
+        got = capacity.measure(tmp_path / "out", words)
+        assert EvaluateJob([*run, "--overwrite"]).main() == 0
+        # the rerun's answers all came from the request cache
+        assert {k: n for k, n in stub.engine.counts.items() if k != "tokenize"} == answered
+    scores = pq.read_table(tmp_path / "out" / "scores").to_pylist()
+    text = {p["page_url"]: p for p in demo_pages_table().to_pylist()}
+    assert {p["page"] for p in got["pages"]} == {r["page_url"] for r in scores}
+    for p in got["pages"]:
+        assert p["text_requests"][0] > 0 and p["gen"][0] > 0 and p["gen"][1] > 0
+        assert p["judge_text_tokens"] == words(text[p["page"]]["judge_text"] or text[p["page"]]["text"])
+        assert 1 <= p["text_reads"] <= p["text_requests"][0]
+    assert got["compliance"][0] > 0
+    served = sum(p["text_requests"][0] for p in got["pages"]) + got["compliance"][0]
+    assert served == sum(answered.values()) - answered["generation"] and answered["generation"] == len(got["pages"])
+    assert got["triples"] == sum(r["n_triples"] for r in scores)
+    with pytest.raises(ValueError, match="not the scores'"):
+        capacity.measure(tmp_path / "out", words)

@@ -3,8 +3,9 @@
 
     .venv/bin/python benchmarks/capacity.py                # the tables of docs/capacity.md (Markdown)
     .venv/bin/python benchmarks/capacity.py --update-doc   # write them into docs/capacity.md
+    .venv/bin/python benchmarks/capacity.py --measure OUT  # the evaluation inputs of an evaluate run
 
-No measurement runs here: every input is a named constant below with where it was measured or
+No measurement runs here (``--measure`` reads a finished run): every input is a named constant below with where it was measured or
 where it comes from, so a new measurement is one edit (the C-sets figures especially: the lead
 updates CSETS_RUNS when the engine changes) and the tables follow.
 """
@@ -419,6 +420,120 @@ def tables() -> str:
     return "\n".join(out)
 
 
+# ---- measuring an evaluate run -----------------------------------------------------------------
+
+
+def _fenced(messages: list[dict]) -> str | None:
+    """The page text a request carries: the last text between the page markers after the system
+    message (which names the markers; few-shot examples come before the page), or None."""
+    from udfs.agents.prompts import PAGE_CLOSE, PAGE_OPEN
+
+    content = "\n".join(m["content"] for m in messages if m["role"] != "system")
+    head, sep, rest = content.rpartition(PAGE_OPEN)
+    return rest.partition(PAGE_CLOSE)[0].strip("\n") if sep else None
+
+
+def measure(out: str | Path, count_tokens, prompts_dir: str | None = None) -> dict:
+    """The inputs of the token model (``EVAL_MEASURED``, ``EVAL_COMPLIANCE_MEASURED``,
+    ``EVAL_CACHE_HITS_MEASURED``) read off a finished ``jobs/evaluate.py`` run into ``out`` from an
+    empty request cache: the cache holds one row per request the engine served, with its usage.
+
+    A request is told apart by its system message: the generator's, compliance's (no page text) or
+    another that fences a page text (the factuality and extract questions). A page-text request
+    belongs to the page whose ``judge_text`` holds the text it fences (a generation request: whose
+    ``text``); it read the text whole when its uncached tokens exceed the text's
+    (``count_tokens``: the served model's tokenizer). Raises where a row belongs to no page or to
+    several, or where the rows' sums are not the ``scores`` table's ``verdict_*`` and
+    ``generation_*`` columns: the run then did not start from an empty cache, or shares it."""
+    import json
+    import sqlite3
+
+    import pyarrow.parquet as pq
+
+    from udfs.agents.prompts import load_prompt
+
+    out = Path(out)
+    run = json.loads((out / "scores" / "_run.json").read_text())
+    scores = pq.read_table(out / "scores").to_pylist()
+    urls = sorted({r["page_url"] for r in scores})
+    pages: dict[str, dict] = {}
+    for path in run["inputs"]["rows_per_file"]:
+        for r in pq.read_table(path, columns=["page_url", "judge_text", "text"]).to_pylist():
+            if r["page_url"] in urls:
+                pages[r["page_url"]] = r
+    if sorted(pages) != urls:
+        raise ValueError(f"{out}: pages of the scores not in the run's input: {sorted(set(urls) - set(pages))}")
+    system = {
+        agent: load_prompt(f"{agent}_system", prompts_dir).splitlines()[0] for agent in ("generation", "compliance")
+    }
+    per = {
+        u: {
+            "page": u,
+            "judge_text_tokens": count_tokens(pages[u]["judge_text"] or pages[u]["text"] or ""),
+            "gen_text_tokens": count_tokens(pages[u]["text"] or ""),
+            "text_requests": [0, 0, 0],
+            "text_reads": 0,
+            "gen": [0, 0],
+            "triples": tuple(
+                sum(r["n_triples"] for r in scores if r["page_url"] == u and (r["source"] == "human") == human)
+                for human in (True, False)
+            ),
+        }
+        for u in urls
+    }
+    compliance = [0, 0, 0]
+    db = sqlite3.connect(f"file:{out / 'cache' / 'llm.sqlite'}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT request, response FROM responses").fetchall()
+    finally:
+        db.close()
+    for request, response in rows:
+        messages = json.loads(request)["messages"]
+        usage = json.loads(response)["usage"]
+        prompt = usage["prompt_tokens"]
+        uncached = prompt - ((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        if messages[0]["content"].startswith(system["compliance"]):
+            compliance = [compliance[0] + 1, compliance[1] + prompt, compliance[2] + uncached]
+            continue
+        generation = messages[0]["content"].startswith(system["generation"])
+        text = _fenced(messages)
+        column = "text" if generation else "judge_text"
+        owners = [u for u in urls if text and text in (pages[u][column] or pages[u]["text"] or "")]
+        if len(owners) != 1:
+            raise ValueError(f"{out}: a request served belongs to {len(owners)} of the run's pages: {text!r:.80}")
+        page = per[owners[0]]
+        if generation:
+            page["gen"] = [page["gen"][0] + prompt, page["gen"][1] + usage["completion_tokens"]]
+            continue
+        n, p, c = page["text_requests"]
+        page["text_requests"] = [n + 1, p + prompt, c + uncached]
+        page["text_reads"] += uncached > page["judge_text_tokens"]
+    served = sum(p["text_requests"][0] for p in per.values()) + compliance[0]
+    sums = {k: sum(r[k] or 0 for r in scores) for k in scores[0] if k.startswith(("verdict_", "generation_"))}
+    got = {
+        "verdict_requests": served,
+        "verdict_prompt_tokens": sum(p["text_requests"][1] for p in per.values()) + compliance[1],
+        "verdict_uncached_prompt_tokens": sum(p["text_requests"][2] for p in per.values()) + compliance[2],
+        "generation_prompt_tokens": sum(p["gen"][0] for p in per.values()),
+        "generation_completion_tokens": sum(p["gen"][1] for p in per.values()),
+    }
+    # verdict_requests counts every answer the verdicts used; the request cache gave verdict_cache_hits
+    want = {k: sums[k] for k in ("verdict_prompt_tokens", "generation_prompt_tokens", "generation_completion_tokens")}
+    want["verdict_requests"] = sums["verdict_requests"] - sums["verdict_cache_hits"]
+    want["verdict_uncached_prompt_tokens"] = sums["verdict_prompt_tokens"] - sums["verdict_cached_prompt_tokens"]
+    if got != want:
+        raise ValueError(f"{out}: the request cache's rows {got} are not the scores' {want}")
+    triples = sum(sum(p["triples"]) for p in per.values())
+    return {
+        "pages": [{k: tuple(v) if isinstance(v, list) else v for k, v in p.items()} for p in per.values()],
+        "compliance": tuple(compliance),
+        "cache_hits": sums["verdict_cache_hits"],
+        "triples": triples,
+        "sent_per_triple": served / triples,
+        "uncached_per_triple": got["verdict_uncached_prompt_tokens"] / triples,
+    }
+
+
 DOC = PROJECT_ROOT / "docs" / "capacity.md"
 BEGIN, END = "<!-- tables: benchmarks/capacity.py -->", "<!-- end of tables -->"
 
@@ -437,8 +552,32 @@ def main(argv: list[str] | None = None) -> int:
     """``benchmarks/capacity.py``: print the tables, or write them into docs/capacity.md."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--update-doc", action="store_true", help=f"write the tables into {DOC} instead of printing them")
+    ap.add_argument(
+        "--measure",
+        metavar="OUT",
+        help="print the token model's measured inputs (EVAL_MEASURED and the rest) read off a finished "
+        "jobs/evaluate.py run into OUT that started from an empty request cache; the served model's "
+        "tokenizer counts the page texts",
+    )
+    ap.add_argument("--base-url", help="the served model for --measure (default: as jobs/evaluate.py resolves it)")
     args = ap.parse_args(argv)
-    if args.update_doc:
+    if args.measure:
+        from pprint import pformat
+
+        from udfs.llm.chunking import ServedTokenizer
+        from udfs.llm.serving.config import client_base_url
+
+        tokenizer = ServedTokenizer(client_base_url(args.base_url))
+        got = measure(args.measure, lambda text: len(tokenizer.token_bytes(text)) if text else 0)
+        print(f"# {args.measure}, tokens by {tokenizer.kind}")
+        print(f"EVAL_MEASURED = {pformat(got['pages'], sort_dicts=False)}")
+        print(f"EVAL_COMPLIANCE_MEASURED = {got['compliance']}")
+        print(f"EVAL_CACHE_HITS_MEASURED = {got['cache_hits']}")
+        print(
+            f"# {got['triples']} triples: {got['sent_per_triple']:.2f} requests sent and "
+            f"{got['uncached_per_triple']:.0f} uncached prompt tokens per triple"
+        )
+    elif args.update_doc:
         update_doc()
         print(f"updated {DOC}")
     else:
