@@ -578,15 +578,19 @@ def test_a_verdict_decided_early_holds_whatever_the_questions_left_would_answer(
     from udfs.agents.questions import FACTUALITY
     from udfs.agents.verdicts import decided
 
-    order = ["complies-ranged", "plain", "claim", "extract-soft-all-near", "extract-other"]
+    questions = ["complies-ranged", "plain", "claim", "extract-soft-all-near", "extract-other"]
     rng = random.Random(7)
     seen = collections.Counter()
-    for _ in range(3000):
+    for _ in range(6000):
+        # the question about the property anywhere: first, or after the first text question (the
+        # judge's order), or last
+        order = questions[1:]
+        order.insert(rng.choice([0, 1, len(order)]), "complies-ranged")
         threshold = rng.choice([0.287, 0.5, 0.1])
         n = rng.randint(1, len(order))
-        asked = {q: (rng.choice([0.0, 0.01, 0.5, 0.99, 1.0, rng.random()]), None, None) for q in order[:n]}
+        asked = {q: (rng.choice([0.0, 0.01, 0.05, 0.5, 0.99, 1.0, rng.random()]), None, None) for q in order[:n]}
         if rng.random() < 0.2:  # a property schema.org does not define: complies-ranged does not apply
-            asked.pop("complies-ranged")
+            asked.pop("complies-ranged", None)
         rest = [FACTUALITY[q] for q in order[n:]]
         if not decided(asked, rest, threshold):
             assert rest, "with every question answered the verdict is known"
@@ -600,6 +604,7 @@ def test_a_verdict_decided_early_holds_whatever_the_questions_left_would_answer(
                 sides.add(agents.combined_score(scores) >= threshold)
         assert len(sides) <= 1
         seen["decided" if rest else "complete"] += 1
-    assert seen["decided"] > 100 and seen["open"] > 100
+        seen["decided, fits left"] += any(q.fits for q in rest)
+    assert seen["decided"] > 100 and seen["open"] > 100 and seen["decided, fits left"] > 20
     # one answer without a score leaves the claim unscored about the chunk whatever follows
     assert decided({"plain": (None, "timeout", None)}, [FACTUALITY["claim"]], 0.5)

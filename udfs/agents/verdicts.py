@@ -325,17 +325,19 @@ def decided(answered: dict[str, Any], rest: Sequence[Any], threshold: float) -> 
     else the :func:`combined_score` is at or above ``threshold`` with every question of ``rest``
     applying and scoring 0, or below it with each scoring 1. Both bounds are exact: the mean of the
     text questions' scores is lowest with the most zeros added and highest with the most ones, and
-    the score rises with that mean."""
+    the score rises with that mean. While a question about the property (``fits``) is left, only a
+    fail is settled: it may score 0, and at most it lifts the text questions' mean m to sqrt(m)."""
     if any(score is None for score, _, _ in answered.values()):
         return True
-    if any(q.fits for q in rest):  # asked first (judge_factuality): nothing is bounded before them
-        return False
     stated = [s for q, (s, _, _) in answered.items() if not FACTUALITY[q].fits]
     fits = [s for q, (s, _, _) in answered.items() if FACTUALITY[q].fits]
-    n = len(stated) + len(rest)
+    stated_left = sum(1 for q in rest if not q.fits)
+    n = len(stated) + stated_left
+    if any(q.fits for q in rest):
+        return n > 0 and math.sqrt((sum(stated) + stated_left) / n) < threshold
     if n == 0:
         return True
-    low, high = sum(stated) / n, (sum(stated) + len(rest)) / n
+    low, high = sum(stated) / n, (sum(stated) + stated_left) / n
     if fits:
         f = sum(fits) / len(fits)
         low, high = math.sqrt(low * f), math.sqrt(high * f)
@@ -378,17 +380,23 @@ async def judge_factuality(
     states; the variants ask their ``again`` requests only where that answer is none of a value the
     chunk states); a question without an answer leaves the chunk unscored.
 
-    The questions about the property (``fits``) go first. With ``early_exit`` a claim is asked no
-    more questions about a chunk once its verdict there is decided whatever the rest would answer
+    The first question about the text goes first, then the questions about the property (``fits``),
+    then the other questions about the text. With ``early_exit`` a claim is asked no more questions
+    about a chunk once its verdict there is decided whatever the rest would answer
     (:func:`decided`): every verdict is the one asking every question gives, and the score is the
-    :func:`combined_score` of the questions answered (``Judged.early`` marks it). Without it,
-    every question that applies is asked (what fitting a calibration needs).
+    :func:`combined_score` of the questions answered (``Judged.early`` marks it); a claim the gate
+    leaves no chance is not asked about the property. Without it, every question that applies is
+    asked (what fitting a calibration needs).
 
     ``gate`` (0: none) is part of the judge, not a shortcut: the first question about the text gates
-    the others, which are asked only where it scores at least ``gate``; below it they score 0
-    (``extract-other``, which applies only past an answer read off, does not apply)."""
+    the others about the text, which are asked only where it scores at least ``gate``; below it they
+    score 0 (``extract-other``, which applies only past an answer read off, does not apply)."""
     qs = sorted((FACTUALITY[q] for q in check_questions(questions)), key=lambda q: (not q.fits, q.asks_past))
-    gating = next((q for q in qs if not q.fits), None) if gate > 0 else None
+    first = next((q for q in qs if not q.fits), None)
+    if first is not None:
+        qs.remove(first)
+        qs.insert(0, first)
+    gating = first if gate > 0 else None
     out = [Judged(None, None) for _ in claims]
     errors: list[list[str]] = [[] for _ in claims]
     for chunk in chunks or [""]:
@@ -399,13 +407,23 @@ async def judge_factuality(
         live = set(range(len(pending)))  # the claims (positions in pending) still asked
         early: set[int] = set()  # those decided before the last question
         gated: set[int] = set()  # those below the gate: the text questions after it score 0
+
+        def left(k: int, n: int) -> tuple[dict[str, Any], list]:
+            """The answers of the ``k``-th claim and the questions it may still be asked, from the ``n``-th."""
+            got, rest = _answered(asked, k), qs[n:]
+            if k in gated:
+                got |= {q.name: GATED for q in rest if not q.fits and not q.asks_past}
+                rest = [q for q in rest if q.fits]
+            return got, rest
+
         for n, q in enumerate(qs):
             if early_exit:
-                done = {k for k in live if decided(_answered(asked, k), qs[n:], threshold)}
+                done = {k for k in live if decided(*left(k, n), threshold)}
                 early |= done
                 live -= done
             if not live:
                 break
+            asks = live if q.fits else live - gated
             if q.asks_past:
                 read = next((asked[a.name] for a in FACTUALITY.values() if a.reads_value and a.name in asked), None)
                 if read is None:  # none of them among the questions: extract-soft's request, for the answer alone
@@ -413,7 +431,7 @@ async def judge_factuality(
                     read = await soft.answer.scores(
                         client,
                         [
-                            soft.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) if k in live else None
+                            soft.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) if k in asks else None
                             for k, i in enumerate(pending)
                         ],
                         [claims[i] for i in pending],
@@ -427,12 +445,12 @@ async def judge_factuality(
                     for (_, _, c), i in zip(read, pending)
                 ]
                 messages = [
-                    q.messages(chunk, claims[i], strategy, prompts_dir, p, layout=layout) if k in live else None
+                    q.messages(chunk, claims[i], strategy, prompts_dir, p, layout=layout) if k in asks else None
                     for k, (i, p) in enumerate(zip(pending, past))
                 ]
             else:
                 messages = [
-                    q.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) if k in live else None
+                    q.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) if k in asks else None
                     for k, i in enumerate(pending)
                 ]
             asked[q.name] = await q.answer.scores(client, messages, [claims[i] for i in pending], chunk)
@@ -445,9 +463,8 @@ async def judge_factuality(
                         _account(out[i], c)
             if q is gating:
                 gated = {k for k in live if asked[q.name][k][0] is not None and asked[q.name][k][0] < gate}
-                live -= gated
         for q in qs[qs.index(gating) + 1 :] if gated else ():
-            if not q.asks_past:
+            if not q.asks_past and not q.fits:
                 got = asked.setdefault(q.name, [NOT_ASKED] * len(pending))
                 for k in gated:
                     got[k] = GATED
