@@ -53,15 +53,16 @@ HARNESS_MEASURED = (
     "1k, 10k and 100k pages at 0 ms, 260,502 verdicts, quiet machine (load 0.9)"
 )
 
-# Evaluation (`make demo`'s evaluate, --limit 2, embedded model, the default judge: factuality plain
+# Evaluation (`make demo`'s pages, --limit 2, embedded model, the default judge: factuality plain
 # claim extract-soft-all-near extract-other complies-ranged with the gate at 0.1 and early exit,
-# compliance ranged, requests in the order of their text), a fresh model server and an empty request
-# cache, at 45208f3, 2026-12-06 (docs/results/demo.md). From the run's request cache, one row per
-# request the engine served with its usage (their sums are the scores' verdict_* and generation_*
-# columns):
-# the requests that carry a page's judge text (factuality's and extract's questions, both markups'),
-# and the compliance requests (no page text; 8 of the 52 are about a property both pages have, so
-# they are given for the two pages together). Text tokens are the served model's (/tokenize) of
+# `plain` asked first, compliance ranged, requests in the order of their text), a fresh model server
+# and an empty request cache, at 7f2da5d, 2026-12-06 (docs/results/demo.md):
+#     python jobs/evaluate.py --input $OUT/pages --output $OUT/run --limit 2
+#     python benchmarks/capacity.py --measure $OUT/run    (``measure``)
+# From the run's request cache, one row per request the engine served with its usage (their sums
+# are the scores' verdict_* and generation_* columns): the requests that carry a page's judge text
+# (factuality's and extract's questions, both markups'), and the compliance requests (no page
+# text, so given for the two pages together). Text tokens are the served model's (/tokenize) of
 # pages.judge_text (what the judge reads) and pages.text (what the generator reads). A text is read
 # whole once per instruction prefix it follows: the factuality questions', extract's and, where it
 # asks, extract's listing's (the requests whose uncached tokens exceed the text's: 3 and 3).
@@ -79,14 +80,14 @@ EVAL_MEASURED = [
         "page": "schema.org/CreativeWork.001",
         "judge_text_tokens": 85,
         "gen_text_tokens": 85,
-        "text_requests": (70, 16_061, 2_824),
+        "text_requests": (73, 16_733, 2_931),
         "text_reads": 3,
         "gen": (762, 65),
         "triples": (31, 5),
     },
 ]
-EVAL_COMPLIANCE_MEASURED = (52, 10_389, 4_351)  # both pages: served, prompt, uncached prompt tokens
-EVAL_CACHE_HITS_MEASURED = 27  # both pages: answers the request cache gave (no GPU work)
+EVAL_COMPLIANCE_MEASURED = (42, 8_520, 3_696)  # both pages: served, prompt, uncached prompt tokens
+EVAL_CACHE_HITS_MEASURED = 28  # both pages: answers the request cache gave (no GPU work)
 # The paper's layout (claim before the page text, no shared prefix), experiments/factuality_prefix
 # in docs/results/serving.md: 1,468 prompt tokens processed against 439 with the shared prefix, same 6 claims.
 PAPER_LAYOUT_TOKENS, SHARED_PREFIX_TOKENS = 1_468, 439
@@ -433,6 +434,13 @@ def _fenced(messages: list[dict]) -> str | None:
     return rest.partition(PAGE_CLOSE)[0].strip("\n") if sep else None
 
 
+def _holds(page: str, text: str, width: int = 40) -> bool:
+    """Whether most of ``text`` (a chunk of the page, or the generator's cut of it, which marks its
+    cuts with "...") is in ``page``: more than half of its ``width``-character pieces are."""
+    pieces = [text[i : i + width] for i in range(0, max(1, len(text) - width + 1), width // 2)]
+    return sum(p in page for p in pieces) * 2 > len(pieces)
+
+
 def measure(out: str | Path, count_tokens, prompts_dir: str | None = None) -> dict:
     """The inputs of the token model (``EVAL_MEASURED``, ``EVAL_COMPLIANCE_MEASURED``,
     ``EVAL_CACHE_HITS_MEASURED``) read off a finished ``jobs/evaluate.py`` run into ``out`` from an
@@ -498,7 +506,7 @@ def measure(out: str | Path, count_tokens, prompts_dir: str | None = None) -> di
         generation = messages[0]["content"].startswith(system["generation"])
         text = _fenced(messages)
         column = "text" if generation else "judge_text"
-        owners = [u for u in urls if text and text in (pages[u][column] or pages[u]["text"] or "")]
+        owners = [u for u in urls if text and _holds(pages[u][column] or pages[u]["text"] or "", text)]
         if len(owners) != 1:
             raise ValueError(f"{out}: a request served belongs to {len(owners)} of the run's pages: {text!r:.80}")
         page = per[owners[0]]
