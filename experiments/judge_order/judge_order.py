@@ -12,7 +12,7 @@ question about the text gates the others), and ``extract-other`` follows a quest
 the value off. Counts are questions, not requests: a question that asks again
 (``extract-soft-all-near``) counts once, and answers the request cache gives count as asked.
 
-    python experiments/judge_order/judge_order.py --input $OUT/pages --output $OUT/judge_order --limit 2
+    python experiments/judge_order/judge_order.py --input $OUT/pages --output $OUT/judge_order --limit 2 [--answers FILE]
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         "--output", required=True, help="the evaluate run's output root (replaced; its request cache is reused)"
     )
     ap.add_argument("--limit", default="2", help="pages evaluated (jobs/evaluate.py --limit)")
+    ap.add_argument("--answers", help="also write each claim's recorded answers here (JSON lines: question -> score)")
     a = ap.parse_args(argv)
     answers = record_answers(
         [
@@ -87,10 +88,13 @@ def main(argv: list[str] | None = None) -> int:
             "--overwrite",
         ]
     )
+    if a.answers:
+        Path(a.answers).write_text("".join(json.dumps(v) + "\n" for v in answers))
     judge = json.loads((Path(a.output) / "scores" / "_run.json").read_text())["evaluation"]["judge"]
     threshold, gate = judge["factuality_threshold"], judge["settings"]["factuality_gate"]
     shipped = judge["settings"]["factuality_questions"]
     stated = [q for q in shipped if not FACTUALITY[q].fits]
+    shipped_order = [stated[0], *[q for q in shipped if FACTUALITY[q].fits], *stated[1:]]
     rows, fewest = [], [None] * len(answers)
     for order in itertools.permutations(shipped):
         order = list(order)
@@ -114,6 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     # a bound on any order, even one chosen per claim knowing its answers
     best = sum(fewest)
     print(f"| each claim's own best order (a bound) | | | {best} | {best / len(answers):.2f} |")
+    # a floor for any judge that asks plain and complies-ranged of each claim the gate lets past
+    # (another judge, with verdicts of its own): every claim stops after them
+    two = sum(min(len(replay(shipped_order, v, threshold, gate)[0]), 2) for v in answers)
+    print(
+        f"| `plain` and `complies-ranged` only (a floor; not these verdicts) | | | {two} | {two / len(answers):.2f} |"
+    )
     return 0
 
 
