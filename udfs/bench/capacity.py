@@ -5,9 +5,10 @@
     .venv/bin/python benchmarks/capacity.py --update-doc   # write them into docs/capacity.md
     .venv/bin/python benchmarks/capacity.py --measure OUT  # the evaluation inputs of an evaluate run
 
-No measurement runs here (``--measure`` reads a finished run): every input is a named constant below with where it was measured or
-where it comes from, so a new measurement is one edit (the C-sets figures especially: the lead
-updates CSETS_RUNS when the engine changes) and the tables follow.
+No measurement runs here (``--measure`` reads a finished run): every input is a named constant
+below with where it was measured or where it comes from, so a new measurement is one edit (the
+C-sets figures especially: the lead updates CSETS_RUNS when the engine changes) and the tables
+follow.
 """
 
 from __future__ import annotations
