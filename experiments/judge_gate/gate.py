@@ -39,11 +39,18 @@ def per_question(runs: Path) -> dict[str, dict[str, float | None]]:
     return out
 
 
-def gated_score(scores: dict[str, float | None], gate: float) -> float | None:
-    """The shipped judge's score of an item under ``gate`` (0: the ungated judge)."""
+def gated_answers(scores: dict[str, float | None], gate: float) -> dict[str, float]:
+    """The answers the shipped judge combines under ``gate`` (0: the ungated judge): those that
+    apply, and below the gate its zeros."""
     s = {q: v for q, v in scores.items() if v is not None}
     if gate > 0 and s.get("plain") is not None and s["plain"] < gate:
         s = {q: v for q, v in s.items() if q != "extract-other"} | dict.fromkeys(GATED, 0.0)
+    return s
+
+
+def gated_score(scores: dict[str, float | None], gate: float) -> float | None:
+    """The shipped judge's score of an item under ``gate`` (0: the ungated judge)."""
+    s = gated_answers(scores, gate)
     return combined_score(s) if s else None
 
 
@@ -71,21 +78,31 @@ def f1s(items: list[dict], scores: dict[str, float | None], threshold: float) ->
     return out
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def per_question_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags naming the per-question runs and the items they answered (see :func:`answered`)."""
     p.add_argument("--ground-truth", required=True, help="the agents bench's ground truth folder")
     p.add_argument("--runs", required=True, help="folder of the per-question runs on the calibration items")
     p.add_argument("--held-out", default="", help="folder of the per-question runs on --held-out-after 400")
-    p.add_argument("--gates", type=float, nargs="+", default=[0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5])
     p.add_argument("--limit", type=int, default=400)
     p.add_argument("--held-out-limit", type=int, default=200)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--fit-fraction", type=float, default=0.5)
-    a = p.parse_args()
+
+
+def answered(a: argparse.Namespace) -> tuple[list[dict], dict, list[dict], dict]:
+    """(calibration items, their answers, held-out items, theirs) named by the flags of
+    :func:`per_question_arguments`; no held-out runs: both empty."""
     items = items_of(a.ground_truth, a.limit, a.seed, a.fit_fraction)
-    answers = per_question(Path(a.runs))
     held = items_of(a.ground_truth, a.held_out_limit, a.seed, a.fit_fraction, a.limit) if a.held_out else []
-    held_answers = per_question(Path(a.held_out)) if a.held_out else {}
+    return items, per_question(Path(a.runs)), held, per_question(Path(a.held_out)) if a.held_out else {}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    per_question_arguments(p)
+    p.add_argument("--gates", type=float, nargs="+", default=[0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5])
+    a = p.parse_args()
+    items, answers, held, held_answers = answered(a)
     fit = [it for it in items if it["split"] == "fit"]
     test = [it for it in items if it["split"] == "test"]
     print(f"{len(items)} calibration items ({len(fit)} fit, {len(test)} test); {len(held)} held-out items")
