@@ -4,9 +4,9 @@
 The shipped judge asks ``plain``, then ``complies-ranged``, then the other text questions, and
 stops only where the verdict is decided whatever the rest would answer (early exit: the same
 verdicts as asking everything). A cascade stops earlier, with verdicts of its own: after the
-first two questions a claim whose partial score sqrt(plain * complies-ranged) (``combined_score``
-of the two) is below ``lo`` or at least ``hi`` is asked nothing more and keeps that score, and only
-the claims in between are asked the rest. This script replays every band on recorded answers: the
+first two questions a claim past the gate whose partial score sqrt(plain * complies-ranged)
+(``combined_score`` of the two) is below ``lo`` or at least ``hi`` is asked nothing more and keeps
+that score, and only the claims in between are asked the rest. This script replays every band on recorded answers: the
 per-question runs of the agents bench (experiments/judge_gate's commands: each question of the
 shipped judge asked of every item, one request cache) for F1 on the fit, test and held-out items,
 and optionally the demo's claims (experiments/judge_order ``--answers``) for the questions asked
