@@ -22,10 +22,9 @@ import itertools
 import json
 from pathlib import Path
 
+from experiments.judge_gate.gate import GATED  # score 0 below the gate; extract-other does not apply
 from udfs.agents import verdicts
 from udfs.agents.questions import FACTUALITY
-
-GATED = ("claim", "extract-soft-all-near")  # score 0 below the gate; extract-other does not apply
 
 
 def record_answers(argv: list[str]) -> list[dict[str, float]]:

@@ -391,12 +391,10 @@ async def judge_factuality(
     ``gate`` (0: none) is part of the judge, not a shortcut: the first question about the text gates
     the others about the text, which are asked only where it scores at least ``gate``; below it they
     score 0 (``extract-other``, which applies only past an answer read off, does not apply)."""
-    qs = sorted((FACTUALITY[q] for q in check_questions(questions)), key=lambda q: (not q.fits, q.asks_past))
-    first = next((q for q in qs if not q.fits), None)
-    if first is not None:
-        qs.remove(first)
-        qs.insert(0, first)
-    gating = first if gate > 0 else None
+    given = [FACTUALITY[q] for q in check_questions(questions)]
+    stated = sorted((q for q in given if not q.fits), key=lambda q: q.asks_past)
+    qs = stated[:1] + [q for q in given if q.fits] + stated[1:]
+    gating = stated[0] if stated and gate > 0 else None
     out = [Judged(None, None) for _ in claims]
     errors: list[list[str]] = [[] for _ in claims]
     for chunk in chunks or [""]:
