@@ -1,34 +1,43 @@
-"""Can the vocabulary answer the compliance question where a property's range decides it?
+"""Can the property's range answer the question about the property where it decides?
 (experiments/vocabulary_compliance/README.md)
 
-The judge asked ``complies-ranged`` of every claim past the gate: one request and about 70
-uncached prompt tokens per claim, with no page text to share. Where a property's range holds
-datatypes and no Text (``startDate``: Date or DateTime; ``reviewCount``: Integer), a fitting value
-is one of those datatypes' lexical forms, which a rule reads exactly
-(:func:`udfs.schemaorg.ranges.range_fits`); and a property whose definition admits any text
-(``name``: "The name of the item.", the bench's ``GENERIC_PROPERTIES``) might be taken to fit every
-value. This script replays, on answers recorded with every claim asked, judges whose
-``complies-ranged`` answer is a rule's where the rule decides (1: fits, 0: does not), so the
-question is not asked of those claims:
+The judge asks ``complies-ranged`` of every claim past the gate: one request and about 70 uncached
+prompt tokens a claim, with no page text to share. Where a property's range holds datatypes and no
+Text (``startDate``: Date or DateTime; ``reviewCount``: Integer; ``url``: URL), whether a value
+fits is a reading of its lexical form (:func:`range_fits`). This script replays, on answers
+recorded with every question asked, judges that take the range's answer instead of asking where it
+decides: 0 where the value is not of the range's datatypes (no question at all: the score is 0),
+and where it is, one of
 
-* ``range``: ``range_fits``, the judge's since;
-* ``range+generic``: also 1 for the generic properties.
+* ``1``: the question answered "fits" for sure;
+* ``not applying``: the question left out, as for a property schema.org does not define (the
+  claim's score is the text questions' mean);
+* ``fit positives' median``: the model's median ``complies-ranged`` answer over the fit split's
+  positives (a constant fitted with the threshold);
+
+and, for comparison, ``1`` for the generic properties too (``name``: "The name of the item.", the
+bench's ``GENERIC_PROPERTIES``, which its compliance negatives leave out).
 
 The answers are the per-question runs of the agents bench (experiments/judge_gate's commands) for
 F1 on the fit, test and held-out items, and the demo's claims (experiments/judge_order
-``--answers``, with the demo's ``triples`` table for their properties and values, in the same
-order) for the questions asked on real pages. Each judge's threshold is fitted on the fit split as
-``calibrate`` fits an entry; questions are counted with early exit at it (a rule's answer is not a
-question: a claim whose value fails its range is decided with none).
+``--answers``, with the same run's ``triples`` table for their properties and values, in the same
+order) for the questions asked on real pages and the verdicts that change. Each judge's threshold
+is fitted on the fit split as ``calibrate`` fits an entry; questions are counted with early exit at
+it (the range's answer is no question). ``--check`` first compares :func:`range_fits` with Python's
+own readers of the datatypes over the literals of schema.org's examples.
 
-    python experiments/vocabulary_compliance/vocabulary_compliance.py --ground-truth $OUT/agents_bench/ground_truth \
-        --runs $OUT/gate --held-out $OUT/held [--demo-answers answers.jsonl --demo-triples $OUT/demo_run/triples]
+    python experiments/vocabulary_compliance/vocabulary_compliance.py --check --ground-truth $OUT/agents_bench/ground_truth \\
+        --runs $OUT/gate --held-out $OUT/held --demo-answers $OUT/answers.jsonl --demo-triples $OUT/judge_order/triples
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
+import re
+import statistics
+import urllib.parse
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -36,35 +45,100 @@ import pyarrow.parquet as pq
 from experiments.judge_cascade.cascade import ORDER
 from experiments.judge_gate.gate import answered, f1s, gated_answers, per_question_arguments
 from experiments.judge_order.judge_order import replay
+from udfs.agents import prompts
 from udfs.agents.verdicts import combined_score
 from udfs.bench.groundtruth import GENERIC_PROPERTIES
-from udfs.bench.runner import VALUE_KINDS
-from udfs.schemaorg.ranges import LITERAL, range_fits
+from udfs.schemaorg.markup import Literal, MarkupError, parse_markup
+from udfs.schemaorg.shapes import ABSOLUTE_URL, LITERAL_FAMILIES, build_model
 from udfs.scores import calibration as cal
 
-RULES = ("range", "range+generic")
+# Lexical forms as markup writes them, looser than the strict SHACL reading's (which also checks
+# the RDF datatype): JSON-LD numbers often come as strings ("224"), dates at ISO 8601's reduced
+# precision ("1998", as schema.org's examples write them), and a date where a date-time is asked.
+_NUMBER = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_DAY = r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
+LEXICAL_FORMS = {
+    f: re.compile(p)
+    for f, p in {
+        **{f: p for f, (_, p) in LITERAL_FAMILIES.items() if p},
+        "Integer": r"^[+-]?[0-9]+$",
+        "Number": _NUMBER,
+        "Float": _NUMBER,
+        "Boolean": r"^(?i:true|false)$",
+        "Date": r"^[0-9]{4}(-(0[1-9]|1[0-2]))?$|" + _DAY,
+        "DateTime": f"(?:{LITERAL_FAMILIES['DateTime'][1]})|(?:{_DAY})",
+        "URL": ABSOLUTE_URL,
+    }.items()
+}
+NODE_KINDS = {"entity", "node"}  # the bench's and the triples table's value kinds of a node of the markup
 
 
-def rule_answer(rule: str, prop: str, value: str, value_kind: str) -> float | None:
-    """A rule's ``complies-ranged`` answer for one ground-truth item (its property, value and
-    value kind), or None where the question is asked: ``range``, the judge's
-    (:func:`udfs.schemaorg.ranges.range_fits`); ``range+generic``, also 1 for the generic properties."""
-    if rule == "range+generic" and prop in GENERIC_PROPERTIES:
-        return 1.0
-    fits = range_fits(prop, value, VALUE_KINDS.get(value_kind, LITERAL))
-    return None if fits is None else float(fits)
+def range_fits(prop: str, text: str, kind: str) -> bool | None:
+    """Whether a value fits ``prop`` where the range alone decides, else None: only a range with
+    datatypes and no Text decides; a literal of one of their lexical forms fits, an IRI fits where
+    URL is in the range, another literal does not unless the range also takes a URL (a relative
+    reference) or an entity type (the literal may name it); a node is left to the model."""
+    spec = build_model().ranges.get(prop)
+    if spec is None or not spec.literal_families or "Text" in spec.literal_families or kind in NODE_KINDS:
+        return None
+    if kind == "iri":
+        return True if spec.link else None
+    if any(LEXICAL_FORMS[f].search(text.strip()) for f in spec.literal_families):
+        return True
+    return None if spec.link or spec.isa else False
 
 
-def judged(answers: dict[str, float], rule_fits: float | None, threshold: float, gate: float) -> tuple[int, float]:
-    """(questions asked, score) of one claim under early exit; ``rule_fits``: the rule's answer
-    to ``complies-ranged`` (known before any question), None: the shipped judge's."""
-    if rule_fits is None:
-        asked, _ = replay(list(ORDER), answers, threshold, gate)
-        return len(asked), combined_score(answers)
-    answers = answers | {"complies-ranged": rule_fits}
-    order = ["complies-ranged", *(q for q in ORDER if q != "complies-ranged")]
-    asked, _ = replay(order, answers, threshold, gate)
-    return len(asked) - ("complies-ranged" in asked), combined_score(answers)
+def python_reads(family: str, text: str) -> bool:
+    """Whether Python's standard library reads ``text`` as a value of a schema.org datatype
+    (Time in schema.org's form, hh:mm[:ss])."""
+    parsers = {
+        "Integer": [int],
+        "Number": [float],
+        "Float": [float],
+        "Boolean": [lambda t: {"true": 1, "false": 0}[t.lower()]],
+        "Date": [
+            dt.date.fromisoformat,
+            lambda t: dt.datetime.strptime(t, "%Y-%m"),
+            lambda t: dt.datetime.strptime(t, "%Y"),
+        ],
+        "DateTime": [dt.datetime.fromisoformat],
+        "Time": [lambda t: dt.time.fromisoformat(t if ":" in t else "no colon")],
+        "URL": [lambda t: urllib.parse.urlsplit(t).scheme or int("no scheme")],
+    }[family]
+    for parse in parsers:
+        try:
+            parse(text)
+            return text.lower() not in ("nan", "inf", "-inf", "infinity")
+        except (ValueError, KeyError):
+            continue
+    return False
+
+
+def check() -> None:
+    """range_fits against Python's readers: every literal of a datatype-only property in schema.org's
+    examples, judged against every such property (its own and swapped, as the bench swaps values)."""
+    ranges = build_model().ranges
+    values = set()
+    for ex in prompts.load_examples():
+        try:
+            markup = parse_markup(ex.jsonld)
+        except MarkupError:
+            continue
+        for t in markup.triples():
+            spec = ranges.get(t.property)
+            if isinstance(t.value, Literal) and spec and spec.literal_families and "Text" not in spec.literal_families:
+                values.add((t.property, t.value.text.strip()))
+    own = sum(range_fits(p, t, "literal") is True for p, t in values)
+    pairs = agree = 0
+    for prop in sorted({p for p, _ in values}):
+        spec = ranges[prop]
+        for text in sorted({t for _, t in values}):
+            reads = any(python_reads(f, text) for f in spec.literal_families)
+            expected = True if reads else (None if spec.link or spec.isa else False)
+            pairs += 1
+            agree += range_fits(prop, text, "literal") is expected
+    print(f"the examples' {len(values)} literals of datatype-only properties: {own} fit their own property; ")
+    print(f"against every such property, {agree} of {pairs} pairs as Python's readers say")
 
 
 def main() -> None:
@@ -73,58 +147,98 @@ def main() -> None:
     p.add_argument("--demo-answers", default="", help="judge_order.py --answers of the demo's claims")
     p.add_argument("--demo-triples", default="", help="the same run's triples table (properties and values)")
     p.add_argument("--gate", type=float, default=0.1, help="[judge] factuality_gate")
+    p.add_argument("--check", action="store_true", help="first compare range_fits with Python's readers")
     a = p.parse_args()
+    if a.check:
+        check()
     items, answers, held, held_answers = answered(a)
     gt = {r["item_id"]: r for r in pq.read_table(Path(a.ground_truth) / "factuality.parquet").to_pylist()}
     answers = {i: gated_answers(v, a.gate) for i, v in answers.items()}
     held_answers = {i: gated_answers(v, a.gate) for i, v in held_answers.items()}
-    demo: list[tuple[dict, tuple]] = []
+    fit = [it for it in items if it["split"] == "fit"]
+    test = [it for it in items if it["split"] == "test"]
+    demo: list[tuple[dict, tuple, str]] = []
     if a.demo_answers:
-        claims = [
-            r
-            for r in pq.read_table(a.demo_triples).to_pylist()
-            if r["factual_score"] is not None and r["factual_score"] == r["factual_score"]
-        ]
+        claims = [r for r in pq.read_table(a.demo_triples).to_pylist() if r["factual_score"] == r["factual_score"]]
+        claims = [r for r in claims if r["factual_score"] is not None]
         lines = Path(a.demo_answers).read_text().splitlines()
         if len(claims) != len(lines):
             raise SystemExit(f"{len(lines)} demo answers, {len(claims)} judged triples: not the same run")
         demo = [
-            (gated_answers(json.loads(line), a.gate), (r["property"], r["value"], r["value_kind"]))
+            (
+                gated_answers(json.loads(line), a.gate),
+                (r["property"], r["value"], r["value_kind"]),
+                f"{r['source']} {r['entity_type']} {r['property']} {r['value'][:40]!r}",
+            )
             for line, r in zip(lines, claims, strict=True)
         ]
-    fit = [it for it in items if it["split"] == "fit"]
-    test = [it for it in items if it["split"] == "test"]
+    median = statistics.median(
+        answers[it["id"]]["complies-ranged"] for it in fit if it["label"] and "complies-ranged" in answers[it["id"]]
+    )
     print(
-        f"{len(items)} calibration items ({len(fit)} fit, {len(test)} test); {len(held)} held-out items; {len(demo)} demo claims"
+        f"{len(items)} calibration items ({len(fit)} fit, {len(test)} test); {len(held)} held-out; {len(demo)} demo claims"
     )
 
-    def key(i):
-        r = gt[i]
-        return r["property"], r["value"], r["value_kind"]
+    def judged(ans: dict, key: tuple, rule: str, threshold: float) -> tuple[int, float]:
+        """(questions asked, score) of one claim under early exit with ``rule``'s answer."""
+        fits = None if rule == "none" else range_fits(*key)
+        if rule == "range and generic, 1" and key[0] in GENERIC_PROPERTIES:
+            fits = True
+        order = list(ORDER)
+        if fits is None:
+            pass
+        elif fits and rule == "range, not applying":
+            ans = {q: s for q, s in ans.items() if q != "complies-ranged"}
+            order.remove("complies-ranged")
+        else:
+            ans = ans | {
+                "complies-ranged": (median if rule == "range, fit positives' median" else 1.0) if fits else 0.0
+            }
+            order = ["complies-ranged", *(q for q in ORDER if q != "complies-ranged")]
+        asked, _ = replay(order, ans, threshold, a.gate)
+        return len(asked) - (fits is not None and "complies-ranged" in asked), combined_score(ans)
 
-    cols = ["rule", "threshold", "rule-decided (fit items)", "questions, fit items", "fit F1", "test F1"]
-    cols += ["held-out F1"] * bool(held) + ["questions, demo claims"] * bool(demo)
-    print("\n| " + " | ".join(cols) + " |\n|" + "---|" * len(cols))
-    for rule in (None, *RULES):
+    def key(i: str) -> tuple:
+        return gt[i]["property"], gt[i]["value"], gt[i]["value_kind"]
 
-        def fits(k):
-            return None if rule is None else rule_answer(rule, *k)
+    cols = ["rule", "threshold", "claims it decides (fit)", "questions, fit items", "fit F1", "test F1", "held-out F1"]
+    cols += ["questions, demo claims", "demo verdicts that change"] * bool(demo)
+    print(
+        f"\nfit positives' median complies-ranged: {median:.3f}\n\n| " + " | ".join(cols) + " |\n|" + "---|" * len(cols)
+    )
+    base = None
+    for rule in ("none", "range, 1", "range, not applying", "range, fit positives' median", "range and generic, 1"):
 
         def run(its, ans, threshold):
-            out = {it["id"]: judged(ans[it["id"]], fits(key(it["id"])), threshold, a.gate) for it in its}
+            out = {it["id"]: judged(ans[it["id"]], key(it["id"]), rule, threshold) for it in its}
             return {i: s for i, (_, s) in out.items()}, sum(n for n, _ in out.values())
 
         scores, _ = run(fit, answers, 0.5)
         thr, _ = cal.fit_threshold([it["label"] for it in fit], [scores[it["id"]] for it in fit])
-        decided = sum(fits(key(it["id"])) is not None for it in fit)
-        cells = [rule or "none (every claim asked)", f"{thr:.3f}", str(decided)]
-        cells += [str(run(fit, answers, thr)[1]), " / ".join(f"{x:.3f}" for x in f1s(fit, scores, thr))]
-        cells.append(" / ".join(f"{x:.3f}" for x in f1s(test, run(test, answers, thr)[0], thr)))
-        if held:
-            cells.append(" / ".join(f"{x:.3f}" for x in f1s(held, run(held, held_answers, thr)[0], thr)))
+        decided = sum(
+            rule != "none"
+            and (
+                range_fits(*key(it["id"])) is not None
+                or (rule.endswith("generic, 1") and key(it["id"])[0] in GENERIC_PROPERTIES)
+            )
+            for it in fit
+        )
+        cells = [rule, f"{thr:.4f}", str(decided), str(run(fit, answers, thr)[1])]
+        cells += [
+            " / ".join(f"{x:.3f}" for x in f1s(part, run(part, ans, thr)[0], thr))
+            for part, ans in ((fit, answers), (test, answers), (held, held_answers))
+        ]
         if demo:
-            n = sum(judged(d, fits(k), thr, a.gate)[0] for d, k in demo)
-            cells.append(f"{n} ({n / len(demo):.2f} per claim)")
+            got = [judged(d, k, rule, thr) for d, k, _ in demo]
+            passes = [s >= thr for _, s in got]
+            base = base or passes
+            n = sum(q for q, _ in got)
+            changed = [
+                f"{label}: {'pass' if now else 'fail'}"
+                for (_, _, label), was, now in zip(demo, base, passes)
+                if was != now
+            ]
+            cells += [f"{n} ({n / len(demo):.2f} per claim)", "; ".join(changed) or "none"]
         print("| " + " | ".join(cells) + " |")
 
 

@@ -231,7 +231,7 @@ def test_the_shipped_calibration_gives_the_default_judge_its_thresholds():
     j = cal.resolve_judge(settings, identities(settings), served_model=model, origin=CONFIGURED)
     assert (round(j.factuality_threshold, 3), round(j.compliance_threshold, 3)) == (0.282, 0.318)
     assert j.provenance["factuality"].startswith(
-        "0.281664 from conf/calibration.json, entry shared_prefix:plain+claim+extract-soft-all-near+extract-other"
+        "0.282352 from conf/calibration.json, entry shared_prefix:plain+claim+extract-soft-all-near+extract-other"
         "^complies-ranged@0.1 (qwen2.5-coder-1.5b, direct), fitted on 297 items in 121 groups of ground truth "
     )
     assert j.provenance["compliance"].startswith("0.317921 from conf/calibration.json, entry shared_prefix:ranged")

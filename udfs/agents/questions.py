@@ -52,10 +52,6 @@ class Claim:
     # the property and node that hold it; None where neither says more than the type. No question
     # shows it; the benchmark's ground truth keeps it.
     subject: str | None = None
-    # Whether the value fits the property where its range alone decides (udfs.schemaorg.ranges),
-    # None where the model is asked: the answer to the questions about the property, known
-    # before any is asked.
-    fits: bool | None = None
 
 
 Messages = list[dict[str, str]]

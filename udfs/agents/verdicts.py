@@ -61,7 +61,6 @@ from udfs.agents.questions import extract_messages as extract_messages
 from udfs.agents.questions import prompt_fingerprint as prompt_fingerprint
 from udfs.agents.questions import questions_key as questions_key
 from udfs.schemaorg.markup import Literal, Markup, Ref
-from udfs.schemaorg.ranges import IRI, LITERAL, NODE, range_fits
 from udfs.schemaorg.vocab import load_vocabulary, schema_local_name
 
 # No default strategy or threshold here: they are settings of conf/pipeline.toml ([judge]), passed
@@ -117,8 +116,8 @@ def claim_value_type(markup: Markup, v) -> str | None:
 
 
 def claims_of(markup: Markup) -> list[Claim | None]:
-    """One claim per triple of ``markup.triples()`` (same order): the property, :func:`claim_value`,
-    the subject's type and what the property's range decides of the value (``Claim.fits``). A triple whose value is an unnamed node has None: it is not judged,
+    """One claim per triple of ``markup.triples()`` (same order): the property, :func:`claim_value`
+    and the subject's type. A triple whose value is an unnamed node has None: it is not judged,
     and passes a stage while any claim inside that node does (:func:`nested_claims`)."""
     out: list[Claim | None] = []
     properties, held = properties_by_subject(markup), holders(markup)
@@ -134,17 +133,9 @@ def claims_of(markup: Markup) -> list[Claim | None]:
                 claim_value_type(markup, t.value),
                 siblings_of(properties, t.subject, t.property),
                 subject_of(markup, held, t.subject, t.property),
-                range_fits(t.property, *_lexical(markup, t.value)),
             )
         )
     return out
-
-
-def _lexical(markup: Markup, v) -> tuple[str, str]:
-    """(text, kind) of a value as :func:`udfs.schemaorg.ranges.range_fits` reads it."""
-    if isinstance(v, Literal):
-        return v.text, LITERAL
-    return v.id, NODE if v.id in markup.entities else IRI
 
 
 def holders(markup: Markup) -> dict[str, tuple[str, str]]:
@@ -319,7 +310,6 @@ async def _past_none(
     return scored, completions
 
 
-RANGE_DECIDES = "decided by the datatypes of the range"  # a compliance verdict's note where Claim.fits decides
 GATED = (0.0, None, None)  # a question not asked below the gate: it scores 0 (judge_factuality)
 
 
@@ -398,10 +388,6 @@ async def judge_factuality(
     leaves no chance is not asked about the property. Without it, every question that applies is
     asked (what fitting a calibration needs).
 
-    A claim whose range decides whether its value fits (``Claim.fits``, udfs.schemaorg.ranges) is
-    not asked the questions about the property: each scores 1 where the value fits, 0 where it does
-    not (then no question is asked at all with ``early_exit``: the score is 0 whatever the text says).
-
     ``gate`` (0: none) is part of the judge, not a shortcut: the first question about the text gates
     the others about the text, which are asked only where it scores at least ``gate``; below it they
     score 0 (``extract-other``, which applies only past an answer read off, does not apply)."""
@@ -416,22 +402,13 @@ async def judge_factuality(
         if not pending:
             break
         asked: dict[str, list] = {}
-        # the claims whose range answers the questions about the property (Claim.fits): known
-        # before any question, so a value its range rejects is decided with none asked
-        ruled = {k for k, i in enumerate(pending) if claims[i].fits is not None}
-        for q in qs:
-            if q.fits and ruled:
-                asked[q.name] = [
-                    (float(claims[i].fits), None, None) if k in ruled else NOT_ASKED for k, i in enumerate(pending)
-                ]
         live = set(range(len(pending)))  # the claims (positions in pending) still asked
         early: set[int] = set()  # those decided before the last question
         gated: set[int] = set()  # those below the gate: the text questions after it score 0
 
         def left(k: int, n: int) -> tuple[dict[str, Any], list]:
             """The answers of the ``k``-th claim and the questions it may still be asked, from the ``n``-th."""
-            got = _answered(asked, k)
-            rest = [q for q in qs[n:] if q.name not in got]
+            got, rest = _answered(asked, k), qs[n:]
             if k in gated:
                 got |= {q.name: GATED for q in rest if not q.fits and not q.asks_past}
                 rest = [q for q in rest if q.fits]
@@ -444,7 +421,7 @@ async def judge_factuality(
                 live -= done
             if not live:
                 break
-            asks = live - ruled if q.fits else live - gated
+            asks = live if q.fits else live - gated
             if q.asks_past:
                 read = next((asked[a.name] for a in FACTUALITY.values() if a.reads_value and a.name in asked), None)
                 if read is None:  # none of them among the questions: extract-soft's request, for the answer alone
@@ -474,10 +451,7 @@ async def judge_factuality(
                     q.messages(chunk, claims[i], strategy, prompts_dir, layout=layout) if k in asks else None
                     for k, i in enumerate(pending)
                 ]
-            answers = await q.answer.scores(client, messages, [claims[i] for i in pending], chunk)
-            asked[q.name] = (
-                [asked[q.name][k] if k in ruled else a for k, a in enumerate(answers)] if q.fits else answers
-            )
+            asked[q.name] = await q.answer.scores(client, messages, [claims[i] for i in pending], chunk)
             if q.again:
                 asked[q.name], completions = await _past_none(
                     client, chunk, [claims[i] for i in pending], asked[q.name], [AGAIN[a] for a in q.again], prompts_dir
@@ -525,17 +499,14 @@ async def judge_compliance(
 ) -> list[Judged]:
     """One verdict per claim against the property's definition, the mean of ``questions``' scores
     (``udfs.agents.questions.COMPLIANCE``); no definition: kept and marked, nothing asked. A
-    question without an answer leaves the claim unscored, with the error. Where the property's
-    range decides (``Claim.fits``) nothing is asked: the score is 1 or 0, with a note."""
+    question without an answer leaves the claim unscored, with the error."""
     vocab = vocab or load_vocabulary()
     qs = [COMPLIANCE[q] for q in check_questions(questions, "compliance")]
     out = [Judged(None, None) for _ in claims]
     asked: list[tuple[int, str]] = []
     for i, c in enumerate(claims):
         definition = vocab.comments.get(c.property)
-        if c.fits is not None:
-            out[i] = Judged(float(c.fits), c.fits, note=f"{RANGE_DECIDES} of {c.property}")
-        elif not definition:
+        if not definition:
             out[i].passed = True
             out[i].note = f"no schema.org definition for {c.property}: kept unjudged"
         else:

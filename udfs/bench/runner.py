@@ -23,12 +23,7 @@ from udfs.agents import verdicts as agents
 from udfs.bench import metrics as bm
 from udfs.bench.groundtruth import TASKS
 from udfs.runtime.io import Folder
-from udfs.schemaorg.ranges import IRI, LITERAL, NODE, range_fits
 from udfs.scores.calibration import ResolvedJudge
-
-# the ground truth's value kinds (udfs.bench.groundtruth.value_kind) as range_fits reads them; the
-# others ("text", "number", "boolean"), and a value of a file without the column, are literals
-VALUE_KINDS = {"entity": NODE, "iri": IRI}
 
 FACTUALITY_SCHEMA = pa.schema(
     [
@@ -259,7 +254,6 @@ async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, 
             it.get("value_type"),
             tuple(it.get("siblings") or ()),
             it.get("subject"),
-            range_fits(it["property"], it["value"], VALUE_KINDS.get(it.get("value_kind"), LITERAL)),
         )
         for it in items
     ]
