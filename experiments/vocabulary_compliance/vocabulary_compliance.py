@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import re
 import statistics
 import urllib.parse
@@ -159,8 +160,9 @@ def main() -> None:
     test = [it for it in items if it["split"] == "test"]
     demo: list[tuple[dict, tuple, str]] = []
     if a.demo_answers:
-        claims = [r for r in pq.read_table(a.demo_triples).to_pylist() if r["factual_score"] == r["factual_score"]]
-        claims = [r for r in claims if r["factual_score"] is not None]
+        # the judged claims: a score that is neither null nor NaN
+        rows = pq.read_table(a.demo_triples).to_pylist()
+        claims = [r for r in rows if r["factual_score"] is not None and not math.isnan(r["factual_score"])]
         lines = Path(a.demo_answers).read_text().splitlines()
         if len(claims) != len(lines):
             raise SystemExit(f"{len(lines)} demo answers, {len(claims)} judged triples: not the same run")
@@ -179,18 +181,20 @@ def main() -> None:
         f"{len(items)} calibration items ({len(fit)} fit, {len(test)} test); {len(held)} held-out; {len(demo)} demo claims"
     )
 
+    def rule_fits(key: tuple, rule: str) -> bool | None:
+        """What ``rule`` says of a claim's value (property, value, kind), None: the model is asked."""
+        if rule == "range and generic, 1" and key[0] in GENERIC_PROPERTIES:
+            return True
+        return None if rule == "none" else range_fits(*key)
+
     def judged(ans: dict, key: tuple, rule: str, threshold: float) -> tuple[int, float]:
         """(questions asked, score) of one claim under early exit with ``rule``'s answer."""
-        fits = None if rule == "none" else range_fits(*key)
-        if rule == "range and generic, 1" and key[0] in GENERIC_PROPERTIES:
-            fits = True
+        fits = rule_fits(key, rule)
         order = list(ORDER)
-        if fits is None:
-            pass
-        elif fits and rule == "range, not applying":
+        if fits and rule == "range, not applying":
             ans = {q: s for q, s in ans.items() if q != "complies-ranged"}
             order.remove("complies-ranged")
-        else:
+        elif fits is not None:
             ans = ans | {
                 "complies-ranged": (median if rule == "range, fit positives' median" else 1.0) if fits else 0.0
             }
@@ -215,14 +219,7 @@ def main() -> None:
 
         scores, _ = run(fit, answers, 0.5)
         thr, _ = cal.fit_threshold([it["label"] for it in fit], [scores[it["id"]] for it in fit])
-        decided = sum(
-            rule != "none"
-            and (
-                range_fits(*key(it["id"])) is not None
-                or (rule.endswith("generic, 1") and key(it["id"])[0] in GENERIC_PROPERTIES)
-            )
-            for it in fit
-        )
+        decided = sum(rule_fits(key(it["id"]), rule) is not None for it in fit)
         cells = [rule, f"{thr:.4f}", str(decided), str(run(fit, answers, thr)[1])]
         cells += [
             " / ".join(f"{x:.3f}" for x in f1s(part, run(part, ans, thr)[0], thr))
