@@ -31,14 +31,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from experiments.judge_batching.judge_batching import VALUES_SYSTEM, entity_batches
-from experiments.judge_gate.gate import answered, gated_answers, gated_score, per_question_arguments
+from experiments.judge_gate.gate import TASKS, answered, f1s, gated_answers, gated_score, per_question_arguments
 from udfs.agents.prompts import fence, unfence
 from udfs.bench.metrics import auroc
 from udfs.llm.client import LLMClient
 from udfs.scores import calibration as cal
 
 MOST_CHARS = 120  # a value's forced prefix; a longer value's line is scored without its end
-TASKS = ("intrinsic", "extrinsic")
 
 
 def one_line(value: str) -> str:
@@ -113,7 +112,6 @@ async def score_items(items, contexts, client: LLMClient) -> list[dict]:
                 "line": k,
                 "tokens": len(lps),
                 "sum": sum(lps) if lps else None,
-                "first": lps[0] if lps else None,
                 "prior": sum(prior) if prior else None,
                 "error": error or prior_error,
             }
@@ -190,15 +188,13 @@ def main() -> None:
     for name in names:
         thr, _ = cal.fit_threshold([it["label"] for it in fit], [scores[it["id"]].get(name) for it in fit])
         cells = [name, f"{thr:.4g}"]
+        judged = {i: sc.get(name) or 0.0 for i, sc in scores.items()}
         for part in (test, held):
-            rocs, f1 = [], []
+            rocs = []
             for t in TASKS:
                 sub = [it for it in part if t in it["tasks"]]
-                labels = [it["label"] for it in sub]
-                vals = [scores[it["id"]].get(name) or 0.0 for it in sub]
-                rocs.append(auroc(labels, vals))
-                f1.append(cal.measure(labels, vals, thr)["f1"])
-            cells += [" / ".join("-" if x is None else f"{x:.3f}" for x in xs) for xs in (rocs, f1)]
+                rocs.append(auroc([it["label"] for it in sub], [judged[it["id"]] for it in sub]))
+            cells += [" / ".join("-" if x is None else f"{x:.3f}" for x in xs) for xs in (rocs, f1s(part, judged, thr))]
         print("| " + " | ".join(cells) + " |")
 
 
