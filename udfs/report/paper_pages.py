@@ -508,12 +508,11 @@ def section(
 def main(argv: list[str] | None = None) -> int:
     """``python -m udfs.report.paper_pages BUNDLE_OR_CHECKOUT [--commit C]``: the figures of every
     document of the paper that need no run: Table 7 summed from results.csv, and MeMR three ways."""
-    import argparse
-
     from udfs.corpus.pset import open_pset
     from udfs.report import paper
+    from udfs.runtime.cli import ArgumentParser
 
-    p = argparse.ArgumentParser(description=main.__doc__.split("\n\n")[0] if main.__doc__ else None)
+    p = ArgumentParser(description=main.__doc__.split("\n\n")[0] if main.__doc__ else None)
     p.add_argument("source", help="the paper's history bundle (or its folder) or a checkout of its repository")
     p.add_argument("--commit", default="", help="an original commit ('': the last)")
     a = p.parse_args(argv)

@@ -12,11 +12,15 @@
 * :func:`check_config_value`: ``--config`` names the TOML file of a command's defaults. Spark users
   know ``--conf KEY=VALUE`` as a Spark setting, so a ``--config`` value with ``=`` in it is taken
   for one and answered with a hint to use ``--spark-conf``.
+* :class:`ArgumentParser`: every command's parser. A usage error never echoes a secret: argparse
+  quotes what it could not use ("unrecognized arguments: --api-k sk-..."), and a mistyped key flag
+  would otherwise put the key on stderr and from there into CI logs.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import typing
 
@@ -74,3 +78,59 @@ def check_config_value(prog: str, value: str) -> None:
     hint = config_hint(value)
     if hint:
         fail(prog, hint)
+
+
+# A flag whose name holds one of these (in any case) takes a secret: --api-key, --api_key, --api-k,
+# --apikey, --key, --token, --tokn, --password, --pasword, --secret, --auth, --credentials... Loose on
+# purpose: the flag is mistyped, and hiding a harmless value in an error costs nothing.
+SECRET_FLAG_NAME = re.compile(r"key|tok|secr|pas|pwd|auth|cred|bear|cook|api", re.IGNORECASE)
+# Values that are secrets whichever flag (or none) they follow: the key formats of the hosted APIs
+# and hubs a user of this project holds (OpenAI-style sk-, Hugging Face hf_, GitHub, Slack, AWS).
+SECRET_VALUE = re.compile(r"^(sk-|hf_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-|AKIA[0-9A-Z]{12})")
+REDACTED = "<redacted>"
+
+
+def secret_values(argv: typing.Sequence[str]) -> list[str]:
+    """The values in ``argv`` a message must not show: the value of every flag whose name looks
+    like a secret's (``--flag VALUE`` or ``--flag=VALUE``), whether or not the command has that
+    flag, and every word shaped like a known key format."""
+    out = []
+    for i, a in enumerate(argv):
+        a = str(a)
+        if SECRET_VALUE.match(a):
+            out.append(a)
+        if not a.startswith("-") or a == "-":
+            continue
+        flag, eq, value = a.partition("=")
+        if not SECRET_FLAG_NAME.search(flag.lstrip("-")):
+            continue
+        if eq:
+            out.append(value)
+        elif i + 1 < len(argv):
+            out.append(str(argv[i + 1]))
+    return [v for v in dict.fromkeys(out) if v]
+
+
+def redact(message: str, argv: typing.Sequence[str]) -> str:
+    """``message`` with every value of :func:`secret_values` of ``argv`` replaced by
+    ``<redacted>``, where it stands as a word of its own (between spaces, quotes, ``=`` or a comma),
+    so a short value does not mangle the words around it."""
+    for v in sorted(secret_values(argv), key=len, reverse=True):
+        message = re.sub(rf"(?<![^\s='\"]){re.escape(v)}(?![^\s'\",])", REDACTED, message)
+    return message
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose usage errors never show a secret of the command line
+    (:func:`redact`): "unrecognized arguments: --api-k <redacted>". Sub-command parsers are of this
+    class too. Everything else is argparse's."""
+
+    _argv: tuple[str, ...] = ()
+
+    def parse_known_args(self, args=None, namespace=None):
+        # what error() may have to hide: the words this parser was given
+        self._argv = tuple(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> typing.NoReturn:
+        super().error(redact(message, self._argv))

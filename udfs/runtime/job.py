@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from udfs.runtime import io as _io
-from udfs.runtime.cli import HelpFormatter, check_config_value, fail
+from udfs.runtime.cli import ArgumentParser, HelpFormatter, check_config_value, fail
 from udfs.runtime.config import Config, ConfigError, as_defaults, exit_on_config_error, load_config
 from udfs.runtime.inputs import InputError, InputReport, resolve_inputs
 from udfs.runtime.io import Folder
-from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF, shown_path
+from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF
 
 log = logging.getLogger("llm4schema")
 
@@ -163,7 +163,7 @@ class Job:
         configuration (every section) is kept as ``self.config``. A configuration error (or a
         ``--config KEY=VALUE`` meant for Spark) is one line on stderr and exit status 2, like any
         other usage error."""
-        pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+        pre = ArgumentParser(add_help=False, allow_abbrev=False)
         pre.add_argument("--config", default=str(DEFAULT_CONF))
         known, _ = pre.parse_known_args(argv)
         if any(a == "--conf" or a.startswith("--conf=") for a in argv):
@@ -187,13 +187,6 @@ class Job:
         self._setting_sections = parser.setting_sections
         return args
 
-    def setting_origin(self, dest: str) -> str:
-        """Where a setting's value came from: its flag (``--factuality-threshold``) when the command
-        line gave it, else the conf file and section (``conf/pipeline.toml [judge]``)."""
-        if dest in self.given:
-            return "--" + dest.replace("_", "-")
-        return f"{shown_path(self.config.path)} [{self._setting_sections[dest]}]"
-
     def build_parser(self, config: Config) -> argparse.ArgumentParser:
         """The job's command line. A flag declared without ``default=`` is a setting: its default
         is the key of the same name (the flag's dest) in ``[<name>]`` or in one of
@@ -201,7 +194,7 @@ class Job:
         section: a setting flag without a key, a key without a flag, or a key in two of them is
         a ConfigError (a flag that is not a setting, e.g. a path of one run or a switch, states its
         default in code). ``--help`` shows the conf's values."""
-        parser = argparse.ArgumentParser(
+        parser = ArgumentParser(
             prog=f"{self.name}.py",
             description=self.description,
             formatter_class=HelpFormatter,
@@ -342,7 +335,12 @@ class Job:
             for noisy in ("py4j", "httpx"):
                 logging.getLogger(noisy).setLevel(logging.WARNING)
         secret = {f.lstrip("-").replace("-", "_") for f in SECRET_FLAGS}
-        self.record["config"] = {k: (REDACTED if k in secret and v else v) for k, v in vars(self.args).items()}
+        # the judge's settings are the judge's block, each applied value once with its origin
+        # (udfs.agents.judge): not repeated here as configured
+        judged = {d for d, section in self._setting_sections.items() if section == "judge"}
+        self.record["config"] = {
+            k: (REDACTED if k in secret and v else v) for k, v in vars(self.args).items() if k not in judged
+        }
         try:
             self.run()
         except (InputError, ConfigError) as exc:  # bad input: one line, no traceback

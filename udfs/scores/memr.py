@@ -195,9 +195,9 @@ PROG = "python -m udfs.scores.memr"
 
 
 def main(argv: list[str] | None = None) -> int:
-    from udfs.runtime.cli import HelpFormatter, json_lines_out
+    from udfs.runtime.cli import ArgumentParser, HelpFormatter, json_lines_out
 
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=PROG,
         formatter_class=HelpFormatter,
         allow_abbrev=False,

@@ -16,12 +16,12 @@ from udfs.schemaorg.markup import MarkupError, parse_markup
 
 
 def main(argv: list[str] | None = None) -> int:
-    from udfs.runtime.cli import HelpFormatter, check_config_value, fail
+    from udfs.runtime.cli import ArgumentParser, HelpFormatter, check_config_value, fail
     from udfs.runtime.config import ConfigError, exit_on_config_error, load_config
     from udfs.runtime.paths import DEFAULT_CONF
 
     prog = "python -m udfs.agents.validity"
-    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre = ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--config", default=str(DEFAULT_CONF))
     known, _ = pre.parse_known_args(argv)
     check_config_value(prog, known.config)
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         conf = load_config(known.config).validity
     except ConfigError as exc:
         exit_on_config_error(prog, exc)
-    ap = argparse.ArgumentParser(
+    ap = ArgumentParser(
         prog=prog,
         formatter_class=HelpFormatter,
         allow_abbrev=False,

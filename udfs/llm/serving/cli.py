@@ -2,7 +2,6 @@
 ``start|stop|status [--config FILE] [--engine E] [--port N]``; a configuration that cannot be used is one
 line on stderr and exit status 2."""
 
-import argparse
 import json
 import os
 import sys
@@ -16,11 +15,11 @@ from udfs.runtime.config import ConfigError, exit_on_config_error
 
 
 def main(argv: list[str] | None = None) -> int:
-    from udfs.runtime.cli import HelpFormatter, check_config_value, fail
+    from udfs.runtime.cli import ArgumentParser, HelpFormatter, check_config_value, fail
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # also when run as the llm4schema-serve script
     prog = "llm4schema-serve" if Path(sys.argv[0]).name == "llm4schema-serve" else "python -m udfs.llm.serving"
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=prog, description=serving.__doc__.split("\n\n")[0], formatter_class=HelpFormatter, allow_abbrev=False
     )
     parser.add_argument(
