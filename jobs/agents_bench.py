@@ -8,22 +8,23 @@ kappa of MeMR against human votes (Table 9).
            [--verdict-models m1 [m2 m3 --judge-model j]] [--strategy direct|guided|fewshot]
            [--factuality-threshold 0.5] [--compliance-threshold 0.5] [--calibration conf/calibration.json]
     python jobs/agents_bench.py calibrate --input OUT/agents_bench/ground_truth --output OUT [run's flags]
-           [--fit-fraction 0.5] [--calibration conf/calibration.json]
+           [--fit-fraction 0.5] [--calibration conf/calibration.json] [--install]
     python jobs/agents_bench.py kappa --input votes.csv --output OUT
 
-build: OUT/agents_bench/ground_truth/{factuality,compliance}.parquet (udfs/bench/groundtruth.py);
+build: OUT/agents_bench/ground_truth/{factuality,compliance}.parquet (udfs/agents_bench/groundtruth.py);
 --intrinsic paper makes the intrinsic negatives by the paper authors' rule.
 run: OUT/agents_bench/results/<config>/ verdicts/ (one part per batch: a killed run resumes from
 its parts, and answers come from the request cache OUT/cache/llm.sqlite), metrics.parquet,
 sweep.parquet, alignment.parquet, summary.md, summary.html, pr.png. --limit N takes N items per
-task, half positives and half negatives, the same seeded picks every time. The judge is [judge]'s
-with its thresholds resolved as jobs/evaluate.py resolves them (the calibration file's entry for
-these models, strategy and questions, unless a threshold is given on the command line), so the
-benchmark measures the judge the evaluation runs; the run record says where each came from.
+task, half positives and half negatives, the same seeded picks every time. The judge is [judge]'s,
+built as jobs/evaluate.py builds it (udfs.agents.judge.build_judge), so the benchmark measures the
+judge the evaluation runs; the run record's judge block says where each threshold came from.
 calibrate: a run (resumed: nothing asked twice), then per agent the threshold (max F1) and an
 isotonic score-to-probability map fitted on a seeded fit split of the example texts, P/R/F1/AUROC
-on the test split, from the raw scores (its run judges at the configured thresholds); the entries
-go to --calibration (the file jobs/evaluate.py reads) and results/<config>/calibration.{json,md}.
+on the test split, from the raw scores (its run takes no calibration entry); the entries go to
+results/<config>/calibration.{json,md}, and with --install into --calibration too (the file
+jobs/evaluate.py reads; other entries there kept); without it the command that installs them is
+printed.
 run and calibrate take the folder build writes or any Parquet file with text, property, value,
 entity_type, label (bool), kind and optionally definition.
 kappa: a votes table (CSV or Parquet) with human_vote (human | llm | tie) and either memr_choice
@@ -38,18 +39,17 @@ import logging
 import sys
 
 from udfs.agents.questions import add_judge_arguments
-from udfs.bench.groundtruth import INTRINSIC_CHOICES, TASKS
+from udfs.agents_bench.groundtruth import INTRINSIC_CHOICES, TASKS
 from udfs.runtime.io import Folder, local_state_dir
 from udfs.runtime.job import Job
 
-THRESHOLDS = ("factuality_threshold", "compliance_threshold")  # settings a calibration entry may give
 log = logging.getLogger("llm4schema.agents_bench")
 COMMANDS = ("build", "run", "calibrate", "kappa")
 USAGE = __doc__  # the module's: inside the class body __doc__ is the class's own
 
 
 class AgentsBenchJob(Job):
-    """Flags and wiring only: each subcommand is one step of ``udfs.bench.commands``."""
+    """Flags and wiring only: each subcommand is one step of ``udfs.agents_bench.commands``."""
 
     name = "agents_bench"
     table = "agents_bench"
@@ -136,6 +136,13 @@ class AgentsBenchJob(Job):
             help="share of the example texts the threshold and "
             "probability map are fitted on; the rest is the test split",
         )
+        g.add_argument(
+            "--install",
+            action=argparse.BooleanOptionalAction,
+            default=False,
+            help="also write the fitted entries into --calibration (replacing entries of the same key, keeping "
+            "the others); without it they go to the results folder only, and the command to install them is printed",
+        )
 
     @property
     def table_dir(self) -> Folder:
@@ -148,7 +155,7 @@ class AgentsBenchJob(Job):
         return root / "results" / self.verdict_config().name
 
     def run(self) -> None:
-        from udfs.bench.commands import BenchInputError
+        from udfs.agents_bench.commands import BenchInputError
 
         logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request drowns the progress
         try:
@@ -162,7 +169,7 @@ class AgentsBenchJob(Job):
         print(report.text)
 
     def _build(self):
-        from udfs.bench import commands
+        from udfs.agents_bench import commands
 
         a = self.args
         return commands.build(
@@ -180,31 +187,31 @@ class AgentsBenchJob(Job):
 
     def verdict_config(self, models: list[str] | None = None):
         """The verdict configuration of the flags; ``models`` replaces --verdict-models. ``run``
-        judges with the judge resolved against its calibration file as the evaluation's is (the
-        benchmark measures the judge that runs); ``calibrate`` with the configured thresholds (it
-        fits them on the raw scores). Once a run has asked the service for its model, that
+        judges with the judge the evaluation builds (the benchmark measures the judge that runs);
+        ``calibrate`` with no calibration entry taken (it fits the thresholds on the raw scores). Once a run has asked the service for its model, that
         configuration (and results folder) is the run's."""
-        from udfs.agents.questions import identities
-        from udfs.bench.runner import VerdictConfig
+        from udfs.agents.judge import build_judge
+        from udfs.agents_bench.runner import VerdictConfig
         from udfs.runtime.config import judge_of
-        from udfs.scores.calibration import resolve_judge
 
         if models is None and getattr(self, "_verdicts", None) is not None:
             return self._verdicts
         a = self.args
-        settings = judge_of(a)
         voters = models or a.verdict_models or ["default"]
-        judge = resolve_judge(
-            settings,
-            identities(settings),
-            served_model=voters[0],
-            origin={d: self.setting_origin(d) for d in THRESHOLDS},
-            apply=a.command == "run",
-        )
+        try:
+            judge = build_judge(
+                judge_of(a),
+                config_file=self.config.path,
+                given=self.given,
+                served_model=voters[0],
+                apply_calibration=a.command == "run",
+            )
+        except ValueError as exc:
+            self.fail(str(exc))
         return VerdictConfig(list(voters), judge)
 
     def _run(self):
-        from udfs.bench import commands
+        from udfs.agents_bench import commands
 
         kw = self._run_arguments()
         return commands.run(
@@ -212,7 +219,7 @@ class AgentsBenchJob(Job):
         )
 
     def _run_arguments(self) -> dict:
-        """The arguments of ``udfs.bench.commands.run`` from the flags (asking the service for its
+        """The arguments of ``udfs.agents_bench.commands.run`` from the flags (asking the service for its
         model when no --verdict-models names one)."""
         from udfs.llm.client import LLMError, first_model
         from udfs.llm.serving.config import client_base_url
@@ -247,7 +254,7 @@ class AgentsBenchJob(Job):
         )
 
     def _calibrate(self):
-        from udfs.bench import commands
+        from udfs.agents_bench import commands
 
         if not self.args.calibration:
             self.fail('calibrate writes its entries to --calibration: give a file ("" names none)')
@@ -259,12 +266,13 @@ class AgentsBenchJob(Job):
             kw.pop("out"),
             kw.pop("cfg"),
             calibration_file=self.args.calibration,
+            install=self.args.install,
             fit_fraction=self.args.fit_fraction,
             **kw,
         )
 
     def _kappa(self):
-        from udfs.bench import commands
+        from udfs.agents_bench import commands
 
         return commands.kappa(self.args.input, self.table_dir, self.rejects_dir)
 

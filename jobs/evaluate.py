@@ -27,11 +27,9 @@ from pathlib import Path
 
 from udfs.agents.questions import add_judge_arguments
 from udfs.runtime.job import Job
-from udfs.runtime.paths import project_file
 from udfs.runtime.progress import Progress
 from udfs.runtime.rejects import reject_row
 
-THRESHOLDS = ("factuality_threshold", "compliance_threshold")  # settings a calibration entry may give
 log = logging.getLogger("llm4schema.evaluate")
 TABLES = ("markups", "triples", "scores")
 # Progress shows these per second beside their totals.
@@ -147,22 +145,21 @@ class EvaluateJob(Job):
         p.add_argument("--timeout-s", type=float, help="per model request")
 
     def eval_config(self, models: list[str], stored: list[str] = (), served: str | None = None):
-        """The EvalConfig of this run: the flags (defaults: [evaluate], [judge]), the judge resolved
-        against its calibration file (``udfs.scores.calibration.resolve_judge``), the validity agent
+        """The EvalConfig of this run: the flags (defaults: [evaluate], [judge]), the judge
+        (``udfs.agents.judge.build_judge``: each threshold with where it came from), the validity agent
         of [validity] and the scores' settings of [scores]; ``models`` generate markup, ``stored``
         are the sources of ``--markups`` (``human`` among them replaces the human markup, not a source);
         ``served`` is the service's default model, which answers the verdicts when [judge]
         verdict_models names none (its calibration entry applies)."""
-        from udfs.agents.questions import identities
+        from udfs.agents.judge import build_judge
         from udfs.evaluation.evaluator import HUMAN, EvalConfig
         from udfs.runtime.config import judge_of
-        from udfs.scores.calibration import resolve_judge
 
         a, v = self.args, self.config.validity
-        settings = dataclasses.replace(judge_of(a), calibration=project_file(a.calibration))
-        judge = resolve_judge(
-            settings, identities(settings), served_model=served, origin={d: self.setting_origin(d) for d in THRESHOLDS}
-        )
+        try:
+            judge = build_judge(judge_of(a), config_file=self.config.path, given=self.given, served_model=served)
+        except ValueError as exc:
+            self.fail(str(exc))
         return EvalConfig(
             stages=list(a.stages),
             judge=judge,
@@ -241,7 +238,8 @@ class EvaluateJob(Job):
         digest, hashed = settings_hash(cfg, extra=extra)
         self.record["evaluation"] = {
             "base_url": url,
-            **dataclasses.asdict(cfg),
+            **dataclasses.asdict(dataclasses.replace(cfg, judge=None)),
+            "judge": cfg.judge.to_record(),
             "settings_hash": digest,
             "hashed_files": hashed["files"],
             "hashed_prompts": hashed["prompts"],

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from udfs.report.build import calibration_note, corrected_rates
+from udfs.runtime.judge_record import AgentRecord, AppliedThreshold, JudgeRecord, Origin, PassedOver
 
 
 def scores_table(pages=300, claims=10, false_share=0.3, sens=0.8, spec=0.9, seed=2):
@@ -32,20 +33,30 @@ def scores_table(pages=300, claims=10, false_share=0.3, sens=0.8, spec=0.9, seed
 
 
 def record(matched=True):
+    """A run record whose judge took a calibration entry for factuality (when ``matched``) with
+    these test-split counts, and none for compliance."""
     test = {"n": 600, "tp": 240, "fn": 60, "tn": 270, "fp": 30}  # sens 0.8, spec 0.9
-    return {
-        "evaluation": {
-            "stages": ["validity", "factuality", "compliance"],
-            "judge": {
-                "calibration": {
-                    "file": "/x/conf/calibration.json",
-                    "sha256": "ab" * 32,
-                    "note": "calibrated (factuality) for m, direct",
-                    "agents": {"factuality": {"matched": matched, "test": test}, "compliance": {"matched": False}},
-                }
-            },
-        }
-    }
+
+    def agent(entry, value):
+        origin = (
+            Origin("calibration", file="conf/calibration.json", entry=entry["id"])
+            if entry
+            else Origin("fallback", file="conf/pipeline.toml", setting="[judge] fallback_threshold")
+        )
+        passed = () if entry else (PassedOver("calibration", "no entry m compliance direct shared_prefix:ranged"),)
+        return AgentRecord(
+            ("plain",), ("plain",), "plain", "f" * 16, 0.0, AppliedThreshold(value, origin, passed), entry
+        )
+
+    fact = {"id": "m factuality direct shared_prefix", "test": test} if matched else None
+    judge = JudgeRecord(
+        "direct",
+        ("m",),
+        None,
+        "conf/calibration.json",
+        {"factuality": agent(fact, 0.3), "compliance": agent(None, 0.5)},
+    )
+    return {"evaluation": {"stages": ["validity", "factuality", "compliance"], "judge": judge.to_dict()}}
 
 
 def test_the_corrected_rate_recovers_the_known_share_and_unmatched_agents_say_so():
@@ -62,5 +73,7 @@ def test_the_corrected_rate_recovers_the_known_share_and_unmatched_agents_say_so
     c = rows["compliance"]
     assert c["corrected"] is None and "no calibration matched" in c["why"] and c["observed"] == "0.0%"
     assert "no calibration matched" in corrected_rates(con, record(matched=False))[0]["why"]
-    assert "calibration.json" in calibration_note(record()) and "abababababab" in calibration_note(record())
+    note = calibration_note(record())
+    assert note.startswith("conf/calibration.json") and "factuality: entry m factuality direct shared_prefix" in note
+    assert "compliance: none (no entry m compliance direct shared_prefix:ranged)" in note
     assert "not recorded" in calibration_note({"evaluation": {}})

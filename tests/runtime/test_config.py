@@ -104,24 +104,50 @@ def test_each_job_section_holds_exactly_the_jobs_setting_flags(job):
 
 
 @pytest.mark.parametrize("job", sorted(SHARED["judge"]))
-def test_the_judge_flags_default_to_the_judge_section_and_say_where_a_value_came_from(job, tmp_path):
+def test_the_judge_flags_default_to_the_judge_section_and_the_judge_says_where_a_value_came_from(job, tmp_path):
     """Both judging jobs take [judge]'s flags; a key of [judge] written in the job's own section is
-    refused (one home per setting), and ``setting_origin`` says the flag when the command line gave the setting, else
-    the file and section."""
+    refused (one home per setting). The judge the job builds (``build_judge`` with the job's
+    ``given`` and config path) says, as typed origins, the flag where the command line gave a
+    threshold, the file where it holds a number, the calibration entry where it says "calibrated"."""
+    from udfs.agents.judge import build_judge
+
     head = ["--input", "x", "--output", str(tmp_path)] + (["run"] if job == "agents_bench" else [])
     path = conf_with(tmp_path, "judge", replace=("factuality_threshold", "0.4"))
     j = job_class(job)(head + ["--config", str(path), "--compliance-threshold", "0.7"])
     assert (j.args.factuality_threshold, j.args.compliance_threshold) == (0.4, 0.7)
     assert j.given == {"compliance_threshold"}
-    assert j.setting_origin("compliance_threshold") == "--compliance-threshold"
-    assert j.setting_origin("factuality_threshold") == f"{path} [judge]"
-    assert j.setting_origin("strategy") == f"{path} [judge]"
+    model = "qwen2.5-coder-1.5b"  # the shipped calibration file's model: its entries match
+    judge = build_judge(C.judge_of(j.args), config_file=j.config.path, given=j.given, served_model=model).record
+    fact, comp = judge.agents["factuality"].threshold, judge.agents["compliance"].threshold
+    assert (comp.value, comp.origin.kind, comp.origin.flag) == (0.7, "command_line", "--compliance-threshold")
+    assert (fact.value, fact.origin.kind, fact.origin.file) == (0.4, "config_file", str(path))
     default = job_class(job)(head)
     assert default.given == frozenset()
-    assert default.setting_origin("factuality_threshold") == "conf/pipeline.toml [judge]"
+    shipped = build_judge(C.judge_of(default.args), config_file=default.config.path, served_model=model).record
+    origin = shipped.agents["factuality"].threshold.origin
+    assert origin.kind == "calibration" and origin.file == "conf/calibration.json" and model in origin.entry
+    # "calibrated" on the command line takes the entry over a number in the file
+    back = job_class(job)(head + ["--config", str(path), "--factuality-threshold", "calibrated"])
+    again = build_judge(C.judge_of(back.args), config_file=back.config.path, given=back.given, served_model=model)
+    assert again.record.agents["factuality"].threshold.origin.kind == "calibration"
+    with pytest.raises(SystemExit):
+        job_class(job)(head + ["--factuality-threshold", "sure"])
     twice = conf_with(tmp_path, job, add='strategy = "direct"')
     with pytest.raises(ConfigError, match=r"\[" + job + r"\] has unknown key strategy"):
         load_config(twice)
+
+
+def test_a_threshold_setting_is_a_number_in_0_1_or_calibrated(tmp_path):
+    """[judge]'s thresholds take a number (used as written) or "calibrated"; any other value is a
+    ConfigError naming the key."""
+    assert load_config().judge.factuality_threshold == C.CALIBRATED
+    assert (
+        load_config(conf_with(tmp_path, "judge", replace=("compliance_threshold", "1"))).judge.compliance_threshold
+        == 1.0
+    )
+    for bad in ('"calibrate"', "1.5", "true"):
+        with pytest.raises(ConfigError, match=r"\[judge\] factuality_threshold must be a number in \[0, 1\]"):
+            load_config(conf_with(tmp_path, "judge", replace=("factuality_threshold", bad)))
 
 
 def test_a_judge_settings_object_is_made_from_the_flags():
@@ -299,7 +325,7 @@ def test_help_shows_the_values_of_the_conf_file(tmp_path, capsys):
         job_class("evaluate")(["--help"])
     out = capsys.readouterr().out
     assert re.search(r"--order \{sample,shortest\}.*?\(default:\s+shortest\)", out, re.S)
-    assert re.search(r"--factuality-threshold FACTUALITY_THRESHOLD.*?\(default:\s+0\.5\)", out, re.S)
+    assert re.search(r"--factuality-threshold T.*?\(default:\s+calibrated\)", out, re.S)
 
 
 # ---- (d) the evaluation takes [validity] and [scores] --------------------------------------------
@@ -342,8 +368,8 @@ def _required(fn, names):
 
 
 def test_the_code_holds_no_default_of_a_setting():
-    from udfs.agents import validity, verdicts
-    from udfs.bench import groundtruth, runner
+    from udfs.agents import judge, validity, verdicts
+    from udfs.agents_bench import groundtruth, runner
     from udfs.corpus import csets, html, sampling
     from udfs.evaluation.evaluator import EvalConfig
     from udfs.scores import keys, matching
@@ -379,9 +405,10 @@ def test_the_code_holds_no_default_of_a_setting():
     _no_default(runner.VerdictConfig, ["models", "judge"])
     _no_default(html.PageConfig, [f.name for f in dataclasses.fields(html.PageConfig)])
     _no_default(csets.CsetConfig, ["subject_scope", "sample_urls", "reject_raw_chars", "max_line_bytes"])
-    for fn in (verdicts.judge_factuality, verdicts.judge_compliance, verdicts.verdict_voter, verdicts.correct):
-        _required(fn, ["strategy", "threshold"])
-    _required(verdicts.factuality_messages, ["strategy"])
+    # the judge's settings come from [judge] through build_judge, its one maker
+    _required(judge.build_judge, ["conf", "config_file"])
+    for fn in (judge.Judge.factuality, judge.Judge.correct, judge.Judge.voter, judge.Judge.verdicts):
+        _required(fn, ["early_exit"])
     _required(validity.ValidityAgent, ["engine", "strict", "vocab", "mode"])
     _required(validity.agent, ["engine", "strict", "vocab", "mode"])
     _required(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 
@@ -160,45 +161,68 @@ def test_job_summary_of_the_report_links_it_once_and_skips_empty_rejects(demo_ro
 
 def _write_judge(root, judge):
     rec = json.loads((root / "scores").read_text("_run.json"))
-    rec["evaluation"] = {"judge": dataclasses.asdict(judge)}
+    rec["evaluation"] = {"judge": judge.to_record()}
     (root / "scores").write_text("_run.json", json.dumps(rec))
 
 
 def test_the_summary_says_which_thresholds_decided_and_the_shipped_calibration_fits_the_default(demo_root):
     """The shipped conf/calibration.json is taken by the default judge ([judge]: its entries were
     fitted on today's prompts: a prompt edit without a new calibration fails here), and the summary
-    says its thresholds; a verdict model it does not hold keeps the configured ones, and a
-    threshold given on the command line is said so."""
-    from udfs.agents.questions import identities
+    says its thresholds, read from the judge's block; a verdict model it does not hold gets the
+    fallback, a number in the configuration is "configured", and a threshold given on the command
+    line is said so."""
+    from udfs.agents.judge import build_judge
     from udfs.runtime.config import load_config
-    from udfs.runtime.paths import project_file
     from udfs.scores import calibration as cal
 
-    settings = load_config().judge
-    path = project_file(settings.calibration)
-    conf = {"factuality_threshold": "conf/pipeline.toml [judge]", "compliance_threshold": "conf/pipeline.toml [judge]"}
-    model = next(e["model"] for e in cal.read(path)["entries"])
-    judge = cal.resolve_judge(settings, identities(settings), served_model=model, origin=conf)
-    assert all(judge.calibration["agents"][a]["matched"] for a in cal.AGENTS), judge.calibration["note"]
+    conf = load_config()
+    settings = conf.judge
+    model = next(e["model"] for e in cal.read("conf/calibration.json")["entries"])
+    judge = build_judge(settings, config_file=conf.path, served_model=model)
+    assert all(r.entry is not None for r in judge.record.agents.values()), judge.to_record()
     _write_judge(demo_root, judge)
     line = next(x for x in demo_summary(demo_root).splitlines() if x.startswith("verdict thresholds:"))
     for agent in ("factuality", "compliance"):
         assert f"{agent} {judge.threshold(agent):.3g} (calibrated)" in line
-    assert line.endswith(f"calibration file {path}")
+    assert line.endswith("calibration file conf/calibration.json")
 
-    other = cal.resolve_judge(
-        dataclasses.replace(settings, compliance_threshold=0.4),
-        identities(settings),
-        served_model="another-model",
-        origin=conf,
+    other = build_judge(
+        dataclasses.replace(settings, compliance_threshold=0.4), config_file=conf.path, served_model="another-model"
     )
     _write_judge(demo_root, other)
-    assert "verdict thresholds: factuality 0.5 (configured), compliance 0.4 (configured)" in demo_summary(demo_root)
-    given = cal.resolve_judge(
-        settings,
-        identities(settings),
+    assert "verdict thresholds: factuality 0.5 (fallback), compliance 0.4 (configured)" in demo_summary(demo_root)
+    given = build_judge(
+        dataclasses.replace(settings, factuality_threshold=0.5),
+        config_file=conf.path,
+        given={"factuality_threshold"},
         served_model=model,
-        origin={**conf, "factuality_threshold": "--factuality-threshold"},
     )
     _write_judge(demo_root, given)
     assert "verdict thresholds: factuality 0.5 (command line), compliance 0.318 (calibrated)" in demo_summary(demo_root)
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/getting-started.md"])
+def test_the_front_doors_sample_demo_summary_is_what_the_summary_prints(page, demo_root):
+    """The sample "== demo summary ==" block of the README and of Getting started: each funnel
+    line is what ``headline`` prints for its own counts, and the thresholds line is what the
+    summary prints for the shipped judge of the embedded model (its calibration entries): a change
+    of the shipped calibration or of the summary's wording fails here until the page follows."""
+    from udfs.agents.judge import build_judge
+    from udfs.llm.serving.config import load_serving_conf
+    from udfs.runtime.config import load_config
+    from udfs.runtime.paths import PROJECT_ROOT
+
+    text = (PROJECT_ROOT / page).read_text(encoding="utf-8")
+    block = text.split("== demo summary ==\n", 1)[1].split("```", 1)[0].splitlines()
+    funnel = [line for line in block if " triples -> " in line]
+    assert len(funnel) == 2, block  # human and the embedded model
+    for line in funnel:
+        source, chain = line.strip().split(": ", 1)
+        counts = [int(n.replace(",", "")) for n in re.findall(r"([\d,]+) (?:triples|valid|factual|compliant)", chain)]
+        assert line == headline(source, dict(zip(("n_triples", "n_valid", "n_factual", "n_compliant"), counts)))
+    model = load_serving_conf().embedded.models[0].model_id
+    assert funnel[1].strip().startswith(model + ":")
+    conf = load_config()
+    _write_judge(demo_root, build_judge(conf.judge, config_file=conf.path, served_model=model))
+    said = next(line for line in demo_summary(demo_root).splitlines() if line.startswith("verdict thresholds:"))
+    assert said in block

@@ -1,4 +1,4 @@
-"""The prompts of the LLM agents (``udfs/agents/generation.py``, ``udfs/agents/verdicts.py``): what
+"""The prompts of the LLM agents (``udfs/agents/generation.py``, ``udfs/agents/judge.py``): what
 every agent's messages are built from.
 
 * Prompt files: the fixed instructions live in ``conf/prompts/<name>.txt`` (``load_prompt``).
@@ -10,9 +10,8 @@ every agent's messages are built from.
 * Strategies (FactCheck): ``direct`` (the question alone), ``guided`` (zero-shot verification
   steps), ``fewshot`` (guided, plus solved examples built from the schema.org examples);
   ``system_prompt`` builds a verdict agent's system message for one of them.
-* What a question shows of a claim: a property's definition as plain text (``plain_definition``),
-  a named node's type (``typed_suffix``); the questions
-  are ``udfs.agents.questions``' registry.
+* What a question shows of a claim: a property's definition as plain text (``plain_definition``);
+  the questions are ``udfs.agents.questions``' registry.
 * Page text to prompt size: ``page_chunks`` cuts the text with the paper's formula
   (``udfs.llm.chunking``) so the instructions, one chunk and the answer fit the context window.
 """
@@ -195,13 +194,6 @@ def plain_definition(prop: str, vocab=None, max_chars: int = 300) -> str:
         return text
     cut = text.find(". ", max_chars // 2, max_chars)
     return text[: cut + 1] if cut >= 0 else text[:max_chars].rstrip() + "..."
-
-
-def typed_suffix(value_type: str | None) -> str:
-    """What follows a named node's name in a typed question, ' (an Organization)'; '' without a type."""
-    if not value_type:
-        return ""
-    return f" ({'an' if value_type[:1].lower() in 'aeiou' else 'a'} {value_type})"
 
 
 # ---- page text to prompt size ---------------------------------------------------------------

@@ -27,13 +27,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from udfs.agents.evidence import answer_match, best_answer_match, excerpt, soft_answer_match
-from udfs.agents.prompts import fence, load_prompt, plain_definition, system_prompt, typed_suffix, unfence
+from udfs.agents.evidence import best_answer_match, excerpt, soft_answer_match
+from udfs.agents.prompts import fence, load_prompt, plain_definition, system_prompt, unfence
 from udfs.schemaorg.vocab import load_vocabulary
 
 AGENTS = ("factuality", "compliance")
 SHARED_PREFIX = "shared_prefix"  # the layout of the questions: instructions and text first, the question last
-PAPER = "paper"  # the paper's layout (the triple before the text), kept for the prompt-token comparison
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ class Claim:
     value: str
     entity_type: str | None
     # A named node's type ("Organization" for a seller named "Music Resource Centre"); None for a
-    # literal or an IRI. Only the ``typed`` and ``claim-typed`` questions show it.
+    # literal or an IRI. No shipped question shows it (experiments/typed_nodes).
     value_type: str | None = None
     # The other properties the markup gives the claim's subject (sorted, each once).
     siblings: tuple[str, ...] = ()
@@ -130,7 +129,6 @@ def request_order(messages: Sequence[Messages | None]) -> list[int]:
 
 
 VERDICT = Answer("verdict")
-READ_OFF = Answer("generated", EXTRACT_TOKENS, lambda answer, claim: answer_match(answer, claim.value))
 LISTED = Answer("generated", EXTRACT_ALL_TOKENS, lambda answer, claim: best_answer_match(answer, claim.value))
 SOFT = Answer("soft", EXTRACT_TOKENS)
 
@@ -161,7 +159,7 @@ def extract_messages(
 
 
 def compliance_messages(
-    claim: Claim, definition: str, strategy: str, prompts_dir: str | None = None, question: str = "plain"
+    claim: Claim, definition: str, strategy: str, prompts_dir: str | None = None, question: str = "ranged"
 ) -> Messages:
     """A compliance question of :data:`COMPLIANCE` about a claim against a property's definition;
     no page text."""
@@ -188,7 +186,6 @@ class Question:
         strategy: str,
         prompts_dir: str | None = None,
         other_than: str | None = None,
-        layout: str = SHARED_PREFIX,
     ) -> Messages | None:
         """The request about ``claim`` against ``chunk`` (None: the question does not apply)."""
         raise NotImplementedError
@@ -197,7 +194,7 @@ class Question:
         """What the question sends for the fixed probe claim, for :func:`prompt_fingerprint`."""
         return self.messages("text", claim, strategy, prompts_dir)
 
-    # factuality: the questions ``judge_factuality`` asks in a second round
+    # factuality: the questions the judge asks in a second round (``udfs.agents.judge``)
     reads_value = False  # its completion is extract-soft's answer, which ``asks_past`` questions ask past
     asks_past = False  # asked after the others, past the value a ``reads_value`` question read off
 
@@ -205,23 +202,18 @@ class Question:
 @dataclass(frozen=True)
 class Worded(Question):
     """A yes/no factuality question worded by its prompt file (``prompts[0]``): the claim's entity
-    type, property and value (fence markers removed), with ``{typed}`` a named node's type where
-    the wording shows it. In the paper's layout the question comes before the text, and shows no type."""
+    type, property and value (fence markers removed), after the fenced text."""
 
-    def question(self, claim: Claim, prompts_dir: str | None, said: bool = True) -> str:
+    def question(self, claim: Claim, prompts_dir: str | None) -> str:
         fields = {
             "entity_type": claim.entity_type or "entity",
             "property": claim.property,
             "value": unfence(claim.value),
-            "typed": typed_suffix(claim.value_type if said else None),
         }
         return load_prompt(self.prompts[0], prompts_dir).format(**fields)
 
-    def messages(self, chunk, claim, strategy, prompts_dir=None, other_than=None, layout=SHARED_PREFIX):
+    def messages(self, chunk, claim, strategy, prompts_dir=None, other_than=None):
         system = {"role": "system", "content": system_prompt("factuality", strategy, prompts_dir)}
-        if layout == PAPER:
-            question = self.question(claim, prompts_dir, said=False)
-            return [system, {"role": "user", "content": f"{question}\n\n{fence(chunk)}"}]
         return [system, {"role": "user", "content": f"{fence(chunk)}\n\n{self.question(claim, prompts_dir)}"}]
 
 
@@ -229,7 +221,7 @@ class Worded(Question):
 class Extract(Question):
     """The property's value read off the text (:func:`extract_messages`), the claim's value not shown."""
 
-    def messages(self, chunk, claim, strategy, prompts_dir=None, other_than=None, layout=SHARED_PREFIX):
+    def messages(self, chunk, claim, strategy, prompts_dir=None, other_than=None):
         return extract_messages(chunk, claim, prompts_dir)
 
 
@@ -239,7 +231,7 @@ class ExtractOther(Question):
 
     asks_past = True
 
-    def messages(self, chunk, claim, strategy, prompts_dir=None, other_than=None, layout=SHARED_PREFIX):
+    def messages(self, chunk, claim, strategy, prompts_dir=None, other_than=None):
         return None if other_than is None else extract_messages(chunk, claim, prompts_dir, other_than=other_than)
 
     def probe(self, claim, strategy, prompts_dir):
@@ -250,7 +242,7 @@ class ExtractOther(Question):
 class ExtractSoft(Extract):
     """``extract``'s request read softly; where its answer is none of a value the text states
     (``udfs.agents.evidence.missed_stated_value``), the requests of ``again`` are asked too, the
-    largest score kept (``udfs.agents.verdicts.judge_factuality``)."""
+    largest score kept (``udfs.agents.judge``)."""
 
     reads_value = True
 
@@ -261,8 +253,8 @@ class ExtractSoft(Extract):
 
 @dataclass(frozen=True)
 class Again:
-    """A request ``extract-soft-all`` (and ``-near``) ask again where extract-soft's answer is none
-    of a value the text states: its answer, its messages about a chunk (None: not asked) and what
+    """A request ``extract-soft-all-near`` asks again where its first answer is none of a value the
+    text states: its answer, its messages about a chunk (None: not asked) and what
     it contributes to the prompt fingerprint."""
 
     answer: Answer
@@ -294,9 +286,9 @@ class Complies(Question):
     """A compliance question asked as a factuality question: does the value fit the property's
     schema.org definition (no page text); None for a property schema.org does not define."""
 
-    compliance_question: str = "plain"
+    compliance_question: str = "ranged"
 
-    def messages(self, chunk, claim, strategy, prompts_dir=None, other_than=None, layout=SHARED_PREFIX):
+    def messages(self, chunk, claim, strategy, prompts_dir=None, other_than=None):
         definition = load_vocabulary().comments.get(claim.property)
         return (
             compliance_messages(claim, definition, strategy, prompts_dir, self.compliance_question)
@@ -336,69 +328,36 @@ class Compliance(Question):
 
 # ---- the registry -----------------------------------------------------------------------------
 _F = "factuality"
+# The shipped judge's questions (conf/pipeline.toml [judge]) and the cheap judge's (plain alone);
+# the question kinds studied and not shipped live with their experiments (experiments/README.md).
 FACTUALITY: dict[str, Question] = {
     q.name: q
     for q in (
         Worded("plain", _F, "does the text support the fact 'the T has p = v'", ("factuality_question",)),
-        Worded("says", _F, "does the text say that the p of the T is v", ("factuality_question_says",)),
         Worded(
             "claim",
             _F,
             "is the claim 'v is the p of this T' true according to the text",
             ("factuality_question_claim",),
         ),
-        Worded(
-            "typed",
-            _F,
-            "plain with a named node's type after its name (a literal: plain's very request)",
-            ("factuality_question_typed",),
-        ),
-        Worded(
-            "claim-typed",
-            _F,
-            "claim with a named node's type after its name (a literal: claim's very request)",
-            ("factuality_question_claim_typed",),
-        ),
-        Extract(
-            "extract",
-            _F,
-            "the property's value read off the text, matched against the claim's",
-            ("extract_system", "extract_question"),
-            READ_OFF,
-        ),
         ExtractSoft(
-            "extract-soft",
+            "extract-soft-all-near",
             _F,
-            "extract's request; where the answer is another value, the share its first "
-            "token gave the claim's, if the text states it",
-            ("extract_system", "extract_question"),
+            "the property's value read off the text (the claim's not shown), matched against the claim's, "
+            "where the answer is another value the share its first token gave the claim's; where it answers "
+            "none of a value the text states, every value of the property listed and the request over the "
+            "text around the value asked too, the largest score kept",
+            ("extract_system", "extract_question", "extract_all_system", "extract_all_question"),
             SOFT,
+            again=("listing", "near"),
         ),
         ExtractOther(
             "extract-other",
             _F,
-            "where extract-soft's answer is another value the text states, extract "
-            "asked again past it, scored so (not asked of other claims)",
+            "where extract-soft-all-near's answer is another value the text states, the value asked again "
+            "past it, scored so (not asked of other claims; needs extract-soft-all-near)",
             ("extract_system", "extract_other_question"),
             SOFT,
-        ),
-        ExtractSoft(
-            "extract-soft-all",
-            _F,
-            "extract-soft, and where it answers none of a value the text states, "
-            "every value of the property listed, the best line's match if larger",
-            ("extract_system", "extract_question", "extract_all_system", "extract_all_question"),
-            SOFT,
-            again=("listing",),
-        ),
-        ExtractSoft(
-            "extract-soft-all-near",
-            _F,
-            "extract-soft-all, and where it asks again, extract-soft of the text "
-            "around the value too, the largest score kept",
-            ("extract_system", "extract_question", "extract_all_system", "extract_all_question"),
-            SOFT,
-            again=("listing", "near"),
         ),
         Complies(
             "complies-ranged",
@@ -414,15 +373,9 @@ COMPLIANCE: dict[str, Question] = {
     q.name: q
     for q in (
         Compliance(
-            "plain",
-            "compliance",
-            "does the value comply with the property's schema.org definition",
-            ("compliance_question",),
-        ),
-        Compliance(
             "ranged",
             "compliance",
-            "plain with the property's expected types (schema.org's rangeIncludes)",
+            "does the value comply with the property's schema.org definition and expected types (rangeIncludes)",
             ("compliance_question_ranged",),
             ranged=True,
         ),
@@ -434,12 +387,18 @@ PLAIN = ("plain",)
 
 def check_questions(questions: Sequence[str], agent: str = "factuality") -> tuple[str, ...]:
     """The questions of a configuration for ``agent``, checked against the registry: empty means
-    the plain question; an unknown one or a repeat is a ValueError naming the known ones."""
+    the plain factuality question (compliance names its own); an unknown one, a repeat, or a
+    question that asks past a value read off (``extract-other``) without a question that reads it
+    is a ValueError naming the known ones."""
     known = REGISTRY[agent]
-    qs = tuple(questions) or PLAIN
+    qs = tuple(questions) or (PLAIN if agent == "factuality" else ())
     bad = [q for q in qs if q not in known]
-    if bad or len(set(qs)) != len(qs):
+    if bad or not qs or len(set(qs)) != len(qs):
         raise ValueError(f"{agent} questions {list(qs)}: each once, any of {', '.join(known)}")
+    past = [q for q in qs if known[q].asks_past]
+    if past and not any(known[q].reads_value for q in qs):
+        readers = ", ".join(q.name for q in known.values() if q.reads_value)
+        raise ValueError(f"{agent} questions {list(qs)}: {', '.join(past)} asks past the value {readers} reads off")
     return qs
 
 
@@ -481,17 +440,6 @@ def prompt_fingerprint(
     return hashlib.sha256(json.dumps(msgs, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def identities(judge, prompts_dir: str | None = None) -> dict[str, tuple[str, str]]:
-    """Per agent, what names the questions of ``judge`` (a ``udfs.runtime.config.JudgeConf``) in a
-    calibration file: (:func:`questions_key`, :func:`prompt_fingerprint` under its strategy)."""
-    out = {}
-    for agent in AGENTS:
-        qs = judge.factuality_questions if agent == "factuality" else judge.compliance_questions
-        gate = judge.factuality_gate if agent == "factuality" else 0.0
-        out[agent] = (questions_key(qs, agent, gate), prompt_fingerprint(agent, judge.strategy, prompts_dir, qs))
-    return out
-
-
 # ---- the judge's flags ------------------------------------------------------------------------
 def add_judge_arguments(group) -> None:
     """The flags of ``[judge]`` (``udfs.runtime.config.JudgeConf``), the same on every job that
@@ -527,13 +475,22 @@ def add_judge_arguments(group) -> None:
     )
     group.add_argument(
         "--factuality-threshold",
-        type=float,
-        help="a claim is factual at this score or above; given here, it wins over the calibration file's",
+        type=_threshold,
+        metavar="T",
+        help='a claim is factual at this score or above; a number is used as written, "calibrated" takes the '
+        "calibration file's entry for this judge (else --fallback-threshold)",
     )
     group.add_argument(
         "--compliance-threshold",
+        type=_threshold,
+        metavar="T",
+        help='a claim is compliant at this score or above; a number is used as written, "calibrated" takes the '
+        "calibration file's entry for this judge (else --fallback-threshold)",
+    )
+    group.add_argument(
+        "--fallback-threshold",
         type=float,
-        help="a claim is compliant at this score or above; given here, it wins over the calibration file's",
+        help='the threshold of an agent left "calibrated" when no calibration entry applies',
     )
     group.add_argument(
         "--verdict-models",
@@ -544,7 +501,19 @@ def add_judge_arguments(group) -> None:
     group.add_argument("--judge-model", help='breaks ties between several --verdict-models ("": none)')
     group.add_argument(
         "--calibration",
-        help="calibration file (jobs/agents_bench.py calibrate writes it): the "
-        "threshold and probability map of the entry for these verdict models, strategy and "
-        'questions, where the threshold is not given on the command line; "": none',
+        help="calibration file (jobs/agents_bench.py calibrate writes entries for it): the "
+        "threshold and probability map of the entry for these verdict models, strategy, questions and "
+        'prompts, for an agent whose threshold is "calibrated"; "": none',
     )
+
+
+def _threshold(text: str):
+    """argparse's type of a threshold flag: a number in [0, 1] or "calibrated"."""
+    import argparse
+
+    from udfs.runtime.config import ConfigError, threshold_value
+
+    try:
+        return threshold_value(text, "the threshold")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -1,14 +1,14 @@
 """The agents benchmark's commands as library steps; ``jobs/agents_bench.py`` parses the flags
 and calls one of them:
 
-* :func:`build`: the ground truth from schema.org examples files (``udfs.bench.groundtruth``);
-* :func:`run`: one verdict configuration on it (``udfs.bench.runner``): seeded, stratified items per
+* :func:`build`: the ground truth from schema.org examples files (``udfs.agents_bench.groundtruth``);
+* :func:`run`: one verdict configuration on it (``udfs.agents_bench.runner``): seeded, stratified items per
   task, verdicts written one part per batch (a killed run resumes from its parts), then metrics,
   threshold sweep, consensus alignment, summary and plot;
 * :func:`calibrate`: a run, then per agent the threshold and score-to-probability map fitted on a
   fit split of the ground truth and measured on the rest (``udfs.scores.calibration``), written to
   the calibration file the evaluation reads;
-* :func:`kappa`: Cohen's kappa of MeMR against human votes (``udfs.bench.metrics``).
+* :func:`kappa`: Cohen's kappa of MeMR against human votes (``udfs.agents_bench.metrics``).
 
 A ground truth is the folder ``build`` writes or any Parquet file with the same columns
 (:func:`load_ground_truth`).
@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Sequence
 
-from udfs.bench import runner as ab
+from udfs.agents_bench import runner as ab
 from udfs.runtime.config import ScoresConf
 from udfs.runtime.io import Folder
-from udfs.runtime.paths import project_file
+from udfs.runtime.paths import project_file, shown_path
 from udfs.runtime.progress import Progress
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
 
@@ -78,9 +78,9 @@ def build(
     """Ground truth from schema.org examples files: ``out`` is replaced by factuality.parquet and
     compliance.parquet, ``rejects/build.jsonl`` lists what was left out and why. The embeddings
     that decide "semantically distant" use ``scores``' batch size and threads; ``intrinsic``
-    chooses the intrinsic negatives (``udfs.bench.groundtruth.INTRINSIC_CHOICES``)."""
+    chooses the intrinsic negatives (``udfs.agents_bench.groundtruth.INTRINSIC_CHOICES``)."""
     from udfs.agents.prompts import load_examples
-    from udfs.bench.groundtruth import PAPER_COUNTS, build_ground_truth, embedding_distance, property_name
+    from udfs.agents_bench.groundtruth import PAPER_COUNTS, build_ground_truth, embedding_distance, property_name
     from udfs.schemaorg.vocab import load_vocabulary
 
     # the examples file is read as it is (resolve_inputs would take a .txt for a manifest)
@@ -153,7 +153,7 @@ def _rows(table, where: str, agent: str | None) -> list[dict[str, Any]]:
     the claim where there is none, and the split's ``group``: the example whose text an item shows
     (``text_example_id``, else ``example_id``), else a hash of the text (compliance without a text:
     of the property and value)."""
-    from udfs.bench.groundtruth import COMPLIANCE_KINDS, FACTUALITY_KINDS, item_id
+    from udfs.agents_bench.groundtruth import COMPLIANCE_KINDS, FACTUALITY_KINDS, item_id
 
     names = set(table.schema.names)
     need = [c for c in REQUIRED if c not in names and not (c == "text" and agent == "compliance")]
@@ -244,11 +244,11 @@ def pa_buffer(data: bytes):
 def select_items(
     gt: GroundTruth, tasks: Sequence[str], limit: int, seed: int, after: int = 0
 ) -> dict[str, list[dict[str, Any]]]:
-    """The items of each task: a seeded, stratified subset (``udfs.bench.groundtruth.stratified_subset``);
+    """The items of each task: a seeded, stratified subset (``udfs.agents_bench.groundtruth.stratified_subset``);
     a task without items in the ground truth is left out. ``after``: a held-out sample instead, the
     subset drawn from the items that none of the ``after`` items per task of every task of the agent
     (the same seed) is, nor shares its example text with (a calibration's items and texts stay out)."""
-    from udfs.bench.groundtruth import POSITIVE, TASKS, stratified_subset
+    from udfs.agents_bench.groundtruth import POSITIVE, TASKS, stratified_subset
 
     out = {}
     for task in tasks:
@@ -297,8 +297,8 @@ def run(
     :func:`select_items` instead. ``concurrency``: requests in flight per model (1: one
     claim at a time, so a verdict's latency is its own). ``api_key``: the endpoint's, as for ``LLMClient``."""
     from udfs.agents.verdicts import voter_model_and_strategy
-    from udfs.bench import metrics as bm
-    from udfs.bench.groundtruth import TASKS
+    from udfs.agents_bench import metrics as bm
+    from udfs.agents_bench.groundtruth import TASKS
     from udfs.llm.client import LLMClient
 
     t0 = time.monotonic()
@@ -412,6 +412,7 @@ def calibrate(
     cfg: ab.VerdictConfig,
     *,
     calibration_file: str,
+    install: bool = False,
     fit_fraction: float,
     tasks: Sequence[str],
     limit: int,
@@ -423,10 +424,10 @@ def calibrate(
     of a ``run`` of ``cfg`` (run first, here: it resumes from the parts already written and asks the
     request cache before the model, so no item is asked twice). The entries (per model, agent,
     strategy and layout; the seed, fit fraction and the ground truth's sha256 with them) go to
-    ``calibration_file`` (other keys there kept) and to ``out/calibration.json``; ``out/calibration.md``
-    is the test-split table. ``run_kw``: :func:`run`'s other arguments."""
-    from udfs.agents.verdicts import prompt_fingerprint, questions_key
-    from udfs.bench.groundtruth import TASKS
+    ``out/calibration.json``, and with ``install`` to ``calibration_file`` too (other keys there
+    kept; without it the report says how to install them); ``out/calibration.md`` is the test-split
+    table. ``run_kw``: :func:`run`'s other arguments."""
+    from udfs.agents_bench.groundtruth import TASKS
     from udfs.scores import calibration as cal
 
     if not 0 < fit_fraction < 1:
@@ -458,22 +459,31 @@ def calibrate(
                 model=model,
                 agent=agent,
                 strategy=cfg.strategy,
-                layout=cal.layout_key(questions_key(cfg.questions(agent), agent, cfg.gate(agent))),
+                layout=cal.layout_key(cfg.judge.key(agent)),
                 seed=seed,
                 fit_fraction=fit_fraction,
                 ground_truth_sha256=gt.sha256,
                 tasks=agent_tasks,
-                prompts_sha256=prompt_fingerprint(agent, cfg.strategy, cfg.prompts_dir, cfg.questions(agent)),
+                prompts_sha256=cfg.judge.record.agents[agent].prompts_sha256,
             )
         )
     path = project_file(calibration_file)
-    cal.write(path, entries)
-    out.write_text("calibration.json", json.dumps({"version": cal.VERSION, "entries": entries}, indent=1) + "\n")
-    md = calibration_markdown(entries, path)
+    written = out.write_text(
+        "calibration.json", json.dumps({"version": cal.VERSION, "entries": entries}, indent=1) + "\n"
+    )
+    if install:
+        cal.write(path, entries)
+    md = calibration_markdown(entries, path if install else str(written))
     out.write_text("calibration.md", md)
+    if not install:
+        md += (
+            f"\nNot installed: {shown_path(path)} is unchanged. To install these entries there (other keys kept), "
+            "run the same command again with --install (its answers come from the parts and the request cache)."
+        )
     report.facts["calibration"] = {
-        "file": path,
-        "sha256": cal.sha256(path),
+        "file": path if install else str(written),
+        "installed": install,
+        "sha256": cal.sha256(path) if install else None,
         "seed": seed,
         "fit_fraction": fit_fraction,
         "ground_truth_sha256": gt.sha256,
@@ -525,7 +535,7 @@ def kappa(inputs: Sequence[str], out: Folder, rejects: Folder) -> Report:
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
-    from udfs.bench import metrics as bm
+    from udfs.agents_bench import metrics as bm
     from udfs.runtime.inputs import resolve_inputs
 
     rows = []

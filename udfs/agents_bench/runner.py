@@ -1,7 +1,7 @@
-"""The agents benchmark around the ground truth (``udfs.bench.groundtruth``) and the metrics
-(``udfs.bench.metrics``): table schemas, judging ground-truth items with any verdict configuration
+"""The agents benchmark around the ground truth (``udfs.agents_bench.groundtruth``) and the metrics
+(``udfs.agents_bench.metrics``): table schemas, judging ground-truth items with any verdict configuration
 (one model, or several voting with a judge breaking ties), the per-task metrics, the threshold
-sweep, and the Markdown / HTML / plot summary. ``udfs.bench.commands`` runs them as the
+sweep, and the Markdown / HTML / plot summary. ``udfs.agents_bench.commands`` runs them as the
 benchmark's steps.
 
 Factuality items about one text go out together, so their questions share the text's prompt
@@ -20,10 +20,10 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from udfs.agents import verdicts as agents
-from udfs.bench import metrics as bm
-from udfs.bench.groundtruth import TASKS
+from udfs.agents.judge import Judge
+from udfs.agents_bench import metrics as bm
+from udfs.agents_bench.groundtruth import TASKS
 from udfs.runtime.io import Folder
-from udfs.scores.calibration import ResolvedJudge
 
 FACTUALITY_SCHEMA = pa.schema(
     [
@@ -158,13 +158,12 @@ def to_table(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Table:
 @dataclass
 class VerdictConfig:
     """Who judges and how: the voters (``models``: one model, or several voting, ties to the
-    judge's ``judge_model``) and the judge (``udfs.scores.calibration.ResolvedJudge``: the
-    ``[judge]`` settings through the job's flags, thresholds resolved as the evaluation resolves
-    them, so the benchmark measures the judge that runs)."""
+    judge's ``judge_model``) and the judge (``udfs.agents.judge.build_judge``: the ``[judge]``
+    settings through the job's flags, built as the evaluation builds it, so the benchmark measures
+    the judge that runs)."""
 
     models: list[str]
-    judge: ResolvedJudge
-    prompts_dir: str | None = None
+    judge: Judge
     one_at_a_time: bool = True  # False: every claim of a batch at once (latency then includes queueing)
     clients: dict[str, Any] = field(default_factory=dict, repr=False)  # model id -> LLMClient
 
@@ -182,23 +181,19 @@ class VerdictConfig:
     def questions(self, agent: str) -> list[str]:
         return self.judge.questions(agent)
 
-    def gate(self, agent: str) -> float:
-        return self.judge.settings.factuality_gate if agent == "factuality" else 0.0
-
     @property
     def name(self) -> str:
         parts = [
             "+".join(self.models),
             self.strategy,
-            f"f{self.judge.factuality_threshold:g}",
-            f"c{self.judge.compliance_threshold:g}",
+            f"f{self.threshold('factuality'):g}",
+            f"c{self.threshold('compliance'):g}",
         ]
         if self.judge_model and len(self.models) > 1:
             parts.append(f"judge-{self.judge_model}")
-        if (self.questions("factuality") or ["plain"]) != ["plain"]:
-            parts.append("q-" + agents.questions_key(self.questions("factuality"), gate=self.gate("factuality")))
-        if (self.questions("compliance") or ["plain"]) != ["plain"]:
-            parts.append("cq-" + "+".join(self.questions("compliance")))
+        if self.questions("factuality") != ["plain"]:
+            parts.append("q-" + self.judge.key("factuality"))
+        parts.append("cq-" + self.judge.key("compliance"))
         return "_".join(parts).replace("/", "-")
 
 
@@ -210,24 +205,6 @@ class _Definitions:
     comments: dict[str, str]
 
 
-def _voter(cfg: VerdictConfig, agent: str, name: str, text: str | None, vocab=None):
-    model, strategy = agents.voter_model_and_strategy(name, cfg.strategy)
-    return agents.verdict_voter(
-        agent,
-        cfg.clients[model],
-        chunks=[text],
-        strategy=strategy,
-        threshold=cfg.threshold(agent),
-        # the bench measures the scores (AUROC, a calibration fitted on them): every question is
-        # asked; the evaluation's early exit gives the same verdicts at a threshold
-        early_exit=False,
-        gate=cfg.gate(agent),
-        prompts_dir=cfg.prompts_dir,
-        vocab=vocab,
-        questions=cfg.questions(agent),
-    )
-
-
 async def _judge_group(cfg: VerdictConfig, agent: str, key: str | None, claims: list[agents.Claim]):
     # factuality groups by text, compliance by the items' own definition (None: schema.org's)
     text, vocab = (
@@ -235,8 +212,10 @@ async def _judge_group(cfg: VerdictConfig, agent: str, key: str | None, claims: 
         if agent == "factuality"
         else (None, _Definitions({c.property: key for c in claims}) if key else None)
     )
-    return await agents.vote(
-        lambda name: _voter(cfg, agent, name, text, vocab), cfg.models, claims, judge=cfg.judge_model
+    # the bench measures the scores (AUROC, a calibration fitted on them): every question is asked;
+    # the evaluation's early exit gives the same verdicts at a threshold
+    return await cfg.judge.verdicts(
+        agent, cfg.clients.__getitem__, claims, chunks=[text], early_exit=False, vocab=vocab, voters=cfg.models
     )
 
 
@@ -436,7 +415,7 @@ def plot_precision_recall(
 ) -> None:
     """Precision against recall, as a PNG at ``path`` (a local path, a URL or a Folder: written
     through the IO layer, atomically): per task the full curve over every distinct score
-    (``curves``, ``udfs.bench.metrics.precision_recall_points``) when given, the threshold sweep's
+    (``curves``, ``udfs.agents_bench.metrics.precision_recall_points``) when given, the threshold sweep's
     points on it, and the configured decision as a cross."""
     import io
 

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from udfs.agents import generation, prompts
 from udfs.agents import verdicts as agents
+from udfs.agents.judge import Judge
 from udfs.runtime.config import ScoresConf
 from udfs.schemaorg.markup import Entity, Literal, Markup, MarkupError, claim_text, parse_markup, to_jsonld
 from udfs.scores import calibration, matching
@@ -161,14 +162,13 @@ class EvalConfig:
     default here. The fields with defaults are choices of one run, not settings of the file."""
 
     stages: list[str]
-    # the verdict agents' judge, its thresholds resolved against the calibration file
-    # (udfs.scores.calibration.resolve_judge: the run record keeps where each came from)
-    judge: calibration.ResolvedJudge
+    # the verdict agents' judge (udfs.agents.judge.build_judge: its thresholds and where each came from)
+    judge: Judge
     context_window: int
     max_tokens: int
     max_claims: int  # 0: judge every distinct claim of a markup
     # stop asking a claim's factuality questions once its verdict is decided (the same verdicts;
-    # the score then combines the questions answered: udfs.agents.verdicts.judge_factuality)
+    # the score then combines the questions answered: udfs.agents.judge)
     early_exit: bool
     validity_engine: str
     validity_strict: bool
@@ -184,10 +184,6 @@ class EvalConfig:
         bad = set(self.stages) - set(STAGES)
         if bad:
             raise ValueError(f"unknown stages {sorted(bad)}: any of {', '.join(STAGES)}")
-        if self.judge.strategy not in prompts.STRATEGIES:
-            raise ValueError(f"unknown strategy {self.judge.strategy!r}")
-        for agent in calibration.AGENTS:
-            agents.check_questions(self.judge.questions(agent), agent)
 
 
 NOT_JUDGED = "not judged: over"
@@ -271,33 +267,14 @@ class PageEvaluator:
         # One private event loop per evaluator (the client's), reused page after page.
         return self.client(None).run(self.aevaluate(page))
 
-    # ---- verdict functions (one model, or a vote) ----------------------------------------------
-    def _voter(self, agent: str, name: str | None, chunks: list[str]):
-        judge = self.cfg.judge
-        model, strategy = agents.voter_model_and_strategy(name, judge.strategy)
-        return agents.verdict_voter(
-            agent,
-            self.client(model),
-            chunks=chunks,
-            strategy=strategy,
-            threshold=judge.threshold(agent),
-            early_exit=self.cfg.early_exit,
-            gate=judge.settings.factuality_gate,
-            questions=judge.questions(agent),
-        )
-
+    # ---- verdicts (one model, or a vote) ------------------------------------------------------
     async def _judge(self, agent: str, claims: list, chunks: list[str]) -> list[agents.Judged]:
-        return await agents.vote(
-            lambda name: self._voter(agent, name, chunks),
-            self.cfg.judge.verdict_models or [None],
-            claims,
-            judge=self.cfg.judge.judge_model,
-        )
+        return await self.cfg.judge.verdicts(agent, self.client, claims, chunks=chunks, early_exit=self.cfg.early_exit)
 
     def _factuality_chunks(self, text: str) -> list[str]:
         if self.tokenizer is None:
             return [text]
-        probe = agents.factuality_messages("", agents.Claim("p", "v" * 40, "Thing"), self.cfg.judge.strategy)
+        probe = self.cfg.judge.probe_messages()
         overhead = sum(len(self.tokenizer.token_bytes(m["content"])) for m in probe) + prompts.TEMPLATE_TOKENS
         return prompts.page_chunks(
             text, self.tokenizer, context_window=self.cfg.context_window, output_tokens=8, prompt_tokens=overhead
@@ -453,15 +430,8 @@ class PageEvaluator:
         fixes = dict(
             zip(
                 distinct,
-                await agents.correct(
-                    self.client(model),
-                    fact_chunks,
-                    distinct,
-                    strategy=strategy,
-                    threshold=judge.factuality_threshold,
-                    early_exit=self.cfg.early_exit,
-                    gate=judge.settings.factuality_gate,
-                    questions=judge.questions("factuality"),
+                await judge.correct(
+                    self.client(model), fact_chunks, distinct, early_exit=self.cfg.early_exit, strategy=strategy
                 ),
             )
         )

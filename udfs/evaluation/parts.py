@@ -44,18 +44,17 @@ class SettingsMismatch(RuntimeError):
 
 
 def settings_hash(cfg, *, prompts_dir=PROMPTS_DIR, extra: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-    """(sha256 hex, what was hashed) of an ``EvalConfig``: every field (models, stages, strategy,
-    thresholds, context window, validity, max_claims, correction, judge, scores settings and any
-    field added later), the text of every prompt file under ``prompts_dir``, and the content of
-    every file a field names (a vocabulary or calibration file: its content, not its path),
-    plus ``extra``. Where the service runs, workers, timeouts and part sizes are not in it."""
+    """(sha256 hex, what was hashed) of an ``EvalConfig``: every field (models, stages, context
+    window, validity, max_claims, correction, scores settings and any field added later), the judge
+    as applied (``udfs.agents.judge.Judge.identity``: its questions, their prompts' fingerprints,
+    the thresholds and the calibration entries taken, not where a value came from nor the rest of
+    the calibration file), the text of every prompt file under ``prompts_dir``, and the content of
+    every file a field names (a vocabulary file: its content, not its path), plus ``extra``. Where
+    the service runs, workers, timeouts and part sizes are not in it."""
     from pathlib import Path
 
-    fields = dataclasses.asdict(cfg)
-    # where a threshold came from says nothing the thresholds do not (the same value given on the
-    # command line or taken from the file is the same run)
-    if isinstance(fields.get("judge"), dict):
-        fields["judge"].pop("provenance", None)
+    fields = dataclasses.asdict(dataclasses.replace(cfg, judge=None))
+    fields["judge"] = cfg.judge.identity()
     files = {}
 
     def walk(prefix: str, value: Any) -> None:

@@ -50,6 +50,7 @@ class CsetsConf:
     input_root: tuple[str, ...]
     reject_raw_chars: int
     max_line_bytes: int
+    strict_nquads: bool
     top: int
 
 
@@ -139,18 +140,19 @@ class ValidityConf:
 class JudgeConf:
     """The verdict agents' judge, one for every job that judges (``jobs/evaluate.py``, and
     ``jobs/agents_bench.py`` which measures it): the strategy, the questions of each agent
-    (``udfs.agents.questions``) and the factuality gate, the configured thresholds, the verdict models (empty: the
-    service's first), the model that breaks their ties ("": none) and the calibration file whose
-    matching entry gives the thresholds the configuration leaves to it
-    (``udfs.scores.calibration.resolve_judge``; "": none). The jobs' flags of the same names
-    override these, and a job builds its run's ``JudgeConf`` from them (:func:`judge_of`)."""
+    (``udfs.agents.questions``) and the factuality gate, each agent's threshold (a number, used as
+    written, or :data:`CALIBRATED`: the calibration file's matching entry, else
+    ``fallback_threshold``), the verdict models (empty: the service's first), the model that breaks
+    their ties ("": none) and the calibration file ("": none). The jobs' flags of the same names
+    override these; ``udfs.agents.judge.build_judge`` makes the run's judge of them."""
 
     strategy: str
     factuality_questions: tuple[str, ...]
     factuality_gate: float
     compliance_questions: tuple[str, ...]
-    factuality_threshold: float
-    compliance_threshold: float
+    factuality_threshold: float | str
+    compliance_threshold: float | str
+    fallback_threshold: float
     verdict_models: tuple[str, ...]
     judge_model: str
     calibration: str
@@ -226,7 +228,29 @@ SECTIONS: dict[str, type] = {k: v for k, v in typing.get_type_hints(Config).item
 # ---- reading ---------------------------------------------------------------------------------
 
 
+# A threshold a configuration leaves to the calibration file (``[judge]``): the matching entry's,
+# else the fallback the same section states.
+CALIBRATED = "calibrated"
+THRESHOLD = float | str  # a number, or CALIBRATED
+
+
+def threshold_value(value: Any, where: str = "threshold") -> float | str:
+    """A threshold setting as written in a file or on a command line: a number in [0, 1], or
+    :data:`CALIBRATED`; anything else is a ConfigError naming ``where``."""
+    if isinstance(value, str) and value.strip() == CALIBRATED:
+        return CALIBRATED
+    try:
+        number = float(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not 0.0 <= number <= 1.0:
+        raise ConfigError(f'{where} must be a number in [0, 1] or "{CALIBRATED}", not {value!r}')
+    return number
+
+
 def _type_name(tp: Any) -> str:
+    if tp == THRESHOLD:
+        return f'a number or "{CALIBRATED}"'
     if typing.get_origin(tp) is tuple:
         return f"a list of {typing.get_args(tp)[0].__name__}"
     if typing.get_origin(tp) is dict:
@@ -241,6 +265,8 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     def bad() -> ConfigError:
         return ConfigError(f"{where} must be {_type_name(tp)}, not {type(value).__name__} {value!r}")
 
+    if tp == THRESHOLD:
+        return threshold_value(value, where)
     if typing.get_origin(tp) is tuple:
         item = typing.get_args(tp)[0]
         if not isinstance(value, list):

@@ -29,7 +29,7 @@ from udfs.runtime.cli import ArgumentParser, HelpFormatter, check_config_value, 
 from udfs.runtime.config import Config, ConfigError, as_defaults, exit_on_config_error, load_config
 from udfs.runtime.inputs import InputError, InputReport, resolve_inputs
 from udfs.runtime.io import Folder
-from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF, shown_path
+from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF
 
 log = logging.getLogger("llm4schema")
 
@@ -187,13 +187,6 @@ class Job:
         self._setting_sections = parser.setting_sections
         return args
 
-    def setting_origin(self, dest: str) -> str:
-        """Where a setting's value came from: its flag (``--factuality-threshold``) when the command
-        line gave it, else the conf file and section (``conf/pipeline.toml [judge]``)."""
-        if dest in self.given:
-            return "--" + dest.replace("_", "-")
-        return f"{shown_path(self.config.path)} [{self._setting_sections[dest]}]"
-
     def build_parser(self, config: Config) -> argparse.ArgumentParser:
         """The job's command line. A flag declared without ``default=`` is a setting: its default
         is the key of the same name (the flag's dest) in ``[<name>]`` or in one of
@@ -342,7 +335,12 @@ class Job:
             for noisy in ("py4j", "httpx"):
                 logging.getLogger(noisy).setLevel(logging.WARNING)
         secret = {f.lstrip("-").replace("-", "_") for f in SECRET_FLAGS}
-        self.record["config"] = {k: (REDACTED if k in secret and v else v) for k, v in vars(self.args).items()}
+        # the judge's settings are the judge's block, each applied value once with its origin
+        # (udfs.agents.judge): not repeated here as configured
+        judged = {d for d, section in self._setting_sections.items() if section == "judge"}
+        self.record["config"] = {
+            k: (REDACTED if k in secret and v else v) for k, v in vars(self.args).items() if k not in judged
+        }
         try:
             self.run()
         except (InputError, ConfigError) as exc:  # bad input: one line, no traceback

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from udfs.runtime.io import Folder
+from udfs.runtime.judge_record import read_judge
 
 # Counter names that say something went wrong or was left out; a non-zero one is worth a look.
 ATTENTION = re.compile(r"reject|fail|error|damaged|no_text|not_judged|no_verdict|unreadable|missing|dropped")
@@ -129,24 +130,16 @@ def headline(source: str, counts: dict[str, int]) -> str:
 
 def thresholds_line(scores: Folder) -> str | None:
     """The verdict agents' thresholds of the evaluation that wrote ``scores/`` (its run record's
-    judge), each said calibrated (the calibration file's entry gave it), given on the command line
-    or configured; None without a record."""
+    judge block, ``udfs.runtime.judge_record``), each with where it came from (calibrated,
+    command line, configured, fallback) and the calibration file; None without a record."""
     try:
-        judge = json.loads(scores.read_bytes("_run.json"))["evaluation"]["judge"]
-        applied, provenance = judge["calibration"], judge["provenance"]
-    except (OSError, ValueError, KeyError, TypeError):
+        judge = read_judge(json.loads(scores.read_bytes("_run.json")))
+    except (OSError, ValueError):
         return None
-    parts = []
-    for agent, where in provenance.items():
-        how = (
-            "calibrated"
-            if (applied.get("agents") or {}).get(agent, {}).get("matched")
-            else "command line"
-            if " from --" in where
-            else "configured"
-        )
-        parts.append(f"{agent} {judge[f'{agent}_threshold']:.3g} ({how})")
-    where = f"; calibration file {applied['file']}" if applied.get("file") else ""
+    if judge is None:
+        return None
+    parts = [f"{a} {r.threshold.value:.3g} ({r.threshold.origin.short()})" for a, r in judge.agents.items()]
+    where = f"; calibration file {judge.calibration_file}" if judge.calibration_file else ""
     return f"verdict thresholds: {', '.join(parts)}{where}" if parts else None
 
 

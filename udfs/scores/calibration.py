@@ -27,15 +27,13 @@ and the calibration file that carries them to the evaluation.
 The file (JSON, :func:`write` / :func:`read`): ``{"version": 1, "entries": [...]}``, one entry per
 key, each with its threshold, knots, seed, fit fraction, ground-truth hash, fit and test sizes and
 test metrics. Writing replaces the entries of the keys written and keeps the others.
-:func:`resolve` picks the entries of one evaluation's verdict models and strategy and says what
-matched; :func:`resolve_judge` makes the judge a run uses (``ResolvedJudge``): the configured
-settings with each threshold resolved and its provenance said. Pure apart from reading and
-writing that file (through ``udfs.runtime.io.Folder``).
+:func:`match` picks the entries of one judge (its verdict models, strategy, questions and
+prompts) and says why an agent has none; ``udfs.agents.judge.build_judge`` applies them. Pure apart
+from reading and writing that file (through ``udfs.runtime.io.Folder``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -44,9 +42,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from udfs.runtime.config import JudgeConf
 from udfs.runtime.io import Folder
-from udfs.runtime.paths import project_file, shown_path
+from udfs.runtime.paths import shown_path
 
 VERSION = 1
 AGENTS = ("factuality", "compliance")
@@ -288,206 +285,71 @@ def write(path: str, entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return doc
 
 
+def entry_id(e: dict[str, Any]) -> str:
+    """How an entry is named in run records: its key's parts, "model agent strategy layout"."""
+    return " ".join(entry_key(e["model"], e["agent"], e["strategy"], e["layout"]))
+
+
+def summary(e: dict[str, Any]) -> dict[str, Any]:
+    """What a run record keeps of a taken entry beside the threshold it gave: its id, seed, ground
+    truth and the test-split counts (the corrected rates use them)."""
+    return {
+        "id": entry_id(e),
+        "seed": e.get("seed"),
+        "ground_truth_sha256": e.get("ground_truth_sha256"),
+        "test": {k: e["test"].get(k) for k in ("n", "tp", "fn", "tn", "fp", "precision", "recall", "f1", "auroc")},
+    }
+
+
 @dataclass
-class Applied:
-    """What an evaluation takes from a calibration file: per agent the threshold and map of the
-    entry that matched its verdict models, strategy and layout (absent: the configured threshold,
-    no probability), and what to record (``record``)."""
+class Match:
+    """The entries of a calibration file for one judge: per agent the entry whose model, strategy,
+    layout and prompts are the judge's (``entries``), and for an agent without one, why
+    (``why``). ``path``: the file read ("" none)."""
 
     path: str = ""
-    sha256: str | None = None
-    thresholds: dict[str, float] = field(default_factory=dict)
-    maps: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
-    note: str = "no calibration file configured: the configured thresholds"
-
-    def record(self) -> dict[str, Any]:
-        """The run record's account: the file, its hash, per agent whether it matched, the
-        threshold taken and the test-split counts behind it (the corrected rates use them)."""
-        return {
-            "file": self.path or None,
-            "sha256": self.sha256,
-            "note": self.note,
-            "agents": {
-                a: (
-                    {
-                        "matched": True,
-                        "threshold": e["threshold"],
-                        "model": e["model"],
-                        "strategy": e["strategy"],
-                        "layout": e["layout"],
-                        "seed": e["seed"],
-                        "ground_truth_sha256": e.get("ground_truth_sha256"),
-                        "test": {
-                            k: e["test"].get(k)
-                            for k in ("n", "tp", "fn", "tn", "fp", "precision", "recall", "f1", "auroc")
-                        },
-                    }
-                    if (e := self.entries.get(a))
-                    else {"matched": False}
-                )
-                for a in AGENTS
-            },
-        }
+    why: dict[str, str] = field(default_factory=dict)
 
 
-def resolve(
+def match(
     path: str,
     models: Sequence[str | None],
     strategy: str,
-    layout: str = SHARED_PREFIX,
+    layouts: dict[str, str],
+    prompts: dict[str, str],
     judge: str | None = None,
-    prompts: dict[str, str] | None = None,
-    compliance_layout: str = SHARED_PREFIX,
-) -> Applied:
-    """The entries of ``path`` for these verdict models, strategy and layouts (``layout_key`` of
-    the factuality and of the compliance questions) (``path`` "": none).
-    A model left to the service (None) matches nothing: its id is not known here. ``prompts``:
-    per agent the fingerprint of the prompts in use; an entry fitted on other prompts is not
-    taken (said in the note)."""
+) -> Match:
+    """The entries of the file at ``path`` for these verdict models (``judge`` breaking their
+    ties), strategy, and per agent its layout (:func:`layout_key` of its questions) and prompts'
+    fingerprint. A model left to the service (None) matches nothing: its id is not known here. An
+    entry fitted on other prompts is not taken. ``path`` "": no file configured."""
+    out = Match(path=path)
+
+    def none(why: str) -> Match:
+        out.why = {a: why for a in AGENTS}
+        return out
+
     if not path:
-        return Applied()
-    out = Applied(path=path, sha256=sha256(path))
-    if out.sha256 is None:
-        out.note = f"calibration file {path} not found: the configured thresholds"
-        return out
+        return none("no calibration file configured")
+    if sha256(path) is None:
+        return none(f"calibration file {shown_path(path)} not found")
     if not models or any(m is None for m in models):
-        out.note = (
-            "the verdict model is the service's default, whose id this run does not know: "
-            "the configured thresholds (name it in verdict_models to use the calibration)"
+        return none(
+            "the verdict model is the service's default, whose id this run does not know "
+            "(name it in verdict_models to use the calibration)"
         )
-        return out
     key = model_key(list(models), judge)
-    stale = []
-    for e in read(path)["entries"]:
-        want_layout = layout if e["agent"] == "factuality" else compliance_layout
-        if (e["model"], e["strategy"], e["layout"]) == (key, strategy, want_layout) and e["agent"] in AGENTS:
-            want = (prompts or {}).get(e["agent"])
-            if want and e.get("prompts_sha256") and e["prompts_sha256"] != want:
-                stale.append(e["agent"])
-                continue
-            out.entries[e["agent"]] = e
-            out.thresholds[e["agent"]] = float(e["threshold"])
-            if e.get("knots", {}).get("x"):
-                out.maps[e["agent"]] = e["knots"]
-    matched = sorted(out.entries)
-    layouts = layout if compliance_layout == SHARED_PREFIX else f"{layout} / compliance {compliance_layout}"
-    out.note = (
-        f"calibrated ({', '.join(matched)}) for {key}, {strategy}, {layouts}"
-        if matched
-        else f"no entry for {key}, {strategy}, {layouts}: the configured thresholds"
-    )
-    if matched and len(matched) < len(AGENTS):
-        out.note += "; the configured threshold for " + ", ".join(a for a in AGENTS if a not in matched)
-    if stale:
-        out.note += f"; not taken for {', '.join(stale)}: fitted on other prompts than these"
-    return out
-
-
-# ---- the judge a run uses -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class ResolvedJudge:
-    """The judge a run uses: its configured settings (``settings``, a ``JudgeConf`` as the flags
-    and ``[judge]`` gave it) and the thresholds that apply, each with its provenance, a line that
-    says where it came from ("0.286544 from conf/calibration.json, entry ...", "0.5 from
-    --factuality-threshold", "0.5 from conf/pipeline.toml [judge]; calibration: ..."). ``maps``:
-    per agent the score-to-probability map of the entry taken; ``calibration``: what the run record
-    keeps of the file (:meth:`Applied.record`: per agent whether an entry was taken and its
-    test-split counts, which the corrected rates use). Made by :func:`resolve_judge` only."""
-
-    settings: JudgeConf
-    factuality_threshold: float
-    compliance_threshold: float
-    provenance: dict[str, str]
-    maps: dict[str, dict[str, list[float]]]
-    calibration: dict[str, Any]
-
-    @property
-    def strategy(self) -> str:
-        return self.settings.strategy
-
-    @property
-    def verdict_models(self) -> list[str]:
-        return list(self.settings.verdict_models)
-
-    @property
-    def judge_model(self) -> str | None:
-        return self.settings.judge_model or None
-
-    def threshold(self, agent: str) -> float:
-        return self.factuality_threshold if agent == "factuality" else self.compliance_threshold
-
-    def questions(self, agent: str) -> list[str]:
-        """The questions ``agent`` asks of every claim."""
-        return list(self.settings.factuality_questions if agent == "factuality" else self.settings.compliance_questions)
-
-    def record(self) -> dict[str, Any]:
-        """What the run record keeps: the settings, the thresholds applied and their provenance,
-        the calibration's account."""
-        return {
-            "settings": dataclasses.asdict(self.settings),
-            "thresholds": {a: self.threshold(a) for a in AGENTS},
-            "provenance": dict(self.provenance),
-            "calibration": self.calibration,
-        }
-
-
-def _fitted_on(path: str, e: dict[str, Any]) -> str:
-    fit = e.get("fit") or {}
-    return (
-        f"{e['threshold']:g} from {shown_path(project_file(path))}, "
-        f"entry {e['layout']} ({e['model']}, {e['strategy']}), "
-        f"fitted on {fit.get('n')} items in {fit.get('groups')} groups of ground truth "
-        f"{str(e.get('ground_truth_sha256'))[:12]}, created {e.get('created_at')}"
-    )
-
-
-def resolve_judge(
-    settings: JudgeConf,
-    questions: dict[str, tuple[str, str]],
-    *,
-    served_model: str | None = None,
-    origin: dict[str, str],
-    apply: bool = True,
-) -> ResolvedJudge:
-    """The judge of ``settings`` with its thresholds resolved: per agent, the threshold the command
-    line gave (``origin[agent + "_threshold"]`` a flag, "--..."), else that of the calibration
-    file's entry for these verdict models (``served_model`` where ``settings`` names none; None: not
-    known, nothing matches), strategy and questions (``questions``: agent -> (``udfs.agents.
-    questions.questions_key``, prompt fingerprint)), else the configured one; ``origin`` says
-    where each configured threshold came from. A threshold given on the command line is never
-    replaced, and the entry for that agent is then not taken (its map and its test counts describe
-    another threshold). ``apply`` False (a calibration fits, it does not apply one): the configured
-    thresholds, said so."""
-    path = settings.calibration if apply else ""
-    applied = resolve(
-        project_file(path),
-        list(settings.verdict_models) or [served_model],
-        settings.strategy,
-        layout_key(questions["factuality"][0]),
-        judge=settings.judge_model or None,
-        prompts={a: fp for a, (_, fp) in questions.items()},
-        compliance_layout=layout_key(questions["compliance"][0]),
-    )
-    thresholds, provenance = {}, {}
     for agent in AGENTS:
-        configured = getattr(settings, f"{agent}_threshold")
-        where = origin[f"{agent}_threshold"]
-        entry = applied.entries.get(agent)
-        if where.startswith("--"):
-            thresholds[agent], provenance[agent] = configured, f"{configured:g} from {where}"
-            if entry is not None:
-                for taken in (applied.entries, applied.thresholds, applied.maps):
-                    taken.pop(agent, None)
-                provenance[agent] += (
-                    f" (the calibration entry {entry['layout']} not taken: fitted for its own threshold)"
-                )
-                applied.note += f"; not taken for {agent}: its threshold is the command line's"
-        elif entry is not None:
-            thresholds[agent], provenance[agent] = float(entry["threshold"]), _fitted_on(path, entry)
+        want = (key, agent, strategy, layouts[agent])
+        found = [e for e in read(path)["entries"] if (e["model"], e["agent"], e["strategy"], e["layout"]) == want]
+        fresh = [e for e in found if not e.get("prompts_sha256") or e["prompts_sha256"] == prompts.get(agent)]
+        if fresh:
+            out.entries[agent] = fresh[0]
         else:
-            why = applied.note if apply else "not applied: calibrate fits the thresholds on the raw scores"
-            thresholds[agent], provenance[agent] = configured, f"{configured:g} from {where}; calibration: {why}"
-    return ResolvedJudge(
-        settings, thresholds["factuality"], thresholds["compliance"], provenance, dict(applied.maps), applied.record()
-    )
+            out.why[agent] = (
+                f"entry {' '.join(want)} fitted on other prompts than these"
+                if found
+                else f"no entry {' '.join(want)} in {shown_path(path)}"
+            )
+    return out
