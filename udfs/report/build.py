@@ -21,7 +21,7 @@ import math
 import platform
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 from udfs.evaluation.evaluator import HUMAN, page_key
 from udfs.llm.serving.config import load_serving_conf
@@ -780,17 +780,42 @@ def settings_hash(record: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def run_sources(
+    record: dict[str, Any] | None, score_sources: Iterable[str], triples: list[dict[str, Any]]
+) -> tuple[list[str], list[str]]:
+    """(models, stored): the models of the run (the generators its record names and the models
+    that gave the triples' verdicts) and the sources of stored markups (``--markups``: markups made
+    elsewhere and judged by this run, not models of it): every source of the scores that is neither
+    ``human`` nor a generator. A record without its generators (older runs) cannot tell a stored
+    source from a model: such sources count as models."""
+    ev = (record or {}).get("evaluation") or {}
+    verdicts = {m for r in triples if (m := r.get("model"))}
+    others = {s for s in score_sources if s != HUMAN}
+    if "models" in ev:
+        generators = set(ev["models"] or ())
+        return sorted(generators | verdicts), sorted(others - generators)
+    return sorted(others | verdicts), []
+
+
 def _model_file(model_ids: list[str]) -> str:
     """The model file behind the served model ids, from conf/serving.toml's embedded models (the
     run record names the models, not the file they were loaded from)."""
+    if not model_ids:
+        return "none: no model generated or judged"
     try:
         conf = load_serving_conf()
     except ConfigError as exc:
         return f"unknown ({exc})"
     for m in conf.embedded.models if conf.embedded else ():
-        if m.model_id in model_ids or not model_ids:
+        if m.model_id in model_ids:
             return m.model if m.model.endswith(".gguf") else f"{m.model}.gguf (embedded llama.cpp, conf/serving.toml)"
     return f"not an embedded model of conf/serving.toml ({', '.join(model_ids)}): see the service's configuration"
+
+
+def _stored_note(record: dict[str, Any], stored: Sequence[str]) -> str:
+    """The stored sources and the ``--markups`` table they came from (the run record's)."""
+    table = (record.get("markups") or {}).get("table")
+    return ", ".join(stored) + (f" (--markups {table})" if table else "")
 
 
 def _version(dist: str) -> str:
@@ -800,8 +825,9 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-def run_metadata(record: dict[str, Any] | None, model_ids: list[str]) -> dict[str, Any]:
-    """Date, models, strategy, thresholds and where they came from, the settings hash, versions."""
+def run_metadata(record: dict[str, Any] | None, model_ids: list[str], stored: Sequence[str] = ()) -> dict[str, Any]:
+    """Date, models (``run_sources``: the sources of stored markups in a row of their own),
+    strategy, thresholds and where they came from, the settings hash, versions."""
     rec = record or {}
     ev = {**rec.get("config", {}), **rec.get("evaluation", {})}
     judge = judge_of_run(rec)
@@ -815,6 +841,7 @@ def run_metadata(record: dict[str, Any] | None, model_ids: list[str]) -> dict[st
         ),
         ("report built", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")),
         ("models (generation and verdicts)", ", ".join(model_ids) or "none recorded"),
+        *([("stored markups (sources, not models)", _stored_note(rec, stored))] if stored else []),
         ("model file", _model_file(model_ids)),
         ("stages", ", ".join(ev.get("stages") or []) or "unknown"),
         ("strategy", (judge.get("settings") or {}).get("strategy", "unknown")),
@@ -887,8 +914,8 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None, paper_so
         tri_ds.to_table(columns=[c for c in want if c in tri_ds.schema.names]).to_pylist() if tri_ds is not None else []
     )
     record = src.run_record("scores")
-    model_ids = sorted({s for s in score_rows["source"] if s != HUMAN} | {m for r in triples if (m := r.get("model"))})
-    meta = run_metadata(record, model_ids)
+    model_ids, stored = run_sources(record, score_rows["source"], triples)
+    meta = run_metadata(record, model_ids, stored)
     t7, t8 = frames["table7"], frames["table8"]
     # strata overlap among the evaluated pages: a page in two strata is a row in both
     evaluated = set(score_rows["page_key"])
