@@ -207,7 +207,8 @@ class ImportPsetJob(Job):
     name = "import_pset"
     table = "pages"
     outputs = ("pages", "stored_markups")
-    next_step = "llm4schema-evaluate --input {output}/pages --output {output}"
+    # the next step judges the imported markups (--markups alone generates nothing)
+    next_step = "llm4schema-evaluate --input {output}/pages --markups {output}/stored_markups --output {output}"
     description = __doc__
     input_help = (
         "the paper's history bundle (pset-history.bundle, commits.tsv beside it) or a checkout of its repository"

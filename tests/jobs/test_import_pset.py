@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -187,15 +188,18 @@ def test_report_sets_a_validity_run_beside_the_paper(pset, tmp_path):
     beside them, and the section says nothing was matched for the agents that did not run."""
     from tests.conftest import PSET_DATA
 
-    run_job("--output", str(tmp_path), "--per-stratum", "1")
+    imported = run_job("--output", str(tmp_path), "--per-stratum", "1")
+    # the next step the import prints judges the imported markups: run as printed, validity only
+    step = shlex.split(imported.stderr.strip().splitlines()[-1].removeprefix("  next: "))
+    assert step[0] == "llm4schema-evaluate" and step[step.index("--markups") + 1] == str(tmp_path / "stored_markups")
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
     done = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "jobs" / "evaluate.py"), "--input", str(tmp_path / "pages"),
-         "--markups", str(tmp_path / "stored_markups"), "--output", str(tmp_path), "--stages", "validity",
+        [sys.executable, str(PROJECT_ROOT / "jobs" / "evaluate.py"), *step[1:], "--stages", "validity",
          "--executor", "local", "--limit", "0", "--base-url", "http://127.0.0.1:9/v1"],
         capture_output=True, text=True, env=env, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    assert set(pq.read_table(tmp_path / "scores", columns=["source"])["source"].to_pylist()) == set(SOURCES)
     done = subprocess.run(
         [sys.executable, str(PROJECT_ROOT / "jobs" / "report.py"), "--input", str(tmp_path / "scores"),
          "--output", str(tmp_path), "--paper", str(PSET_DATA / "pset-history.bundle")],
@@ -216,4 +220,8 @@ def test_report_sets_a_validity_run_beside_the_paper(pset, tmp_path):
         assert int(ours.triples_in.iloc[0]) > 0 and int(ours.after_validity.iloc[0]) <= int(ours.triples_in.iloc[0])
     agreement = pd.read_csv(tmp_path / "report" / "paper_agreement.csv")
     assert (agreement.matched == 0).all() and (agreement.paper_claims > 0).any()
-    assert 'id="paper-pages"' in (tmp_path / "report" / "index.html").read_text()
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert 'id="paper-pages"' in page
+    # the paper's GPT-3.5 and GPT-4 markups were judged, not generated: sources, not models of the run
+    assert "<th>models (generation and verdicts)</th><td>none recorded</td>" in page
+    assert "<th>stored markups (sources, not models)</th><td>GPT-3.5, GPT-4 (--markups " in page
