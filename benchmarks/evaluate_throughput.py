@@ -6,14 +6,14 @@ pages cost in harness CPU.
     .venv/bin/python benchmarks/evaluate_throughput.py --sizes 1000,10000 --no-serve
     .venv/bin/python benchmarks/evaluate_throughput.py --quick            # 20 pages, 0 ms, no Serve (CI)
 
-The engine is ``udfs.bench.stub_engine`` (a harness stub, never a model: deterministic answers
+The engine is ``testkit.stub_engine`` (a harness stub, never a model: deterministic answers
 after a fixed latency) in its own process on 127.0.0.1, so every figure here is the harness's:
 the job's client, agents, tables and Ray, not a model's. The pages are the demo's pages with text
 and human markup (the extruct samples, through the pages job's own extraction) replicated under
 new URLs; each copy's text starts with its copy number and each literal of its markup is changed
 the way its kind allows (text gets the copy number, a URL a fragment, a number or a date an
 offset), so no two copies ask the same request and the request cache answers nothing: the stub
-sees every verdict the job asks for (``udfs.bench.synthetic_pages``).
+sees every verdict the job asks for (``testkit.synthetic_pages``).
 
 Each run starts the job as a subprocess (``--executor``, ``--workers``, ``--max-in-flight`` where
 the job takes it) with a fresh output root and watches it through /proc: the driver's peak RSS
@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from cluster.local.procs import descendants, free_port, stop
-from udfs.bench.synthetic_pages import write_pages
+from testkit.synthetic_pages import write_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,10 +91,10 @@ def _wait_up(url: str, timeout_s: float = 60.0) -> None:
 
 @contextlib.contextmanager
 def stub_process(latency_ms: float) -> Iterator[tuple[str, list[int]]]:
-    """``udfs.bench.stub_engine`` in its own process; yields its root URL (no ``/v1``) and pid."""
+    """``testkit.stub_engine`` in its own process; yields its root URL (no ``/v1``) and pid."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "udfs.bench.stub_engine", "--port", str(port), "--latency-ms", str(latency_ms)],
+        [sys.executable, "-m", "testkit.stub_engine", "--port", str(port), "--latency-ms", str(latency_ms)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -117,7 +117,7 @@ def serve_stub(latency_ms: float) -> Iterator[tuple[str, list[int]]]:
     import ray
     from ray import serve
 
-    from udfs.bench.stub_engine import serve_deployment
+    from testkit.stub_engine import serve_deployment
 
     port = free_port()
     ray.init(
@@ -670,7 +670,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
     load = os.getloadavg()
     print(
-        f"jobs/evaluate.py against udfs.bench.stub_engine; work folder {work}; load {load[0]:.2f}; "
+        f"jobs/evaluate.py against testkit.stub_engine; work folder {work}; load {load[0]:.2f}; "
         f"{os.cpu_count()} CPUs; job flags: {'--max-in-flight' if '--max-in-flight' in flags else 'no --max-in-flight'}",
         flush=True,
     )

@@ -1,4 +1,4 @@
-"""Differential fuzzing of the jobs (``udfs.bench.fuzz``): mutated real inputs, each job's per-file
+"""Differential fuzzing of the jobs (``testkit.fuzz``): mutated real inputs, each job's per-file
 counts against an independent reader's. Prints one row per job and class: inputs tried, differences
 explained by a reject row naming file and cause, unexplained discrepancies (exit 1 if any).
 
@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from udfs.bench.fuzz import JOBS, job_module
+from testkit.fuzz import JOBS, job_module
 
 
 def table(rows) -> str:

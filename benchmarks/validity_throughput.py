@@ -26,8 +26,8 @@ import sys
 import time
 from contextlib import contextmanager
 
+from testkit.markup_corpus import real_markups
 from udfs.agents.validity import ValidityAgent
-from udfs.bench.markup_corpus import real_markups
 from udfs.schemaorg.markup import MarkupError, parse_markup
 
 

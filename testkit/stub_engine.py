@@ -1,6 +1,6 @@
 """A stub OpenAI-compatible engine for measuring the evaluation harness: a test harness, never a model.
 
-    .venv/bin/python -m udfs.bench.stub_engine --port 8011 --latency-ms 200
+    .venv/bin/python -m testkit.stub_engine --port 8011 --latency-ms 200
 
 It answers what ``jobs/evaluate.py`` asks of a model service, over real HTTP on 127.0.0.1, with
 deterministic text derived from the request (the same request always gets the same answer) after
@@ -36,7 +36,7 @@ answers both behind Serve's HTTP proxy and through its handle (``handle_http``, 
 ``serve://<app>/v1`` calls: ``udfs.llm.serve_handle``); ``benchmarks/evaluate_throughput.py``
 measures Serve's overhead both ways with it.
 
-    .venv/bin/python -m udfs.bench.stub_engine --serve --app stub --latency-ms 0   # a Ray Serve app
+    .venv/bin/python -m testkit.stub_engine --serve --app stub --latency-ms 0   # a Ray Serve app
 """
 
 from __future__ import annotations

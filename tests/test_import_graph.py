@@ -10,10 +10,13 @@ so the document and this test cannot disagree. Checked here:
 * inside ``udfs``, a subpackage imports only itself and what the table allows it;
 * ``udfs`` imports nothing outside ``udfs``; ``shapes/`` and ``jobs/`` import only ``udfs``
   (a job does not import another job: what two jobs share belongs in the library);
+* ``testkit/`` (test and benchmark support) is imported by no module of the product (``udfs/``,
+  ``jobs/``, ``shapes/``, ``cluster/``) and imports only ``udfs`` and itself;
 * no import cycle among ``udfs`` modules, within a subpackage or across;
 * ``udfs/`` holds ``__init__.py`` and subpackages only, each subpackage has its ``__init__.py``
   (packaging finds packages by it) and a row in the table, and every row names a subpackage;
-* every ``udfs`` module is named in ``docs/architecture.md`` (the newcomer's map stays whole).
+* every ``udfs`` and ``testkit`` module is named in ``docs/architecture.md`` (the newcomer's map
+  stays whole).
 
 Imports inside functions count the same as top-level ones: a lazy import is still a dependency.
 """
@@ -29,7 +32,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "architecture.md"
-SCANNED = ("udfs", "shapes", "jobs", "cluster", "benchmarks", "experiments")  # folders whose modules are checked
+# folders whose modules are checked
+SCANNED = ("udfs", "shapes", "jobs", "cluster", "benchmarks", "experiments", "testkit")
+PRODUCT = ("udfs", "jobs", "shapes", "cluster")  # what ships; it never imports the support below
+SUPPORT = "testkit"  # test and benchmark support: fuzzers, stub engine, synthetic corpora, capacity model
 INTERNAL = SCANNED + ("tests",)  # top-level names an import must start with to be project-internal
 TABLE_HEADING = "who may import whom"
 NOTHING = {"nothing", "-", "—", ""}
@@ -253,6 +259,20 @@ def boundary_violations(g: Graph) -> list[str]:
     return out
 
 
+def support_violations(g: Graph) -> list[str]:
+    """The product never imports the test and benchmark support; the support imports only the
+    library and itself (so tests, benchmarks and experiments share it, and it never reaches into
+    them or into a job)."""
+    out = []
+    for e in g.edges:
+        src, dst = e.importer.split(".")[0], e.target.split(".")[0]
+        if src in PRODUCT and dst == SUPPORT:
+            out.append(f"{e}: {src}/ is product; it never imports {SUPPORT} (test and benchmark support)")
+        elif src == SUPPORT and dst not in ("udfs", SUPPORT):
+            out.append(f"{e}: {SUPPORT} imports only udfs and itself")
+    return out
+
+
 def cycles(g: Graph) -> list[list[str]]:
     """The strongly connected components of the udfs module graph that hold a cycle (Tarjan)."""
     succ: dict[str, set[str]] = {m: set() for m in g.modules if m.split(".")[0] == "udfs"}
@@ -366,7 +386,7 @@ def table() -> dict[str, set[str]]:
 
 
 def test_the_table_in_the_doc_is_a_layering_of_the_udfs_subpackages(table):
-    assert {"runtime", "schemaorg", "corpus", "llm", "agents", "scores", "evaluation", "bench"} <= set(table)
+    assert {"runtime", "schemaorg", "corpus", "llm", "agents", "scores", "evaluation", "agents_bench"} <= set(table)
     assert table["runtime"] == set(), "runtime is the bottom layer: it imports nothing in udfs"
     fail("import table problems", table_cycles(table) + layout_violations(ROOT, table))
 
@@ -383,18 +403,24 @@ def test_udfs_shapes_and_jobs_import_only_the_library(graph):
     fail("imports across the project's boundaries", boundary_violations(graph))
 
 
+def test_the_product_never_imports_the_test_and_benchmark_support(graph):
+    assert any(m.startswith(SUPPORT + ".") for m in graph.modules), f"no {SUPPORT} modules read"
+    fail(f"imports of {SUPPORT} by the product, or by {SUPPORT} of what is not udfs", support_violations(graph))
+
+
 def test_no_import_cycles_among_udfs_modules(graph):
     fail("import cycles in udfs", cycle_report(graph))
 
 
-def test_the_architecture_doc_names_every_udfs_module(graph):
+def test_the_architecture_doc_names_every_udfs_and_testkit_module(graph):
     text = DOC.read_text(encoding="utf-8")
     missing = [
         str(p.relative_to(ROOT))
         for m, p in sorted(graph.modules.items())
-        if m.startswith("udfs.") and p.name != "__init__.py" and str(p.relative_to(ROOT)) not in text
+        if (m.startswith("udfs.") and p.name != "__init__.py" or m.startswith(SUPPORT + "."))
+        and str(p.relative_to(ROOT)) not in text
     ]
-    fail("udfs modules docs/architecture.md does not name (as udfs/<package>/<module>.py)", missing)
+    fail("udfs and testkit modules docs/architecture.md does not name (by their path)", missing)
 
 
 # ---- the checker itself, on a small tree with one of each fault ------------------------------------
@@ -418,7 +444,11 @@ def test_the_checker_finds_each_kind_of_fault(tmp_path):
         "cluster/x.py": "from cluster import y\n",  # a namespace package: no __init__.py
         "cluster/z.py": "from cluster import nothere\n",
         "cluster/y.py": "",
-        "benchmarks/b.py": "from udfs.corpus.reader import X\n",
+        "benchmarks/b.py": "from udfs.corpus.reader import X\nfrom testkit import kit\n",
+        "testkit/__init__.py": "",
+        "testkit/kit.py": "from udfs.runtime.base import X\nimport jobs.one\n",  # support reaching into a job
+        "jobs/three.py": "from testkit.kit import X\n",  # the product importing the support
+        "cluster/w.py": "def f():\n    import testkit.kit\n",
     }
     for rel, src in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -442,10 +472,16 @@ def test_the_checker_finds_each_kind_of_fault(tmp_path):
         "udfs.runtime.up -> udfs.corpus.reader (udfs/runtime/up.py"
     ]
     assert sorted(v.split(" (")[0] for v in boundary_violations(g)) == [
+        "jobs.three -> testkit.kit",
         "jobs.two -> jobs.one",
         "jobs.two -> tests.helpers",
         "shapes.gen -> shapes",
         "udfs.corpus.cyc -> jobs.one",
+    ]
+    assert sorted(v.split(" (")[0] for v in support_violations(g)) == [
+        "cluster.w -> testkit.kit",
+        "jobs.three -> testkit.kit",
+        "testkit.kit -> jobs.one",
     ]
     assert cycles(g) == [["udfs.corpus.cyc", "udfs.corpus.reader"]]
     layout = layout_violations(tmp_path, table)

@@ -33,7 +33,7 @@ from udfs.agents.evidence import soft_answer_match
 from udfs.agents.prompts import fence, load_prompt, plain_definition, unfence
 from udfs.agents.questions import COMPLIANCE, FACTUALITY, Claim
 from udfs.agents.verdicts import combined_score, judge_factuality
-from udfs.bench.metrics import auroc
+from udfs.agents_bench.metrics import auroc
 from udfs.llm.client import LLMClient
 from udfs.runtime.config import load_config
 from udfs.schemaorg.vocab import load_vocabulary

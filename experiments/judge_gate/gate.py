@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from udfs.agents.verdicts import combined_score
-from udfs.bench.commands import load_ground_truth, select_items
+from udfs.agents_bench.commands import load_ground_truth, select_items
 from udfs.runtime.io import Folder
 from udfs.scores import calibration as cal
 

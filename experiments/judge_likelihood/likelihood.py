@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from experiments.judge_batching.judge_batching import VALUES_SYSTEM, entity_batches
 from experiments.judge_gate.gate import TASKS, answered, f1s, gated_answers, gated_score, per_question_arguments
 from udfs.agents.prompts import fence, unfence
-from udfs.bench.metrics import auroc
+from udfs.agents_bench.metrics import auroc
 from udfs.llm.client import LLMClient
 from udfs.scores import calibration as cal
 

@@ -14,7 +14,7 @@ For each text extractor of ``udfs.corpus.html.TEXT_EXTRACTORS`` the table gives 
 the text states:
 
 * found: as a whole word sequence after the ground truth's normalisation (case, spacing;
-  ``udfs.bench.groundtruth.mentions``, the rule that decides "the text states the value");
+  ``udfs.agents_bench.groundtruth.mentions``, the rule that decides "the text states the value");
 * loose: the same after punctuation is also turned into spaces on both sides ("4.5/5" states
   "4.5"; Markdown's ``_Title_`` states "Title");
 * word values: the values with a letter and at least four characters, and how many of them the
@@ -37,7 +37,7 @@ import re
 import sys
 from pathlib import Path
 
-from udfs.bench.groundtruth import mentions
+from udfs.agents_bench.groundtruth import mentions
 from udfs.corpus import html as P
 from udfs.corpus import warc as W
 from udfs.schemaorg.markup import Literal, parse_markup

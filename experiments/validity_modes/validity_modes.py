@@ -4,7 +4,7 @@
     .venv/bin/python experiments/validity_modes/validity_modes.py --paper-data data/llm4schemaorg
 
 Markups: every readable JSON-LD markup of the schema.org examples and the extruct samples
-(``udfs.bench.markup_corpus.real_markups``, the demo's pages among them). Each is read by both
+(``testkit.markup_corpus.real_markups``, the demo's pages among them). Each is read by both
 modes of ``udfs.agents.validity`` and counted the paper's way (a leaf (property, value) with its
 entity type, identical strings once, summed over markups); the triples on which the modes disagree
 are grouped by the mode that removes them and the cause. The same comparison over files:
@@ -25,8 +25,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from testkit.markup_corpus import real_markups
 from udfs.agents.validity import ModeComparison, ValidityAgent, counted_keys, paper_triples
-from udfs.bench.markup_corpus import real_markups
 from udfs.runtime.config import load_config
 from udfs.schemaorg.markup import MarkupError, parse_markup
 

@@ -48,7 +48,7 @@ from experiments.judge_gate.gate import answered, f1s, gated_answers, per_questi
 from experiments.judge_order.judge_order import replay
 from udfs.agents import prompts
 from udfs.agents.verdicts import combined_score
-from udfs.bench.groundtruth import GENERIC_PROPERTIES
+from udfs.agents_bench.groundtruth import GENERIC_PROPERTIES
 from udfs.schemaorg.markup import Literal, MarkupError, parse_markup
 from udfs.schemaorg.shapes import ABSOLUTE_URL, LITERAL_FAMILIES, build_model
 from udfs.scores import calibration as cal

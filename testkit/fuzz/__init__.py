@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 
 # job -> module; the order is the table's
 JOBS = {
-    "csets": "udfs.bench.fuzz.csets",
-    "sample": "udfs.bench.fuzz.sample",
-    "warc_index": "udfs.bench.fuzz.warc_index",
-    "pages": "udfs.bench.fuzz.pages",
+    "csets": "testkit.fuzz.csets",
+    "sample": "testkit.fuzz.sample",
+    "warc_index": "testkit.fuzz.warc_index",
+    "pages": "testkit.fuzz.pages",
 }
 
 

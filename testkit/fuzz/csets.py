@@ -45,7 +45,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from udfs.bench.fuzz import Tally
+from testkit.fuzz import Tally
 from udfs.runtime.paths import PROJECT_ROOT
 
 JOB = "csets"
@@ -381,7 +381,7 @@ def _run_totals(
 def _run_job(root: Path, out: Path) -> tuple[dict, dict[str, list[dict]]]:
     import pyarrow.parquet as pq
 
-    from udfs.bench.fuzz import run_job
+    from testkit.fuzz import run_job
 
     rc = run_job("csets", "--input", str(root), "--output", str(out), "--ignore-corrupt-files", "--log-level", "ERROR")
     if rc != 0:

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from udfs.bench.fuzz import Tally
+from testkit.fuzz import Tally
 
 JOB = "pages"
 CLASSES = {
@@ -264,7 +264,7 @@ def run_job(pages: list[tuple[bytes, str]], expected: list[dict[str, Any]], out:
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    from udfs.bench.fuzz import run_job
+    from testkit.fuzz import run_job
 
     out.mkdir(parents=True, exist_ok=True)
     warc = out / "round.warc.gz"

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from udfs.bench.fuzz import Tally
+from testkit.fuzz import Tally
 
 JOB = "sample"
 FEATURES = ["n_instances", "n_properties"]
@@ -77,7 +77,7 @@ def real_csets(work: Path) -> list[dict[str, Any]]:
 
     out = work / "wdc"
     if not (out / "csets" / "_SUCCESS").exists():
-        from udfs.bench.fuzz import run_job
+        from testkit.fuzz import run_job
 
         quads = PROJECT_ROOT / "data" / "wdc" / "wdc-2022-12-jsonld-part00044-first10k.nq"
         if run_job("csets", "--input", str(quads), "--output", str(out)) != 0:
@@ -273,7 +273,7 @@ def run_step(rows, types) -> tuple[dict, list[dict], list[dict]]:
 def run_job(rows, types, out: Path) -> tuple[dict, list[dict], list[dict]]:
     """The real job (jobs/sample.py) over the rows written as Parquet: its run record, its
     ``samples/`` and ``rejects/sample/`` rows."""
-    from udfs.bench.fuzz import run_job
+    from testkit.fuzz import run_job
 
     table = out / "csets"
     frame(rows, types).write.mode("overwrite").parquet(str(table))

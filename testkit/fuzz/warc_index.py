@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from udfs.bench.fuzz import Tally
+from testkit.fuzz import Tally
 from udfs.runtime.paths import PROJECT_ROOT
 
 CLASSES = {

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from testkit.markup_corpus import adversarial_markups, real_markups
 from udfs.agents.validity import ValidityAgent, agent, validate
-from udfs.bench.markup_corpus import adversarial_markups, real_markups
 from udfs.runtime.config import load_config
 from udfs.schemaorg.markup import Literal, MarkupError, Ref, parse_markup, to_jsonld
 

@@ -10,8 +10,8 @@ import pytest
 from conftest import SCHEMAORG, SERVED_MODEL_ID
 
 from udfs.agents.prompts import load_examples
-from udfs.bench import metrics as bm
-from udfs.bench.groundtruth import (
+from udfs.agents_bench import metrics as bm
+from udfs.agents_bench.groundtruth import (
     build_ground_truth,
     embedding_distance,
     mentions,
@@ -276,7 +276,7 @@ def test_iqr_mean_and_consensus_alignment():
 
 
 def test_task_metrics_of_a_vote():
-    from udfs.bench.runner import task_metrics
+    from udfs.agents_bench.runner import task_metrics
 
     def row(label, passed, score, votes, latency, cached=False):
         return {

@@ -12,8 +12,8 @@ import pytest
 from conftest import SERVED_MODEL_ID
 
 from udfs.agents import verdicts as agents
-from udfs.bench import commands
-from udfs.bench.runner import VERDICTS_SCHEMA, to_table
+from udfs.agents_bench import commands
+from udfs.agents_bench.runner import VERDICTS_SCHEMA, to_table
 from udfs.runtime.io import Folder
 from udfs.scores import calibration as cal
 

@@ -1,4 +1,4 @@
-"""The benchmark's metrics on scikit-learn and numpy (udfs/bench/metrics.py), checked against a
+"""The benchmark's metrics on scikit-learn and numpy (udfs/agents_bench/metrics.py), checked against a
 second computation of each: AUROC against the Mann-Whitney U statistic, the precision-recall
 curve against the confusion matrix at each of its thresholds, quantiles against the order
 statistics, and the hand-kept Cohen's kappa (the paper's tie rule) against scikit-learn's
@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import mannwhitneyu
 from sklearn.metrics import cohen_kappa_score
 
-from udfs.bench import metrics as bm
+from udfs.agents_bench import metrics as bm
 
 RNG = np.random.default_rng(20260)
 
@@ -80,7 +80,7 @@ def test_kappa_equals_sklearn_where_the_tie_rule_does_not_apply():
 
 
 def test_the_benchmark_plot_draws_the_full_curve(tmp_path):
-    from udfs.bench.runner import plot_precision_recall
+    from udfs.agents_bench.runner import plot_precision_recall
 
     labels, scores = scored_items(120, 11)
     sweep = [{"task": "intrinsic", **s} for s in bm.threshold_sweep(labels, scores)]

@@ -1,11 +1,11 @@
-"""docs/capacity.md is what benchmarks/capacity.py prints (``udfs.bench.capacity``), and its token
+"""docs/capacity.md is what benchmarks/capacity.py prints (``testkit.capacity``), and its token
 model reproduces the measured evaluation it was derived from."""
 
 from __future__ import annotations
 
 import pytest
 
-from udfs.bench import capacity
+from testkit import capacity
 
 
 def test_the_doc_shows_the_scripts_tables():
@@ -57,9 +57,9 @@ def test_measure_reads_each_pages_requests_off_an_evaluate_run(tmp_path):
     import pyarrow.parquet as pq
 
     from jobs.evaluate import EvaluateJob
+    from testkit.stub_engine import running_stub
     from tests.conftest import demo_pages_table
     from tests.evaluation.test_evaluate_parts import argv
-    from udfs.bench.stub_engine import running_stub
 
     pages = tmp_path / "pages"
     pq.write_table(demo_pages_table(), pages.mkdir() or pages / "part-0.parquet")

@@ -1,5 +1,5 @@
-"""benchmarks/evaluate_throughput.py at a tiny size: the stub engine (``udfs.bench.stub_engine``)
-answers the real client in both engines' shapes, copies of a page (``udfs.bench.synthetic_pages``)
+"""benchmarks/evaluate_throughput.py at a tiny size: the stub engine (``testkit.stub_engine``)
+answers the real client in both engines' shapes, copies of a page (``testkit.synthetic_pages``)
 share no claim, and the benchmark's run reconciles (every verdict the job recorded is one the stub
 answered, every page is scored, files per table within the bound). No timing is asserted."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from udfs.bench import synthetic_pages
-from udfs.bench.stub_engine import running_stub
+from testkit import synthetic_pages
+from testkit.stub_engine import running_stub
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "evaluate_throughput.py"

@@ -1,5 +1,5 @@
 """The C-sets job against an independent reader (issue 43): one round of the differential fuzz
-(udfs.bench.fuzz.csets, rdflib's N-Quads parser per file), blank-node labels scoped to their file,
+(testkit.fuzz.csets, rdflib's N-Quads parser per file), blank-node labels scoped to their file,
 and input names with any characters, on a local root and under an s3 URL root."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def run(out: Path, *args: str) -> tuple[dict, dict[tuple, dict], list[dict]]:
 
 @pytest.mark.skipif(not SHARED_WDC.is_file(), reason="../shared/data/wdc is absent (a user's clone)")
 def test_one_round_of_the_differential_fuzz_has_no_discrepancy(spark, tmp_path):
-    from udfs.bench.fuzz import csets as F
+    from testkit.fuzz import csets as F
 
     tallies = F.fuzz(tmp_path, seed=7, rounds=1)
     assert F.source_file() == SHARED_WDC
@@ -42,7 +42,7 @@ def test_one_round_of_the_differential_fuzz_has_no_discrepancy(spark, tmp_path):
 
 def test_the_reference_reader_sees_what_the_job_must(tmp_path):
     """The reference itself, on constructed bytes: a damaged gzip member, a lone CR, bad UTF-8."""
-    from udfs.bench.fuzz import csets as F
+    from testkit.fuzz import csets as F
 
     q = '<http://a.example/x> <http://schema.org/name> "n" <http://a.example/> .\n'
     r = F.read_reference((q + "\n# c\n" + q.replace(" .", "")).encode(), gz=False)

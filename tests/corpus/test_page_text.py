@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from udfs.bench.groundtruth import mentions
+from udfs.agents_bench.groundtruth import mentions
 from udfs.corpus import html as P
 from udfs.runtime.config import load_config
 

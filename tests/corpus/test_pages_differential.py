@@ -1,4 +1,4 @@
-"""Pages extraction against html5lib (udfs.bench.fuzz.pages) and its limits on real pages made deep:
+"""Pages extraction against html5lib (testkit.fuzz.pages) and its limits on real pages made deep:
 nesting past lxml's depth limits is a parse_error naming the limit (before: what lay below depth 256
 was dropped without a word: ``ok`` with text_chars 0 when the JSON-LD sat above the cut, else
 ``no_matching_markup``), a block after ``</html>`` is read, a block inside ``<svg>`` is refused with a
@@ -12,7 +12,7 @@ from pathlib import Path
 import lxml.html
 import pytest
 
-from udfs.bench.fuzz import pages as Z
+from testkit.fuzz import pages as Z
 from udfs.corpus import html as P
 from udfs.runtime.config import load_config
 

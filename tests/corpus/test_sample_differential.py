@@ -1,5 +1,5 @@
 """The sample job against a numpy reference on a real csets table with values altered
-(udfs.bench.fuzz.sample): +inf, -inf, NaN, negative and null values are reject rows naming the C-set
+(testkit.fuzz.sample): +inf, -inf, NaN, negative and null values are reject rows naming the C-set
 and the cause (before: +inf or -inf ended the job with ARITHMETIC_OVERFLOW, a negative count went
 to the low stratum without a word), and the largest double no longer overflows the histogram."""
 
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from udfs.bench.fuzz import sample as Z
+from testkit.fuzz import sample as Z
 from udfs.corpus import sampling as S
 
 

@@ -1,7 +1,7 @@
 """WARC reading against warcio on mutated real files: plain ``.warc`` records indexed by
 ``jobs/warc_index.py`` read back by the pages job, a Content-Length that disagrees with its framing
 a reject naming file and offset (the records after it still read), and one round of the
-differential fuzzer (``udfs.bench.fuzz.warc_index``) with every class tried."""
+differential fuzzer (``testkit.fuzz.warc_index``) with every class tried."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ _CL = re.compile(rb"(?im)^content-length:[ \t]*(\d+)\r$")
 
 def _members() -> list[bytes]:
     """The excerpt's records, uncompressed, each with the CRLF CRLF after it."""
-    from udfs.bench.fuzz.warc_index import _records
+    from testkit.fuzz.warc_index import _records
 
     return [r.data for r in _records(EXCERPT)]
 
@@ -202,7 +202,7 @@ def test_the_jobs_count_the_hidden_record_and_the_pages_job_reads_plain_records(
 
 
 def test_one_round_of_the_differential_fuzzer_finds_no_discrepancy(tmp_path):
-    from udfs.bench.fuzz.warc_index import CLASSES, fuzz
+    from testkit.fuzz.warc_index import CLASSES, fuzz
 
     tallies = fuzz(tmp_path, seed=7, rounds=1)
     assert [t.cls for t in tallies] == list(CLASSES)

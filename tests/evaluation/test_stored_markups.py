@@ -32,7 +32,7 @@ def stub():
 
 def example_markups(n: int) -> list[str]:
     """The first ``n`` schema.org example markups that the JSON-LD reader reads."""
-    from udfs.bench.markup_corpus import schemaorg_example_markups
+    from testkit.markup_corpus import schemaorg_example_markups
     from udfs.schemaorg.markup import MarkupError, parse_markup
 
     out = []

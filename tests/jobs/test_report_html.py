@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from udfs.agents import validity
-from udfs.bench import runner as ab
+from udfs.agents_bench import runner as ab
 from udfs.evaluation.evaluator import SCORES_SCHEMA, TRIPLES_SCHEMA, page_key, to_table
 from udfs.runtime.paths import DATA_DIR
 from udfs.schemaorg.markup import Literal, claim_text, parse_markup

@@ -522,7 +522,7 @@ def test_evaluate_and_agents_bench_run_whole_on_the_engine(name, request, demo_p
     """jobs/evaluate.py --limit 1 and jobs/agents_bench.py run --limit 6, through their command
     lines: the tables have the schemas the code declares (the same on every engine) and every
     claim has a verdict or the reason it has none."""
-    from udfs.bench.runner import VERDICTS_SCHEMA
+    from udfs.agents_bench.runner import VERDICTS_SCHEMA
     from udfs.evaluation.evaluator import SCORES_SCHEMA, TRIPLES_SCHEMA
 
     eng: Engine = request.getfixturevalue(f"{name}_engine")

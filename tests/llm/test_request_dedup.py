@@ -1,11 +1,11 @@
 """A request identical to one in flight waits for that one's answer instead of going out again.
 
-Against the stub engine (``udfs.bench.stub_engine``, real HTTP on 127.0.0.1): the engine's own
+Against the stub engine (``testkit.stub_engine``, real HTTP on 127.0.0.1): the engine's own
 count of the verdicts it answered is the reference, not the client's accounting."""
 
 import asyncio
 
-from udfs.bench.stub_engine import running_stub
+from testkit.stub_engine import running_stub
 from udfs.llm.client import LLMClient
 from udfs.llm.transport import AiohttpTransport, HTTPAnswer
 

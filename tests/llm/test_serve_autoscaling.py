@@ -1,7 +1,7 @@
 """A backlog scales Serve replicas with the GPU application's own settings.
 
 ``conf/serving-gpu.toml`` autoscales vLLM replicas on queue length (``target_ongoing_requests``
-per replica). This test gives the benchmark's stub deployment (``udfs.bench.stub_engine``, a
+per replica). This test gives the benchmark's stub deployment (``testkit.stub_engine``, a
 harness stub answering after 200 ms, not a model) exactly the deployment options the vLLM
 application gets from that file (``udfs.llm.serving.apps.vllm_llm_config_kwargs``: request limits and
 autoscaling), with two changes only so that it runs on a small machine in a minute: at most 2
@@ -23,7 +23,7 @@ SCRIPT = r"""
 import asyncio, json, sys, tempfile, time
 import ray
 from ray import serve
-from udfs.bench.stub_engine import serve_deployment
+from testkit.stub_engine import serve_deployment
 from udfs.llm.serving.apps import vllm_llm_config_kwargs
 from udfs.llm.serving.config import load_serving_conf
 

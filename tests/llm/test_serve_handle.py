@@ -1,5 +1,5 @@
 """``serve://<app>/v1`` (udfs/llm/serve_handle.py) against real Ray Serve applications: the
-benchmark's stub as a Serve app in a process of its own (``python -m udfs.bench.stub_engine --serve``), and
+benchmark's stub as a Serve app in a process of its own (``python -m testkit.stub_engine --serve``), and
 the suite's embedded model service; the client side runs in another process that joins the app's
 Ray cluster, as a job's workers do. Both Ray processes are subprocesses: an in-process
 ``ray.init``/``ray.shutdown`` here would end the suite's model service. Every answer through a
@@ -105,7 +105,7 @@ def stub_app():
     """The stub as the Serve app ``stub`` in its own process: (Ray address, proxy URL, join env)."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "udfs.bench.stub_engine", "--serve", "--port", str(port), "--app", "stub"],
+        [sys.executable, "-m", "testkit.stub_engine", "--serve", "--port", str(port), "--app", "stub"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -175,7 +175,7 @@ def test_the_evaluate_job_asks_through_handles(stub_app, tmp_path):
     stub counts each one it answered), and every page is scored without a failed verdict."""
     import httpx
 
-    from udfs.bench.synthetic_pages import write_pages
+    from testkit.synthetic_pages import write_pages
     from udfs.runtime.io import Folder
 
     address, http, env = stub_app

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from udfs.bench.markup_corpus import real_markups
+from testkit.markup_corpus import real_markups
 from udfs.corpus.html import jsonld_to_quads
 from udfs.schemaorg.markup import MarkupError, parse_markup
 from udfs.scores.memr import TYPE_PREDICATE, main, memr, object_counts

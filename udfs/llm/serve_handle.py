@@ -14,7 +14,7 @@ The contract with the application: its ingress deployment has a method
 ``handle_http(method, path, body)`` (``body``: the request's JSON bytes, None for a GET) that
 answers ``(status, headers, body bytes)`` the same as the HTTP route at ``path`` would. The
 embedded engine's ingress (``udfs.llm.serving``) and the benchmark's stub
-(``udfs.bench.stub_engine``) have it. Ray Serve LLM's OpenAI ingress (the ``vllm`` engine)
+(``testkit.stub_engine``) have it. Ray Serve LLM's OpenAI ingress (the ``vllm`` engine)
 does not: its ``chat``/``models``/``tokenize`` methods take vLLM's request models and a Starlette
 request and answer Starlette responses, so a caller would need vLLM installed. A request to an
 application without ``handle_http`` is answered HTTP 501 with that reason, which the client does
