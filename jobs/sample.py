@@ -133,6 +133,12 @@ class SampleJob(SparkJob):
             f"sample: {r['counters']['csets_in']} C-sets in, {r['counters']['csets_drawable']} drawable, "
             f"{r['counters']['csets_rejected']} rejected, {r['counters']['rows_out']} sample rows"
         ]
+        if r["counters"]["duplicate_cset_ids"]:
+            lines.append(
+                f"  duplicate cset_id: {r['counters']['duplicate_cset_ids']} ids given by "
+                f"{r['counters']['rejects_by_reason'][sampling.DUPLICATE_CSET_ID]} rows, none drawn "
+                "(rejects/sample/ names them)"
+            )
         if r.get("empty_reason"):
             lines.append(f"  empty sample: {r['empty_reason']}")
         for f, bounds in r["bounds"].items():

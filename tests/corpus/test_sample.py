@@ -243,6 +243,29 @@ def test_rejects_reconcile_and_unusable_csets_still_count_in_the_distribution(dr
     assert not named & {r["cset_id"] for r in rows_of(drawn)}
 
 
+def test_a_cset_id_given_twice_is_never_drawn_twice_and_each_of_its_rows_is_a_reject(spark):
+    """Two C-set tables of one crawl read together: C-set 3 is in both (the same row) and C-set 5
+    twice with other counts. Before, C-set 3 was drawn twice in one stratum; now none of those rows
+    is drawn or counted in the distribution, each is a reject naming its cset_id, and the run's
+    counters say how many ids."""
+    first = table(spark, [(i + 1, 5) for i in range(8)])
+    second = first.where(F.col("cset_id").isin(cid(3), cid(5))).withColumn(
+        "n_instances", F.when(F.col("cset_id") == cid(5), F.lit(40)).otherwise(F.col("n_instances"))
+    )
+    res = draw(first.unionByName(second), features=FEATURES, per_stratum=30)
+    rows = rows_of(res)
+    per_stratum = [(r["feature"], r["stratum"], r["cset_id"]) for r in rows]
+    assert len(per_stratum) == len(set(per_stratum))
+    assert not {r["cset_id"] for r in rows} & {cid(3), cid(5)}
+    assert {r["cset_id"] for r in rows} == {cid(i) for i in range(8)} - {cid(3), cid(5)}
+    c = res.stats["counters"]
+    assert c["duplicate_cset_ids"] == 2 and c["rejects_by_reason"] == {S.DUPLICATE_CSET_ID: 4}
+    assert c["csets_in"] == 10 == c["csets_drawable"] + c["csets_rejected"] and c["csets_in_frame"] == 6
+    rejected = res.rejects.collect()
+    assert sorted(json.loads(r.raw)["cset_id"] for r in rejected) == sorted([cid(3), cid(3), cid(5), cid(5)])
+    assert {r.reason for r in rejected} == {S.DUPLICATE_CSET_ID}
+
+
 # ---- degenerate inputs --------------------------------------------------------------------------
 
 
@@ -292,6 +315,23 @@ def test_job_on_empty_and_missing_inputs(spark, tmp_path, capsys):
     # a missing table is a usage error: one line in argparse's style, exit status 2
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and err[-1].startswith("sample.py: error: cannot read the csets table")
+
+
+def test_job_names_a_cset_id_given_by_two_input_tables(spark, tmp_path, capsys):
+    first = table(spark, [(i + 1, 5) for i in range(6)])
+    first.write.parquet(str(tmp_path / "crawl_a"))
+    first.where(F.col("cset_id") == cid(2)).write.parquet(str(tmp_path / "crawl_b"))
+    argv = ["--input", str(tmp_path / "crawl_a"), str(tmp_path / "crawl_b"), "--output", str(tmp_path), "--no-plots"]
+    assert _run_job(argv) == 0
+    assert (
+        "duplicate cset_id: 1 ids given by 2 rows, none drawn (rejects/sample/ names them)" in capsys.readouterr().err
+    )
+    c = json.loads((tmp_path / "samples" / "_run.json").read_text())["counters"]
+    assert c["duplicate_cset_ids"] == 1 and c["rejects_by_reason"] == {S.DUPLICATE_CSET_ID: 2} and c["reconciles"]
+    drawn = [r.cset_id for r in spark.read.parquet(str(tmp_path / "samples")).collect()]
+    assert cid(2) not in drawn and len(drawn) == 2 * 5
+    rejects = spark.read.parquet(str(tmp_path / "rejects" / "sample")).collect()
+    assert [json.loads(r.raw)["cset_id"] for r in rejects] == [cid(2), cid(2)]
 
 
 @pytest.fixture(scope="module")

@@ -3,13 +3,16 @@
 Every function here takes and returns Spark DataFrames (or small plain values collected from
 aggregates); nothing collects the C-set table to the driver.
 
-Sampling frame. A C-set enters the frame when it has a ``cset_id`` and a finite value >= 0 for
-every feature (a feature is a count: a null, NaN, +inf, -inf or negative value is a reject naming
-its cause, see ``frame_reason``); the quantile bounds, the Spearman correlation and the histograms are computed over the
-whole frame. A C-set in the frame without a usable sample URL still counts in the distribution
-(it is part of the population the strata describe) but cannot be drawn; it is written to the
-rejects with the reason ``no sample URL``. C-sets outside the frame are rejects too. So
-``csets_in = csets_drawable + csets_rejected``.
+Sampling frame. A C-set enters the frame when it has a ``cset_id`` that no other row of the input
+has and a finite value >= 0 for every feature (a feature is a count: a null, NaN, +inf, -inf or
+negative value is a reject naming its cause, see ``frame_reason``). A ``cset_id`` given by several
+rows (two C-set tables of one crawl, one file read twice) is a C-set whose row cannot be told: each
+of those rows is a reject (``DUPLICATE_CSET_ID``), none is drawn, and ``duplicate_cset_ids`` counts
+the ids; a draw never holds one C-set twice. The quantile bounds, the Spearman correlation and the
+histograms are computed over the whole frame. A C-set in the frame without a usable sample URL
+still counts in the distribution (it is part of the population the strata describe) but cannot be
+drawn; it is written to the rejects with the reason ``no sample URL``. C-sets outside the frame
+are rejects too. So ``csets_in = csets_drawable + csets_rejected``.
 
 Quantiles are exact. For ``S`` strata and ``N`` C-sets the k-th bound is the inverse empirical CDF
 ``q_k = min { v : #(x <= v) * S >= k * N }`` (Hyndman & Fan type 1, what ``percentile_approx``
@@ -60,6 +63,7 @@ QUANTILE_METHOD = (
     "from an exact count per distinct value and a running sum over the sorted distinct values"
 )
 TIE_RULE = "a value equal to bound q_k belongs to stratum k (intervals are (q_{k-1}, q_k], first (-inf, q_1])"
+DUPLICATE_CSET_ID = "cset_id given by several rows of the input: none is drawn (which row is the C-set cannot be told)"
 
 REPLACEMENT_TYPE = T.ArrayType(
     T.StructType(
@@ -155,10 +159,17 @@ def frame_reason(features: list[str]) -> Column:
 
 
 def prepare(df: DataFrame, features: list[str], seed: int) -> DataFrame:
-    """Adds ``urls`` (ranked) and ``reject_reason`` (null for drawable C-sets)."""
-    out = df.withColumn("urls", ranked_urls(seed))
-    reason = frame_reason(features).when(F.size("urls") == 0, F.lit("no sample URL"))
-    return out.withColumn("reject_reason", reason)
+    """Adds ``urls`` (ranked) and ``reject_reason`` (null for drawable C-sets): a missing
+    ``cset_id`` first, then a ``cset_id`` that several rows give (``DUPLICATE_CSET_ID``), then the
+    features' reasons, then no sample URL."""
+    missing = F.col("cset_id").isNull() | (F.length(F.trim(F.col("cset_id"))) == 0)
+    out = df.withColumn("urls", ranked_urls(seed)).withColumn(
+        "_id_rows", F.count(F.lit(1)).over(Window.partitionBy("cset_id"))
+    )
+    reason = F.when(~missing & (F.col("_id_rows") > 1), F.lit(DUPLICATE_CSET_ID)).otherwise(
+        frame_reason(features).when(F.size("urls") == 0, F.lit("no sample URL"))
+    )
+    return out.withColumn("reject_reason", reason).drop("_id_rows")
 
 
 def rejects(prepared: DataFrame, source: str, raw_chars: int) -> DataFrame:
@@ -544,6 +555,11 @@ def sample_csets(
             "csets_drawable": n_drawable,
             "csets_rejected": sum(reason_counts.values()),
             "rejects_by_reason": reason_counts,
+            "duplicate_cset_ids": (
+                prepared.where(F.col("reject_reason") == DUPLICATE_CSET_ID).select("cset_id").distinct().count()
+                if reason_counts.get(DUPLICATE_CSET_ID)
+                else 0
+            ),
         },
         "bounds": {},
         "feature_range": {},
