@@ -3,7 +3,8 @@
 Writes ``warc_index/``: one row per response or revisit record, with Common Crawl's columnar index
 names (``url``, ``fetch_time``, ``fetch_status``, ``content_mime_type``, ``warc_filename``,
 ``warc_record_offset``, ``warc_record_length``), so ``jobs/pages.py`` reads your own crawl exactly
-as it reads Common Crawl. ``warc_filename`` is relative to ``--warc-base`` when the file is under
+as it reads Common Crawl; ARC files (version 1, ``.arc``, ``.arc.gz``) are read too, each record
+under warcio's WARC names. ``warc_filename`` is relative to ``--warc-base`` when the file is under
 it (give the same base to the pages job: it reads only what lies inside it). One file = one task;
 a record is held only up to ``--max-record-bytes``. A record larger than that decompressed, a
 record whose Content-Length disagrees with its framing, bytes between records that are not one,
@@ -21,7 +22,7 @@ from collections import Counter
 
 from pyspark.sql import types as T
 
-from udfs.corpus.warc import WARC_SUFFIXES, WarcError, relative_name, scan_warc
+from udfs.corpus.warc import ARCHIVE_SUFFIXES, WarcError, relative_name, scan_warc
 from udfs.runtime.job import SparkJob
 from udfs.runtime.rejects import REJECTS_SCHEMA, reject_row
 
@@ -79,7 +80,9 @@ class WarcIndexJob(SparkJob):
     table = "warc_index"
     next_step = "llm4schema-pages --input {output}/samples --warc-index {output}/warc_index --output {output}"
     description = __doc__
-    input_help = "WARC files (.warc.gz, .warc), directories, globs or manifests listing them"
+    input_help = (
+        "WARC files (.warc.gz, .warc) or ARC files (.arc.gz, .arc), directories, globs or manifests listing them"
+    )
 
     def add_arguments(self, p):
         p.add_argument(
@@ -99,7 +102,7 @@ class WarcIndexJob(SparkJob):
 
     def run(self):
         a = self.args
-        files = self.resolve_inputs(a.input, suffixes=WARC_SUFFIXES)
+        files = self.resolve_inputs(a.input, suffixes=ARCHIVE_SUFFIXES)
         base = a.warc_base or None
         # a file outside the base keeps its absolute name, which the pages job refuses under that base
         outside = [f for f in files if base and relative_name(f, base) == f]

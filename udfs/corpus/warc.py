@@ -37,6 +37,8 @@ NOT_FOUND = "not_found"
 HTML_MIME_TYPES = ("text/html", "application/xhtml+xml")
 # The file names the jobs read as WARC input (resolve_inputs suffixes).
 WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz")
+# ... and the ones the index job reads: uncompressed ARC files too (scan_warc reads ARC version 1)
+ARCHIVE_SUFFIXES = (*WARC_SUFFIXES, ".arc")
 
 # The trust boundary of a WARC index: its warc_filename values come from a table anyone may have
 # built (or damaged), so a name is read only where --warc-base says files live.
@@ -237,9 +239,10 @@ def parse_record(raw: bytes) -> WarcRecord:
 
 def read_record(location: str, offset: int, length: int, *, max_record_bytes: int) -> WarcRecord:
     """Fetch, decompress and parse the record at ``location``/``offset``/``length``: one gzip member
-    (a ``.warc.gz``) or the record's own bytes (an uncompressed ``.warc``), told apart by their first
-    bytes; anything else is a ``fetch_error`` saying the offset does not match the file. The bytes
-    must hold exactly one record whose Content-Length ends where they end (``record_framing``).
+    (a ``.warc.gz`` or ``.arc.gz``) or the record's own bytes (an uncompressed ``.warc`` or ``.arc``),
+    told apart by their first bytes; anything else is a ``fetch_error`` saying the offset does not
+    match the file. The bytes must hold exactly one record whose declared length ends where they
+    end (``one_record``).
 
     Memory is bounded by ``max_record_bytes`` both before (the compressed range) and after
     decompression.
@@ -249,22 +252,16 @@ def read_record(location: str, offset: int, length: int, *, max_record_bytes: in
     data = read_range(location, offset, length)
     if data[:2] == b"\x1f\x8b":
         raw = gunzip_member(data, max_record_bytes)
-    elif data[:5] == b"WARC/":
-        raw = data  # a record of an uncompressed .warc: the range is the record itself
+    elif data[:5] == b"WARC/" or _arc_header(data) is not None:
+        raw = data  # a record of an uncompressed .warc or .arc: the range is the record itself
     else:
         raise WarcError(
             FETCH_ERROR,
-            f"neither a gzip member nor a WARC record header at offset {offset} of {location} "
-            f"(first bytes {data[:8]!r}): the index's offset does not match the file",
+            f"neither a gzip member nor a WARC record header nor an ARC header line at offset {offset} of "
+            f"{location} (first bytes {data[:8]!r}): the index's offset does not match the file",
         )
     try:
-        if raw.startswith(b"WARC/"):  # an ARC record (from an .arc.gz) has no Content-Length to check
-            header_len, block_len = record_framing(raw)
-            end = header_len + block_len
-            if end > len(raw):
-                raise ValueError(f"its declared block runs {end - len(raw)} bytes past the bytes read")
-            if end + _separator(raw[end:], at_end=True) < len(raw):
-                raise ValueError("the bytes hold more than one record")
+        one_record(raw, "the bytes read")
     except ValueError as exc:
         raise WarcError(
             FETCH_ERROR, f"record at offset {offset} of {location} ({length} bytes as indexed): {exc}"
@@ -353,6 +350,106 @@ def _next_version_line(fh, start: int, size: int) -> int:
         if at_end:
             break
         pos += i if i >= 0 else len(chunk) - 32
+    return size
+
+
+# ---- ARC (version 1, the one warcio reads) -------------------------------------------------
+# A record is a header line "URL IP-address Archive-date Content-type Archive-length", the block of
+# Archive-length bytes, and one line feed; the file's first record (URL filedesc://...) describes it.
+
+_ARC_DATE = re.compile(rb"[0-9]{14,}")
+
+
+def _arc_header(head: bytes) -> list[bytes] | None:
+    """The five fields of the ARC header line ``head`` starts with (up to its line feed), split from
+    the right as warcio splits them, so that a URL may hold spaces; None unless the fields are there
+    and the date is 14 or more digits. The length is not checked here: ``arc_framing`` says what is
+    wrong with it."""
+    end = head.find(b"\n", 0, _MAX_HEADER_BYTES)
+    if end < 0:
+        return None
+    parts = head[:end].rsplit(b" ", 4)
+    if len(parts) != 5 or not all(parts) or parts[0][:1].isspace() or not _ARC_DATE.fullmatch(parts[2]):
+        return None
+    return parts
+
+
+def arc_framing(head: bytes) -> tuple[int, int]:
+    """(header line bytes, declared block bytes) of the ARC record ``head`` starts with. A
+    ValueError says what is wrong (no header line, an Archive-length that is not a decimal number:
+    warcio reads such a record as empty)."""
+    parts = _arc_header(head)
+    if parts is None:
+        raise ValueError(f"not an ARC record header line (first bytes {head[:16]!r})")
+    if not _DECIMAL.fullmatch(parts[4]):
+        raise ValueError(f"Archive-length {parts[4][:40]!r} is not a decimal number of bytes")
+    return head.index(b"\n") + 1, int(parts[4])
+
+
+def _arc_separator(tail: bytes, at_end: bool, filedesc: bool = False) -> int:
+    """The length of the line feed that ends an ARC record: ``tail`` (the bytes after its block, up
+    to the end of the file or member when ``at_end``) is one line feed, then the end or the next
+    record's first byte; after the ``filedesc`` record, whose version block writers end with a blank
+    line they do not count, two line feeds too. A ValueError when the block's declared length
+    disagrees with that: a length one byte off leaves no line feed, or one too many, so nothing else
+    is taken for one."""
+    n = 2 if filedesc and tail.startswith(b"\n\n") else 1
+    # what follows is the end (at_end: nothing) or the next record's first byte, never a line break
+    if tail[:n] == b"\n" * n and tail[n : n + 1] not in (b"\n", b"\r"):
+        return n
+    raise ValueError(
+        f"its block is not followed by one line feed and the next record (after it: {tail[:24]!r}): the "
+        "declared Archive-length disagrees with the framing"
+    )
+
+
+def one_record(raw: bytes, what: str) -> None:
+    """A ValueError unless ``raw`` (a gzip member's content, or the bytes an index gives for one
+    record; ``what`` names them in the message) holds exactly one record whose declared length
+    ends at its separator and the end of ``raw``: a WARC record (``record_framing``, ``_separator``)
+    or an ARC record (``arc_framing``, ``_arc_separator``). Bytes that start as neither are left to
+    warcio, which says whether they are a record."""
+    if raw.startswith(b"WARC/"):
+        header_len, block_len = record_framing(raw)
+        separator = _separator
+    elif _arc_header(raw) is not None:
+        header_len, block_len = arc_framing(raw)
+
+        def separator(tail: bytes, at_end: bool) -> int:
+            return _arc_separator(tail, at_end, filedesc=raw.startswith(b"filedesc://"))
+
+    else:
+        return
+    end = header_len + block_len
+    if end > len(raw):
+        raise ValueError(f"its declared block runs {end - len(raw)} bytes past the end of {what}")
+    if end + separator(raw[end:], at_end=True) < len(raw):
+        raise ValueError(f"more than one record in {what} (one record per gzip member is what a byte-range read needs)")
+
+
+def _next_arc_header(fh, start: int, size: int) -> int:
+    """The offset of the next ARC header line (``_arc_header``) that starts after a line feed at or
+    after ``start``, ``size`` if none; read in steps."""
+    pos = start
+    while pos < size:
+        fh.seek(pos)
+        chunk = fh.read(_READ_CHUNK)
+        if not chunk:
+            break
+        i = chunk.find(b"\n")
+        if i < 0:
+            pos += len(chunk)
+            continue
+        while i >= 0:
+            j = chunk.find(b"\n", i + 1)
+            if j < 0:
+                break  # the line after i runs past this step (or is the file's last, without a line feed)
+            if _arc_header(chunk[i + 1 : j + 1]) is not None:
+                return pos + i + 1
+            i = j
+        if pos + len(chunk) >= size:
+            break
+        pos += max(i, 1)  # read on from the line feed before the unfinished line
     return size
 
 
@@ -529,11 +626,15 @@ def scan_warc(
     raw_chars: int,
     seen: Counter | None = None,
 ) -> Iterator[tuple[str, dict]]:
-    """The index of one WARC file as ``("row", index row)`` and ``("reject", reject row)`` pairs.
+    """The index of one WARC (or ARC) file as ``("row", index row)`` and ``("reject", reject row)`` pairs.
 
     One row per response or revisit record, offset and length those of its gzip member in a
     ``.warc.gz`` (as Common Crawl's columnar index gives them) or of the record itself with the
-    line breaks after it in an uncompressed ``.warc``, so ``read_record`` reads one record back;
+    line breaks after it in an uncompressed ``.warc`` (warcio's length leaves those out), so
+    ``read_record`` reads one record back. An ARC file (version 1; its first record ``filedesc://``)
+    is read the same way, its records under warcio's WARC names (``arc2warc``: a response with
+    ``WARC-Target-URI`` and ``WARC-Date``), its Archive-length checked as a Content-Length is
+    (``arc_framing``: the block, then one line feed), a bad one a reject;
     ``content_digest`` the base32 SHA-1 of the payload as archived. ``seen`` (when given) counts
     every record read, by WARC-Type, indexed or not.
 
@@ -546,7 +647,8 @@ def scan_warc(
     ``raw_chars``), and the scan goes on: with the next gzip member, or in a plain file at the next
     ``WARC/`` version line after the bad record's own. A record whose Content-Length swallows whole the records
     after it and ends on a record boundary is framed consistently and cannot be told from one whose
-    block holds them. Damage to the gzip framing (a cut or corrupt member, a bad checksum, bytes
+    block holds them. In an ARC file the scan goes on at the next line that is an ARC header line
+    (``_next_arc_header``). Damage to the gzip framing (a cut or corrupt member, a bad checksum, bytes
     that are not gzip) is a reject row too, spanning the bytes up to the next offset where a gzip
     member starts and inflates (``gzip_members`` with ``resync``), and the scan goes on there.
     Memory: a record is held only up to ``max_record_bytes`` (a gzip member is streamed).
@@ -567,7 +669,8 @@ def scan_warc(
 
 def _record_items(data: bytes, name: str, offset: int, length: int, seen: Counter) -> Iterator[tuple[str, dict]]:
     """The row of the one record ``data`` holds (framing already checked), if it is indexed."""
-    it = iter(ArchiveIterator(io.BytesIO(data)))
+    # arc2warc: an ARC record's URL and date under the WARC names the index reads
+    it = iter(ArchiveIterator(io.BytesIO(data), arc2warc=True))
     rec = next(it, None)
     if rec is None:
         raise ValueError("no WARC record in it")
@@ -576,7 +679,7 @@ def _record_items(data: bytes, name: str, offset: int, length: int, seen: Counte
         row = _row(rec, name)
         _, row["content_digest"] = _payload_digest(rec.raw_stream)
         row["warc_record_offset"], row["warc_record_length"] = offset, length
-    if next(it, None) is not None:  # an ARC member (no Content-Length checked before) holding two
+    if next(it, None) is not None:  # bytes one_record left to warcio, holding two records
         raise ValueError("more than one record (one record per gzip member is what a byte-range read needs)")
     seen[rec.rec_type] += 1
     if row is not None:
@@ -617,17 +720,7 @@ def _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen):
             )
             continue
         try:
-            if m.data.startswith(b"WARC/"):
-                header_len, block_len = record_framing(m.data)
-                end = header_len + block_len
-                if end > len(m.data):
-                    raise ValueError(f"its declared block runs {end - len(m.data)} bytes past the member's end")
-                if end + _separator(m.data[end:], at_end=True) < len(m.data):
-                    raise ValueError(
-                        "the member holds more than one record (one record per gzip member is what a "
-                        "byte-range read needs)"
-                    )
-            # an ARC record (.arc.gz) has no Content-Length to check: warcio reads it as it is
+            one_record(m.data, "the member")
             yield from _record_items(m.data, name, m.offset, m.length, seen)
         except Exception as exc:  # noqa: BLE001 - framing and warcio's errors for a member that is not one record
             yield (
@@ -635,7 +728,8 @@ def _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen):
                 reject_row(
                     path,
                     m.offset,
-                    f"gzip member at offset {m.offset} is not one WARC record: {type(exc).__name__}: {str(exc)[:300]}",
+                    f"gzip member at offset {m.offset} is not one WARC or ARC record: {type(exc).__name__}: "
+                    f"{str(exc)[:300]}",
                     m.head,
                     raw_chars=raw_chars,
                 ),
@@ -645,6 +739,7 @@ def _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen):
 def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
     size = fh.seek(0, 2)
     pos = 0
+    arc = None  # an ARC file, told by its first record (filedesc://), or by its name when that is damaged
     while pos < size:
         fh.seek(pos)
         head = fh.read(min(_MAX_HEADER_BYTES, size - pos))
@@ -652,20 +747,23 @@ def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
         if gap:  # line breaks between records (or before the first)
             pos += gap
             continue
+        if arc is None:
+            arc = head.startswith(b"filedesc://") or (not head.startswith(b"WARC/") and path.lower().endswith(".arc"))
+        kind, length_field = ("ARC record", "Archive-length") if arc else ("record", "Content-Length")
         try:
-            header_len, block_len = record_framing(head)
+            header_len, block_len = arc_framing(head) if arc else record_framing(head)
         except ValueError as exc:
-            nxt = _next_version_line(fh, pos + 1, size)
+            nxt = _next_arc_header(fh, pos, size) if arc else _next_version_line(fh, pos + 1, size)
             yield (
                 "reject",
                 reject_row(
                     path,
                     pos,
                     (
-                        f"{name}: record at offset {pos}: {exc}; not indexed, skipped to the next record at offset {nxt}"
-                        if _VERSION_LINE.match(head)
+                        f"{name}: {kind} at offset {pos}: {exc}; not indexed, skipped to the next record at offset {nxt}"
+                        if (_arc_header(head) if arc else _VERSION_LINE.match(head))
                         else f"{name}: bytes at offset {pos} ({nxt - pos} up to the next record) are not a readable "
-                        f"WARC record: {exc}; skipped to offset {nxt}"
+                        f"{'ARC' if arc else 'WARC'} record: {exc}; skipped to offset {nxt}"
                     ),
                     head,
                     raw_chars=raw_chars,
@@ -679,9 +777,12 @@ def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
                 raise ValueError(f"its declared block runs {end - size} bytes past the end of the file")
             fh.seek(end)
             tail = fh.read(_READ_CHUNK)
-            if tail.startswith(b"WARC/"):
+            if arc:
+                after = _arc_separator(tail, at_end=end + len(tail) >= size, filedesc=head.startswith(b"filedesc://"))
+            elif tail.startswith(b"WARC/"):
                 raise _NoSeparator
-            after = _separator(tail, at_end=end + len(tail) >= size)
+            else:
+                after = _separator(tail, at_end=end + len(tail) >= size)
         except _NoSeparator:
             # the next version line right at the block's end: the separator missing, or a length
             # that swallowed it; the record after is whole and read
@@ -700,13 +801,13 @@ def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
             pos = end
             continue
         except ValueError as exc:
-            nxt = _next_version_line(fh, pos + 1, size)
+            nxt = _next_arc_header(fh, pos, size) if arc else _next_version_line(fh, pos + 1, size)
             yield (
                 "reject",
                 reject_row(
                     path,
                     pos,
-                    f"{name}: record at offset {pos} declares Content-Length {block_len}, and {exc}; "
+                    f"{name}: {kind} at offset {pos} declares {length_field} {block_len}, and {exc}; "
                     f"not indexed, skipped to the next record at offset {nxt}",
                     head,
                     raw_chars=raw_chars,
@@ -721,7 +822,7 @@ def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
                 reject_row(
                     path,
                     pos,
-                    f"record at offset {pos} has a {block_len}-byte block, over max_record_bytes={max_record_bytes}; "
+                    f"{kind} at offset {pos} has a {block_len}-byte block, over max_record_bytes={max_record_bytes}; "
                     "not indexed",
                     head,
                     raw_chars=raw_chars,
@@ -738,8 +839,7 @@ def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
                     reject_row(
                         path,
                         pos,
-                        f"{name}: record at offset {pos} is not a readable WARC record: {type(exc).__name__}: "
-                        f"{str(exc)[:300]}",
+                        f"{name}: {kind} at offset {pos} is not readable: {type(exc).__name__}: {str(exc)[:300]}",
                         head[:raw_chars],
                         raw_chars=raw_chars,
                     ),
@@ -788,6 +888,9 @@ __all__ = [
     "index_warc",
     "relative_name",
     "INDEX_COLUMNS",
+    "ARCHIVE_SUFFIXES",
+    "arc_framing",
+    "one_record",
     "GzipMember",
     "gzip_members",
 ]
