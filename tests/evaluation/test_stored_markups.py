@@ -321,10 +321,9 @@ def test_markups_alone_are_judged_with_the_calibration_of_the_services_default_m
     assert EvaluateJob(argv(tmp_path / "pages", out, stub.url, str(markups), *extra)).main() == 0
     rec = record(out)["evaluation"]
     assert rec["models"] == [] and stub.handler.seen  # nothing generated; verdicts asked
-    judge = rec["judge"]
-    assert (
-        judge["calibration"]["agents"]["factuality"]["matched"]
-        and judge["calibration"]["agents"]["compliance"]["matched"]
-    )
-    assert judge["factuality_threshold"] < 0.5 and judge["compliance_threshold"] < 0.5
-    assert judge["provenance"]["factuality"].startswith(f"{judge['factuality_threshold']} from {calibration}")
+    judge = rec["judge"]["agents"]
+    for agent in ("factuality", "compliance"):
+        applied = judge[agent]["threshold"]
+        assert applied["origin"]["kind"] == "calibration" and applied["origin"]["file"] == str(calibration)
+        assert applied["origin"]["entry"].startswith(f"stub-model {agent} direct") and applied["value"] < 0.5
+        assert judge[agent]["entry"]["id"] == applied["origin"]["entry"]

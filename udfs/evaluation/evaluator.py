@@ -293,7 +293,6 @@ class PageEvaluator:
         fact_chunks = (
             await asyncio.to_thread(self._factuality_chunks, fact_text) if "factuality" in self.cfg.stages else []
         )
-        stored: dict[str, str] = page.get("stored_markups") or {}
         kept_rows: dict[str, list[dict]] = {}
         raw_markups: dict[str, Markup] = {}
         final_markup: dict[str, Any] = {}
@@ -307,43 +306,7 @@ class PageEvaluator:
                 "reason": None,
                 "root_types": types,
             }
-            if source == HUMAN:
-                # a stored human markup (udfs.evaluation.stored) replaces the page's own
-                given = stored[HUMAN] if HUMAN in stored else page.get("human_markup")
-                try:
-                    doc = json.loads(given or "null")
-                except json.JSONDecodeError as exc:
-                    doc, score["reason"] = None, f"human markup is not JSON: {exc}"
-                if doc is None and not score["reason"]:
-                    score["reason"] = "page has no human markup"
-            elif source not in self.cfg.models:  # a stored source: judged, never generated
-                try:
-                    doc = json.loads(stored.get(source) or "null")
-                except json.JSONDecodeError as exc:
-                    doc, score["reason"] = None, f"stored markup is not JSON: {exc}"
-                if doc is None and not score["reason"]:
-                    score["reason"] = "no stored markup of this source for this page"
-            else:
-                if self.tokenizer is not None:  # memoized now, so generate's own call does not block
-                    await asyncio.to_thread(self.tokenizer.token_bytes, text)
-                gen = await generation.generate(
-                    self.client(source),
-                    types,
-                    text,
-                    tokenizer=self.tokenizer,
-                    context_window=self.cfg.context_window,
-                    max_tokens=self.cfg.max_tokens,
-                )
-                doc = gen.markup
-                score.update(
-                    generation_chunks=len(gen.chunks),
-                    generation_prompt_tokens=gen.prompt_tokens,
-                    generation_completion_tokens=gen.completion_tokens,
-                    generation_latency_s=gen.latency_s,
-                )
-                if doc is None:
-                    score["reason"] = f"generation failed: {gen.error}"
-                    score["status"] = "generation_failed"
+            doc = await self._source_markup(source, page, text, types, score)
             if doc is None:
                 score["status"] = score["status"] if score["status"] != "ok" else "no_markup"
                 score["wall_s"] = time.monotonic() - t0
@@ -359,27 +322,85 @@ class PageEvaluator:
             raw_markups[source] = markup
             kept_rows[source] = [r for r in rows if r["kept"]]
             out["triples"].extend(rows)
-            out["markups"].append(_markup_row(key, url, source, "raw", to_jsonld(markup), len(rows)))
-            corrected, fixes = _with_corrections(markup, rows)
-            for stage, col in (("validity", "valid"), ("factuality", "factual"), ("compliance", "compliant")):
-                if stage in self.cfg.stages:
-                    # from factuality on, a corrected literal is curated with its re-verified value
-                    staged, fx = (markup, {}) if stage == "validity" else (corrected, fixes)
-                    alive = {
-                        (r["subject"], r["property"], fx.get(_triple_id(r), r["value"]))
-                        for r in rows
-                        if _alive(r, stage)
-                    }
-                    doc_s = to_jsonld(staged, keep=lambda s, p, v: (s, p, _value_text(v)) in alive)
-                    out["markups"].append(
-                        _markup_row(key, url, source, stage, doc_s, sum(_alive(r, stage) for r in rows))
-                    )
+            out["markups"].extend(self._staged_markups(key, url, source, markup, rows))
             final_markup[source] = out["markups"][-1]["markup"]
             score["wall_s"] = time.monotonic() - t0
             out["scores"].append(score)
-        # Model vs human, on what the agents kept (their triples rows) and on the raw markups (as
-        # read, so memr_raw_* are what `python -m udfs.scores.memr HUMAN MODEL` prints for them).
-        for score in out["scores"]:
+        self._compare(out["scores"], kept_rows, raw_markups, final_markup)
+        return out
+
+    async def _source_markup(
+        self, source: str, page: dict[str, Any], text: str, types: list[str], score: dict[str, Any]
+    ) -> Any:
+        """A source's markup of the page as JSON (None, with ``score``'s reason and status said,
+        where it has none): the page's human markup (or a stored human markup, which replaces it),
+        a stored source's (``udfs.evaluation.stored``: judged, never generated), or a model's,
+        generated from the page text (its tokens and time in ``score``)."""
+        stored: dict[str, str] = page.get("stored_markups") or {}
+        if source == HUMAN or source not in self.cfg.models:
+            given = (
+                (stored[HUMAN] if HUMAN in stored else page.get("human_markup"))
+                if source == HUMAN
+                else stored.get(source)
+            )
+            what = "human markup" if source == HUMAN else "stored markup"
+            try:
+                doc = json.loads(given or "null")
+            except json.JSONDecodeError as exc:
+                score["reason"] = f"{what} is not JSON: {exc}"
+                return None
+            if doc is None:
+                score["reason"] = (
+                    "page has no human markup" if source == HUMAN else "no stored markup of this source for this page"
+                )
+            return doc
+        if self.tokenizer is not None:  # memoized now, so generate's own call does not block
+            await asyncio.to_thread(self.tokenizer.token_bytes, text)
+        gen = await generation.generate(
+            self.client(source),
+            types,
+            text,
+            tokenizer=self.tokenizer,
+            context_window=self.cfg.context_window,
+            max_tokens=self.cfg.max_tokens,
+        )
+        score.update(
+            generation_chunks=len(gen.chunks),
+            generation_prompt_tokens=gen.prompt_tokens,
+            generation_completion_tokens=gen.completion_tokens,
+            generation_latency_s=gen.latency_s,
+        )
+        if gen.markup is None:
+            score["reason"] = f"generation failed: {gen.error}"
+            score["status"] = "generation_failed"
+        return gen.markup
+
+    def _staged_markups(self, key: str, url: str, source: str, markup: Markup, rows: list[dict]) -> list[dict]:
+        """The ``markups/`` rows of one source: the raw markup, then what each stage kept."""
+        out = [_markup_row(key, url, source, "raw", to_jsonld(markup), len(rows))]
+        corrected, fixes = _with_corrections(markup, rows)
+        for stage in ("validity", "factuality", "compliance"):
+            if stage in self.cfg.stages:
+                # from factuality on, a corrected literal is curated with its re-verified value
+                staged, fx = (markup, {}) if stage == "validity" else (corrected, fixes)
+                alive = {
+                    (r["subject"], r["property"], fx.get(_triple_id(r), r["value"])) for r in rows if _alive(r, stage)
+                }
+                doc_s = to_jsonld(staged, keep=lambda s, p, v: (s, p, _value_text(v)) in alive)
+                out.append(_markup_row(key, url, source, stage, doc_s, sum(_alive(r, stage) for r in rows)))
+        return out
+
+    def _compare(
+        self,
+        scores: list[dict[str, Any]],
+        kept_rows: dict[str, list[dict]],
+        raw_markups: dict[str, Markup],
+        final_markup: dict[str, Any],
+    ) -> None:
+        """Model vs human in each model source's scores row: MeMR on what the agents kept (their
+        triples rows) and on the raw markups (as read, so memr_raw_* are what
+        `python -m udfs.scores.memr HUMAN MODEL` prints for them), the key scores and BLINKG."""
+        for score in scores:
             src = score["source"]
             if src == HUMAN or src not in kept_rows or HUMAN not in kept_rows:
                 continue
@@ -413,7 +434,6 @@ class PageEvaluator:
                     match_recall=bm.recall,
                     match_f1=bm.f1 if bm.n_predicted else None,
                 )
-        return out
 
     async def _correct(self, rows: list[dict[str, Any]], fact_chunks: list[str], acc: dict[str, Any]) -> None:
         """GraphCorrect on the claims judged non-factual: a corrected claim (the text's value,
@@ -495,54 +515,7 @@ class PageEvaluator:
         for stage, col in (("factuality", "factual"), ("compliance", "compliant")):
             if stage not in self.cfg.stages:
                 continue
-            todo = [r for r in rows if _alive(r, _previous(stage, self.cfg.stages))]
-            distinct = list(dict.fromkeys(r["_claim"] for r in todo if r["_claim"] is not None))
-            over = distinct[self.cfg.max_claims :] if self.cfg.max_claims else []
-            asked = distinct[: self.cfg.max_claims] if self.cfg.max_claims else distinct
-            judged = dict(
-                zip(
-                    asked,
-                    await (
-                        self._judge(stage, asked, fact_chunks)
-                        if stage == "factuality"
-                        else self._judge(stage, asked, [])
-                    ),
-                )
-            )
-            for j in judged.values():
-                acc["verdict_requests"] += j.requests
-                acc["verdict_cache_hits"] += j.cache_hits
-                acc["verdict_prompt_tokens"] += j.prompt_tokens
-                acc["verdict_cached_prompt_tokens"] += j.cached_prompt_tokens
-                acc["verdict_latency_s"] += j.latency_s
-            seen: set = set()
-            for r in todo:
-                c = r["_claim"]
-                if c is None:
-                    continue
-                if c in over:
-                    r[col], r[f"{col}_error"] = None, f"{NOT_JUDGED} max_claims={self.cfg.max_claims}"
-                    continue
-                j = judged[c]
-                r[f"{col}_score"], r[col] = j.score, j.passed
-                # a map is fitted on full scores, so a score decided early has no probability
-                r[f"{col}_p"] = None if j.early else calibration.apply_map(self.cfg.judge.maps.get(stage), j.score)
-                if stage == "factuality":
-                    r["factual_early"] = j.early
-                r[f"{col}_error"] = j.error
-                r[f"{col}_votes"] = dict(j.votes) or None
-                if stage == "compliance":
-                    # the tie mark is in the votes (the judge's key); the note says what the voters noted
-                    r["compliant_note"] = (
-                        "; ".join(x for x in (j.note or "").split("; ") if x and x != agents.TIE_NOTE) or None
-                    )
-                if c not in seen:  # a request's cost is booked once, on the first row it answers
-                    seen.add(c)
-                    r["model"] = r["model"] or j.model
-                    r["latency_s"] += j.latency_s
-                    r["prompt_tokens"] += j.prompt_tokens
-                    r["cached_prompt_tokens"] += j.cached_prompt_tokens
-                    r["completion_tokens"] += j.completion_tokens
+            await self._verdict_stage(stage, col, rows, fact_chunks, acc)
             if stage == "factuality" and self.cfg.correction:
                 await self._correct(rows, fact_chunks, acc)
             follow_nodes(rows, inside, stage, _previous(stage, self.cfg.stages))
@@ -550,11 +523,70 @@ class PageEvaluator:
         for r in rows:
             r.pop("_claim")
             r["kept"] = _alive(r, last[-1]) if last else True
+        score.update(**self._stage_counts(rows), factuality_chunks=len(fact_chunks), **acc)
+        return rows
+
+    async def _verdict_stage(
+        self, stage: str, col: str, rows: list[dict[str, Any]], fact_chunks: list[str], acc: dict[str, Any]
+    ) -> None:
+        """One verdict agent over the rows alive after the stage before it: each distinct claim
+        judged once (up to ``max_claims``; the rest marked not judged), its verdict, score,
+        probability, votes and error on every row that makes it, a request's cost booked on the
+        first row it answers and summed in ``acc``."""
+        todo = [r for r in rows if _alive(r, _previous(stage, self.cfg.stages))]
+        distinct = list(dict.fromkeys(r["_claim"] for r in todo if r["_claim"] is not None))
+        over = distinct[self.cfg.max_claims :] if self.cfg.max_claims else []
+        asked = distinct[: self.cfg.max_claims] if self.cfg.max_claims else distinct
+        judged = dict(
+            zip(
+                asked,
+                await (
+                    self._judge(stage, asked, fact_chunks) if stage == "factuality" else self._judge(stage, asked, [])
+                ),
+            )
+        )
+        for j in judged.values():
+            acc["verdict_requests"] += j.requests
+            acc["verdict_cache_hits"] += j.cache_hits
+            acc["verdict_prompt_tokens"] += j.prompt_tokens
+            acc["verdict_cached_prompt_tokens"] += j.cached_prompt_tokens
+            acc["verdict_latency_s"] += j.latency_s
+        seen: set = set()
+        for r in todo:
+            c = r["_claim"]
+            if c is None:
+                continue
+            if c in over:
+                r[col], r[f"{col}_error"] = None, f"{NOT_JUDGED} max_claims={self.cfg.max_claims}"
+                continue
+            j = judged[c]
+            r[f"{col}_score"], r[col] = j.score, j.passed
+            # a map is fitted on full scores, so a score decided early has no probability
+            r[f"{col}_p"] = None if j.early else calibration.apply_map(self.cfg.judge.maps.get(stage), j.score)
+            if stage == "factuality":
+                r["factual_early"] = j.early
+            r[f"{col}_error"] = j.error
+            r[f"{col}_votes"] = dict(j.votes) or None
+            if stage == "compliance":
+                # the tie mark is in the votes (the judge's key); the note says what the voters noted
+                r["compliant_note"] = (
+                    "; ".join(x for x in (j.note or "").split("; ") if x and x != agents.TIE_NOTE) or None
+                )
+            if c not in seen:  # a request's cost is booked once, on the first row it answers
+                seen.add(c)
+                r["model"] = r["model"] or j.model
+                r["latency_s"] += j.latency_s
+                r["prompt_tokens"] += j.prompt_tokens
+                r["cached_prompt_tokens"] += j.cached_prompt_tokens
+                r["completion_tokens"] += j.completion_tokens
+
+    def _stage_counts(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """A source's counts after each stage and its rejection rates (scores' columns)."""
         n = len(rows)
         n_valid = sum(_alive(r, "validity") for r in rows) if "validity" in self.cfg.stages else n
         n_fact = sum(_alive(r, "factuality") for r in rows) if "factuality" in self.cfg.stages else n_valid
         n_comp = sum(_alive(r, "compliance") for r in rows) if "compliance" in self.cfg.stages else n_fact
-        score.update(
+        return dict(
             n_triples=n,
             n_valid=n_valid,
             n_corrected=sum(bool(r.get("corrected")) for r in rows),
@@ -568,11 +600,8 @@ class PageEvaluator:
             rejection_factuality=_ratio(n_valid - n_fact, n_valid),
             rejection_compliance=_ratio(n_fact - n_comp, n_fact),
             rejection_rate=_ratio(n - n_comp, n),
-            factuality_chunks=len(fact_chunks),
-            **acc,
             **(_paper_counts(rows, self.cfg.stages) if self.cfg.validity_mode == "paper" else {}),
         )
-        return rows
 
 
 def _paper_counts(rows: list[dict[str, Any]], stages: list[str]) -> dict[str, int]:
