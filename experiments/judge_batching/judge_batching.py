@@ -12,8 +12,13 @@ claims):
   ``N: <value>`` lines; an item's score is ``soft_answer_match`` of its property's line.
 
 It prints AUROC per task for each way and for the means of ``facts`` / ``values`` with ``plain``,
-and the requests and prompt tokens each way sent. Model answers go through the request cache, so a
-rerun asks nothing again.
+and the requests and prompt tokens each way sent. Beside them, the shipped judge and each subset of
+its text questions with its question about the property: each a judge of its own (the
+configuration's, ``--config``, with those questions: ``udfs.agents.judge.build_judge``), every
+question asked, no gate, scores raw. A subset the judge refuses (``extract-other`` without the
+question that reads the value it asks past) is left out, and so is ``extract-other`` asked alone:
+that needs commit 4933206 (experiments/judge_batching/README.md). Model answers go through the
+request cache, so a rerun asks nothing again.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import dataclasses
 import itertools
 import json
 import math
@@ -29,13 +35,15 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from experiments.judge_gate.gate import combined
 from udfs.agents.evidence import soft_answer_match
+from udfs.agents.judge import Judge, build_judge
 from udfs.agents.prompts import fence, load_prompt, plain_definition, unfence
 from udfs.agents.questions import COMPLIANCE, FACTUALITY, Claim
-from udfs.agents.verdicts import combined_score, judge_factuality
 from udfs.agents_bench.metrics import auroc
 from udfs.llm.client import LLMClient
 from udfs.runtime.config import load_config
+from udfs.runtime.paths import DEFAULT_CONF
 from udfs.schemaorg.vocab import load_vocabulary
 
 FACTS_SYSTEM = (
@@ -187,37 +195,72 @@ async def numbered(client: LLMClient, messages: list[dict], n: int, rule: str, a
     )
 
 
-async def judge(items, batches, client: LLMClient, strategy: str, questions) -> tuple[list[dict], collections.Counter]:
+def raw_judges(config: str) -> tuple[Judge, dict[str, Judge], dict[tuple[str, ...], Judge]]:
+    """The configuration's judge (``udfs.agents.judge.build_judge``) as this study asks it: every
+    question asked, no gate, no calibration (the scores are raw); each of its questions alone that
+    the judge asks alone; and each subset of its text questions with its questions about the
+    property that it accepts (``udfs.agents.questions.check_questions``)."""
+    conf = load_config(config).judge
+
+    def raw(questions) -> Judge:
+        return build_judge(
+            dataclasses.replace(
+                conf,
+                factuality_questions=tuple(questions),
+                factuality_gate=0.0,
+                factuality_threshold=0.5,
+                calibration="",
+            ),
+            config_file=config,
+        )
+
+    def accepted(questions) -> Judge | None:
+        try:
+            return raw(questions)
+        except ValueError:  # e.g. extract-other alone: it asks past the value another question reads off
+            return None
+
+    shipped = raw(conf.factuality_questions)
+    texts = [q for q in shipped.questions("factuality") if not FACTUALITY[q].fits]
+    fits = tuple(q for q in shipped.questions("factuality") if FACTUALITY[q].fits)
+    alone = {q: j for q in shipped.questions("factuality") if (j := accepted((q,))) is not None}
+    subsets = {
+        subset: j
+        for r in range(1, len(texts) + 1)
+        for subset in itertools.combinations(texts, r)
+        if (j := accepted(subset + fits)) is not None
+    }
+    return shipped, alone, subsets
+
+
+async def judge_items(items, batches, client: LLMClient, config: str) -> tuple[list[dict], collections.Counter]:
     out = []
     sent = collections.Counter()
+    shipped_judge, alone_judges, subset_judges = raw_judges(config)
+    strategy = shipped_judge.strategy
     for it, (claims, k) in zip(items, batches):
         before = sent_so_far(client)
         claim = Claim(it["property"], it["value"], it["entity_type"], it["value_type"], tuple(it["siblings"] or ()))
         plain = await client.verdict(FACTUALITY["plain"].messages(it["text"], claim, strategy))
 
-        def ask(qs, it=it, claim=claim):  # every question asked, as the bench does
-            return judge_factuality(
-                client,
-                [it["text"]],
-                [claim],
-                strategy=strategy,
-                threshold=0.5,
-                early_exit=False,
-                gate=0.0,
-                questions=qs,
-            )
+        async def ask(j: Judge, it=it, claim=claim) -> float | None:  # every question asked, as the bench does
+            (judged,) = await j.factuality(client, [it["text"]], [claim], early_exit=False)
+            return judged.score
 
         plain_at = sent_so_far(client)
         # each shipped question alone first (what it sends is its own cost), then the shipped judge,
         # every request of which the request cache then answers
         alone = {}
-        for q in questions:
+        for q, j in alone_judges.items():
             a = sent_so_far(client)
-            alone[q] = (await ask((q,)))[0].score
+            alone[q] = await ask(j)
             sent[q, "requests"] += sent_so_far(client)[0] - a[0]
-        (shipped,) = await ask(questions)
+        shipped = await ask(shipped_judge)
         complies = alone.get("complies-ranged")
         shipped_at = sent_so_far(client)
+        # each subset of the text questions with complies-ranged, as the judge combines them
+        subsets = {"+".join(subset): await ask(j) for subset, j in subset_judges.items()}
+        subsets_at = sent_so_far(client)
         c = await numbered(
             client, facts_messages(it["text"], it["entity_type"], claims), len(claims), "ans", '"yes" | "no"', 8
         )
@@ -232,7 +275,8 @@ async def judge(items, batches, client: LLMClient, strategy: str, questions) -> 
         ways = (
             ("plain", before, plain_at),
             ("shipped", before, shipped_at),
-            ("facts", shipped_at, mid2),
+            ("subsets", shipped_at, subsets_at),
+            ("facts", subsets_at, mid2),
             ("values", mid2, after),
         )
         count_spans(sent, ways)
@@ -241,12 +285,13 @@ async def judge(items, batches, client: LLMClient, strategy: str, questions) -> 
                 "kind": it["kind"],
                 "batch": len(claims),
                 "plain": plain.score,
-                "shipped": shipped.score,
+                "shipped": shipped,
                 "complies": complies,
                 "facts": verdicts[k] if len(verdicts) == len(claims) else None,
                 "values": soft_answer_match(value, firsts, it["value"], it["text"]),
                 "value_read": value,
                 "alone": alone,
+                "subsets": subsets,
             }
         )
     return out, sent
@@ -286,7 +331,7 @@ def compliance_main(args) -> None:
     items = rng.sample([r for r in rows if r["kind"] == "positive"], n) + rng.sample(swapped, n)
     batches = entity_batches(rows, items, args.batch)
     client = LLMClient(args.base_url, cache_path=args.cache, max_concurrency=1)
-    scored, sent = asyncio.run(judge_compliance(items, batches, client, load_config().judge.strategy))
+    scored, sent = asyncio.run(judge_compliance(items, batches, client, load_config(args.config).judge.strategy))
     if args.output:
         Path(args.output).write_text("".join(json.dumps(s) + "\n" for s in scored))
     labels = [s["kind"] == "positive" for s in scored]
@@ -316,6 +361,7 @@ def main() -> None:
         default="factuality",
         help="compliance: the swapped values and as many positives, each asked alone and in its entity's batch",
     )
+    ap.add_argument("--config", default=str(DEFAULT_CONF), help="the configuration whose [judge] is asked")
     args = ap.parse_args()
     if args.agent == "compliance":
         compliance_main(args)
@@ -330,8 +376,8 @@ def main() -> None:
     ]
     batches = entity_batches(rows, items, args.batch)
     client = LLMClient(args.base_url, cache_path=args.cache, max_concurrency=1)
-    judge_conf = load_config().judge
-    scored, sent = asyncio.run(judge(items, batches, client, judge_conf.strategy, judge_conf.factuality_questions))
+    shipped = raw_judges(args.config)[0]
+    scored, sent = asyncio.run(judge_items(items, batches, client, args.config))
     if args.output:
         Path(args.output).write_text("".join(json.dumps(s) + "\n" for s in scored))
     n = len(scored)
@@ -346,51 +392,47 @@ def main() -> None:
         def roc(f):
             return f"{auroc(labels, [f(s) for s in sub]):.3f}"
 
-        def fits(f):
-            return lambda s: math.sqrt(f(s) * s["complies"]) if s["complies"] is not None else f(s)
+        def fits(f):  # a text score and complies-ranged's, as the judge combines them
+            return lambda s: combined(shipped, f(s), s["complies"])
 
         ways = {
             "shipped judge": lambda s: s["shipped"] or 0,
             "plain": lambda s: s["plain"] or 0,
             "facts": lambda s: s["facts"] or 0,
             "values": lambda s: s["values"],
-            "values ^ complies-ranged": fits(lambda s: s["values"]),
-            "mean(facts, values) ^ complies-ranged": fits(lambda s: ((s["facts"] or 0) + s["values"]) / 2),
-            "mean(plain, values) ^ complies-ranged": fits(lambda s: ((s["plain"] or 0) + s["values"]) / 2),
+            "values ^ complies-ranged": fits(lambda s: [s["values"]]),
+            "mean(facts, values) ^ complies-ranged": fits(lambda s: [s["facts"] or 0, s["values"]]),
+            "mean(plain, values) ^ complies-ranged": fits(lambda s: [s["plain"] or 0, s["values"]]),
         }
         print(f"{neg} AUROC: " + ", ".join(f"{name} {roc(f)}" for name, f in ways.items()))
     for way in ("plain", "shipped", "facts", "values"):
         print(f"{way}: {sent[way, 'requests']} requests sent, {sent[way, 'uncached']} uncached prompt tokens")
     print(
-        "the shipped judge's text questions, each subset with complies-ranged (combined_score), AUROC intrinsic / extrinsic:"
+        "the shipped judge's text questions, each subset with complies-ranged (a judge of its own), "
+        "AUROC intrinsic / extrinsic:"
     )
-    texts = [q for q in judge_conf.factuality_questions if not FACTUALITY[q].fits]
-    fits = [q for q in judge_conf.factuality_questions if FACTUALITY[q].fits]
-    for r in range(1, len(texts) + 1):
-        for subset in itertools.combinations(texts, r):
-
-            def score(s, qs=subset + tuple(fits)):
-                asked = {q: s["alone"][q] for q in qs if s["alone"].get(q) is not None}
-                return combined_score(asked) if asked else 0.0
-
-            rocs = []
-            for neg in ("intrinsic", "extrinsic"):
-                sub = [s for s in scored if s["kind"] in ("positive", neg)]
-                rocs.append(auroc([s["kind"] == "positive" for s in sub], [score(s) for s in sub]))
-            print(f"  {'+'.join(subset)}: {rocs[0]:.3f} / {rocs[1]:.3f}")
+    for subset in scored[0]["subsets"]:
+        rocs = []
+        for neg in ("intrinsic", "extrinsic"):
+            sub = [s for s in scored if s["kind"] in ("positive", neg)]
+            rocs.append(auroc([s["kind"] == "positive" for s in sub], [s["subsets"][subset] or 0.0 for s in sub]))
+        print(f"  {subset}: {rocs[0]:.3f} / {rocs[1]:.3f}")
     # values first; the text questions asked only where its read-off does not confirm the claim
     print(
         "values first (confirmed at 0.5), else the text questions; with complies-ranged, AUROC intrinsic / extrinsic:"
     )
-    for subset in (("plain",), ("claim",), ("plain", "claim"), tuple(texts)):
+    texts = tuple(q for q in shipped.questions("factuality") if not FACTUALITY[q].fits)
+    for subset in (("plain",), ("claim",), ("plain", "claim"), texts):
+        if any(q not in scored[0]["alone"] for q in subset):
+            print(f"  else {'+'.join(subset)}: not asked alone on this tree (commit 4933206)")
+            continue
 
         def cascade(s, qs=subset):
             text = s["values"]
             if text < 0.5:
                 asked = [s["alone"][q] for q in qs if s["alone"].get(q) is not None]
                 text = max(text, sum(asked) / len(asked) if asked else 0.0)
-            c = s["alone"].get(fits[0]) if fits else None
-            return math.sqrt(text * c) if c is not None else text
+            return combined(shipped, [text], s["complies"])
 
         rocs = []
         for neg in ("intrinsic", "extrinsic"):

@@ -11,11 +11,14 @@ per-question runs of the agents bench (experiments/judge_gate's commands: each q
 shipped judge asked of every item, one request cache) for F1 on the fit, test and held-out items,
 and optionally the demo's claims (experiments/judge_order ``--answers``) for the questions asked
 on real pages. Each band's threshold is fitted on the fit split, as ``jobs/agents_bench.py
-calibrate`` fits a calibration entry; the gate is the shipped one. Counts are questions, not
-requests, as in experiments/judge_order.
+calibrate`` fits a calibration entry. The judge, its order (``Judge.order``) and its gate are the
+configuration's (``--config``, built by ``udfs.agents.judge.build_judge``); its first two questions
+are ``plain`` (the gating question) and ``complies-ranged``. Counts are questions, not requests, as
+in experiments/judge_order.
 
 The same replay gives, for comparison, the judges that drop a text question for every claim
-(``plain`` stays: it gates the others): each subset with its own fitted threshold.
+(``plain`` stays: it gates the others): each subset a judge of its own (the configuration's with
+those questions), with its own fitted threshold.
 
     python experiments/judge_cascade/cascade.py --ground-truth $OUT/agents_bench/ground_truth \
         --runs $OUT/gate --held-out $OUT/held [--demo-answers answers.jsonl]
@@ -28,13 +31,11 @@ import json
 import math
 from pathlib import Path
 
-from experiments.judge_gate.gate import answered, f1s, gated_answers, per_question_arguments
+from experiments.judge_gate.gate import answered, f1s, gated_answers, per_question_arguments, replayed_judge
 from experiments.judge_order.judge_order import replay
-from udfs.agents.verdicts import combined_score
+from udfs.agents.judge import Judge, combined_score
 from udfs.scores import calibration as cal
 
-ORDER = ("plain", "complies-ranged", "claim", "extract-soft-all-near", "extract-other")  # the shipped order
-FIRST = ORDER[:2]
 SUBSETS = (  # the text questions after plain; extract-other asks past extract-soft-all-near's answer
     ("claim", "extract-soft-all-near"),
     ("extract-soft-all-near", "extract-other"),
@@ -44,20 +45,23 @@ SUBSETS = (  # the text questions after plain; extract-other asks past extract-s
 )
 
 
-def judged(answers: dict[str, float], threshold: float, gate: float, band=None, order=ORDER):
-    """(questions asked, score) of one claim (``answers``: the shipped judge's, the gate's zeros
-    in): the judge asking ``order`` with early exit, and where ``band`` = (lo, hi) is given,
-    stopped after the first two questions where their partial score is outside it, with that
-    score. The score does not depend on ``threshold``; the questions asked do. None: unanswered."""
+def judged(judge: Judge, answers: dict[str, float], threshold: float, band=None):
+    """(questions asked, score) of one claim (``answers``: the configuration's judge's, the gate's
+    zeros in) by ``judge``: its questions asked in its order with early exit, and where ``band`` =
+    (lo, hi) is given, stopped after its first two questions where their partial score is outside
+    it, with that score. The score does not depend on ``threshold``; the questions asked do. None:
+    unanswered."""
+    order = [q.name for q in judge.order()]
     answers = {q: v for q, v in answers.items() if q in order}
-    if "plain" not in answers:  # unanswered: no verdict, whatever the judge
+    lead = order[0]  # the first question about the text: it gates the others
+    if lead not in answers:  # unanswered: no verdict, whatever the judge
         return 0, None
-    first = {q: answers[q] for q in FIRST if q in answers}  # complies-ranged may not apply
-    if band is not None and answers["plain"] >= gate:  # the cascade acts on the claims past the gate
+    first = {q: answers[q] for q in order[:2] if q in answers}  # complies-ranged may not apply
+    if band is not None and not judge.below_gate(answers[lead]):  # the cascade acts on the claims past the gate
         partial = combined_score(first)
         if partial >= band[1] or partial < band[0]:
             return len(first), partial
-    asked, _ = replay(list(order), answers, threshold, gate)
+    asked, _ = replay(judge, order, answers, threshold)
     return len(asked), combined_score(answers)
 
 
@@ -65,28 +69,28 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     per_question_arguments(p)
     p.add_argument("--demo-answers", default="", help="judge_order.py --answers of the demo's claims")
-    p.add_argument("--gate", type=float, default=0.1, help="[judge] factuality_gate")
     p.add_argument("--lo", type=float, nargs="+", default=[0, 0.15, 0.2, 0.22, 0.24, 0.26, 0.28])
     p.add_argument("--hi", type=float, nargs="+", default=[0.3, 0.35, 0.4, 0.45, 0.5, 0.6, math.inf])
     a = p.parse_args()
+    judge = replayed_judge(a.config)
     items, answers, held, held_answers = answered(a)
-    answers = {i: gated_answers(v, a.gate) for i, v in answers.items()}
-    held_answers = {i: gated_answers(v, a.gate) for i, v in held_answers.items()}
+    answers = {i: gated_answers(judge, v) for i, v in answers.items()}
+    held_answers = {i: gated_answers(judge, v) for i, v in held_answers.items()}
     lines = Path(a.demo_answers).read_text().splitlines() if a.demo_answers else []
-    demo = [gated_answers(json.loads(line), a.gate) for line in lines]
+    demo = [gated_answers(judge, json.loads(line)) for line in lines]
     fit = [it for it in items if it["split"] == "fit"]
     test = [it for it in items if it["split"] == "test"]
     print(
         f"{len(items)} calibration items ({len(fit)} fit, {len(test)} test); {len(held)} held-out items; "
-        f"{len(demo)} demo claims; gate {a.gate:g}"
+        f"{len(demo)} demo claims; gate {judge.gate():g}"
     )
 
-    def row(label: str, band=None, order=ORDER) -> tuple[int, list[float]]:
+    def row(label: str, band=None, asking: Judge = judge) -> tuple[int, list[float]]:
         """Print one judge's row: its threshold fitted on the fit split (as calibrate fits an
         entry), the questions it asks of the fit items at it, F1 per task; (questions, fit F1)."""
 
         def run(its, ans, threshold):
-            out = {it["id"]: judged(ans[it["id"]], threshold, a.gate, band, order) for it in its}
+            out = {it["id"]: judged(asking, ans[it["id"]], threshold, band) for it in its}
             return {i: s for i, (_, s) in out.items()}, sum(n for n, _ in out.values())
 
         scores, _ = run(fit, answers, 0.5)
@@ -98,7 +102,7 @@ def main() -> None:
         if held:
             cells.append(" / ".join(f"{x:.3f}" for x in f1s(held, run(held, held_answers, thr)[0], thr)))
         if demo:
-            n = sum(judged(d, thr, a.gate, band, order)[0] for d in demo)
+            n = sum(judged(asking, d, thr, band)[0] for d in demo)
             cells.append(f"{n} ({n / len(demo):.2f} per claim)")
         print("| " + " | ".join(cells) + " |")
         return n_fit, fit_f1
@@ -117,7 +121,10 @@ def main() -> None:
     print(f"\nrule's band: {min(ok)[1] if ok else 'none'} ({min(ok)[0] if ok else '-'} questions of the fit items)")
     header("text questions after `plain` (with `complies-ranged`)")
     for rest in SUBSETS:
-        row(" ".join(rest) or "none", order=("plain", "complies-ranged", *rest))
+        row(
+            " ".join(rest) or "none",
+            asking=replayed_judge(a.config, factuality_questions=("plain", *rest, "complies-ranged")),
+        )
 
 
 if __name__ == "__main__":

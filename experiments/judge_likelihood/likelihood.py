@@ -12,7 +12,8 @@ On the calibration items and the held-out items of the per-question runs (``judg
 each threshold fitted on the fit split as ``calibrate`` fits an entry, it prints AUROC and F1 per
 task for the shipped judge and for each reading of the forced line (:func:`features`): alone,
 combined with the recorded ``complies-ranged`` answers as the judge combines a text score with a
-property score, and with ``plain`` too; and what the requests sent. Answers go through the request
+property score (the judge's ``combined_score``; the judge is the configuration's, ``--config``,
+with its gate), and with ``plain`` too; and what the requests sent. Answers go through the request
 cache, so a rerun asks nothing again.
 
     python experiments/judge_likelihood/likelihood.py --ground-truth $OUT/agents_bench/ground_truth \\
@@ -31,7 +32,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from experiments.judge_batching.judge_batching import VALUES_SYSTEM, entity_batches
-from experiments.judge_gate.gate import TASKS, answered, f1s, gated_answers, gated_score, per_question_arguments
+from experiments.judge_gate.gate import (
+    TASKS,
+    answered,
+    combined,
+    f1s,
+    gated_answers,
+    gated_score,
+    per_question_arguments,
+    replayed_judge,
+)
 from udfs.agents.prompts import fence, unfence
 from udfs.agents_bench.metrics import auroc
 from udfs.llm.client import LLMClient
@@ -144,8 +154,8 @@ def main() -> None:
     p.add_argument("--output", default="", help="the per-item scores as JSON lines")
     p.add_argument("--base-url", default="http://127.0.0.1:8000/v1")
     p.add_argument("--batch", type=int, default=12, help="most claims of an entity in one request")
-    p.add_argument("--gate", type=float, default=0.1, help="[judge] factuality_gate of the shipped judge")
     a = p.parse_args()
+    judge = replayed_judge(a.config)
     items, answers, held, held_answers = answered(a)
     rows = pq.read_table(Path(a.ground_truth) / "factuality.parquet").to_pylist()
     by_id = {r["item_id"]: r for r in rows}
@@ -168,15 +178,15 @@ def main() -> None:
     answers = answers | held_answers  # the recorded answers of every item
 
     def judges(i: str) -> dict[str, float | None]:
-        ans = gated_answers(answers.get(i, {}), a.gate)
+        ans = gated_answers(judge, answers.get(i, {}))
         fits = ans.get("complies-ranged")
-        out = {"shipped": gated_score(answers.get(i, {}), a.gate)}
+        out = {"shipped": gated_score(judge, answers.get(i, {}))}
         for f, v in lik[i].items():
             out[f] = v
-            if fits is not None:
-                out[f + " ^ complies-ranged"] = math.sqrt(v * fits)
+            if fits is not None:  # the forced line's score as a text question's, as the judge combines them
+                out[f + " ^ complies-ranged"] = combined(judge, [v], fits)
             if ans.get("plain") is not None and fits is not None:
-                out[f + " + plain ^ complies-ranged"] = math.sqrt((v + ans["plain"]) / 2 * fits)
+                out[f + " + plain ^ complies-ranged"] = combined(judge, [v, ans["plain"]], fits)
         return out
 
     scores = {it["id"]: judges(it["id"]) for it in items + held}

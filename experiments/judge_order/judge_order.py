@@ -1,16 +1,17 @@
 """In which order should the judge ask its questions? (experiments/judge_order/README.md)
 
 Early exit stops asking a claim once its verdict is decided whatever the questions left would
-answer (``udfs.agents.verdicts.decided``), so every order gives the same verdicts and only the
+answer (``udfs.agents.judge.decided``), so every order gives the same verdicts and only the
 number of questions asked differs. This script runs ``jobs/evaluate.py`` in this process with
 every question asked (``--no-early-exit``, the shipped judge and its calibration otherwise),
-records the answers each claim's score combines (``combined_score``'s argument), and then replays
-every order of the shipped questions on those answers: the questions a claim is asked before its
-verdict is decided, plus the compliance request a claim that passes factuality needs where the
-order left ``complies-ranged`` unasked. The gate keeps its meaning in every order (the first
-question about the text gates the others), and ``extract-other`` follows a question that reads
-the value off. Counts are questions, not requests: a question that asks again
-(``extract-soft-all-near``) counts once, and answers the request cache gives count as asked.
+keeps the judge the run built and records the answers each claim's score combines
+(``combined_score``'s argument), and then replays every order of that judge's questions on those
+answers at its threshold: the questions a claim is asked before its verdict is decided, plus the
+compliance request a claim that passes factuality needs where the order left ``complies-ranged``
+unasked. The gate keeps its meaning in every order (``Judge.gating``: the first question about the
+text gates the others), and ``extract-other`` follows the question that reads the value off; the
+judge's own order is ``Judge.order``. Counts are questions, not requests: a question that asks
+again (``extract-soft-all-near``) counts once, and answers the request cache gives count as asked.
 
     python experiments/judge_order/judge_order.py --input $OUT/pages --output $OUT/judge_order --limit 2 [--answers FILE]
 """
@@ -22,46 +23,74 @@ import itertools
 import json
 from pathlib import Path
 
-from experiments.judge_gate.gate import GATED  # score 0 below the gate; extract-other does not apply
-from udfs.agents import verdicts
+from udfs.agents import judge as judging
+from udfs.agents.judge import GATED, Judge, combined_score, decided
 from udfs.agents.questions import FACTUALITY
 
 
-def record_answers(argv: list[str]) -> list[dict[str, float]]:
-    """Each claim's full answers (question -> score) from an evaluate run in this process."""
+def record_answers(argv: list[str]) -> tuple[Judge, list[dict[str, float]]]:
+    """The judge an evaluate run in this process built (``udfs.agents.judge.build_judge``, from
+    its configuration and calibration) and each claim's full answers (question -> score: what
+    its ``combined_score`` combined)."""
     from jobs.evaluate import EvaluateJob
 
+    built: list[Judge] = []
     seen: list[dict[str, float]] = []
-    combine = verdicts.combined_score
+    combine = judging.combined_score
+
+    class Recording(EvaluateJob):
+        def eval_config(self, *args, **kwargs):
+            cfg = super().eval_config(*args, **kwargs)
+            built.append(cfg.judge)
+            return cfg
 
     def recording(scores: dict[str, float]) -> float:
         seen.append(dict(scores))
         return combine(scores)
 
-    verdicts.combined_score = recording
+    judging.combined_score = recording
     try:
-        if EvaluateJob(argv).main() != 0:
+        if Recording(argv).main() != 0:
             raise SystemExit("the evaluate run failed")
     finally:
-        verdicts.combined_score = combine
-    return seen
+        judging.combined_score = combine
+    return built[-1], seen
 
 
-def replay(order: list[str], answers: dict[str, float], threshold: float, gate: float) -> tuple[list[str], bool]:
-    """(the questions asked, whether the claim passes) when ``order`` is asked with early exit."""
-    first = next(q for q in order if not FACTUALITY[q].fits)
-    gated = gate > 0 and answers[first] < gate
+def replay(judge: Judge, order: list[str], answers: dict[str, float], threshold: float) -> tuple[list[str], bool]:
+    """(the questions asked, whether the claim passes at ``threshold``) when ``judge``'s questions
+    are asked in ``order`` with early exit (``decided``), its gate keeping its meaning: once its
+    gating question has scored below the gate, the text questions left score 0 unasked (``GATED``)
+    and one that asks past a value read off does not apply."""
+    gating = judge.gating()
+    below = gating is not None and judge.below_gate(answers.get(gating.name))
     asked: dict[str, tuple] = {}
     for n, q in enumerate(order):
         got, rest = dict(asked), [FACTUALITY[r] for r in order[n:]]
-        if gated and first in asked:
-            got |= {r: verdicts.GATED for r in order[n:] if r in GATED}
+        gated = below and gating.name in asked
+        if gated:
+            got |= {r.name: GATED for r in rest if not r.fits and not r.asks_past}
             rest = [r for r in rest if r.fits]
-        if verdicts.decided(got, rest, threshold):
+        if decided(got, rest, threshold):
             break
-        if q in answers and not (gated and first in asked and not FACTUALITY[q].fits):
+        if q in answers and not (gated and not FACTUALITY[q].fits):
             asked[q] = (answers[q], None, None)
-    return list(asked), verdicts.combined_score(answers) >= threshold
+    return list(asked), combined_score(answers) >= threshold
+
+
+def orders(judge: Judge) -> list[list[str]]:
+    """Every order ``judge`` could ask its questions in: a question that asks past a value read off
+    after the question that reads it, and the gating question the first about the text."""
+    out = []
+    gating = judge.gating()
+    for order in itertools.permutations(judge.questions("factuality")):
+        qs = [FACTUALITY[q] for q in order]
+        if any(q.asks_past and not any(r.reads_value for r in qs[:k]) for k, q in enumerate(qs)):
+            continue  # it asks past the value another question reads off
+        if gating is not None and next(q for q in qs if not q.fits) is not gating:
+            continue  # the gating question is the first about the text
+        out.append(list(order))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", default="2", help="pages evaluated (jobs/evaluate.py --limit)")
     ap.add_argument("--answers", help="also write each claim's recorded answers here (JSON lines: question -> score)")
     a = ap.parse_args(argv)
-    answers = record_answers(
+    judge, answers = record_answers(
         [
             "--input",
             a.input,
@@ -89,19 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     if a.answers:
         Path(a.answers).write_text("".join(json.dumps(v) + "\n" for v in answers))
-    judge = json.loads((Path(a.output) / "scores" / "_run.json").read_text())["evaluation"]["judge"]
-    threshold, gate = judge["factuality_threshold"], judge["settings"]["factuality_gate"]
-    shipped = judge["settings"]["factuality_questions"]
-    stated = [q for q in shipped if not FACTUALITY[q].fits]
-    shipped_order = [stated[0], *[q for q in shipped if FACTUALITY[q].fits], *stated[1:]]
+    threshold, gate = judge.threshold("factuality"), judge.gate()
+    shipped_order = [q.name for q in judge.order()]
     rows, fewest = [], [None] * len(answers)
-    for order in itertools.permutations(shipped):
-        order = list(order)
-        if "extract-other" in order and order.index("extract-other") < order.index("extract-soft-all-near"):
-            continue  # it asks past the value another question reads off
-        if [q for q in order if q in stated][0] != stated[0]:
-            continue  # the gating question is the first about the text
-        replayed = [replay(order, v, threshold, gate) for v in answers]
+    for order in orders(judge):
+        replayed = [replay(judge, order, v, threshold) for v in answers]
         asked = sum(len(qs) for qs, _ in replayed)
         # compliance is asked of the claims that pass; its question is complies-ranged's request
         compliance = sum(1 for qs, passed in replayed if passed and not any(FACTUALITY[q].fits for q in qs))
@@ -119,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| each claim's own best order (a bound) | | | {best} | {best / len(answers):.2f} |")
     # a floor for any judge that asks plain and complies-ranged of each claim the gate lets past
     # (another judge, with verdicts of its own): every claim stops after them
-    two = sum(min(len(replay(shipped_order, v, threshold, gate)[0]), 2) for v in answers)
+    two = sum(min(len(replay(judge, shipped_order, v, threshold)[0]), 2) for v in answers)
     print(
         f"| `plain` and `complies-ranged` only (a floor; not these verdicts) | | | {two} | {two / len(answers):.2f} |"
     )

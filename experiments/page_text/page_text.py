@@ -42,7 +42,7 @@ from udfs.corpus import html as P
 from udfs.corpus import warc as W
 from udfs.schemaorg.markup import Literal, parse_markup
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the project root
 
 CORPORA = {
     "demo (extruct samples)": sorted((ROOT / "data" / "demo").glob("*.warc.gz")),
@@ -102,12 +102,12 @@ def loose(text: str) -> str:
     return _PUNCT.sub(" ", text)
 
 
-def budget_tokens(tokenizer, context_window: int, strategy: str) -> int:
-    """What jobs/evaluate.py leaves for page text in one factuality request."""
+def budget_tokens(tokenizer, context_window: int, judge) -> int:
+    """What jobs/evaluate.py leaves for page text in one factuality request of ``judge``
+    (``udfs.agents.judge.Judge.probe_messages``, what the evaluation's chunks leave room for)."""
     from udfs.agents import prompts
-    from udfs.agents.verdicts import Claim, factuality_messages
 
-    probe = factuality_messages("", Claim("p", "v" * 40, "Thing"), strategy)
+    probe = judge.probe_messages()
     overhead = sum(tokenizer.count(m["content"]) for m in probe) + prompts.TEMPLATE_TOKENS
     return context_window - 8 - overhead
 
@@ -170,6 +170,7 @@ def measure(pages, extractors, tokenizer, budget: int, microdata: bool, per_page
 
 
 def main(argv: list[str] | None = None) -> int:
+    from udfs.agents.judge import build_judge
     from udfs.llm.chunking import TiktokenTokenizer
     from udfs.runtime.config import load_config
 
@@ -185,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     conf = load_config()
     tok = TiktokenTokenizer()
-    budget = args.budget_tokens or budget_tokens(tok, conf.evaluate.context_window, conf.judge.strategy)
+    budget = args.budget_tokens or budget_tokens(
+        tok, conf.evaluate.context_window, build_judge(conf.judge, config_file=conf.path)
+    )
     extractors = list(P.TEXT_EXTRACTORS)
     print(
         f"values: literal values of the pages' JSON-LD{' and microdata' if args.microdata else ''}; "

@@ -5,9 +5,10 @@ The judge asks ``complies-ranged`` of every claim past the gate: one request and
 prompt tokens a claim, with no page text to share. Where a property's range holds datatypes and no
 Text (``startDate``: Date or DateTime; ``reviewCount``: Integer; ``url``: URL), whether a value
 fits is a reading of its lexical form (:func:`range_fits`). This script replays, on answers
-recorded with every question asked, judges that take the range's answer instead of asking where it
-decides: 0 where the value is not of the range's datatypes (no question at all: the score is 0),
-and where it is, one of
+recorded with every question asked, the configuration's judge (``--config``, built by
+``udfs.agents.judge.build_judge``: its questions, order and gate) taking the range's answer
+instead of asking where it decides: 0 where the value is not of the range's datatypes (no
+question at all: the score is 0), and where it is, one of
 
 * ``1``: the question answered "fits" for sure;
 * ``not applying``: the question left out, as for a property schema.org does not define (the
@@ -43,11 +44,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from experiments.judge_cascade.cascade import ORDER
-from experiments.judge_gate.gate import answered, f1s, gated_answers, per_question_arguments
+from experiments.judge_gate.gate import answered, f1s, gated_answers, per_question_arguments, replayed_judge
 from experiments.judge_order.judge_order import replay
 from udfs.agents import prompts
-from udfs.agents.verdicts import combined_score
+from udfs.agents.judge import combined_score
 from udfs.agents_bench.groundtruth import GENERIC_PROPERTIES
 from udfs.schemaorg.markup import Literal, MarkupError, parse_markup
 from udfs.schemaorg.shapes import ABSOLUTE_URL, LITERAL_FAMILIES, build_model
@@ -72,6 +72,7 @@ LEXICAL_FORMS = {
     }.items()
 }
 NODE_KINDS = {"entity", "node"}  # the bench's and the triples table's value kinds of a node of the markup
+FITS = "complies-ranged"  # the judge's question about the property, which the range's answer stands for
 
 
 def range_fits(prop: str, text: str, kind: str) -> bool | None:
@@ -147,15 +148,16 @@ def main() -> None:
     per_question_arguments(p)
     p.add_argument("--demo-answers", default="", help="judge_order.py --answers of the demo's claims")
     p.add_argument("--demo-triples", default="", help="the same run's triples table (properties and values)")
-    p.add_argument("--gate", type=float, default=0.1, help="[judge] factuality_gate")
     p.add_argument("--check", action="store_true", help="first compare range_fits with Python's readers")
     a = p.parse_args()
     if a.check:
         check()
+    judge = replayed_judge(a.config)
+    order = [q.name for q in judge.order()]
     items, answers, held, held_answers = answered(a)
     gt = {r["item_id"]: r for r in pq.read_table(Path(a.ground_truth) / "factuality.parquet").to_pylist()}
-    answers = {i: gated_answers(v, a.gate) for i, v in answers.items()}
-    held_answers = {i: gated_answers(v, a.gate) for i, v in held_answers.items()}
+    answers = {i: gated_answers(judge, v) for i, v in answers.items()}
+    held_answers = {i: gated_answers(judge, v) for i, v in held_answers.items()}
     fit = [it for it in items if it["split"] == "fit"]
     test = [it for it in items if it["split"] == "test"]
     demo: list[tuple[dict, tuple, str]] = []
@@ -168,15 +170,13 @@ def main() -> None:
             raise SystemExit(f"{len(lines)} demo answers, {len(claims)} judged triples: not the same run")
         demo = [
             (
-                gated_answers(json.loads(line), a.gate),
+                gated_answers(judge, json.loads(line)),
                 (r["property"], r["value"], r["value_kind"]),
                 f"{r['source']} {r['entity_type']} {r['property']} {r['value'][:40]!r}",
             )
             for line, r in zip(lines, claims, strict=True)
         ]
-    median = statistics.median(
-        answers[it["id"]]["complies-ranged"] for it in fit if it["label"] and "complies-ranged" in answers[it["id"]]
-    )
+    median = statistics.median(answers[it["id"]][FITS] for it in fit if it["label"] and FITS in answers[it["id"]])
     print(
         f"{len(items)} calibration items ({len(fit)} fit, {len(test)} test); {len(held)} held-out; {len(demo)} demo claims"
     )
@@ -188,19 +188,18 @@ def main() -> None:
         return None if rule == "none" else range_fits(*key)
 
     def judged(ans: dict, key: tuple, rule: str, threshold: float) -> tuple[int, float]:
-        """(questions asked, score) of one claim under early exit with ``rule``'s answer."""
+        """(questions asked, score) of one claim under the judge's early exit with ``rule``'s
+        answer: the judge's order, and where the rule answers, that answer first (no question)."""
         fits = rule_fits(key, rule)
-        order = list(ORDER)
+        asking = list(order)
         if fits and rule == "range, not applying":
-            ans = {q: s for q, s in ans.items() if q != "complies-ranged"}
-            order.remove("complies-ranged")
+            ans = {q: s for q, s in ans.items() if q != FITS}
+            asking.remove(FITS)
         elif fits is not None:
-            ans = ans | {
-                "complies-ranged": (median if rule == "range, fit positives' median" else 1.0) if fits else 0.0
-            }
-            order = ["complies-ranged", *(q for q in ORDER if q != "complies-ranged")]
-        asked, _ = replay(order, ans, threshold, a.gate)
-        return len(asked) - (fits is not None and "complies-ranged" in asked), combined_score(ans)
+            ans = ans | {FITS: (median if rule == "range, fit positives' median" else 1.0) if fits else 0.0}
+            asking = [FITS, *(q for q in order if q != FITS)]
+        asked, _ = replay(judge, asking, ans, threshold)
+        return len(asked) - (fits is not None and FITS in asked), combined_score(ans)
 
     def key(i: str) -> tuple:
         return gt[i]["property"], gt[i]["value"], gt[i]["value_kind"]
