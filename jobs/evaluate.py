@@ -19,21 +19,14 @@ answer; an output holding other settings' results is refused unless ``--overwrit
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
-import shutil
 import sys
 from pathlib import Path
 
 from udfs.agents.questions import add_judge_arguments
 from udfs.runtime.job import Job
-from udfs.runtime.progress import Progress
-from udfs.runtime.rejects import reject_row
 
 log = logging.getLogger("llm4schema.evaluate")
-TABLES = ("markups", "triples", "scores")
-# Progress shows these per second beside their totals.
-RATES = ("answers", "verdicts", "prompt_tokens")
 
 
 class EvaluateJob(Job):
@@ -225,146 +218,40 @@ class EvaluateJob(Job):
             self._evaluate(scan, found_markups, models, served, url, api_key)
 
     def _evaluate(self, scan, found_markups, models: list[str], served: str | None, url: str, api_key: str) -> None:
-        from udfs.evaluation.parts import SettingsMismatch, committed, remove_leftovers, settings_hash, write_rejects
-        from udfs.evaluation.plan import plan_pages
-        from udfs.evaluation.runner import run_local
-        from udfs.runtime.io import local_state_dir
-        from udfs.runtime.rejects import FIXED_RAW_CHARS
+        from udfs.evaluation.run import RunOptions, RunRefused, evaluate_pages
 
         a = self.args
         cfg = self.eval_config(models, found_markups.sources if found_markups else [], served=served)
-        # the stored markups' content is part of the settings: a resumed run with another table is refused
-        extra = {"stored_markups": found_markups.digest} if found_markups else None
-        digest, hashed = settings_hash(cfg, extra=extra)
-        self.record["evaluation"] = {
-            "base_url": url,
-            **dataclasses.asdict(dataclasses.replace(cfg, judge=None)),
-            "judge": cfg.judge.to_record(),
-            "settings_hash": digest,
-            "hashed_files": hashed["files"],
-            "hashed_prompts": hashed["prompts"],
-            "tokenizer": self._tokenizer_kind(url, api_key),
-        }
-        if a.overwrite:
-            for d in [*(self.output_root / t for t in TABLES), self.rejects_dir]:
-                d.rm()
-        try:
-            found = committed(self.output_root, digest)
-        except SettingsMismatch as exc:
-            self.fail(str(exc))
-        remove_leftovers(self.output_root, found)
-
-        lookup = None
-        if found_markups is not None:
-            # beside the parts, where every worker reads it (a remote root too); _ hides it from readers
-            lookup = self.output_root / "scores" / "_stored" / f"markups-{found_markups.digest[:16]}.parquet"
-            with open(found_markups.lookup, "rb") as src, lookup.open("", "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            write_rejects(self.rejects_dir, "markups.parquet", found_markups.rejects)
-            self.record["markups"] = {
-                "table": a.markups,
-                "files": found_markups.files,
-                "key": found_markups.key,
-                "content_hash": found_markups.digest,
-                "lookup": lookup.url,
-            }
-        with self.record.time("plan_select"):
-            plan = plan_pages(
-                None,
-                limit=a.limit,
-                order=a.order,
-                done=found.pages,
-                scan=scan,
-                only=found_markups.pages if found_markups else None,
-            )
-        self.record["inputs"]["rows_per_file"] = {f.url: f.rows for f in plan.files}
-        c = dict(plan.counters)
-        # Nothing to generate from or check against: a reject with its reason, not a page of "no"s.
-        write_rejects(
-            self.rejects_dir, "no_text.parquet", [reject_row(u, None, "page has no text") for u, _ in plan.no_text]
-        )
-        n = plan.todo.num_rows
-        log.info(
-            "%d pages to evaluate (%d already scored) against %s, sources %s, settings %s",
-            n,
-            c["already_scored"],
-            url,
-            cfg.sources,
-            digest[:12],
-        )
-        # SQLite needs a real disk: under a remote root the cache is a local folder (local_state_dir)
-        cache = a.cache or str(local_state_dir(self.output_root, "cache") / "llm.sqlite")
-        client_kwargs = {"timeout_s": a.timeout_s, **({"api_key": api_key} if api_key else {})}
-        ctor = dict(
-            output=self.output_root.url,
-            files=[f.url for f in plan.files],
-            digest=digest,
-            base_url=url,
-            cfg=cfg,
-            cache_path=cache,
-            client_kwargs=client_kwargs,
-            max_in_flight=a.max_in_flight,
+        opts = RunOptions(
+            limit=a.limit,
+            order=a.order,
+            executor=a.executor,
+            workers=a.workers,
+            part_pages=a.part_pages,
             part_rows=a.part_rows,
-            stored=lookup.url if lookup is not None else None,
+            base_url=url,
+            api_key=api_key,
+            timeout_s=a.timeout_s,
+            max_in_flight=a.max_in_flight,
+            cache=a.cache,
+            overwrite=a.overwrite,
         )
-        # A run smaller than workers x part_pages is split evenly, with the same mix of pages in
-        # each unit, so that every worker has pages until the end.
-        spread = a.executor != "local" and n < a.workers * a.part_pages
-        units = list(plan.units(max(1, -(-n // a.workers)) if spread else a.part_pages, spread=spread))
-        summary = []
-        if units:
-            with self.record.time("evaluate"), Progress("evaluate", n, "pages", rates=RATES) as progress:
-                summary = (
-                    run_local(units, ctor, progress) if a.executor == "local" else self._ray(units, ctor, progress)
-                )
-        failed = [f for s in summary for f in s["failed"]]
-        c["evaluated"] = sum(s["evaluated"] for s in summary)
-        c["failed"] = len(failed)
-        c["parts_written"] = sum(len(s["parts"]) for s in summary)
-        # this run's failures (a later run tries those pages again and writes its own)
-        write_rejects(
-            self.rejects_dir,
-            "failed.parquet",
-            [reject_row(u, None, reason, k, raw_chars=FIXED_RAW_CHARS) for k, u, reason in failed],
-        )
-        if found_markups is not None:
-            self._count_markups(found_markups, plan, found.pages, {k for k, _, _ in failed}, c)
-        for k, v in c.items():
-            self.record.count(k, v)
-        log.info("counters: %s", c)
-
-    def _count_markups(self, found_markups, plan, already: set[str], failed: set[str], c: dict) -> None:
-        """Where each row of the markups table went, per source and in all (the run record's
-        ``markups.per_source`` and ``markup_rows_*`` counters): read = judged + rejected + over the
-        limit + already scored + failed."""
-        from udfs.evaluation.stored import tally
-
-        evaluated = set(plan.todo["page_key"].to_pylist()) - failed
-        per_source = tally(found_markups, evaluated=evaluated, failed=failed, already=already)
-        total = {k: sum(v[k] for v in per_source.values()) for k in next(iter(per_source.values()), {})}
-        for k in ("read", "judged", "rejected", "over_limit", "already_scored", "failed"):
-            c[f"markup_rows_{k}"] = total.get(k, 0)
-        self.record["markups"]["per_source"] = per_source
-        self.record["markups"]["reconciles"] = all(
-            v["read"] == sum(v[k] for k in ("judged", "rejected", "over_limit", "already_scored", "failed"))
-            for v in per_source.values()
-        )
-
-    @staticmethod
-    def _tokenizer_kind(url: str, api_key: str) -> str:
-        """Which tokenizer chunks the pages: the endpoint's /tokenize (llama.cpp's or vLLM's shape), or
-        a local one where the endpoint has none (the workers detect the same way)."""
-        from udfs.llm.chunking import ServedTokenizer
-
-        tok = ServedTokenizer(url, api_key=api_key or None)
         try:
-            return tok.kind
-        except Exception as exc:  # noqa: BLE001 - the record says so; the workers' own chunking then fails the page
-            return f"unknown: {type(exc).__name__}: {str(exc)[:200]}"
-        finally:
-            tok.close()
+            evaluate_pages(
+                self.output_root,
+                self.rejects_dir,
+                self.record,
+                cfg,
+                scan,
+                found_markups,
+                opts,
+                markups_table=a.markups,
+                ray_run=self._ray,
+            )
+        except RunRefused as exc:
+            self.fail(str(exc))
 
-    def _ray(self, units: list[dict], ctor: dict, progress: Progress) -> list[dict]:
+    def _ray(self, units: list[dict], ctor: dict, progress) -> list[dict]:
         from udfs.evaluation.runner import run_ray
 
         self._ray_init()

@@ -69,7 +69,7 @@ def replay(judge: Judge, order: list[str], answers: dict[str, float], threshold:
         got, rest = dict(asked), [FACTUALITY[r] for r in order[n:]]
         gated = below and gating.name in asked
         if gated:
-            got |= {r.name: GATED for r in rest if not r.fits and not r.asks_past}
+            got |= {r.name: GATED for r in rest if judge.gate_zeroes(r)}
             rest = [r for r in rest if r.fits]
         if decided(got, rest, threshold):
             break

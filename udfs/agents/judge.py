@@ -256,6 +256,13 @@ class Judge:
     def below_gate(self, score: float | None) -> bool:
         return score is not None and score < self.gate()
 
+    @staticmethod
+    def gate_zeroes(q: Question) -> bool:
+        """Whether a question after the gating one scores 0 (``GATED``, not asked) for a claim
+        below the gate: a question about the text that does not ask past a value read off (that
+        one does not apply there)."""
+        return not q.fits and not q.asks_past
+
     def with_threshold(self, agent: str, value: float) -> Judge:
         """This judge at another threshold for ``agent`` (a study sweeping thresholds), the origin
         said to be the caller's; no entry is taken for that agent."""
@@ -473,7 +480,7 @@ class _Chunk:
         """The answers of the ``k``-th claim and the questions it may still be asked, from the ``n``-th."""
         got, rest = self.answered(k), self.qs[n:]
         if k in self.gated:
-            got |= {q.name: GATED for q in rest if not q.fits and not q.asks_past}
+            got |= {q.name: GATED for q in rest if self.judge.gate_zeroes(q)}
             rest = [q for q in rest if q.fits]
         return got, rest
 
@@ -500,7 +507,7 @@ class _Chunk:
                 self.gated = {k for k in self.live if self.judge.below_gate(got[k][0])}
         if self.gated:  # the text questions the gate left unasked score 0
             for q in self.qs[self.qs.index(self.gating) + 1 :]:
-                if not q.asks_past and not q.fits:
+                if self.judge.gate_zeroes(q):
                     got = self.asked.setdefault(q.name, [NOT_ASKED] * len(self.claims))
                     for k in self.gated:
                         got[k] = GATED

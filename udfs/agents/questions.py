@@ -11,7 +11,7 @@ compliance_questions in conf/pipeline.toml); each name is a :class:`Question` of
 * how its answer is read and scored (:class:`Answer`: a yes/no verdict's first-token score, a value
   read off the text matched against the claim's, or that read softly by the first token's share);
 * for factuality, which kind of evidence it gives (``fits``): whether the text states the value,
-  or whether the value fits the claim's property (``udfs.agents.verdicts.combined_score``);
+  or whether the value fits the claim's property (``udfs.agents.judge.combined_score``);
 * what it contributes to the prompt fingerprint (:meth:`Question.probe`, :func:`prompt_fingerprint`):
   a calibration entry is taken only for the prompts it was fitted on.
 
