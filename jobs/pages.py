@@ -8,8 +8,11 @@ extracts the text and its language, and writes ``pages/``. When a page cannot be
 sample's replacement candidates are tried in order (``--replacements`` at most), so a stratum
 keeps its size where the data allows. Every attempt is a row with its status and reason;
 ``selected`` marks the one row per input row that stands for it (the usable page, or the last
-failed attempt). Counters reconcile: input rows = selected rows + rejected input rows; the run
-record's ``inputs.read`` gives the rows of each input file (adding up to the input rows) and
+failed attempt). An input row without a page URL, and every row of a sample row given more than
+once (the same feature, stratum and sample_rank; without a sample_rank, the same page_url), is a
+rejected input row with its reason (``duplicate_rows`` counts the latter), never fetched twice.
+Counters reconcile: input rows = selected rows + rejected input rows; the run record's
+``inputs.read`` gives the rows of each input file (adding up to the input rows) and
 ``inputs.warc_read`` the records read from each WARC file (adding up to the attempts that read one).
 The logic is udfs/corpus/fetch.py (candidates, capture choice, fetching); rules: udfs/corpus/html.py
 (HTML), udfs/corpus/warc.py (records).
@@ -161,7 +164,13 @@ class PagesJob(SparkJob):
 
         pages = spark.read.parquet(str(self.table_dir))
         n_input = rows.count()
-        n_rejected = spark.read.parquet(str(self.rejects_dir)).count()
+        rejected = {
+            r["reason"]: r["count"]
+            for r in spark.read.parquet(str(self.rejects_dir)).groupBy("reason").count().collect()
+        }
+        n_rejected = sum(rejected.values())
+        # input rows that share a key (one draw given twice): rejects, never fetched twice
+        n_duplicate = rejected.get(fetch.DUPLICATE_DRAW, 0) + rejected.get(fetch.DUPLICATE_URL, 0)
         # one pass over the written table for every counter
         agg = (
             pages.groupBy("selected", "status", (F.col("candidate_rank") > 0).alias("replacement"))
@@ -178,6 +187,7 @@ class PagesJob(SparkJob):
         counters = {
             "input_rows": n_input,
             "rejected_rows": n_rejected,
+            "duplicate_rows": n_duplicate,
             "selected_rows": sum(selected.values()),
             "distinct_slots": slots_filled,
             "attempts": sum(attempts.values()),
@@ -210,7 +220,13 @@ class PagesJob(SparkJob):
         print(
             f"pages: {self.table_dir}  input rows {n_input} = selected {counters['selected_rows']} + rejected {n_rejected}\n"
             f"selected by status: {dict(sorted(selected.items()))}  (ok through a replacement: {replaced})\n"
-            f"all attempts by status: {dict(sorted(attempts.items()))}",
+            f"all attempts by status: {dict(sorted(attempts.items()))}"
+            + (
+                f"\nduplicate input rows: {n_duplicate} rows share a sample row's key with another, none fetched "
+                f"(rejects/pages/ names them)"
+                if n_duplicate
+                else ""
+            ),
             flush=True,
         )
         if not counters["reconciles"]:

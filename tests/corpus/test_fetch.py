@@ -111,6 +111,40 @@ def test_plain_table_gets_null_sample_columns_and_rows_without_url_are_rejects(s
     assert {r.position for r in rej} == {r.slot for r in rows.collect() if r.page_url != WIKI}
 
 
+def test_a_sample_row_given_twice_is_a_reject_each_time_and_no_slot(spark):
+    """The samples table read twice (or two samples of other seeds mixed): the draw (f, low, 1) is
+    in two rows, one with another URL; a plain URL twice in one stratum. Before, each was a slot and
+    fetched twice. Now every row of such a key is a reject naming why, and the other rows stay
+    slots: the same URL in another stratum, or drawn at another rank, is another draw."""
+    given = [
+        (WIKI, "f", "low", 1),
+        (TOVE, "f", "low", 1),
+        (WIKI, "f", "low", 1),
+        (WIKI, "f", "high", 1),
+        (BIG, None, None, None),
+        (BIG, None, None, None),
+        (None, "f", "high", 2),
+    ]
+    table = spark.createDataFrame(
+        [(*r, i) for i, r in enumerate(given)],
+        "page_url string, feature string, stratum string, sample_rank int, slot long",
+    )
+    rows = fetch.with_sample_columns(table)
+    slots, rejects = fetch.split_slots(rows, "samples.parquet", raw_chars=1000)
+    assert sorted((r.page_url, r.stratum, r.sample_rank) for r in slots.collect()) == [(WIKI, "high", 1)]
+    rej = {r.position: r for r in rejects.collect()}
+    assert {p: r.reason for p, r in rej.items()} == {
+        0: fetch.DUPLICATE_DRAW,
+        1: fetch.DUPLICATE_DRAW,
+        2: fetch.DUPLICATE_DRAW,
+        4: fetch.DUPLICATE_URL,
+        5: fetch.DUPLICATE_URL,
+        6: fetch.NO_PAGE_URL,
+    }
+    assert json.loads(rej[4].raw)["page_url"] == BIG and json.loads(rej[1].raw)["page_url"] == TOVE
+    assert slots.count() + rejects.count() == rows.count()
+
+
 # ---- candidates and captures ------------------------------------------------------------------------
 
 

@@ -374,3 +374,36 @@ def test_pages_job_statuses_reconcile(spark, tmp_path):
     assert run["ok_by_replacement"] == 1 and run["attempts"] == len(pages) == 11
     assert sum(run[f"selected_{s}"] for s in P.STATUSES) == 9
     assert pq.read_table(out / "rejects" / "pages").num_rows == 1
+
+
+def test_pages_job_fetches_a_sample_row_given_twice_never(spark, tmp_path, capsys):
+    """The samples table read twice over one draw: before, the page was fetched twice and the
+    stratum held it twice; now both rows are rejects naming the draw, counted and said."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jobs.pages import PagesJob
+    from udfs.corpus import fetch
+    from udfs.corpus.warc import index_warc
+
+    wiki = "https://an.wikipedia.org/wiki/Escopete"
+    tove = "http://extruct-samples.example/songkick/tovestyrke.html"
+    warcs = [DATA / "warc" / "cc-main-2024-22-one-page.warc.gz", DATA / "demo" / "extruct-samples.warc.gz"]
+    pq.write_table(pa.Table.from_pylist([r for w in warcs for r in index_warc(str(w))]), tmp_path / "index.parquet")
+    draw = {"feature": "n_instances", "stratum": "low", "cset_id": "c1", "types": ["Organization"], "sample_rank": 1}
+    rows = [{**draw, "page_url": wiki}, {**draw, "page_url": wiki}]
+    rows.append({**draw, "page_url": tove, "cset_id": "c2", "types": ["Place"], "sample_rank": 2})
+    (tmp_path / "samples").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "samples" / "part-0.parquet")
+    out = tmp_path / "out"
+    argv = ["--input", str(tmp_path / "samples"), "--warc-index", str(tmp_path / "index.parquet")]
+    assert PagesJob([*argv, "--warc-base", "", "--output", str(out)]).main() == 0
+    assert "duplicate input rows: 2 rows share a sample row's key with another, none fetched" in capsys.readouterr().out
+    pages = pq.read_table(out / "pages").to_pylist()
+    assert [(p["page_url"], p["status"]) for p in pages if p["selected"]] == [(tove, "ok")]
+    assert wiki not in {p["page_url"] for p in pages}
+    rejects = pq.read_table(out / "rejects" / "pages").to_pylist()
+    assert [(r["reason"], json.loads(r["raw"])["page_url"]) for r in rejects] == [(fetch.DUPLICATE_DRAW, wiki)] * 2
+    c = json.loads((out / "pages" / "_run.json").read_text())["counters"]
+    assert (c["input_rows"], c["selected_rows"], c["rejected_rows"], c["duplicate_rows"]) == (3, 1, 2, 2)
+    assert c["reconciles"]

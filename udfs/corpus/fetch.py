@@ -10,7 +10,9 @@ HTML 200 response first), its record read by byte range and its HTML processed
 (``fetch_page``, rules in ``udfs/corpus/html.py`` and ``udfs/corpus/warc.py``); a slot's candidates
 are tried in order until one is ``ok`` (``process_partition``). ``selected`` marks the one row per
 slot that stands for it: the usable page, or the last failed attempt. An input row without a page
-URL is not a slot but a reject row (``split_slots``, contract in ``udfs/runtime/rejects.py``).
+URL is not a slot but a reject row (``split_slots``, contract in ``udfs/runtime/rejects.py``), and
+so is every row of a sample row given more than once (the key ``SLOT_KEY``): one draw is fetched
+once or, where its rows cannot be told apart, not at all, never twice.
 
 Nothing here raises on a bad page: every failure is a row with a status of
 ``udfs.corpus.html.STATUSES`` and a reason.
@@ -76,6 +78,12 @@ PAGES_SCHEMA = T.StructType(
     ]
 )
 NO_PAGE_URL = "row without page_url"
+# The key of an input row: a sample's draw is its feature, stratum and sample_rank; a row without
+# a sample_rank (a plain table of URLs) is its page_url within its feature and stratum (null ones
+# included: a plain table's are all null).
+SLOT_KEY = ("feature", "stratum", "sample_rank")
+DUPLICATE_DRAW = "sample row (feature, stratum, sample_rank) given by several input rows: none is fetched"
+DUPLICATE_URL = "page_url given by several input rows without a sample_rank: none is fetched"
 
 
 def with_sample_columns(df: DataFrame) -> DataFrame:
@@ -99,16 +107,31 @@ def with_sample_columns(df: DataFrame) -> DataFrame:
 
 def split_slots(rows: DataFrame, source: str, raw_chars: int) -> tuple[DataFrame, DataFrame]:
     """``rows`` (with a ``slot`` id) as (slots, rejects): a row whose page URL is null or blank is
-    a reject (``source``, position = its slot id, the row as JSON cut to ``raw_chars``)."""
+    a reject (``NO_PAGE_URL``), and so is each of the rows with a page URL that share one key
+    (``SLOT_KEY``; ``DUPLICATE_DRAW`` or ``DUPLICATE_URL``): which of them is the draw cannot be
+    told, so none is fetched. A reject row: ``source``, position = its slot id, the row as JSON cut
+    to ``raw_chars``."""
     has_url = F.col("page_url").isNotNull() & (F.trim(F.col("page_url")) != "")
-    bad = rows.where(~has_url)
+    ranked = F.col("sample_rank").isNotNull()
+    key = [*SLOT_KEY, F.when(~ranked, F.col("page_url"))]
+    # counted over the rows with a URL: a row without one is a reject of its own, not a draw
+    n = F.count(F.when(has_url, F.lit(1))).over(Window.partitionBy(*key))
+    reason = (
+        F.when(~has_url, F.lit(NO_PAGE_URL))
+        .when((n > 1) & ranked, F.lit(DUPLICATE_DRAW))
+        .when(n > 1, F.lit(DUPLICATE_URL))
+    )
+    rows = rows.withColumn("_reason", reason)
+    bad = rows.where(F.col("_reason").isNotNull())
     rejects = bad.select(
         F.lit(source).alias("source"),
         F.col("slot").alias("position"),
-        F.lit(NO_PAGE_URL).alias("reason"),
-        raw_column(F.to_json(F.struct(*[c for c in bad.columns if c != "slot"])), raw_chars).alias("raw"),
+        F.col("_reason").alias("reason"),
+        raw_column(F.to_json(F.struct(*[c for c in bad.columns if c not in ("slot", "_reason")])), raw_chars).alias(
+            "raw"
+        ),
     )
-    return rows.where(has_url), rejects
+    return rows.where(F.col("_reason").isNull()).drop("_reason"), rejects
 
 
 def candidates(slots: DataFrame, limit: int) -> DataFrame:
