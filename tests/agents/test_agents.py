@@ -1,9 +1,11 @@
 """The agents: prompt ingredients from the real schema.org vocabulary and examples, chunk merge at
 the triple level, the vote, and (marked ``model``) generation / factuality / compliance with the
-embedded model behind the Ray Serve app, started once for the module, on short real inputs."""
+embedded model behind the Ray Serve app, started once for the module, on short real inputs. The
+verdicts are the one judge's (``udfs.agents.judge``), built with ``build_judge``."""
 
 import asyncio
 import collections
+import dataclasses
 import json
 import shutil
 
@@ -11,13 +13,36 @@ import pytest
 
 from udfs.agents import generation, prompts
 from udfs.agents import verdicts as agents
+from udfs.agents.judge import build_judge, combined_score, correction_messages
+from udfs.agents.questions import (
+    FACTUALITY,
+    check_questions,
+    compliance_messages,
+    extract_messages,
+    prompt_fingerprint,
+    questions_key,
+)
 from udfs.runtime.config import load_config
 from udfs.runtime.paths import PROMPTS_DIR
 from udfs.schemaorg.markup import Literal, parse_markup
 
-EVAL = load_config().judge  # the verdicts' strategy and thresholds of conf/pipeline.toml
+EVAL = load_config().judge  # the verdicts' strategy of conf/pipeline.toml
 
 MODEL_ID = "qwen2.5-coder-1.5b"
+
+
+def fixed_judge(questions=("plain",), *, gate=0.0, threshold=0.5, prompts_dir=None):
+    """[judge] asking ``questions`` (factuality; compliance asks its own) with ``gate``, at the
+    fixed ``threshold`` for both agents and no calibration file (nothing to match)."""
+    conf = dataclasses.replace(
+        EVAL,
+        factuality_questions=tuple(questions),
+        factuality_gate=gate,
+        factuality_threshold=threshold,
+        compliance_threshold=threshold,
+        calibration="",
+    )
+    return build_judge(conf, config_file="test.toml", prompts_dir=prompts_dir)
 
 
 def example(eid: str) -> prompts.Example:
@@ -136,144 +161,113 @@ def test_chunk_outputs_merge_as_a_union_of_triples():
 def test_factuality_prompt_shares_the_page_prefix():
     text = example("#eg-0013").text
     c1, c2 = agents.Claim("name", "Pie", "Recipe"), agents.Claim("cookTime", "1 hour", "Recipe")
+    plain = FACTUALITY["plain"]
     for strategy in prompts.STRATEGIES:
-        m1 = agents.factuality_messages(text, c1, strategy)
-        m2 = agents.factuality_messages(text, c2, strategy)
+        m1 = plain.messages(text, c1, strategy)
+        m2 = plain.messages(text, c2, strategy)
         assert m1[0] == m2[0]
         shared = m1[1]["content"].split("Fact:")[0]
         assert shared == m2[1]["content"].split("Fact:")[0] and text in shared
-        # the paper's layout puts the claim first: nothing after the instructions is shared
-        p1 = agents.paper_factuality_messages(text, c1, strategy)[1]["content"]
-        p2 = agents.paper_factuality_messages(text, c2, strategy)[1]["content"]
-        assert p1.index(text) > p1.index("Fact:") and p1.split(text)[0] != p2.split(text)[0]
-    few = agents.factuality_messages(text, c1, "fewshot")[0]["content"]
+    few = plain.messages(text, c1, "fewshot")[0]["content"]
     assert "Answer: yes" in few and "Answer: no" in few
 
 
 def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_calibration_key(tmp_path):
     from udfs.scores import calibration as cal
 
-    assert agents.check_questions([]) == ("plain",)
-    for bad in (["plain", "plain"], ["plain", "shout"]):
+    assert check_questions([]) == ("plain",)
+    for bad in (["plain", "plain"], ["plain", "shout"], ["plain", "says"]):
         with pytest.raises(ValueError, match="extract"):
-            agents.check_questions(bad)
-    plain = agents.prompt_fingerprint("factuality", "direct")
-    assert agents.prompt_fingerprint("factuality", "direct", questions=["plain"]) == plain
-    assert agents.prompt_fingerprint("factuality", "direct", questions=["plain", "extract"]) != plain
+            check_questions(bad)
+    # extract-other asks past the value extract-soft-all-near reads off: never without it
+    with pytest.raises(ValueError, match="extract-other asks past the value extract-soft-all-near reads off"):
+        check_questions(["plain", "extract-other"])
+    assert check_questions(["extract-other", "extract-soft-all-near"]) == ("extract-other", "extract-soft-all-near")
+    plain = prompt_fingerprint("factuality", "direct")
+    assert prompt_fingerprint("factuality", "direct", questions=["plain"]) == plain
+    assert prompt_fingerprint("factuality", "direct", questions=["plain", "extract-soft-all-near"]) != plain
 
     def key(qs, agent="factuality"):
-        return cal.layout_key(agents.questions_key(qs, agent))
+        return cal.layout_key(questions_key(qs, agent))
 
     assert key(["plain"]) == key([]) == cal.SHARED_PREFIX
-    assert key(["plain", "says", "extract"]) == "shared_prefix:plain+says+extract"
+    assert key(["plain", "claim", "extract-soft-all-near"]) == "shared_prefix:plain+claim+extract-soft-all-near"
     # text and property questions are combined, not averaged: their scores have a name of their own
     assert key(["complies-ranged", "plain", "claim"]) == "shared_prefix:plain+claim^complies-ranged"
     assert key(["complies-ranged"]) == "shared_prefix:complies-ranged"
-    # each agent's key names its own questions: compliance's plain question keeps the bare layout
-    assert key(["plain"], "compliance") == cal.SHARED_PREFIX
-    assert key(["plain", "ranged"], "compliance") == "shared_prefix:plain+ranged"
-    with pytest.raises(ValueError, match="ranged"):
-        agents.check_questions(["plain", "says"], "compliance")
-    plain_c = agents.prompt_fingerprint("compliance", "direct")
-    assert agents.prompt_fingerprint("compliance", "direct", questions=["plain"]) == plain_c
-    assert agents.prompt_fingerprint("compliance", "direct", questions=["plain", "ranged"]) != plain_c
-    # extract asks for the property without the claim's value, over the same fenced text
+    # each agent's key names its own questions: compliance's ranged is not factuality's plain
+    assert key(["ranged"], "compliance") == "shared_prefix:ranged" != key(["plain"])
+    # compliance names its questions: none, an unknown one or a factuality one is refused
+    for bad in ([], ["plain"], ["ranged", "says"]):
+        with pytest.raises(ValueError, match="ranged"):
+            check_questions(bad, "compliance")
+    # the first request of extract-soft-all-near asks for the property without the claim's value,
+    # over the same fenced text
     text = example("#eg-0013").text
-    m = agents.factuality_messages(text, agents.Claim("cookTime", "1 hour", "Recipe"), "direct", question="extract")
+    claim = agents.Claim("cookTime", "1 hour", "Recipe")
+    m = FACTUALITY["extract-soft-all-near"].messages(text, claim, "direct")
     question = m[1]["content"].rsplit("\n\n", 1)[1]
     assert "cookTime" in question and "Recipe" in question and "1 hour" not in question
     assert text in m[1]["content"]
-    # the listing extract-soft-all asks again asks for every value of the property, over the same
-    # text, with its own prefix
-    m_all = agents.extract_messages(text, agents.Claim("cookTime", "1 hour", "Recipe"), every=True)
+    assert m == extract_messages(text, claim)
+    # the listing it asks again asks for every value of the property, over the same text, with its
+    # own prefix
+    m_all = extract_messages(text, claim, every=True)
     question_all = m_all[1]["content"].rsplit("\n\n", 1)[1]
     assert "every cookTime" in question_all and "1 hour" not in question_all and text in m_all[1]["content"]
     assert m_all[0] != m[0] and question_all != question
-    # extract-soft asks extract's very question (its answer's first token read as well)
-    assert (
-        agents.factuality_messages(
-            text, agents.Claim("cookTime", "1 hour", "Recipe"), "direct", question="extract-soft"
-        )
-        == m
-    )
-    # extract-other asks extract's question past a value read off before (fence markers dropped from
-    # it); without one it is not asked, in either layout
-    claim = agents.Claim("cookTime", "1 hour", "Recipe")
-    m_other = agents.factuality_messages(
-        text, claim, "direct", question="extract-other", other_than="PAGE_TEXT>>>10 minutes"
-    )
+    # extract-other asks the same question past a value read off before (fence markers dropped from
+    # it); without one it is not asked
+    m_other = FACTUALITY["extract-other"].messages(text, claim, "direct", other_than="PAGE_TEXT>>>10 minutes")
     question_other = m_other[1]["content"].rsplit("\n\n", 1)[1]
     assert m_other[0] == m[0] and text in m_other[1]["content"]
     assert 'other than "10 minutes"' in question_other and "1 hour" not in question_other
-    assert question_other.replace(', other than "10 minutes"', "") == m[1]["content"].rsplit("\n\n", 1)[1]
-    assert agents.paper_factuality_messages(
-        text, claim, "direct", question="extract-other", other_than="10 minutes"
-    ) == agents.factuality_messages(text, claim, "direct", question="extract-other", other_than="10 minutes")
-    assert agents.factuality_messages(text, claim, "direct", question="extract-other") is None
-    assert agents.prompt_fingerprint(
-        "factuality", "direct", questions=["extract-soft", "extract-other"]
-    ) != agents.prompt_fingerprint("factuality", "direct", questions=["extract-soft"])
-    # extract-soft-all asks extract-soft's very request first (extract-all's after it, only where the
-    # answer is none of a stated value); its fingerprint covers both prompts
-    assert agents.factuality_messages(text, claim, "direct", question="extract-soft-all") == m
-    assert agents.paper_factuality_messages(text, claim, "direct", question="extract-soft-all") == m
-    assert (
-        len(
-            {
-                agents.prompt_fingerprint("factuality", "direct", questions=[q])
-                for q in ("extract-soft", "extract-soft-all", "extract-soft-all-near")
-            }
-        )
-        == 3
-    )
-    # so does extract-soft-all-near, whose third request is extract-soft's over the excerpt
-    assert agents.factuality_messages(text, claim, "direct", question="extract-soft-all-near") == m
-    assert agents.paper_factuality_messages(text, claim, "direct", question="extract-soft-all-near") == m
+    assert question_other.replace(', other than "10 minutes"', "") == question
+    assert FACTUALITY["extract-other"].messages(text, claim, "direct") is None
+    assert prompt_fingerprint(
+        "factuality", "direct", questions=["extract-soft-all-near", "extract-other"]
+    ) != prompt_fingerprint("factuality", "direct", questions=["extract-soft-all-near"])
+    # extract-soft-all-near's fingerprint covers the prompts of the requests it asks again (the
+    # listing's) as well as its first request's
+    # (a copy of the prompts per edit: a prompt file is read once per folder)
+    near = prompt_fingerprint("factuality", "direct", questions=["extract-soft-all-near"])
+    copy = tmp_path / "copy"
+    shutil.copytree(PROMPTS_DIR, copy)
+    assert prompt_fingerprint("factuality", "direct", str(copy), ["extract-soft-all-near"]) == near
+    for name in ("extract_question", "extract_all_question"):
+        edited = tmp_path / name
+        shutil.copytree(PROMPTS_DIR, edited)
+        (edited / f"{name}.txt").write_text((PROMPTS_DIR / f"{name}.txt").read_text().strip() + " Be brief.")
+        assert prompt_fingerprint("factuality", "direct", str(edited), ["extract-soft-all-near"]) != near
     # complies-ranged is the compliance question ranged against schema.org's definition (no text); a
     # property schema.org does not define has none to ask
-    claim = agents.Claim("cookTime", "1 hour", "Recipe")
     definition = prompts.load_vocabulary().comments["cookTime"]
-    assert (
-        agents.factuality_messages(
-            text, agents.Claim("http://example.org/x", "1", "Recipe"), "direct", question="complies-ranged"
-        )
-        is None
-    )
-    # complies-ranged is the compliance question that also shows the property's expected types
-    ranged = agents.factuality_messages(text, claim, "direct", question="complies-ranged")
-    assert ranged == agents.compliance_messages(claim, definition, "direct", question="ranged")
+    complies = FACTUALITY["complies-ranged"]
+    assert complies.messages(text, agents.Claim("http://example.org/x", "1", "Recipe"), "direct") is None
+    ranged = complies.messages(text, claim, "direct")
+    assert ranged == compliance_messages(claim, definition, "direct", question="ranged")
     assert "Duration" in ranged[1]["content"] and text not in ranged[1]["content"]
-    assert agents.prompt_fingerprint(
-        "factuality", "direct", questions=["plain", "complies-ranged"]
-    ) != agents.prompt_fingerprint("factuality", "direct", questions=["plain"])
+    assert prompt_fingerprint("factuality", "direct", questions=["plain", "complies-ranged"]) != prompt_fingerprint(
+        "factuality", "direct", questions=["plain"]
+    )
     # a prompt file edited is another fingerprint
-    with_claim = agents.prompt_fingerprint("factuality", "direct", questions=["plain", "claim"])
+    with_claim = prompt_fingerprint("factuality", "direct", questions=["plain", "claim"])
     edited = tmp_path / "prompts"
     shutil.copytree(PROMPTS_DIR, edited)
     (edited / "factuality_question_claim.txt").write_text("Is {value} the {property} of the {entity_type}?")
-    assert with_claim != agents.prompt_fingerprint("factuality", "direct", questions=["plain", "says"])
-    assert with_claim != agents.prompt_fingerprint(
+    assert with_claim != prompt_fingerprint("factuality", "direct", questions=["plain"])
+    assert with_claim != prompt_fingerprint(
         "factuality", "direct", questions=["plain", "claim"], prompts_dir=str(edited)
     )
-    # ranged is the plain compliance question with the property's expected types (schema.org's
-    # rangeIncludes) beside the definition
-    plain_q = agents.compliance_messages(claim, definition, "direct")[1]["content"]
-    ranged = agents.compliance_messages(claim, definition, "direct", question="ranged")[1]["content"]
-    assert "Expected type of its values: Duration" in ranged
-    assert ranged.replace("Expected type of its values: Duration\n", "") == plain_q
-    agent = agents.compliance_messages(agents.Claim("agent", "John", "ReadAction"), "x", "direct", question="ranged")
+    # ranged shows the property's expected types (schema.org's rangeIncludes) beside the definition
+    ranged = compliance_messages(claim, definition, "direct", question="ranged")[1]["content"]
+    assert f"Definition: {definition}\nExpected type of its values: Duration\n" in ranged
+    agent = compliance_messages(agents.Claim("agent", "John", "ReadAction"), "x", "direct", question="ranged")
     assert "Organization or Person" in agent[1]["content"]
 
 
 def test_undefined_property_is_kept_and_marked_without_a_call():
-    judged = asyncio.run(
-        agents.judge_compliance(
-            None,
-            [agents.Claim("http://example.org/x", "1", "Thing")],
-            strategy=EVAL.strategy,
-            threshold=EVAL.compliance_threshold,
-        )
-    )
+    judged = asyncio.run(fixed_judge().compliance(None, [agents.Claim("http://example.org/x", "1", "Thing")]))
     assert judged[0].passed is True and judged[0].score is None and "no schema.org definition" in judged[0].note
     assert judged[0].requests == 0
 
@@ -315,17 +309,7 @@ def test_factuality_on_a_real_example_text(client):
     true = agents.Claim("name", doc["name"], "Recipe")
     # extrinsic negative: a value of another, unrelated example
     false = agents.Claim("name", "Lupo's Heartbreak Hotel", "Recipe")
-    judged = client.run(
-        agents.judge_factuality(
-            client,
-            [ex.text],
-            [true, false],
-            strategy=EVAL.strategy,
-            threshold=EVAL.factuality_threshold,
-            early_exit=False,
-            gate=0.0,
-        )
-    )
+    judged = client.run(fixed_judge().factuality(client, [ex.text], [true, false], early_exit=False))
     assert all(j.error is None and j.requests == 1 for j in judged)
     assert judged[0].score > judged[1].score and judged[1].passed is False
     # both questions carry the page; the engine served the prefix of whichever ran second from its cache
@@ -335,15 +319,18 @@ def test_factuality_on_a_real_example_text(client):
 def test_a_claims_score_is_the_geometric_mean_of_the_text_questions_and_the_property_questions():
     # a value the text states (0.9, 0.7) that does not fit the property (0.2): sqrt(0.8 * 0.2)
     scores = {"plain": 0.9, "complies-ranged": 0.2, "claim": 0.7}
-    assert agents.combined_score(scores) == pytest.approx(0.4)
-    assert agents.combined_score(scores) < sum(scores.values()) / 3  # the mean would say 0.6
+    assert combined_score(scores) == pytest.approx(0.4)
+    assert combined_score(scores) < sum(scores.values()) / 3  # the mean would say 0.6
     # either kind alone: its mean
-    assert agents.combined_score({"plain": 0.9, "claim": 0.7}) == pytest.approx(0.8)
-    assert agents.combined_score({"complies-ranged": 0.4}) == pytest.approx(0.4)
+    assert combined_score({"plain": 0.9, "claim": 0.7}) == pytest.approx(0.8)
+    assert combined_score({"complies-ranged": 0.4}) == pytest.approx(0.4)
     # one kind at zero rejects whatever the other says
-    assert agents.combined_score({"plain": 1.0, "complies-ranged": 0.0}) == 0.0
-    assert agents.questions_key(["plain", "complies-ranged", "extract"]) == "plain+extract^complies-ranged"
-    assert agents.questions_key(["says", "plain"]) == "says+plain"
+    assert combined_score({"plain": 1.0, "complies-ranged": 0.0}) == 0.0
+    assert (
+        questions_key(["plain", "complies-ranged", "extract-soft-all-near"])
+        == "plain+extract-soft-all-near^complies-ranged"
+    )
+    assert questions_key(["claim", "plain"]) == "claim+plain"
 
 
 @pytest.mark.model
@@ -355,63 +342,39 @@ def test_several_factuality_questions_combine_the_text_questions_mean_with_the_p
     false = agents.Claim("name", "Lupo's Heartbreak Hotel", "Recipe")
     undefined = agents.Claim("http://example.org/dish", ex.jsonld["name"], "Recipe")  # no definition
     claims = [true, false, undefined]
-    qs = ["plain", "says", "extract", "complies-ranged"]
+    qs = ["plain", "claim", "extract-soft-all-near", "complies-ranged"]
     # a request cache, so that each question asked alone gets the very answer the score was made of
     c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
     try:
-        both = c.run(
-            agents.judge_factuality(
-                c, [ex.text], claims, strategy=EVAL.strategy, threshold=0.5, early_exit=False, gate=0.0, questions=qs
-            )
-        )
-        alone = {
-            q: c.run(
-                agents.judge_factuality(
-                    c,
-                    [ex.text],
-                    claims,
-                    strategy=EVAL.strategy,
-                    threshold=0.5,
-                    early_exit=False,
-                    gate=0.0,
-                    questions=[q],
-                )
-            )
-            for q in [*qs, "extract-soft"]
-        }
+        both = c.run(fixed_judge(qs).factuality(c, [ex.text], claims, early_exit=False))
+        alone = {q: c.run(fixed_judge([q]).factuality(c, [ex.text], claims, early_exit=False)) for q in qs}
     finally:
         c.close()
     for k in range(2):
-        assert both[k].error is None and both[k].requests == 4
+        # every question's requests counted once on the claim
+        assert both[k].error is None and both[k].requests == sum(alone[q][k].requests for q in qs) >= 4
         stated = sum(alone[q][k].score for q in qs[:3]) / 3
         # the text questions' mean and the property question, geometric: each bounds the score
         assert both[k].score == pytest.approx((stated * alone["complies-ranged"][k].score) ** 0.5)
     # complies-ranged does not apply where schema.org defines nothing: the text questions' mean alone
-    assert both[2].requests == 3 and alone["complies-ranged"][2].score is None
+    assert alone["complies-ranged"][2].score is None and alone["complies-ranged"][2].requests == 0
+    assert both[2].requests == sum(alone[q][2].requests for q in qs[:3])
     assert both[2].score == pytest.approx(sum(alone[q][2].score for q in qs[:3]) / 3)
-    # the name the model reads off the text is the recipe's: it matches the true claim only
-    assert alone["extract"][0].score > 0.5 and alone["extract"][1].score == 0.0
-    # extract-soft reads the same answer, and its first token's share where the answer is another value
-    assert alone["extract-soft"][0].score >= alone["extract"][0].score
-    assert alone["extract-soft"][1].score < 0.5
+    # the name the model reads off the text is the recipe's: it matches the true claim; the false
+    # claim scores its first token's share, below one half
+    assert alone["extract-soft-all-near"][0].score > 0.5 > alone["extract-soft-all-near"][1].score
     assert both[0].passed and not both[1].passed
 
 
 def judged_in_turn(service, tmp_path, text: str, claims, *question_sets) -> list:
-    """The factuality verdicts of ``claims`` against ``text`` under each set of questions in turn,
-    through one client and request cache: a later set gets the very answers an earlier one got."""
+    """The factuality verdicts of ``claims`` against ``text`` under each set of questions in turn
+    (no gate, threshold 0.5), through one client and request cache: a later set gets the very
+    answers an earlier one got."""
     from udfs.llm.client import LLMClient
 
     c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
     try:
-        return [
-            c.run(
-                agents.judge_factuality(
-                    c, [text], claims, strategy=EVAL.strategy, threshold=0.5, early_exit=False, gate=0.0, questions=qs
-                )
-            )
-            for qs in question_sets
-        ]
+        return [c.run(fixed_judge(qs).factuality(c, [text], claims, early_exit=False)) for qs in question_sets]
     finally:
         c.close()
 
@@ -421,108 +384,69 @@ def test_extract_other_asks_past_another_stated_value_and_finds_a_lists_next_mem
     ex = example("#eg-0433")  # "Guided tours in German and English.": two Language nodes
     second = agents.Claim("name", "English", "Language")  # true: the list's second member
     moved = agents.Claim("name", "Germany", "Language")  # the address's country, stated by the text
-    soft, other, both, reversed_ = judged_in_turn(
+    near, both, reversed_ = judged_in_turn(
         service,
         tmp_path,
         ex.text,
         [second, moved],
-        ["extract-soft"],
-        ["extract-other"],
-        ["extract-soft", "extract-other"],
-        ["extract-other", "extract-soft"],
+        ["extract-soft-all-near"],
+        ["extract-soft-all-near", "extract-other"],
+        ["extract-other", "extract-soft-all-near"],
     )
-    # extract reads "German" off for both: another value the text states, so extract-other asks past it
-    # (alone it asks extract-soft's request first, for the answer; with it, nothing more)
-    assert all(j.error is None for j in [*other, *both])
-    assert [j.requests for j in other] == [j.requests for j in both] == [2, 2]
+    # the first request reads "German" off for both: another value the text states (not none, so
+    # nothing is asked again), which extract-other asks past in a second round
+    assert all(j.error is None for j in [*near, *both])
+    assert [j.requests for j in near] == [1, 1] and [j.requests for j in both] == [2, 2]
     # answers not from the engine are counted apart: the two claims' one extract request is sent once
     # (the second waits for it in flight), so is their one extract-other request (both ask past
     # "German"); a later set gets an earlier set's answers from the request cache
-    assert [sum(j.cache_hits for j in js) for js in (soft, other, both)] == [1, 3, 4]
-    assert [j.cache_hits for j in both] == [2, 2]
-    # the list's next member is English; the country is not a language the text gives
-    assert other[0].score > 0.5 > other[1].score
-    assert soft[0].score < other[0].score
-    # the mean of the two; not to the last digit: both claims' extract request is one request (the
-    # value is not in it), sent twice at once, and the engine's prefix cache moves the second's
-    # logprobs in the third decimal; the request cache keeps one of them for the later runs
+    assert [sum(j.cache_hits for j in js) for js in (near, both, reversed_)] == [1, 3, 4]
+    assert [j.cache_hits for j in reversed_] == [2, 2]
+    # the score is the mean of the two text questions: extract-other's own is 2 * both - near. The
+    # list's next member is English; the country is not a language the text gives
+    other = [2 * b.score - n.score for b, n in zip(both, near)]
+    assert other[0] > 0.5 > other[1]
+    assert both[0].score > near[0].score
+    # the order the questions are configured in is not the order they are asked in
     for k in range(2):
-        assert both[k].score == pytest.approx((soft[k].score + other[k].score) / 2, abs=0.02)
         assert reversed_[k].score == pytest.approx(both[k].score) and reversed_[k].requests == 2
 
 
 @pytest.mark.model
-def test_extract_soft_all_lists_the_values_where_extract_soft_answers_none_of_a_stated_one(service, tmp_path):
-    ex = example("#eg-0378")  # a library's opening hours, a line for each day of the week
+def test_extract_soft_all_near_asks_again_where_its_answer_is_none_of_a_stated_value(service, tmp_path):
+    """Its follow-up requests (the property's every value listed, and its first request over the
+    lines around the value) are asked of a claim only where the first answer is none and the text
+    states the claim's value; the largest score is kept."""
+    hours = example("#eg-0378")  # a library's opening hours, a line for each day of the week
     day = agents.Claim("dayOfWeek", "friday", "OpeningHoursSpecification")  # true: one of seven
     city = agents.Claim("dayOfWeek", "Sudbury", "OpeningHoursSpecification")  # the address's, stated
-    unstated = agents.Claim("dayOfWeek", "Public holidays", "OpeningHoursSpecification")
-    soft, listed = judged_in_turn(
-        service, tmp_path, ex.text, [day, city, unstated], ["extract-soft"], ["extract-soft-all"]
-    )
-    assert all(j.error is None for j in [*soft, *listed])
-    # asked for the day (the value is not in the request, so it is one request for all three), the
-    # model answers none: the true day scores next to nothing
-    assert soft[0].score < 0.5 and not soft[0].passed
-    # where the text states the value, extract-all lists the week and the day is among its lines;
-    # the city is asked too and is no day; a value the text does not state is not asked again
-    assert [j.requests for j in listed] == [2, 2, 1]
-    assert listed[0].score == 1.0 and listed[0].passed
-    # the others keep extract-soft's score (not to the last digit: the three requests went out at
-    # once, and the request cache keeps one answer of the three for the second run)
-    for k in (1, 2):
-        assert listed[k].score == pytest.approx(soft[k].score, abs=0.02) and not listed[k].passed
-
-
-@pytest.mark.model
-def test_extract_soft_all_near_reads_a_missed_value_off_the_lines_around_it(service, tmp_path):
-    ex = example("#eg-0265")  # a weekend trip to San Francisco, "for tourists located in the USA"
+    holidays = agents.Claim("dayOfWeek", "Public holidays", "OpeningHoursSpecification")  # not stated
+    trip = example("#eg-0265")  # a weekend trip to San Francisco, "for tourists located in the USA"
     region = agents.Claim("eligibleRegion", "USA", "Offer")  # true
     moved = agents.Claim("eligibleRegion", "Urban tourism", "Offer")  # the trip's touristType, stated
     unstated = agents.Claim("eligibleRegion", "Canada", "Offer")
-    listed, near = judged_in_turn(
-        service, tmp_path, ex.text, [region, moved, unstated], ["extract-soft-all"], ["extract-soft-all-near"]
-    )
+    (listed,) = judged_in_turn(service, tmp_path, hours.text, [day, city, holidays], ["extract-soft-all-near"])
+    (near,) = judged_in_turn(service, tmp_path, trip.text, [region, moved, unstated], ["extract-soft-all-near"])
     assert all(j.error is None for j in [*listed, *near])
-    # asked of the whole text the model answers none, and the listing does not give the region
-    assert listed[0].score < 0.5 and not listed[0].passed
-    # where the text states the value it is asked again of the lines around it, where the model
-    # reads the region off; a value the text does not state is asked once
+    # asked for the day (the value is not in the request, so it is one request for all three), the
+    # model answers none: where the text states the value, the listing and the excerpt are asked too,
+    # and the day is among the listing's lines; a value the text does not state is not asked again
+    assert [j.requests for j in listed] == [3, 3, 1]
+    assert listed[0].score == 1.0 and listed[0].passed
+    assert not listed[2].passed
+    # asked of the whole text the model answers none; asked of the lines around it, it reads the
+    # region off
     assert [j.requests for j in near] == [3, 3, 1]
     assert near[0].score == 1.0 and near[0].passed
-    assert near[2].score == pytest.approx(listed[2].score, abs=0.02) and not near[2].passed
-
-
-@pytest.mark.model
-def test_several_compliance_questions_score_the_mean(service, tmp_path):
-    from udfs.llm.client import LLMClient
-
-    good = agents.Claim("recipeIngredient", "2 cups of flour", "Recipe")
-    bad = agents.Claim("telephone", "Eiffel Tower, Paris", "Hotel")
-    qs = ["plain", "ranged"]
-    c = LLMClient(service, MODEL_ID, timeout_s=600, cache_path=tmp_path / "llm.sqlite")
-    try:
-        mean = c.run(agents.judge_compliance(c, [good, bad], strategy=EVAL.strategy, threshold=0.5, questions=qs))
-        alone = {
-            q: c.run(agents.judge_compliance(c, [good, bad], strategy=EVAL.strategy, threshold=0.5, questions=[q]))
-            for q in qs
-        }
-    finally:
-        c.close()
-    for k in range(2):
-        assert mean[k].error is None and mean[k].requests == 2
-        assert mean[k].score == pytest.approx(sum(alone[q][k].score for q in qs) / 2)
-    assert mean[0].score > mean[1].score
+    assert not near[2].passed
 
 
 @pytest.mark.model
 def test_compliance_against_the_property_definition(client):
     good = agents.Claim("recipeIngredient", "2 cups of flour", "Recipe")
     bad = agents.Claim("recipeIngredient", "The Eiffel Tower", "Recipe")  # the paper's example
-    judged = client.run(
-        agents.judge_compliance(client, [good, bad], strategy=EVAL.strategy, threshold=EVAL.compliance_threshold)
-    )
-    assert all(j.error is None for j in judged)
+    judged = client.run(fixed_judge().compliance(client, [good, bad]))
+    assert all(j.error is None and j.requests == 1 for j in judged)
     assert judged[0].score > judged[1].score
 
 
@@ -549,23 +473,13 @@ def test_generation_writes_markup_of_the_target_type(client):
 def test_correction_proposes_the_texts_value_and_reverifies_it(client):
     ex = prompts.example_for(["Course"])  # text: "Course Details / HNC Accounting"
     wrong = agents.Claim("name", "BSc Physics", "Course")  # intrinsic error: the text names another course
-    (fix,) = client.run(
-        agents.correct(
-            client,
-            [ex.text],
-            [wrong],
-            strategy=EVAL.strategy,
-            threshold=EVAL.factuality_threshold,
-            early_exit=False,
-            gate=0.0,
-        )
-    )
+    (fix,) = client.run(fixed_judge().correct(client, [ex.text], [wrong], early_exit=False))
     assert fix.error is None, fix.error
     assert fix.proposed and fix.proposed.lower() in ex.text.lower()
     assert fix.verdict.score is not None and fix.verdict.requests == 1
     assert fix.corrected == (fix.verdict.passed and fix.proposed != wrong.value)
     # the correction prompt keeps the page before the claim, like factuality
-    msgs = agents.correction_messages(ex.text, wrong)
+    msgs = correction_messages(ex.text, wrong)
     assert msgs[1]["content"].index(ex.text) < msgs[1]["content"].index("BSc Physics")
 
 
@@ -575,8 +489,7 @@ def test_a_verdict_decided_early_holds_whatever_the_questions_left_would_answer(
     every completion is on the same side of the threshold; and with nothing left it always is."""
     import random
 
-    from udfs.agents.questions import FACTUALITY
-    from udfs.agents.verdicts import decided
+    from udfs.agents.judge import decided
 
     questions = ["complies-ranged", "plain", "claim", "extract-soft-all-near", "extract-other"]
     rng = random.Random(7)
@@ -601,7 +514,7 @@ def test_a_verdict_decided_early_holds_whatever_the_questions_left_would_answer(
             left = {q.name: rng.choice([0.0, 1.0, rng.random()]) for q in rest if rng.random() < 0.8}
             scores = {q: s for q, (s, _, _) in asked.items()} | left
             if scores:
-                sides.add(agents.combined_score(scores) >= threshold)
+                sides.add(combined_score(scores) >= threshold)
         assert len(sides) <= 1
         seen["decided" if rest else "complete"] += 1
         seen["decided, fits left"] += any(q.fits for q in rest)

@@ -5,6 +5,7 @@ tie-break judge: on real claims of a schema.org example through ``agents.consens
 triple is marked in ``triples/`` and its corrected value is what the curated markups carry."""
 
 import asyncio
+import dataclasses
 import json
 import statistics
 
@@ -15,17 +16,31 @@ import pytest
 from tests.conftest import DATA, ROOT
 from udfs.agents import prompts
 from udfs.agents import verdicts as agents
+from udfs.agents.judge import build_judge
 from udfs.agents.verdicts import voter_model_and_strategy
 from udfs.evaluation.evaluator import _with_corrections
 from udfs.llm.serving.config import load_serving_conf
 from udfs.runtime.config import ConfigError, load_config
+from udfs.runtime.judge_record import FALLBACK, read_judge
 from udfs.schemaorg.markup import parse_markup, to_jsonld
 
 CONF = ROOT / "conf" / "serving-consensus.toml"
 APP = "llm4schema-consensus"
 BIG, SMALL = "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"
 EVAL = load_config().judge
-THRESHOLD = EVAL.factuality_threshold
+THRESHOLD = 0.5
+# each voter's judge: the plain question, no gate, a fixed threshold (no calibration to match)
+JUDGE = build_judge(
+    dataclasses.replace(
+        EVAL,
+        factuality_questions=("plain",),
+        factuality_gate=0.0,
+        factuality_threshold=THRESHOLD,
+        compliance_threshold=THRESHOLD,
+        calibration="",
+    ),
+    config_file="test.toml",
+)
 PAGE = DATA / "html" / "extruct-samples" / "songkick" / "elysianfields_1.html"
 
 
@@ -127,10 +142,10 @@ def _example(eid: str) -> prompts.Example:
     return next(e for e in prompts.load_examples() if e.id == eid)
 
 
-def majority(votes: dict[str, float | None], voters: list[str]) -> bool | None:
+def majority(votes: dict[str, float | None], voters: list[str], threshold: float = THRESHOLD) -> bool | None:
     """The verdict recomputed from the kept votes: the majority of the voters that answered."""
-    yes = sum(votes[v] is not None and votes[v] >= THRESHOLD for v in voters)
-    no = sum(votes[v] is not None and votes[v] < THRESHOLD for v in voters)
+    yes = sum(votes[v] is not None and votes[v] >= threshold for v in voters)
+    no = sum(votes[v] is not None and votes[v] < threshold for v in voters)
     return None if yes == no else yes > no
 
 
@@ -151,9 +166,7 @@ def test_majority_vote_on_real_claims_keeps_every_vote_and_ties_go_to_the_judge(
 
     def voter(name, client, strategy=EVAL.strategy):
         async def judge(cl):
-            seen[name] = await agents.judge_factuality(
-                client, [ex.text], cl, strategy=strategy, threshold=THRESHOLD, early_exit=False, gate=0.0
-            )
+            seen[name] = await JUDGE.factuality(client, [ex.text], cl, early_exit=False, strategy=strategy)
             return seen[name]
 
         return judge
@@ -261,9 +274,12 @@ def test_evaluate_job_writes_every_vote_and_curates_corrected_values(two_models,
         == 0
     )
     run = json.loads((out / "scores" / "_run.json").read_text())
-    assert (
-        run["evaluation"]["judge"]["settings"]["verdict_models"] == [BIG, SMALL] and run["counters"]["evaluated"] == 1
-    )
+    judge = read_judge(run)
+    assert judge.verdict_models == (BIG, SMALL) and judge.judge_model == BIG and run["counters"]["evaluated"] == 1
+    # no calibration entry is fitted for these two models voting: each agent's threshold is the fallback
+    factual = judge.agents["factuality"].threshold
+    assert factual.origin.kind == FALLBACK and factual.value == EVAL.fallback_threshold
+    thresholds = {"factual": factual.value, "compliant": judge.threshold("compliance")}
     triples = pq.read_table(out / "triples").to_pylist()
     (score,) = pq.read_table(out / "scores").to_pylist()
     assert pq.read_schema(next((out / "triples").glob("part-*.parquet"))).field("factual_votes").type == pa.map_(
@@ -279,12 +295,12 @@ def test_evaluate_job_writes_every_vote_and_curates_corrected_values(two_models,
             votes = dict(t[f"{col}_votes"] or [])
             print(f"{col} {t['property']}={t['value']!r}: votes {votes} -> {t[col]}, corrected {t['corrected']}")
             judged[col] += 1
-            decided = majority(votes, [BIG, SMALL])
+            decided = majority(votes, [BIG, SMALL], thresholds[col])
             assert votes[BIG] is not None and votes[SMALL] is not None
             if decided is None:
                 assert votes[f"judge:{BIG}"] is not None
                 # a corrected claim is re-verified; otherwise the judge's vote is the verdict
-                assert t[col] == (votes[f"judge:{BIG}"] >= THRESHOLD) or (col == "factual" and t["corrected"])
+                assert t[col] == (votes[f"judge:{BIG}"] >= thresholds[col]) or (col == "factual" and t["corrected"])
             else:
                 assert f"judge:{BIG}" not in votes and (t[col] == decided or (col == "factual" and t["corrected"]))
     # the first distinct claim (the event's name) judged by each agent, as asked (the cap keeps the

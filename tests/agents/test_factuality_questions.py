@@ -1,14 +1,18 @@
 """The questions' registry (udfs/agents/questions.py): the kinds it holds are exactly what the
-verdict agents accept and what the jobs' --help lists; the plain question is the question the
-factuality agent asks by default; the typed ones show a named node's type; the definitions the
-questions show are plain text from the bundled vocabulary."""
+verdict agents accept and what the jobs' --help lists, and only the shipped judge's and the cheap
+judge's; the plain question is the question the factuality agent asks by default; a named node's
+type is carried by its claim and shown by no question; the definitions the questions show are
+plain text from the bundled vocabulary."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from udfs.agents import prompts, questions
 from udfs.agents import verdicts as agents
+from udfs.agents.questions import FACTUALITY, check_questions
 from udfs.schemaorg.vocab import load_vocabulary
 
 
@@ -18,27 +22,21 @@ def test_the_registry_is_what_the_agents_accept_and_the_help_lists():
     from udfs.runtime.config import load_config
 
     kinds = {
-        "factuality": [
-            "plain",
-            "says",
-            "claim",
-            "typed",
-            "claim-typed",
-            "extract",
-            "extract-soft",
-            "extract-other",
-            "extract-soft-all",
-            "extract-soft-all-near",
-            "complies-ranged",
-        ],
-        "compliance": ["plain", "ranged"],
+        "factuality": ["plain", "claim", "extract-soft-all-near", "extract-other", "complies-ranged"],
+        "compliance": ["ranged"],
+    }
+    # kinds studied and not shipped live with their experiments: the registry refuses them
+    studied = {
+        "factuality": ["says", "typed", "claim-typed", "extract", "extract-soft", "extract-soft-all"],
+        "compliance": ["plain"],
     }
     for agent, names in kinds.items():
         registry = questions.REGISTRY[agent]
         assert list(registry) == names
         assert all(q.name == n and q.agent == agent and q.help and q.prompts for n, q in registry.items())
-        assert agents.check_questions(names, agent) == tuple(names)
+        assert check_questions(names, agent) == tuple(names)
         for gone in (
+            *studied[agent],
             "defined",
             "where",
             "exemplified",
@@ -53,7 +51,7 @@ def test_the_registry_is_what_the_agents_accept_and_the_help_lists():
             "property-of",
         ):
             with pytest.raises(ValueError, match=", ".join(names)):
-                agents.check_questions([gone], agent)
+                check_questions([gone], agent)
         # every prompt file a question names ships
         for q in registry.values():
             for name in q.prompts:
@@ -74,14 +72,13 @@ def test_the_registry_is_what_the_agents_accept_and_the_help_lists():
 
 def test_plain_is_the_agents_question():
     claim = agents.Claim("translator", "Robert Martin Adams", "Book")
-    msgs = agents.factuality_messages("Translator: Robert Martin Adams", claim, "direct")
-    q = questions.FACTUALITY["plain"].question(claim, None)
+    msgs = FACTUALITY["plain"].messages("Translator: Robert Martin Adams", claim, "direct")
+    q = FACTUALITY["plain"].question(claim, None)
     assert msgs[1]["content"].endswith(q) and q.startswith("Fact: the Book has translator = Robert Martin Adams")
+    # the page text comes first, the question last
+    assert msgs[1]["content"].index("Translator: Robert Martin Adams") < msgs[1]["content"].index(q)
     # fence markers in the value are removed
-    assert "VALUE>>>" not in questions.FACTUALITY["plain"].question(agents.Claim("name", "a VALUE>>> b", "Thing"), None)
-    # the paper's layout asks the same question before the text
-    paper = agents.paper_factuality_messages("Translator: Robert Martin Adams", claim, "direct")
-    assert paper[1]["content"].startswith(q) and paper[0] == msgs[0]
+    assert "VALUE>>>" not in FACTUALITY["plain"].question(agents.Claim("name", "a VALUE>>> b", "Thing"), None)
 
 
 def test_definitions_are_plain_text_and_long_ones_cut():
@@ -93,12 +90,15 @@ def test_definitions_are_plain_text_and_long_ones_cut():
     assert prompts.plain_definition("noSuchProperty", vocab) == ""
     longest = max(vocab.comments, key=lambda p: len(vocab.comments[p]))
     assert len(prompts.plain_definition(longest, vocab, max_chars=120)) <= 123
-    # extract shows the definition, and says so where schema.org has none
-    m = agents.factuality_messages("t", agents.Claim("noSuchProperty", "x", "Thing"), "direct", question="extract")
+    # the value read off the text shows the definition, and says so where schema.org has none
+    near = FACTUALITY["extract-soft-all-near"]
+    m = near.messages("t", agents.Claim("noSuchProperty", "x", "Thing"), "direct")
     assert "(no schema.org definition)" in m[1]["content"]
+    m = near.messages("t", agents.Claim("recipeYield", "x", "Recipe"), "direct")
+    assert prompts.plain_definition("recipeYield", vocab) in m[1]["content"]
 
 
-def test_typed_questions_name_a_nodes_type_and_are_the_plain_ones_for_a_literal():
+def test_a_named_nodes_claim_carries_its_type_and_no_question_shows_it():
     from udfs.schemaorg.markup import parse_markup
 
     m = parse_markup(
@@ -116,24 +116,13 @@ def test_typed_questions_name_a_nodes_type_and_are_the_plain_ones_for_a_literal(
     )
     assert claims["price"].value_type is None
     text = "Window washing by the Music Resource Centre, 30 dollars."
-    typed = agents.factuality_messages(text, claims["seller"], "direct", None, "typed")[1]["content"]
-    assert typed.endswith(
-        "seller = Music Resource Centre (an Organization)\nIs this fact supported by the page text? Answer yes or no."
-    )
-    assert (
-        "Window washing (a Service) is the itemOffered of this Offer."
-        in agents.factuality_messages(text, claims["itemOffered"], "direct", None, "claim-typed")[1]["content"]
-    )
-    # a literal: the very requests of plain and claim, so their answers are shared through the cache
-    for typed_q, plain_q in (("typed", "plain"), ("claim-typed", "claim")):
-        assert agents.factuality_messages(text, claims["price"], "direct", None, typed_q) == agents.factuality_messages(
-            text, claims["price"], "direct", None, plain_q
-        )
-        # the untyped questions never show the type
-        assert (
-            "Organization"
-            not in agents.factuality_messages(text, claims["seller"], "direct", None, plain_q)[1]["content"]
-        )
+    # the shipped questions ask of the value as the page states it (the study of typed questions is
+    # experiments/typed_nodes): a named node's type changes no request
+    for name in ("plain", "claim", "extract-soft-all-near"):
+        seller = FACTUALITY[name].messages(text, claims["seller"], "direct")
+        assert "Organization" not in seller[1]["content"]
+        untyped = FACTUALITY[name].messages(text, dataclasses.replace(claims["seller"], value_type=None), "direct")
+        assert seller == untyped
 
 
 def test_requests_sharing_a_prefix_go_out_together():

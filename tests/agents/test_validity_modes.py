@@ -423,9 +423,7 @@ def test_report_table7_says_which_counting_it_shows(tmp_path):
 
 
 def configured_judge(conf):
-    """[judge] with its configured thresholds (validity asks no model: nothing is calibrated)."""
-    from udfs.agents.questions import identities
-    from udfs.scores.calibration import resolve_judge
+    """The judge of [judge] (validity asks no model: no calibration entry is taken)."""
+    from udfs.agents.judge import build_judge
 
-    origin = {f"{a}_threshold": "conf/pipeline.toml [judge]" for a in ("factuality", "compliance")}
-    return resolve_judge(conf.judge, identities(conf.judge), origin=origin, apply=False)
+    return build_judge(conf.judge, config_file=conf.path, apply_calibration=False)

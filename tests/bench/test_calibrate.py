@@ -11,10 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import SERVED_MODEL_ID
 
-from udfs.agents import verdicts as agents
+from udfs.agents.questions import prompt_fingerprint
 from udfs.agents_bench import commands
 from udfs.agents_bench.runner import VERDICTS_SCHEMA, to_table
 from udfs.runtime.io import Folder
+from udfs.runtime.judge_record import CALIBRATION, COMMAND_LINE, FALLBACK, read_judge
 from udfs.scores import calibration as cal
 
 TEXTS = 60
@@ -131,7 +132,7 @@ def constructed_score(item):
     return (0.6 if item["label"] else 0.1) + 0.3 * u
 
 
-def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path):
+def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path, capsys):
     from jobs.agents_bench import AgentsBenchJob
 
     path = write_ground_truth(tmp_path / "gt.parquet", own_ground_truth())
@@ -157,11 +158,13 @@ def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path):
         "--factuality-questions",
         "plain",
         "--compliance-questions",
-        "plain",
+        "ranged",
     ]  # the verdicts below
-    # calibrate judges at the configured thresholds, whatever the file holds: its folder is theirs
-    assert AgentsBenchJob(argv).verdict_config().name == "m_direct_f0.5_c0.5"
-    results = Folder(str(out / "agents_bench/results/m_direct_f0.5_c0.5"))
+    questions = {"factuality": ["plain"], "compliance": ["ranged"]}
+    # calibrate takes no calibration entry, whatever the file holds: the thresholds left "calibrated"
+    # are the fallback's, and its folder is theirs
+    assert AgentsBenchJob(argv).verdict_config().name == "m_direct_f0.5_c0.5_cq-ranged"
+    results = Folder(str(out / "agents_bench/results/m_direct_f0.5_c0.5_cq-ranged"))
     # the verdicts a run of model m wrote, for every item (so calibrate asks nothing)
     rows = [
         {
@@ -187,14 +190,21 @@ def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path):
         for r in table
     ]
     results.write_parquet("verdicts/part-00000.parquet", to_table(rows, VERDICTS_SCHEMA))
+    capsys.readouterr()
     assert AgentsBenchJob(argv).main() == 0
-    doc = json.loads(calib.read_text())
+    # the entries go to the results folder; --calibration is not touched without --install, and the
+    # report says how to install them
+    assert not calib.exists()
+    assert "--install" in capsys.readouterr().out
+    written = results.local_path / "calibration.json"
+    doc = json.loads(written.read_text())
     entries = {e["agent"]: e for e in doc["entries"]}
     assert set(entries) == {"factuality", "compliance"}
+    layouts = {"factuality": "shared_prefix", "compliance": "shared_prefix:ranged"}
     for agent, e in entries.items():
-        assert (e["model"], e["strategy"], e["layout"], e["seed"]) == ("m", "direct", "shared_prefix", 3)
+        assert (e["model"], e["strategy"], e["layout"], e["seed"]) == ("m", "direct", layouts[agent], 3)
         assert e["ground_truth_sha256"] == gt.sha256
-        assert e["prompts_sha256"] == agents.prompt_fingerprint(agent, "direct")
+        assert e["prompts_sha256"] == prompt_fingerprint(agent, "direct", questions=questions[agent])
         # the fitted threshold separates the two bands; the test split is judged perfectly
         assert 0.4 < e["threshold"] < 0.6
         assert e["test"]["f1"] == 1.0 and e["test"]["auroc"] == 1.0
@@ -206,32 +216,56 @@ def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path):
     assert set(entries["factuality"]["test"]["tasks"]) == {"intrinsic", "extrinsic"}
     record = json.loads((results.local_path / "_run.json").read_text())
     assert record["counters"]["judged_now"] == 0 and record["counters"]["already_judged"] == 6 * TEXTS
-    assert record["calibration"]["file"] == str(calib) and record["calibration"]["sha256"] == cal.sha256(str(calib))
+    assert record["calibration"]["installed"] is False and record["calibration"]["sha256"] is None
+    assert record["calibration"]["file"].endswith("m_direct_f0.5_c0.5_cq-ranged/calibration.json")
     assert "| m | factuality | intrinsic |" in (results.local_path / "calibration.md").read_text()
-    assert record["benchmark"]["resolved_judge"]["provenance"]["factuality"].startswith(
-        "0.5 from conf/pipeline.toml [judge]; calibration: not applied: calibrate fits"
+    judge = read_judge(record)
+    for agent in entries:
+        t = judge.agents[agent].threshold
+        assert (t.value, t.origin.kind) == (0.5, FALLBACK) and judge.agents[agent].entry is None
+        assert {p.kind: p.why for p in t.passed_over}[CALIBRATION] == (
+            "not applied: calibrate fits thresholds on the raw scores"
+        )
+    # with --install they go to --calibration as well (asking nothing again)
+    assert AgentsBenchJob([*argv, "--install"]).main() == 0
+    installed = {e["agent"]: e for e in json.loads(calib.read_text())["entries"]}
+    same = lambda e: {k: v for k, v in e.items() if k != "created_at"}  # noqa: E731 - the fit again, a moment later
+    assert {a: same(e) for a, e in installed.items()} == {a: same(e) for a, e in entries.items()}
+    record = json.loads((results.local_path / "_run.json").read_text())
+    assert record["calibration"]["installed"] is True and record["counters"]["judged_now"] == 0
+    assert record["calibration"]["file"] == str(calib) and record["calibration"]["sha256"] == cal.sha256(str(calib))
+    # an evaluation with model m, strategy direct and these questions takes these thresholds
+    found = cal.match(
+        str(calib),
+        ["m"],
+        "direct",
+        layouts,
+        {a: prompt_fingerprint(a, "direct", questions=questions[a]) for a in layouts},
     )
-    # an evaluation with model m and strategy direct takes these thresholds
-    applied = cal.resolve(str(calib), ["m"], "direct")
-    assert applied.thresholds == {a: e["threshold"] for a, e in entries.items()}
+    assert {a: e["threshold"] for a, e in found.entries.items()} == {a: e["threshold"] for a, e in entries.items()}
     # and so does the benchmark's run: it measures the judge that runs
     run = AgentsBenchJob(["run", *argv[1:]]).verdict_config()
     assert {a: run.threshold(a) for a in entries} == {a: e["threshold"] for a, e in entries.items()}
-    assert run.judge.provenance["compliance"].startswith(
-        f"{entries['compliance']['threshold']:g} from {calib}, entry shared_prefix (m, direct)"
+    origin = run.judge.record.agents["compliance"].threshold.origin
+    assert (origin.kind, origin.file, origin.entry) == (
+        CALIBRATION,
+        str(calib),
+        "m compliance direct shared_prefix:ranged",
     )
-    assert run.name != "m_direct_f0.5_c0.5"
+    assert run.name != "m_direct_f0.5_c0.5_cq-ranged"
     # unless the command line gives a threshold
     given = AgentsBenchJob(["run", *argv[1:], "--factuality-threshold", "0.5"]).verdict_config()
-    assert given.threshold("factuality") == 0.5 and given.judge.provenance["factuality"].startswith(
-        "0.5 from --factuality-threshold"
+    origin = given.judge.record.agents["factuality"].threshold.origin
+    assert given.threshold("factuality") == 0.5 and (origin.kind, origin.flag) == (
+        COMMAND_LINE,
+        "--factuality-threshold",
     )
 
 
 @pytest.mark.model
 def test_calibrate_on_the_embedded_model(service, tmp_path):
-    """The real path end to end, a few items: run (real verdicts), fit, file, and a second
-    calibrate that asks the model nothing (every answer from the verdict parts)."""
+    """The real path end to end, a few items: run (real verdicts), fit, file (installed), and a
+    second calibrate that asks the model nothing (every answer from the verdict parts)."""
     from jobs.agents_bench import AgentsBenchJob
 
     path = write_ground_truth(tmp_path / "gt.parquet", own_ground_truth()[: 6 * 4])
@@ -252,6 +286,7 @@ def test_calibrate_on_the_embedded_model(service, tmp_path):
         "1",
         "--calibration",
         str(calib),
+        "--install",
     ]
     assert AgentsBenchJob(argv).main() == 0
     entries = {e["agent"]: e for e in json.loads(calib.read_text())["entries"]}

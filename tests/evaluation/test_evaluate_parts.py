@@ -193,6 +193,8 @@ def record(out: Path) -> dict:
 RECONCILE = (
     "not_ok_or_not_selected",
     "no_text",
+    "ambiguous_page_id_rows",
+    "conflicting_text_rows",
     "duplicate_rows",
     "over_limit",
     "already_scored",
@@ -361,29 +363,13 @@ def test_a_rerun_with_other_settings_refuses_and_overwrite_replaces(stub, tmp_pa
     assert all(m["settings_hash"] == second for m in markers(out).values())
 
 
-def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
-    """The hash changes with a prompt file's text and with the content of a file a setting names
-    (a calibration or vocabulary file), not with where that file lives."""
-    import dataclasses
-    import shutil
-
-    from udfs.agents.questions import identities
+def _eval_config(judge):
     from udfs.evaluation.evaluator import EvalConfig
-    from udfs.evaluation.parts import settings_hash
     from udfs.runtime.config import load_config
-    from udfs.runtime.paths import PROMPTS_DIR
-    from udfs.scores.calibration import resolve_judge
 
-    settings = dataclasses.replace(load_config().judge, verdict_models=(), calibration="")
-    origin = {f"{a}_threshold": "conf/pipeline.toml [judge]" for a in ("factuality", "compliance")}
-
-    def judge(**kw):
-        s = dataclasses.replace(settings, **kw)
-        return resolve_judge(s, identities(s), origin=origin)
-
-    cfg = EvalConfig(
+    return EvalConfig(
         stages=["validity", "factuality"],
-        judge=judge(),
+        judge=judge,
         context_window=2048,
         max_tokens=64,
         max_claims=0,
@@ -394,6 +380,27 @@ def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
         validity_mode="schemaorg",
         scores=load_config().scores,
     )
+
+
+def test_settings_hash_covers_prompt_text_the_judge_as_applied_and_named_files(tmp_path):
+    """The hash changes with a prompt file's text, with the judge as applied (a threshold) and with
+    the content of a file a setting names (a vocabulary file), not with where that file lives nor
+    with where a threshold came from."""
+    import dataclasses
+    import shutil
+
+    from udfs.agents.judge import build_judge
+    from udfs.evaluation.parts import settings_hash
+    from udfs.runtime.config import load_config
+    from udfs.runtime.paths import PROMPTS_DIR
+
+    conf = load_config()
+    settings = dataclasses.replace(conf.judge, verdict_models=(), calibration="", factuality_threshold=0.5)
+
+    def judge(given=(), **kw):
+        return build_judge(dataclasses.replace(settings, **kw), config_file=conf.path, given=given)
+
+    cfg = _eval_config(judge())
     prompts = tmp_path / "prompts"
     shutil.copytree(PROMPTS_DIR, prompts)
     h0, _ = settings_hash(cfg, prompts_dir=prompts)
@@ -404,14 +411,17 @@ def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
     assert (
         settings_hash(dataclasses.replace(cfg, judge=judge(factuality_threshold=0.6)), prompts_dir=PROMPTS_DIR)[0] != h0
     )
-    # where a threshold came from is not a setting: the same value given on the command line is the same run
-    given = resolve_judge(
-        settings, identities(settings), origin={**origin, "factuality_threshold": "--factuality-threshold"}
-    )
-    assert (
-        settings_hash(dataclasses.replace(cfg, judge=given), prompts_dir=prompts)[0]
-        == settings_hash(cfg, prompts_dir=prompts)[0]
-    )
+    # where a threshold came from is not a setting: the same value given on the command line, or the
+    # fallback of an agent left to a calibration without an entry, is the same run
+    given = judge(given={"factuality_threshold"})
+    fallback = judge(factuality_threshold="calibrated", fallback_threshold=0.5)
+    assert given.record.agents["factuality"].threshold.origin.kind == "command_line"
+    assert fallback.record.agents["factuality"].threshold.origin.kind == "fallback"
+    for same in (given, fallback):
+        assert (
+            settings_hash(dataclasses.replace(cfg, judge=same), prompts_dir=prompts)[0]
+            == settings_hash(cfg, prompts_dir=prompts)[0]
+        )
     a, b = tmp_path / "a.json", tmp_path / "b" / "a.json"
     b.parent.mkdir()
     a.write_text("{}")
@@ -420,12 +430,66 @@ def test_settings_hash_covers_prompt_text_and_named_files(tmp_path):
     assert settings_hash(dataclasses.replace(cfg, validity_vocab=str(a)), prompts_dir=PROMPTS_DIR)[0] == with_a
     b.write_text('{"x": 1}')
     assert settings_hash(dataclasses.replace(cfg, validity_vocab=str(b)), prompts_dir=PROMPTS_DIR)[0] != with_a
-    # the judge's calibration file, inside the judge's settings, is hashed by its content too
-    a.write_text('{"version": 1, "entries": []}')
-    with_a, _ = settings_hash(dataclasses.replace(cfg, judge=judge(calibration=str(a))), prompts_dir=PROMPTS_DIR)
-    a.write_text('{"version": 1, "entries": [] }')
-    again, _ = settings_hash(dataclasses.replace(cfg, judge=judge(calibration=str(a))), prompts_dir=PROMPTS_DIR)
-    assert again != with_a
+
+
+def test_an_unrelated_calibration_entry_keeps_the_settings_hash_and_the_taken_entrys_threshold_does_not(tmp_path):
+    """The settings hash covers the judge as applied, not the calibration file: an entry for
+    another model added to the file leaves the hash of a run whose judge took an entry there as it
+    was (its resume is not refused); the taken entry refitted to another threshold changes it."""
+    import dataclasses
+
+    from udfs.agents.judge import build_judge
+    from udfs.evaluation.parts import settings_hash
+    from udfs.runtime.config import load_config
+    from udfs.runtime.paths import PROMPTS_DIR
+    from udfs.scores import calibration as cal
+
+    conf = load_config()
+    path = str(tmp_path / "calibration.json")
+    # the shipped judge's questions and thresholds ("calibrated"), for the stub's model
+    settings = dataclasses.replace(conf.judge, verdict_models=("stub-model",), calibration=path)
+    assert settings.factuality_threshold == settings.compliance_threshold == "calibrated"
+    bare = build_judge(dataclasses.replace(settings, calibration=""), config_file=conf.path)
+
+    def fitted(agent, threshold, model="stub-model"):
+        return {
+            "model": model,
+            "agent": agent,
+            "strategy": settings.strategy,
+            "layout": cal.layout_key(bare.key(agent)),
+            "prompts_sha256": bare.record.agents[agent].prompts_sha256,
+            "threshold": threshold,
+            "knots": {"x": [0.1, 0.9], "y": [0.0, 1.0]},
+            "seed": 1,
+            "fit_fraction": 0.5,
+            "ground_truth_sha256": "g" * 64,
+            "fit": {"n": 10, "groups": 4},
+            "created_at": "2026-12-01T00:00:00+00:00",
+            "test": {"n": 10, "tp": 4, "fn": 1, "tn": 4, "fp": 1, "precision": 0.8, "recall": 0.8, "f1": 0.8},
+        }
+
+    def hashed():
+        judge = build_judge(settings, config_file=conf.path)
+        return judge, settings_hash(_eval_config(judge), prompts_dir=PROMPTS_DIR)[0]
+
+    cal.write(path, [fitted("factuality", 0.31), fitted("compliance", 0.27)])
+    judge, h0 = hashed()
+    assert {a: judge.record.agents[a].threshold.origin.kind for a in ("factuality", "compliance")} == {
+        "factuality": "calibration",
+        "compliance": "calibration",
+    }
+    assert judge.threshold("factuality") == 0.31
+    file_before = cal.sha256(path)
+    cal.write(
+        path, [fitted("factuality", 0.7, model="another-model"), fitted("compliance", 0.6, model="another-model")]
+    )
+    assert cal.sha256(path) != file_before and len(cal.read(path)["entries"]) == 4
+    judge, h1 = hashed()
+    assert judge.threshold("factuality") == 0.31 and h1 == h0
+    # the taken entry refitted: another threshold (and entry), another run
+    cal.write(path, [fitted("factuality", 0.42)])
+    judge, h2 = hashed()
+    assert judge.threshold("factuality") == 0.42 and h2 != h0
 
 
 def test_an_s3_output_root_holds_parts_and_markers_read_back_with_duckdb(
@@ -673,31 +737,36 @@ def test_the_gate_asks_the_other_text_questions_only_where_the_first_scores_at_l
     ``complies-ranged`` and ``plain`` only, and scores as if ``claim`` and ``extract-soft-all-near``
     had answered 0 (``extract-other`` not applying); every other claim scores what the ungated judge
     gives it. Each judge sees the same answers (one request cache)."""
+    import dataclasses
+
     from udfs.agents import prompts
     from udfs.agents import verdicts as agents
+    from udfs.agents.judge import build_judge, combined_score
     from udfs.llm.client import LLMClient
+    from udfs.runtime.config import load_config
     from udfs.schemaorg.markup import parse_markup
 
     ex = next(e for e in prompts.load_examples() if len(agents.claims_of(parse_markup(e.jsonld))) >= 8)
     claims = [c for c in agents.claims_of(parse_markup(ex.jsonld)) if c is not None]
     qs = ["plain", "claim", "extract-soft-all-near", "extract-other", "complies-ranged"]
+    conf = load_config().judge
     with stub_server() as server:
         client = LLMClient(server.url + "/v1", "stub-model", timeout_s=60, cache_path=tmp_path / "llm.sqlite")
         try:
 
             def judge(gate, questions=qs):
-                return client.run(
-                    agents.judge_factuality(
-                        client,
-                        [ex.text],
-                        claims,
+                j = build_judge(
+                    dataclasses.replace(
+                        conf,
                         strategy="direct",
-                        threshold=0.3,
-                        early_exit=False,
-                        gate=gate,
-                        questions=questions,
-                    )
+                        factuality_questions=tuple(questions),
+                        factuality_gate=gate,
+                        factuality_threshold=0.3,
+                        calibration="",
+                    ),
+                    config_file="test.toml",
                 )
+                return client.run(j.factuality(client, [ex.text], claims, early_exit=False))
 
             ungated, gated = judge(0.0), judge(0.2)
             alone = {q: judge(0.0, [q]) for q in ("plain", "complies-ranged")}
@@ -709,7 +778,7 @@ def test_the_gate_asks_the_other_text_questions_only_where_the_first_scores_at_l
         if k in below:
             f = alone["complies-ranged"][k].score
             parts = {"plain": alone["plain"][k].score, "claim": 0.0, "extract-soft-all-near": 0.0}
-            assert g.score == pytest.approx(agents.combined_score(parts | ({"complies-ranged": f} if f else {})))
+            assert g.score == pytest.approx(combined_score(parts | ({"complies-ranged": f} if f else {})))
             assert g.requests == (2 if f is not None else 1) < u.requests
         else:
             assert (g.score, g.requests) == (u.score, u.requests)

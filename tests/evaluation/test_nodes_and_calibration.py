@@ -1,19 +1,34 @@
 """Two parts of the evaluator that need no model: a triple whose value is an unnamed node follows
 the verdicts of the claims inside that node (and the curated markup keeps the node exactly while
-one of them stays), and the calibration file replaces the configured thresholds only where an
-entry matches the verdict models and strategy, saying so for the run record."""
+one of them stays), and the judge's thresholds (``udfs.agents.judge.build_judge``): a calibration
+entry gives an agent's threshold only where the configuration leaves it "calibrated" and the entry
+matches the judge, a number written on the command line or in a configuration file is never
+replaced, and the run record says which applied and why the others did not."""
 
 import dataclasses
 
 import pytest
 
+from tests.conftest import ROOT
 from udfs.agents import verdicts as agents
+from udfs.agents.judge import build_judge
+from udfs.agents.questions import prompt_fingerprint
 from udfs.evaluation.evaluator import EvalConfig, _alive, _value_text, follow_nodes
 from udfs.runtime.config import load_config
+from udfs.runtime.judge_record import (
+    CALIBRATION,
+    COMMAND_LINE,
+    CONFIG_FILE,
+    FALLBACK,
+    JudgeRecord,
+    read_judge,
+)
+from udfs.runtime.paths import project_file, shown_path
 from udfs.schemaorg.markup import parse_markup, to_jsonld
 from udfs.scores import calibration as cal
 
 CONF = load_config()
+CONF_SHOWN = shown_path(CONF.path)  # conf/pipeline.toml, as records name it
 
 PRODUCT = {
     "@context": "https://schema.org",
@@ -86,25 +101,27 @@ def test_a_node_that_did_not_reach_the_stage_is_left_alone():
     assert "factual" not in offers and not _alive(offers, "factuality")
 
 
-CONFIGURED = {f"{a}_threshold": "conf/pipeline.toml [judge]" for a in ("factuality", "compliance")}
-
-
-def judge(*, served_model=None, origin=CONFIGURED, apply=True, **kw):
-    """The resolved judge of [judge] with ``kw`` over it (plain questions, model "m", no calibration
-    unless given), its thresholds configured by the file unless ``origin`` says a flag gave them."""
-    from udfs.agents.questions import identities
-
+def judge(*, served_model=None, given=(), apply=True, config_file=None, **kw):
+    """The judge of [judge] with ``kw`` over it (plain factuality question, ranged compliance, model
+    "m", thresholds "calibrated" as shipped, no calibration file unless given); ``given``: the
+    settings the command line gave."""
     settings = dataclasses.replace(
         CONF.judge,
         **{
             "factuality_questions": ("plain",),
-            "compliance_questions": ("plain",),
+            "compliance_questions": ("ranged",),
             "verdict_models": ("m",),
             "calibration": "",
             **kw,
         },
     )
-    return cal.resolve_judge(settings, identities(settings), served_model=served_model, origin=origin, apply=apply)
+    return build_judge(
+        settings,
+        config_file=config_file or CONF.path,
+        given=given,
+        served_model=served_model,
+        apply_calibration=apply,
+    )
 
 
 def config(**kw):
@@ -124,12 +141,16 @@ def config(**kw):
     )
 
 
-def entry(agent, threshold, model="m", strategy="direct"):
+# the layout each agent's entries are fitted for in these tests: plain factuality, ranged compliance
+LAYOUTS = {"factuality": cal.SHARED_PREFIX, "compliance": cal.layout_key("ranged")}
+
+
+def entry(agent, threshold, model="m", strategy="direct", layout=None):
     return {
         "model": model,
         "agent": agent,
         "strategy": strategy,
-        "layout": cal.SHARED_PREFIX,
+        "layout": layout or LAYOUTS[agent],
         "threshold": threshold,
         "knots": {"x": [0.1, 0.9], "y": [0.0, 1.0]},
         "seed": 1,
@@ -152,86 +173,194 @@ def entry(agent, threshold, model="m", strategy="direct"):
     }
 
 
+def thresholds(j):
+    return (j.threshold("factuality"), j.threshold("compliance"))
+
+
+def applied(j, agent="factuality"):
+    """The agent's threshold as applied: (value, origin, {source kind: why it did not apply})."""
+    t = j.record.agents[agent].threshold
+    return t.value, t.origin, {p.kind: p.why for p in t.passed_over}
+
+
 def test_the_calibration_gives_the_thresholds_only_where_it_matches_and_says_where_each_came_from(tmp_path):
     path = str(tmp_path / "calibration.json")
     cal.write(path, [entry("factuality", 0.31), entry("compliance", 0.27), entry("factuality", 0.7, model="other")])
     j = config(calibration=path).judge
-    assert (j.factuality_threshold, j.compliance_threshold) == (0.31, 0.27)
-    assert j.provenance["factuality"] == (
-        f"0.31 from {path}, entry shared_prefix (m, direct), fitted on 10 items in "
+    assert thresholds(j) == (0.31, 0.27)
+    value, origin, over = applied(j)
+    assert origin.kind == CALIBRATION and origin.file == path and origin.entry == "m factuality direct shared_prefix"
+    assert origin.fit["n"] == 10 and origin.fit["groups"] == 4 and origin.fit["ground_truth_sha256"] == "g" * 64
+    assert origin.describe() == (
+        f"calibration entry m factuality direct shared_prefix of {path}, fitted on 10 items in "
         "4 groups of ground truth gggggggggggg, created 2026-12-01T00:00:00+00:00"
     )
-    rec = j.calibration
-    assert rec["file"] == path and rec["sha256"] == cal.sha256(path)
-    assert rec["agents"]["factuality"]["matched"] and rec["agents"]["compliance"]["matched"]
+    # why the sources above it did not apply: no flag, the configuration left it to the calibration
+    assert over == {COMMAND_LINE: "not given", CONFIG_FILE: f'{CONF_SHOWN} [judge] factuality_threshold = "calibrated"'}
+    rec = j.record
+    assert rec.calibration_file == path
+    assert rec.agents["factuality"].entry["id"] == "m factuality direct shared_prefix"
+    assert rec.agents["factuality"].entry["test"]["tp"] == 4
+    assert rec.agents["compliance"].entry["id"] == "m compliance direct shared_prefix:ranged"
     assert j.maps["factuality"] == {"x": [0.1, 0.9], "y": [0.0, 1.0]}
     assert cal.apply_map(j.maps["factuality"], 0.5) == pytest.approx(0.5)
-    # the configured settings are kept as they were written
-    assert (j.settings.factuality_threshold, j.settings.compliance_threshold) == (0.5, 0.5)
-    # another strategy, an unknown model, the service's default model unnamed, no file
-    for other in (
-        judge(calibration=path, strategy="guided"),
-        judge(calibration=path, verdict_models=("x",)),
-        judge(calibration=path, verdict_models=()),
-        judge(),
+    # the record holds each applied value once, and reads back as written
+    assert JudgeRecord.from_dict(j.to_record()) == rec
+    # another strategy, an unknown model, the service's default model unnamed, no file: the fallback,
+    # and why the calibration gave nothing
+    for other, why in (
+        (judge(calibration=path, strategy="guided"), f"no entry m factuality guided shared_prefix in {path}"),
+        (judge(calibration=path, verdict_models=("x",)), f"no entry x factuality direct shared_prefix in {path}"),
+        (judge(calibration=path, verdict_models=()), "the verdict model is the service's default"),
+        (judge(calibration=str(tmp_path / "none.json")), "not found"),
+        (judge(), "no calibration file configured"),
     ):
-        assert (other.factuality_threshold, other.compliance_threshold) == (0.5, 0.5)
-        assert not other.calibration["agents"]["factuality"]["matched"] and not other.maps
-        assert other.provenance["factuality"].startswith("0.5 from conf/pipeline.toml [judge]; calibration: ")
-    assert judge().provenance["compliance"] == (
-        "0.5 from conf/pipeline.toml [judge]; calibration: no calibration file configured: the configured thresholds"
-    )
+        assert thresholds(other) == (CONF.judge.fallback_threshold,) * 2 == (0.5, 0.5)
+        value, origin, over = applied(other)
+        assert origin.kind == FALLBACK and origin.setting == "[judge] fallback_threshold"
+        assert why in over[CALIBRATION] and not other.maps
+        assert all(a.entry is None for a in other.record.agents.values())
     # the default generator is the service's first model: named, it matches
-    assert judge(calibration=path, verdict_models=(), served_model="m").factuality_threshold == 0.31
+    assert judge(calibration=path, verdict_models=(), served_model="m").threshold("factuality") == 0.31
     # an entry fitted on other prompts is not taken; one fitted on these is
     stale = str(tmp_path / "stale.json")
     cal.write(
         stale,
         [
             {**entry("factuality", 0.31), "prompts_sha256": "0" * 16},
-            {**entry("compliance", 0.27), "prompts_sha256": agents.prompt_fingerprint("compliance", "direct")},
+            {
+                **entry("compliance", 0.27),
+                "prompts_sha256": prompt_fingerprint("compliance", "direct", questions=["ranged"]),
+            },
         ],
     )
     j = judge(calibration=stale)
-    assert (j.factuality_threshold, j.compliance_threshold) == (0.5, 0.27)
-    assert "other prompts" in j.calibration["note"] and "other prompts" in j.provenance["factuality"]
+    assert thresholds(j) == (0.5, 0.27)
+    assert "other prompts" in applied(j)[2][CALIBRATION] and applied(j, "compliance")[1].kind == CALIBRATION
 
 
-def test_a_threshold_the_command_line_gives_wins_over_the_calibration(tmp_path):
+def test_build_judge_takes_the_command_line_then_the_config_file_then_the_calibration_then_the_fallback(tmp_path):
+    """The precedence of each threshold, per agent: a flag, a number written in the configuration
+    file (the shipped one or a user's own), the calibration entry where the file says
+    "calibrated", the fallback. A value written anywhere is never replaced by an entry, and the
+    record says which applied and why the others did not."""
     path = str(tmp_path / "calibration.json")
     cal.write(path, [entry("factuality", 0.31), entry("compliance", 0.27)])
-    j = judge(
-        calibration=path,
-        factuality_threshold=0.5,
-        origin={**CONFIGURED, "factuality_threshold": "--factuality-threshold"},
-    )
-    assert (j.factuality_threshold, j.compliance_threshold) == (0.5, 0.27)
-    assert j.provenance["factuality"].startswith(
-        "0.5 from --factuality-threshold (the calibration entry shared_prefix not taken"
-    )
+    # the command line gives a number: it wins over the matching entry
+    j = judge(calibration=path, factuality_threshold=0.5, given={"factuality_threshold"})
+    assert thresholds(j) == (0.5, 0.27)
+    value, origin, over = applied(j)
+    assert origin.kind == COMMAND_LINE and origin.flag == "--factuality-threshold"
+    assert over == {CALIBRATION: "entry m factuality direct shared_prefix matched; a written threshold wins"}
     # nor its map or its test counts: they describe another threshold (the corrected rates need them)
-    assert "factuality" not in j.maps and not j.calibration["agents"]["factuality"]["matched"]
-    assert j.calibration["agents"]["compliance"]["matched"]
-    # a calibration run fits the thresholds: it judges at the configured ones, whatever the file holds
+    assert "factuality" not in j.maps and j.record.agents["factuality"].entry is None
+    assert j.record.agents["compliance"].entry["id"] == "m compliance direct shared_prefix:ranged"
+    # "calibrated" on the command line leaves it to the calibration
+    j = judge(calibration=path, given={"factuality_threshold"})
+    value, origin, over = applied(j)
+    assert (value, origin.kind, over[COMMAND_LINE]) == (0.31, CALIBRATION, "given as calibrated")
+    # a number in a configuration file is used as written, whichever file it is
+    j = judge(calibration=path, compliance_threshold=0.6)
+    value, origin, over = applied(j, "compliance")
+    assert (value, origin.kind, origin.file, origin.setting) == (
+        0.6,
+        CONFIG_FILE,
+        CONF_SHOWN,
+        "[judge] compliance_threshold",
+    )
+    assert over[CALIBRATION] == "entry m compliance direct shared_prefix:ranged matched; a written threshold wins"
+    assert "compliance" not in j.maps and j.threshold("factuality") == 0.31
+    # a calibration run fits the thresholds: it takes no entry, whatever the file holds
     raw = judge(calibration=path, apply=False)
-    assert (raw.factuality_threshold, raw.compliance_threshold) == (0.5, 0.5) and not raw.maps
-    assert raw.provenance["factuality"] == (
-        "0.5 from conf/pipeline.toml [judge]; calibration: not applied: calibrate fits the thresholds on the raw scores"
+    assert thresholds(raw) == (0.5, 0.5) and not raw.maps
+    value, origin, over = applied(raw)
+    assert origin.kind == FALLBACK
+    assert over[CALIBRATION] == "not applied: calibrate fits thresholds on the raw scores"
+    assert all(a.entry is None for a in raw.record.agents.values())
+
+
+def test_a_threshold_in_a_users_own_config_file_survives_a_matching_calibration_entry(tmp_path):
+    """A user's --config file (conf/pipeline.toml copied, factuality_threshold = 0.42): the entry
+    for that judge matches and is not taken; the record names the user's file, and says the entry
+    matched. A flag wins over both; the agent left "calibrated" takes its entry."""
+    from udfs.runtime.config import load_config
+
+    shipped = (ROOT / "conf" / "pipeline.toml").read_text()
+    calibration = str(tmp_path / "calibration.json")
+    for line in ('factuality_threshold = "calibrated"', 'calibration = "conf/calibration.json"'):
+        assert shipped.count(f"\n{line}\n") == 1, line
+    own = tmp_path / "my.toml"
+    own.write_text(
+        shipped.replace('\nfactuality_threshold = "calibrated"\n', "\nfactuality_threshold = 0.42\n").replace(
+            '\ncalibration = "conf/calibration.json"\n', f'\ncalibration = "{calibration}"\n'
+        )
     )
+    user = load_config(own)
+    assert user.judge.factuality_threshold == 0.42 and user.judge.calibration == calibration
+    # entries fitted for exactly this judge (its questions, gate and prompts) and the model that serves
+    keys = build_judge(dataclasses.replace(user.judge, calibration=""), config_file=user.path)
+    cal.write(
+        calibration,
+        [
+            {
+                **entry(a, t, layout=cal.layout_key(keys.key(a))),
+                "prompts_sha256": keys.record.agents[a].prompts_sha256,
+            }
+            for a, t in (("factuality", 0.31), ("compliance", 0.27))
+        ],
+    )
+    fitted = build_judge(
+        dataclasses.replace(user.judge, factuality_threshold="calibrated"), config_file=user.path, served_model="m"
+    )
+    assert thresholds(fitted) == (0.31, 0.27)  # the entries match this judge
+    j = build_judge(user.judge, config_file=user.path, served_model="m")
+    assert thresholds(j) == (0.42, 0.27)
+    value, origin, over = applied(j)
+    assert (origin.kind, origin.file, origin.setting) == (CONFIG_FILE, str(own), "[judge] factuality_threshold")
+    factuality_entry = applied(fitted)[1].entry
+    assert over == {
+        COMMAND_LINE: "not given",
+        CALIBRATION: f"entry {factuality_entry} matched; a written threshold wins",
+    }
+    assert "factuality" not in j.maps and j.record.agents["factuality"].entry is None
+    assert applied(j, "compliance")[1].kind == CALIBRATION
+    # the run record's block says the same when read back (the reader of the summary and the report)
+    assert (
+        read_judge({"evaluation": {"judge": j.to_record()}}).agents["factuality"].threshold.origin.kind == CONFIG_FILE
+    )
+    # a flag wins over both the user's file and the entry
+    flagged = build_judge(
+        dataclasses.replace(user.judge, factuality_threshold=0.6),
+        config_file=user.path,
+        given={"factuality_threshold"},
+        served_model="m",
+    )
+    value, origin, over = applied(flagged)
+    assert (value, origin.kind) == (0.6, COMMAND_LINE) and CALIBRATION in over
+    # calibrate takes no entry: the user's number, and the other agent's fallback
+    raw = build_judge(user.judge, config_file=user.path, served_model="m", apply_calibration=False)
+    assert thresholds(raw) == (0.42, 0.5) and applied(raw, "compliance")[1].kind == FALLBACK
 
 
-def test_the_shipped_calibration_gives_the_default_judge_its_thresholds():
+def test_the_shipped_calibration_gives_the_default_and_the_cheap_judge_their_thresholds():
     """[judge] as shipped, the embedded model serving: both agents take conf/calibration.json's
-    entry for the default questions (a prompt edit without a new calibration fails here)."""
-    from udfs.agents.questions import identities
-    from udfs.runtime.paths import project_file
-
-    settings = dataclasses.replace(CONF.judge, calibration=project_file(CONF.judge.calibration))
-    model = next(e["model"] for e in cal.read(settings.calibration)["entries"])
-    j = cal.resolve_judge(settings, identities(settings), served_model=model, origin=CONFIGURED)
-    assert (round(j.factuality_threshold, 3), round(j.compliance_threshold, 3)) == (0.282, 0.318)
-    assert j.provenance["factuality"].startswith(
-        "0.282352 from conf/calibration.json, entry shared_prefix:plain+claim+extract-soft-all-near+extract-other"
-        "^complies-ranged@0.1 (qwen2.5-coder-1.5b, direct), fitted on 297 items in 121 groups of ground truth "
+    entry for the default questions, and the cheap judge (plain alone) its own; the file holds no
+    entry that neither takes (a prompt edit without a new calibration fails here)."""
+    model = next(e["model"] for e in cal.read(project_file(CONF.judge.calibration))["entries"])
+    j = build_judge(CONF.judge, config_file=CONF.path, served_model=model)
+    assert (round(j.threshold("factuality"), 3), round(j.threshold("compliance"), 3)) == (0.282, 0.318)
+    value, origin, over = applied(j)
+    assert origin.kind == CALIBRATION and origin.file == "conf/calibration.json"
+    assert origin.entry == (
+        "qwen2.5-coder-1.5b factuality direct "
+        "shared_prefix:plain+claim+extract-soft-all-near+extract-other^complies-ranged@0.1"
     )
-    assert j.provenance["compliance"].startswith("0.317921 from conf/calibration.json, entry shared_prefix:ranged")
+    assert (origin.fit["n"], origin.fit["groups"]) == (297, 121)
+    assert applied(j, "compliance")[1].entry == "qwen2.5-coder-1.5b compliance direct shared_prefix:ranged"
+    cheap = build_judge(
+        dataclasses.replace(CONF.judge, factuality_questions=("plain",)), config_file=CONF.path, served_model=model
+    )
+    assert applied(cheap)[1].entry == "qwen2.5-coder-1.5b factuality direct shared_prefix"
+    assert round(cheap.threshold("factuality"), 3) == 0.288
+    taken = {a.entry["id"] for judge_ in (j, cheap) for a in judge_.record.agents.values()}
+    assert taken == {cal.entry_id(e) for e in cal.read(project_file(CONF.judge.calibration))["entries"]}

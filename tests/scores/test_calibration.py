@@ -1,6 +1,6 @@
 """Calibration: the threshold fit (max class-balanced F1, ties to the middle) and the isotonic map against answers
-worked out by hand and against scikit-learn, the seeded split by group, the file and what an
-evaluation takes from it."""
+worked out by hand and against scikit-learn, the seeded split by group, the file and the entries
+a judge matches in it."""
 
 import json
 
@@ -100,7 +100,7 @@ def test_a_fitted_entry_reports_on_the_test_split_only():
     assert cal.apply_map(e["knots"], 0.1) < 0.2 < 0.8 < cal.apply_map(e["knots"], 0.9)
 
 
-def test_the_file_keeps_other_keys_and_an_evaluation_takes_its_entries(tmp_path):
+def test_the_file_keeps_other_keys_and_a_judge_matches_its_entries(tmp_path):
     path = str(tmp_path / "calibration.json")
     items = simulated_items(60)
     kw = dict(strategy="direct", layout="shared_prefix", seed=1, fit_fraction=0.5, ground_truth_sha256="x")
@@ -111,16 +111,34 @@ def test_the_file_keeps_other_keys_and_an_evaluation_takes_its_entries(tmp_path)
     cal.write(path, [b, {**a, "threshold": 0.42}])
     doc = json.loads((tmp_path / "calibration.json").read_text())
     assert len(doc["entries"]) == 3 and doc["version"] == 1
-    applied = cal.resolve(path, ["m"], "direct")
-    assert applied.thresholds == {"factuality": 0.42, "compliance": b["threshold"]}
-    assert set(applied.maps) == {"factuality", "compliance"} and applied.sha256 == cal.sha256(path)
-    rec = applied.record()
-    assert rec["agents"]["factuality"]["matched"] and rec["agents"]["factuality"]["test"]["tp"] == a["test"]["tp"]
-    assert "calibrated" in rec["note"]
+    layouts = {"factuality": "shared_prefix", "compliance": "shared_prefix"}
+    found = cal.match(path, ["m"], "direct", layouts, {})
+    assert {ag: e["threshold"] for ag, e in found.entries.items()} == {"factuality": 0.42, "compliance": b["threshold"]}
+    assert found.path == path and found.why == {}
+    assert all(e["knots"]["x"] for e in found.entries.values())
+    summary = cal.summary(found.entries["factuality"])
+    assert summary["id"] == cal.entry_id(a) == "m factuality direct shared_prefix"
+    assert summary["test"]["tp"] == a["test"]["tp"] and summary["ground_truth_sha256"] == "x"
+    # each agent matches on its own layout: another compliance layout, no compliance entry
+    partial = cal.match(path, ["m"], "direct", {**layouts, "compliance": "shared_prefix:ranged"}, {})
+    assert set(partial.entries) == {"factuality"}
+    assert partial.why == {"compliance": f"no entry m compliance direct shared_prefix:ranged in {path}"}
+    # an entry fitted on other prompts than the judge's is not taken, and said; one without a
+    # fingerprint (fitted before they were recorded) is
+    cal.write(path, [{**b, "prompts_sha256": "0" * 16}])
+    stale = cal.match(path, ["m"], "direct", layouts, {"compliance": "1" * 16})
+    assert set(stale.entries) == {"factuality"} and "fitted on other prompts" in stale.why["compliance"]
+    assert set(cal.match(path, ["m"], "direct", layouts, {"compliance": "0" * 16}).entries) == {
+        "factuality",
+        "compliance",
+    }
     # another strategy, a model the service picks, no file, no path: nothing matched, and said
-    assert cal.resolve(path, ["m"], "fewshot").thresholds == {}
-    assert "no entry" in cal.resolve(path, ["m"], "fewshot").note
-    assert "default" in cal.resolve(path, [None], "direct").note
-    assert "not found" in cal.resolve(str(tmp_path / "none.json"), ["m"], "direct").note
-    assert cal.resolve("", ["m"], "direct").record()["file"] is None
+    for found, why in (
+        (cal.match(path, ["m"], "fewshot", layouts, {}), "no entry m factuality fewshot shared_prefix"),
+        (cal.match(path, [None], "direct", layouts, {}), "default"),
+        (cal.match(str(tmp_path / "none.json"), ["m"], "direct", layouts, {}), "not found"),
+        (cal.match("", ["m"], "direct", layouts, {}), "no calibration file configured"),
+    ):
+        assert found.entries == {} and set(found.why) == {"factuality", "compliance"}
+        assert why in found.why["factuality"]
     assert cal.model_key(["a", "b"], "j") == "a+b judge:j" and cal.model_key(["a"], "j") == "a"
