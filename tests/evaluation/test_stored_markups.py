@@ -205,6 +205,8 @@ def test_stored_markups_are_judged_scored_and_rejected_with_reasons(stub, tmp_pa
         == c["not_ok_or_not_selected"]
         + c["no_text"]
         + c["no_stored_markup"]
+        + c["ambiguous_page_id_rows"]
+        + c["conflicting_text_rows"]
         + c["duplicate_rows"]
         + c["over_limit"]
         + c["already_scored"]

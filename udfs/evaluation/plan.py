@@ -12,11 +12,22 @@ Row numbers are the identity of a page's row: Ray Data's Parquet reader gives no
 so with its blocks spread over workers two rows of one page (in one file or in two) could both
 be evaluated; a unit names the exact rows to read instead.
 
+Duplicate keys. The input's key is ``page_id`` where it has that column, else the page key
+(``udfs.evaluation.evaluator.page_key(page_url, human_markup)``, the key of the outputs). A page's
+rows are one page: the rows of a page sampled in several strata (same page key, same text) are
+evaluated once, the others counted as ``duplicate_rows``. Rows that share a key but not a page
+are never merged: a ``page_id`` whose rows name several page keys (another URL or human markup),
+and a page key whose usable rows hold different texts (two captures or extractions of one page),
+cannot say which row is meant, so none of their usable rows is evaluated. They are counted
+(``ambiguous_page_id_rows``, ``conflicting_text_rows``), named in one warning line on the console
+and given as reject rows (``Plan.rejects``); a stored markup naming such a page is a reject of its
+own (``CONFLICT``, ``udfs.evaluation.stored``).
+
 The counters reconcile: ``input_rows`` = ``not_ok_or_not_selected`` + ``no_text`` +
-``duplicate_rows`` + ``over_limit`` + ``already_scored`` + the pages planned (which the run
-then splits into evaluated and failed); a run restricted to some pages (``only``: the pages a
-table of stored markups names, ``udfs.evaluation.stored``) counts the usable rows of the other
-pages as ``no_stored_markup``.
+``ambiguous_page_id_rows`` + ``conflicting_text_rows`` + ``duplicate_rows`` + ``over_limit`` +
+``already_scored`` + the pages planned (which the run then splits into evaluated and failed); a
+run restricted to some pages (``only``: the pages a table of stored markups names,
+``udfs.evaluation.stored``) counts the usable rows of the other pages as ``no_stored_markup``.
 
 ``scan_pages`` is the pass over the input alone; ``plan_pages`` takes its result (or scans) and
 selects. With ``index``, the scan also keeps one small row per input row (its join key, URL,
@@ -25,12 +36,18 @@ page key and state) for joining a table of stored markups to the pages.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 
 from udfs.evaluation.evaluator import page_key
+from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
+
+log = logging.getLogger("llm4schema.evaluate.plan")
 
 # What the order and the dedup read in the planning pass (each when the input has it).
 PLAN_COLUMNS = (
@@ -51,8 +68,15 @@ BATCH_ROWS = 8192
 BATCH_BYTES = 8 << 20
 # Bytes of a column chunk the Parquet reader holds at once (a buffered stream, not the whole chunk).
 READ_BUFFER_BYTES = 1 << 20
-# A page's state in the scan's index: ``plan_pages`` evaluates the OK pages only.
-NOT_OK, NO_TEXT, OK = 0, 1, 2
+# A page's state in the scan's index: ``plan_pages`` evaluates the OK pages only. CONFLICT: usable
+# rows left out because their key does not name one page (module docstring); the highest, so that
+# a key's best state says so.
+NOT_OK, NO_TEXT, OK, CONFLICT = 0, 1, 2, 3
+AMBIGUOUS_PAGE_ID = (
+    "page_id names {n} different pages of the input (page_url or human_markup differ): none is evaluated"
+)
+CONFLICTING_TEXT = "{n} rows of this page (same page_url and human_markup) hold different texts: none is evaluated"
+NAMED = 5  # keys the warning line names (the counters and the rejects hold them all)
 INDEX_SCHEMA = pa.schema(
     [("page_id", pa.string()), ("page_url", pa.string()), ("page_key", pa.string()), ("state", pa.int8())]
 )
@@ -66,6 +90,8 @@ ROWS_SCHEMA = pa.schema(
         ("feature", pa.string()),
         ("stratum", pa.string()),
         ("text_len", pa.int64()),
+        ("page_id", pa.string()),  # the input's page_id column, where it has one
+        ("text_hash", pa.string()),  # of the text: rows of one page must agree on it
     ]
 )
 
@@ -83,12 +109,15 @@ class InputFile:
 class Plan:
     """The pages to evaluate, in order: ``todo`` is an Arrow table (page_key, page_url, file,
     row), ``file`` indexing ``files``; ``no_text`` the (page_url, page_key) of usable rows with
-    no text, for the rejects; ``counters`` as the module docstring says."""
+    no text, for the rejects; ``rejects`` the usable rows left out because their key names no
+    single page (``udfs.runtime.rejects`` rows: the file, the row, the reason, the keys as raw);
+    ``counters`` as the module docstring says."""
 
     files: list[InputFile]
     todo: pa.Table
     no_text: list[tuple[str, str]] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
+    rejects: list[dict[str, Any]] = field(default_factory=list)
 
     def units(self, pages_per_unit: int, *, spread: bool = False) -> Iterator[dict[str, Any]]:
         """The todo pages in units of at most ``pages_per_unit``, each a plain dict
@@ -137,11 +166,12 @@ def _url(filesystem, path: str) -> str:
 
 @dataclass
 class Scan:
-    """The pass over the input: its files, one small row per usable input row (``rows``,
-    ``ROWS_SCHEMA``), the usable rows without text (``no_text``, as in ``Plan``), the counters
-    of the pass, and with ``index`` one row per input row (``INDEX_SCHEMA``: ``page_id`` the
-    input's ``page_id`` column as text where it has one, else the page key; the URL, the page
-    key, the state ``NOT_OK``/``NO_TEXT``/``OK``)."""
+    """The pass over the input: its files, one small row per usable input row whose key names one
+    page (``rows``, ``ROWS_SCHEMA``), the usable rows without text (``no_text``, as in ``Plan``),
+    the counters of the pass, the rows left out for their key (``rejects``, as in ``Plan``), and
+    with ``index`` one row per input row (``INDEX_SCHEMA``: ``page_id`` the input's ``page_id``
+    column as text where it has one, else the page key; the URL, the page key, the state
+    ``NOT_OK``/``NO_TEXT``/``OK``/``CONFLICT``)."""
 
     files: list[InputFile]
     rows: pa.Table
@@ -149,6 +179,7 @@ class Scan:
     counters: dict[str, int]
     index: pa.Table | None = None
     has_page_id: bool = False
+    rejects: list[dict[str, Any]] = field(default_factory=list)
 
 
 def scan_pages(dataset, *, batch_rows: int = BATCH_ROWS, index: bool = False) -> Scan:
@@ -158,6 +189,7 @@ def scan_pages(dataset, *, batch_rows: int = BATCH_ROWS, index: bool = False) ->
     batches: list[pa.RecordBatch] = []
     indexed: list[pa.RecordBatch] | None = [] if index else None
     no_text: list[tuple[str, str]] = []
+    pages_of: dict[str, set[str]] = {}  # page_id -> the page keys its rows name
     with_id = 0
     n_file = 0
     for ds in _file_datasets(dataset):
@@ -167,7 +199,7 @@ def scan_pages(dataset, *, batch_rows: int = BATCH_ROWS, index: bool = False) ->
             with_id += "page_id" in cols
             # one file at a time, in batches: the driver holds one batch of text, never the table
             for b in _batches(frag, cols, batch_rows):
-                kept = _usable(b, n_file, row0, c, no_text, indexed)
+                kept = _usable(b, n_file, row0, c, no_text, indexed, pages_of)
                 if kept is not None:
                     batches.append(kept)
                 row0 += b.num_rows
@@ -181,7 +213,59 @@ def scan_pages(dataset, *, batch_rows: int = BATCH_ROWS, index: bool = False) ->
     idx = None
     if indexed is not None:
         idx = pa.Table.from_batches(indexed, schema=INDEX_SCHEMA) if indexed else INDEX_SCHEMA.empty_table()
-    return Scan(files, rows, no_text, c, idx, with_id > 0)
+    rows, idx, rejects = _drop_conflicts(rows, idx, pages_of, files, c)
+    return Scan(files, rows, no_text, c, idx, with_id > 0, rejects)
+
+
+def _drop_conflicts(
+    rows: pa.Table, index: pa.Table | None, pages_of: dict[str, set[str]], files: list[InputFile], c: dict[str, int]
+) -> tuple[pa.Table, pa.Table | None, list[dict[str, Any]]]:
+    """``rows`` without the rows whose key names no single page (module docstring), the index
+    with those rows' state ``CONFLICT``, and their reject rows; counts them in ``c`` and names the
+    keys in one warning line."""
+    import pyarrow.compute as pc
+
+    ambiguous = {i: len(keys) for i, keys in pages_of.items() if len(keys) > 1}
+    by_id = pc.fill_null(pc.is_in(rows["page_id"], value_set=pa.array(sorted(ambiguous), pa.string())), False)
+    rest = rows.filter(pc.invert(by_id))
+    texts = rest.group_by("page_key").aggregate([("text_hash", "count_distinct")])
+    conflicting = dict(
+        (k, n) for k, n in zip(texts["page_key"].to_pylist(), texts["text_hash_count_distinct"].to_pylist()) if n > 1
+    )
+    by_text = pc.is_in(rows["page_key"], value_set=pa.array(sorted(conflicting), pa.string()))
+    out = pc.and_(pc.invert(by_id), by_text)
+    c["ambiguous_page_id_rows"] = pc.sum(by_id.cast(pa.int64())).as_py() or 0
+    c["conflicting_text_rows"] = pc.sum(out.cast(pa.int64())).as_py() or 0
+    left = rows.filter(pc.or_(by_id, out))
+    rejects = []
+    for r in left.select(["file", "row", "page_id", "page_url", "page_key"]).to_pylist():
+        why = (
+            AMBIGUOUS_PAGE_ID.format(n=ambiguous[r["page_id"]])
+            if r["page_id"] in ambiguous
+            else CONFLICTING_TEXT.format(n=conflicting[r["page_key"]])
+        )
+        raw = json.dumps({k: r[k] for k in ("page_id", "page_url", "page_key")}, ensure_ascii=False)
+        rejects.append(reject_row(files[r["file"]].url, r["row"], why, raw, raw_chars=FIXED_RAW_CHARS))
+    if rejects:
+        named = [f"page_id {i}" for i in sorted(ambiguous)] + [f"page key {k}" for k in sorted(conflicting)]
+        log.warning(
+            "%d input rows not evaluated: their key names no single page (%s%s)",
+            len(rejects),
+            ", ".join(named[:NAMED]),
+            f" and {len(named) - NAMED} more" if len(named) > NAMED else "",
+        )
+    if index is not None and rejects:
+        # the index's page_id is the input's where it has one (an ambiguous id implies it has)
+        hit = pc.fill_null(
+            pc.or_(
+                pc.is_in(index["page_key"], value_set=pa.array(sorted(conflicting), pa.string())),
+                pc.is_in(index["page_id"], value_set=pa.array(sorted(ambiguous), pa.string())),
+            ),
+            False,
+        )
+        state = pc.if_else(pc.and_(hit, pc.equal(index["state"], OK)), pa.scalar(CONFLICT, pa.int8()), index["state"])
+        index = index.set_column(index.schema.get_field_index("state"), "state", state)
+    return rows.filter(pc.invert(pc.or_(by_id, out))), index, rejects
 
 
 def _batches(frag, cols: list[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
@@ -251,7 +335,11 @@ def plan_pages(
         todo = pages
     c["already_scored"] = pages.num_rows - todo.num_rows
     return Plan(
-        files=scan.files, todo=todo.select(["page_key", "page_url", "file", "row"]), no_text=scan.no_text, counters=c
+        files=scan.files,
+        todo=todo.select(["page_key", "page_url", "file", "row"]),
+        no_text=scan.no_text,
+        counters=c,
+        rejects=scan.rejects,
     )
 
 
@@ -262,6 +350,7 @@ def _usable(
     c: dict[str, int],
     no_text: list[tuple[str, str]],
     index: list[pa.RecordBatch] | None = None,
+    pages_of: dict[str, set[str]] | None = None,
 ) -> pa.RecordBatch | None:
     import pyarrow.compute as pc
 
@@ -278,6 +367,11 @@ def _usable(
     text_len = pc.fill_null(pc.utf8_length(text), 0)
     ok_l, has_l = ok.to_pylist(), has_text.to_pylist()
     keys = [page_key(urls[i], markups[i]) for i in range(n)]
+    page_ids = d["page_id"].cast(pa.string()).to_pylist() if "page_id" in d else [None] * n
+    if pages_of is not None:
+        for i in range(n):
+            if page_ids[i] is not None:
+                pages_of.setdefault(page_ids[i], set()).add(keys[i])
     keep, states = [], []
     for i in range(n):
         if not ok_l[i]:
@@ -317,6 +411,13 @@ def _usable(
             pc.fill_null(col("feature", pa.string()), ""),
             pc.fill_null(col("stratum", pa.string()), ""),
             pc.take(text_len, idx).cast(pa.int64()),
+            pa.array([page_ids[i] for i in keep], pa.string()),
+            pa.array([_digest(t) for t in pc.take(text, idx).to_pylist()], pa.string()),
         ],
-        names=["page_key", "page_url", "file", "row", "sample_rank", "feature", "stratum", "text_len"],
+        schema=ROWS_SCHEMA,
     )
+
+
+def _digest(text: str) -> str:
+    """A short hash of a page's text: rows of one page compare by it (16 bytes, not the text)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()

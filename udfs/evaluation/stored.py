@@ -13,7 +13,8 @@ line) with the columns ``source`` (the markup's source: any name but a ``--gener
 
 Every row is judged or rejected. A row is rejected, with its reason, when it has no key or no
 source, names no page of the input, names a page that is not evaluated (status not ok, not
-selected, or no text), names a page and source that another row names too (all such rows: which
+selected, no text, or input rows that do not name one page: ``udfs.evaluation.plan``, "Duplicate
+keys"), names a page and source that another row names too (all such rows: which
 one was meant cannot be told), or holds a markup that is empty or that
 ``udfs.schemaorg.markup.parse_markup`` refuses.
 
@@ -39,7 +40,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from udfs.evaluation.plan import NO_TEXT, NOT_OK
+from udfs.evaluation.plan import CONFLICT, NO_TEXT, NOT_OK
 from udfs.runtime.io import Folder
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
 from udfs.schemaorg.markup import MarkupError, parse_markup
@@ -267,12 +268,18 @@ def _rejected(r: dict[str, Any], key: str) -> str | None:
         return "no source"
     if r["page_key"] is None:
         return f"no page with this {key} in the pages input"
-    if r["n_pages"] > 1:
+    if r["n_pages"] > 1 and key == "page_url":
         return f"{r['n_pages']} pages of the input have this page_url (different human markups): key them by page_id"
+    if r["n_pages"] > 1:
+        return f"{r['n_pages']} pages of the input have this {key} (page_url or human_markup differ): none is judged"
     if r["state"] == NOT_OK:
         return "page not evaluated: its status is not ok or it is not selected"
     if r["state"] == NO_TEXT:
         return "page has no text"
+    if r["state"] == CONFLICT:
+        return (
+            "page not evaluated: its input rows do not name one page (a page_id of several pages, or different texts)"
+        )
     if r["n_same"] > 1:
         return f"{r['n_same']} rows give source {r['source']!r} for this page: none is judged"
     if not (r["markup"] or "").strip():
