@@ -137,6 +137,13 @@ def test_evaluate_judges_no_stored_markup_of_a_key_that_names_no_single_page(dem
         2: "2 pages of the input have this page_id (page_url or human_markup differ): none is judged",
         3: "page not evaluated: its input rows do not name one page (a page_id of several pages, or different texts)",
     }
+    left = pq.read_table(out / "rejects" / "evaluate" / "duplicate_keys.parquet").to_pylist()
+    assert [(r["position"], json.loads(r["raw"])["page_id"]) for r in left] == [
+        (2, "p1"),
+        (3, "p1"),
+        (4, "p2"),
+        (5, "p2"),
+    ]
     c = record(out)["counters"]
     assert (c["ambiguous_page_id_rows"], c["conflicting_text_rows"], c["duplicate_rows"], c["evaluated"]) == (
         2,

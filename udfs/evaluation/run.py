@@ -124,6 +124,8 @@ def evaluate_pages(
     c = dict(plan.counters)
     # Nothing to generate from or check against: a reject with its reason, not a page of "no"s.
     write_rejects(rejects, "no_text.parquet", [reject_row(u, None, "page has no text") for u, _ in plan.no_text])
+    # rows whose key names no single page (a page_id of several pages, a page of several texts)
+    write_rejects(rejects, "duplicate_keys.parquet", plan.rejects)
     n = plan.todo.num_rows
     log.info(
         "%d pages to evaluate (%d already scored) against %s, sources %s, settings %s",
