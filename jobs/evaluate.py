@@ -79,6 +79,17 @@ class EvaluateJob(Job):
             help="distinct claims judged per markup and agent (0: all); the rest are recorded as not judged",
         )
         p.add_argument(
+            "--repeats",
+            type=int,
+            help="evaluate each page this many times (sources named source#1..N, generation seeded by the "
+            "repeat, each repeat's judge asking afresh); the report gives the mean over repeats and their spread",
+        )
+        p.add_argument(
+            "--temperature",
+            type=float,
+            help="generation's sampling temperature (0: greedy; above 0 each repeat draws its own markup)",
+        )
+        p.add_argument(
             "--early-exit",
             action=argparse.BooleanOptionalAction,
             help="stop asking a claim's factuality questions once its verdict is decided (the same verdicts for "
@@ -151,24 +162,26 @@ class EvaluateJob(Job):
         a, v = self.args, self.config.validity
         try:
             judge = build_judge(judge_of(a), config_file=self.config.path, given=self.given, served_model=served)
+            return EvalConfig(
+                stages=list(a.stages),
+                judge=judge,
+                context_window=a.context_window,
+                max_tokens=a.max_tokens,
+                max_claims=a.max_claims,
+                early_exit=a.early_exit,
+                validity_engine=v.engine,
+                validity_strict=v.strict,
+                validity_vocab=v.vocab,
+                validity_mode=v.mode,
+                scores=self.config.scores,
+                models=list(models),
+                sources=[HUMAN, *models, *(s for s in stored if s != HUMAN)],
+                correction=a.correct,
+                repeats=a.repeats,
+                temperature=a.temperature,
+            )
         except ValueError as exc:
             self.fail(str(exc))
-        return EvalConfig(
-            stages=list(a.stages),
-            judge=judge,
-            context_window=a.context_window,
-            max_tokens=a.max_tokens,
-            max_claims=a.max_claims,
-            early_exit=a.early_exit,
-            validity_engine=v.engine,
-            validity_strict=v.strict,
-            validity_vocab=v.vocab,
-            validity_mode=v.mode,
-            scores=self.config.scores,
-            models=list(models),
-            sources=[HUMAN, *models, *(s for s in stored if s != HUMAN)],
-            correction=a.correct,
-        )
 
     def run(self) -> None:
         import os

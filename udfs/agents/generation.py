@@ -83,9 +83,14 @@ async def generate(
     vocab=None,
     example: Example | None = None,
     prompts_dir: str | None = None,
+    temperature: float = 0.0,
+    seed: int | None = None,
 ) -> Generation:
     """Markup of ``types`` for the page text: one request per chunk, outputs merged (union of
-    triples). A chunk whose answer is not a JSON object with a type is recorded, not merged."""
+    triples). A chunk whose answer is not a JSON object with a type is recorded, not merged.
+    ``temperature`` 0 is greedy (one markup per page and model); above it the model samples, with
+    ``seed`` sent where given (a repeat of the evaluation draws its own markup, the same one each
+    time it is asked)."""
     if not types:
         return Generation(None, error="no target type")
     empty = generation_messages(types, "", vocab=vocab, example=example, prompts_dir=prompts_dir)
@@ -102,7 +107,8 @@ async def generate(
                 "messages": generation_messages(types, c, vocab=vocab, example=example, prompts_dir=prompts_dir),
                 "json_schema": GENERATION_SCHEMA,
                 "max_tokens": max_tokens,
-                "temperature": 0.0,
+                "temperature": temperature,
+                **({"extra": {"seed": seed}} if temperature > 0 and seed is not None else {}),
             }
             for c in chunks
         ]

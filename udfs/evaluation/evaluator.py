@@ -149,6 +149,19 @@ SCORES_SCHEMA = pa.schema(
 )
 
 
+def repeat_source(source: str, repeat: int, repeats: int) -> str:
+    """A source's name in the tables: the source itself in a run of one repeat, ``source#repeat``
+    in a run of several (``--repeats``), so that no repeat overwrites another."""
+    return source if repeats == 1 else f"{source}#{repeat}"
+
+
+def source_repeat(name: str) -> tuple[str, int | None]:
+    """(source, repeat) of a name in the tables: ``("m", 2)`` for ``m#2``, ``(name, None)`` for a
+    source of a run without repeats."""
+    base, sep, n = name.rpartition("#")
+    return (base, int(n)) if sep and base and n.isdigit() else (name, None)
+
+
 def page_key(page_url: str, human_markup: str | None) -> str:
     """One evaluation unit: a page with its human markup (the same page sampled in several strata
     is evaluated once; the report joins it back to each stratum)."""
@@ -179,11 +192,19 @@ class EvalConfig:
     # human, the models, then the stored sources (any other name: their markups come with the page)
     sources: list[str] = field(default_factory=lambda: [HUMAN])
     correction: bool = False  # GraphCorrect: correct non-factual claims from the text, re-verify
+    # each page evaluated this many times (sources named source#r); generation samples at
+    # ``temperature`` (0: greedy) with the repeat as its seed, the judge stays greedy and asks afresh
+    repeats: int = 1
+    temperature: float = 0.0
 
     def __post_init__(self) -> None:
         bad = set(self.stages) - set(STAGES)
         if bad:
             raise ValueError(f"unknown stages {sorted(bad)}: any of {', '.join(STAGES)}")
+        if self.repeats < 1:
+            raise ValueError(f"repeats {self.repeats}: at least 1")
+        if any("#" in s for s in self.sources):
+            raise ValueError(f"sources {self.sources}: '#' is kept for the repeats' names (source#r)")
 
 
 NOT_JUDGED = "not judged: over"
@@ -244,18 +265,22 @@ class PageEvaluator:
         self.cfg = cfg
         self.base_url = base_url
         kw = dict(client_kwargs or {})
-        self._clients: dict[str | None, Any] = {}
-        self._make = lambda model: LLMClient(base_url, model, cache_path=cache_path, **kw)
+        self._clients: dict[tuple[str | None, int], Any] = {}
+        # a repeat after the first asks past the request cache of the others (its own scope)
+        self._make = lambda model, repeat: LLMClient(
+            base_url, model, cache_path=cache_path, cache_scope="" if repeat == 1 else f"repeat {repeat}", **kw
+        )
         self.tokenizer = None
         if use_served_tokenizer:
             from udfs.llm.chunking import ServedTokenizer
 
             self.tokenizer = _Memo(ServedTokenizer(base_url, api_key=kw.get("api_key")))
 
-    def client(self, model: str | None):
-        if model not in self._clients:
-            self._clients[model] = self._make(model)
-        return self._clients[model]
+    def client(self, model: str | None, repeat: int = 1):
+        """The client of a model id (None: the service's default) for one repeat of the evaluation."""
+        if (model, repeat) not in self._clients:
+            self._clients[(model, repeat)] = self._make(model, repeat)
+        return self._clients[(model, repeat)]
 
     def close(self) -> None:
         for c in self._clients.values():
@@ -268,8 +293,10 @@ class PageEvaluator:
         return self.client(None).run(self.aevaluate(page))
 
     # ---- verdicts (one model, or a vote) ------------------------------------------------------
-    async def _judge(self, agent: str, claims: list, chunks: list[str]) -> list[agents.Judged]:
-        return await self.cfg.judge.verdicts(agent, self.client, claims, chunks=chunks, early_exit=self.cfg.early_exit)
+    async def _judge(self, agent: str, claims: list, chunks: list[str], repeat: int) -> list[agents.Judged]:
+        return await self.cfg.judge.verdicts(
+            agent, lambda model: self.client(model, repeat), claims, chunks=chunks, early_exit=self.cfg.early_exit
+        )
 
     def _factuality_chunks(self, text: str) -> list[str]:
         if self.tokenizer is None:
@@ -282,7 +309,6 @@ class PageEvaluator:
 
     # ---- one page --------------------------------------------------------------------------------
     async def aevaluate(self, page: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-        key, url = page["page_key"], page["page_url"]
         text = page.get("text") or ""
         types = [t for t in (page.get("root_types") or []) if t]
         out: dict[str, list[dict[str, Any]]] = {"markups": [], "triples": [], "scores": []}
@@ -293,44 +319,62 @@ class PageEvaluator:
         fact_chunks = (
             await asyncio.to_thread(self._factuality_chunks, fact_text) if "factuality" in self.cfg.stages else []
         )
+        for repeat in range(1, self.cfg.repeats + 1):
+            await self._repeat(page, repeat, text, types, fact_chunks, out)
+        return out
+
+    async def _repeat(
+        self,
+        page: dict[str, Any],
+        repeat: int,
+        text: str,
+        types: list[str],
+        fact_chunks: list[str],
+        out: dict[str, list[dict[str, Any]]],
+    ) -> None:
+        """One evaluation of the page by every source (``repeat`` of ``cfg.repeats``; with several,
+        each source's rows are named ``source#repeat``, its judge asks afresh past the request
+        cache of the other repeats and a sampling generation draws with the repeat as seed), the
+        models compared with the human markup of the same repeat."""
+        key, url = page["page_key"], page["page_url"]
         kept_rows: dict[str, list[dict]] = {}
         raw_markups: dict[str, Markup] = {}
         final_markup: dict[str, Any] = {}
+        scores: dict[str, dict[str, Any]] = {}
         for source in self.cfg.sources:
             t0 = time.monotonic()
+            name = repeat_source(source, repeat, self.cfg.repeats)
             score: dict[str, Any] = {
                 "page_key": key,
                 "page_url": url,
-                "source": source,
+                "source": name,
                 "status": "ok",
                 "reason": None,
                 "root_types": types,
             }
-            doc = await self._source_markup(source, page, text, types, score)
+            scores[source] = score
+            out["scores"].append(score)
+            doc = await self._source_markup(source, page, text, types, score, repeat)
             if doc is None:
                 score["status"] = score["status"] if score["status"] != "ok" else "no_markup"
                 score["wall_s"] = time.monotonic() - t0
-                out["scores"].append(score)
                 continue
             try:
                 markup = parse_markup(doc)
             except MarkupError as exc:
                 score.update(status="markup_error", reason=exc.reason, wall_s=time.monotonic() - t0)
-                out["scores"].append(score)
                 continue
-            rows = await self._stages(key, url, source, markup, fact_chunks, score)
+            rows = await self._stages(key, url, name, markup, fact_chunks, score, repeat)
             raw_markups[source] = markup
             kept_rows[source] = [r for r in rows if r["kept"]]
             out["triples"].extend(rows)
-            out["markups"].extend(self._staged_markups(key, url, source, markup, rows))
+            out["markups"].extend(self._staged_markups(key, url, name, markup, rows))
             final_markup[source] = out["markups"][-1]["markup"]
             score["wall_s"] = time.monotonic() - t0
-            out["scores"].append(score)
-        self._compare(out["scores"], kept_rows, raw_markups, final_markup)
-        return out
+        self._compare(scores, kept_rows, raw_markups, final_markup)
 
     async def _source_markup(
-        self, source: str, page: dict[str, Any], text: str, types: list[str], score: dict[str, Any]
+        self, source: str, page: dict[str, Any], text: str, types: list[str], score: dict[str, Any], repeat: int
     ) -> Any:
         """A source's markup of the page as JSON (None, with ``score``'s reason and status said,
         where it has none): the page's human markup (or a stored human markup, which replaces it),
@@ -357,12 +401,14 @@ class PageEvaluator:
         if self.tokenizer is not None:  # memoized now, so generate's own call does not block
             await asyncio.to_thread(self.tokenizer.token_bytes, text)
         gen = await generation.generate(
-            self.client(source),
+            self.client(source, repeat),
             types,
             text,
             tokenizer=self.tokenizer,
             context_window=self.cfg.context_window,
             max_tokens=self.cfg.max_tokens,
+            temperature=self.cfg.temperature,
+            seed=repeat,
         )
         score.update(
             generation_chunks=len(gen.chunks),
@@ -392,16 +438,16 @@ class PageEvaluator:
 
     def _compare(
         self,
-        scores: list[dict[str, Any]],
+        scores: dict[str, dict[str, Any]],
         kept_rows: dict[str, list[dict]],
         raw_markups: dict[str, Markup],
         final_markup: dict[str, Any],
     ) -> None:
-        """Model vs human in each model source's scores row: MeMR on what the agents kept (their
-        triples rows) and on the raw markups (as read, so memr_raw_* are what
-        `python -m udfs.scores.memr HUMAN MODEL` prints for them), the key scores and BLINKG."""
-        for score in scores:
-            src = score["source"]
+        """Model vs human in each model source's scores row (``scores``: source -> its row, of one
+        repeat): MeMR on what the agents kept (their triples rows) and on the raw markups (as read,
+        so memr_raw_* are what `python -m udfs.scores.memr HUMAN MODEL` prints for them), the key
+        scores and BLINKG."""
+        for src, score in scores.items():
             if src == HUMAN or src not in kept_rows or HUMAN not in kept_rows:
                 continue
             m = memr(kept_rows[HUMAN], kept_rows[src])
@@ -435,7 +481,9 @@ class PageEvaluator:
                     match_f1=bm.f1 if bm.n_predicted else None,
                 )
 
-    async def _correct(self, rows: list[dict[str, Any]], fact_chunks: list[str], acc: dict[str, Any]) -> None:
+    async def _correct(
+        self, rows: list[dict[str, Any]], fact_chunks: list[str], acc: dict[str, Any], repeat: int
+    ) -> None:
         """GraphCorrect on the claims judged non-factual: a corrected claim (the text's value,
         re-verified) passes factuality with ``corrected`` set and goes on to compliance with its
         new value; ``value`` keeps what the source wrote, the curated markups (factuality on) carry
@@ -451,7 +499,7 @@ class PageEvaluator:
             zip(
                 distinct,
                 await judge.correct(
-                    self.client(model), fact_chunks, distinct, early_exit=self.cfg.early_exit, strategy=strategy
+                    self.client(model, repeat), fact_chunks, distinct, early_exit=self.cfg.early_exit, strategy=strategy
                 ),
             )
         )
@@ -471,7 +519,7 @@ class PageEvaluator:
                 r["_claim"] = dataclasses.replace(r["_claim"], value=f.proposed, value_type=None)
 
     async def _stages(
-        self, key: str, url: str, source: str, markup, fact_chunks: list[str], score: dict[str, Any]
+        self, key: str, url: str, source: str, markup, fact_chunks: list[str], score: dict[str, Any], repeat: int
     ) -> list[dict[str, Any]]:
         from udfs.agents import validity
 
@@ -515,9 +563,9 @@ class PageEvaluator:
         for stage, col in (("factuality", "factual"), ("compliance", "compliant")):
             if stage not in self.cfg.stages:
                 continue
-            await self._verdict_stage(stage, col, rows, fact_chunks, acc)
+            await self._verdict_stage(stage, col, rows, fact_chunks, acc, repeat)
             if stage == "factuality" and self.cfg.correction:
-                await self._correct(rows, fact_chunks, acc)
+                await self._correct(rows, fact_chunks, acc, repeat)
             follow_nodes(rows, inside, stage, _previous(stage, self.cfg.stages))
         last = [s for s in STAGES if s in self.cfg.stages]
         for r in rows:
@@ -527,7 +575,13 @@ class PageEvaluator:
         return rows
 
     async def _verdict_stage(
-        self, stage: str, col: str, rows: list[dict[str, Any]], fact_chunks: list[str], acc: dict[str, Any]
+        self,
+        stage: str,
+        col: str,
+        rows: list[dict[str, Any]],
+        fact_chunks: list[str],
+        acc: dict[str, Any],
+        repeat: int,
     ) -> None:
         """One verdict agent over the rows alive after the stage before it: each distinct claim
         judged once (up to ``max_claims``; the rest marked not judged), its verdict, score,
@@ -540,9 +594,7 @@ class PageEvaluator:
         judged = dict(
             zip(
                 asked,
-                await (
-                    self._judge(stage, asked, fact_chunks) if stage == "factuality" else self._judge(stage, asked, [])
-                ),
+                await self._judge(stage, asked, fact_chunks if stage == "factuality" else [], repeat),
             )
         )
         for j in judged.values():

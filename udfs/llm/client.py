@@ -296,9 +296,13 @@ class LLMClient:
         cache_path: str | Path | None = None,
         transport: Transport | None = None,
         seed: int | None = None,
+        cache_scope: str = "",
     ):
         self.base_url = base_url.rstrip("/")
         self.model = model
+        # A scope keys the request cache apart: the same request in another scope is asked again
+        # (a repeated evaluation, ``--repeats``, judges afresh); "" is the cache every run shares.
+        self.cache_scope = cache_scope
         self._headers = auth_headers(api_key)
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries
@@ -468,7 +472,7 @@ class LLMClient:
 
     async def _send(self, req: dict[str, Any]) -> Completion:
         text_out = RequestCache.encode(req)
-        key = RequestCache.key(text_out)
+        key = RequestCache.key(text_out if not self.cache_scope else f"{self.cache_scope}\x1f{text_out}")
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:

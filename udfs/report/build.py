@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Iterable, Sequence
 
-from udfs.evaluation.evaluator import HUMAN, page_key
+from udfs.evaluation.evaluator import HUMAN, page_key, source_repeat
 from udfs.llm.serving.config import load_serving_conf
 from udfs.report import paper
 from udfs.runtime.config import ConfigError
 from udfs.runtime.io import Folder, parquet_dataset
-from udfs.runtime.paths import shown_path
+from udfs.runtime.judge_record import read_judge
 
 STAGES = ("triples_in", "after_validity", "after_factuality", "after_compliance")
 STAGE_TITLES = ("triples in", "after validity", "after factuality", "after compliance")
@@ -520,6 +520,82 @@ def stage_plot(t7) -> bytes:
     return _png_bytes(fig)
 
 
+# ---- repeated runs (--repeats) --------------------------------------------------------------------
+# Table 7's rates over the repeats of a run: the share of a stage's input it rejected, and overall
+REPEAT_RATES = (
+    ("validity", "triples_in", "after_validity"),
+    ("factuality", "after_validity", "after_factuality"),
+    ("compliance", "after_factuality", "after_compliance"),
+    ("overall", "triples_in", "after_compliance"),
+)
+
+
+def repeat_rates(t7) -> dict[str, dict[str, list[float | None]]]:
+    """Per source of a run with repeats (names ``source#r``, ``udfs.evaluation.evaluator.
+    source_repeat``), per rate of :data:`REPEAT_RATES`, the rate of each repeat in repeat order
+    (None where the stage had no input); {} for a run without repeats."""
+    by: dict[str, dict[int, dict[str, Any]]] = {}
+    for row in t7.to_dict("records"):
+        base, r = source_repeat(row["source"])
+        if r is not None:
+            by.setdefault(base, {})[r] = row
+    out: dict[str, dict[str, list[float | None]]] = {}
+    for base, reps in by.items():
+        rows = [reps[r] for r in sorted(reps)]
+        out[base] = {
+            name: [(1 - row[b] / row[a]) if _num(row[a]) else None for row in rows] for name, a, b in REPEAT_RATES
+        }
+    return out
+
+
+def repeats_table(rates: dict[str, dict[str, list[float | None]]]) -> list[dict[str, Any]]:
+    """Table 7's rejection rates per source as the mean over its repeats, the sample standard
+    deviation and the range (min to max), with the repeats counted; a rate no repeat could have
+    (no input at that stage) says so."""
+    out = []
+    for base in sorted(rates, key=lambda b: (b != HUMAN, b)):
+        for name, values in rates[base].items():
+            xs = [x for x in values if x is not None]
+            row = {"source": base, "rate": name, "repeats": len(values), "with_input": len(xs)}
+            if xs:
+                mean = sum(xs) / len(xs)
+                sd = (sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5 if len(xs) > 1 else None
+                row.update(
+                    mean=f"{mean:.1%}",
+                    sd="–" if sd is None else f"{sd:.1%}",
+                    range=f"{min(xs):.1%} – {max(xs):.1%}",
+                    values=", ".join(f"{x:.1%}" for x in xs),
+                )
+            else:
+                row.update(mean="no input", sd="–", range="–", values="–")
+            out.append(row)
+    return out
+
+
+def repeats_plot(rates: dict[str, dict[str, list[float | None]]]) -> bytes:
+    """Each source's rejection rates per repeat (dots) beside their mean (a bar), per rate."""
+    plt = _pyplot()
+    names = [n for n, _, _ in REPEAT_RATES]
+    bases = sorted(rates, key=lambda b: (b != HUMAN, b))
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    width = 0.8 / max(1, len(bases))
+    for k, base in enumerate(bases):
+        for i, name in enumerate(names):
+            xs = [x for x in rates[base][name] if x is not None]
+            if not xs:
+                continue
+            at = i + (k - (len(bases) - 1) / 2) * width
+            ax.bar(at, sum(xs) / len(xs), width * 0.9, color=f"C{k}", alpha=0.35, label=base if i == 0 else None)
+            ax.plot([at] * len(xs), xs, "o", color=f"C{k}", markersize=4)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel("rejected (share of the stage's input)")
+    ax.set_title("Rejection rates per repeat (dots) and their mean (bars)")
+    if bases:
+        ax.legend()
+    fig.tight_layout()
+    return _png_bytes(fig)
+
+
 STRATUM_COLOURS = {"low": "#dbe9f6", "medium": "#fde9c9", "high": "#f6d5d5"}
 
 
@@ -662,22 +738,20 @@ def benchmark(root: Folder) -> list[dict[str, Any]]:
 _JUDGED = {"factuality": ("n_valid", "n_factual"), "compliance": ("n_factual", "n_compliant")}
 
 
-def judge_of_run(record: dict[str, Any] | None) -> dict[str, Any]:
-    """The judge the evaluation ran with, as its run record keeps it (``evaluation.judge``:
-    ``udfs.scores.calibration.ResolvedJudge``: settings, thresholds, their provenance, the
-    calibration's account); {} for a record without one."""
-    return ((record or {}).get("evaluation") or {}).get("judge") or {}
-
-
 def calibration_note(record: dict[str, Any] | None) -> str:
-    """Which calibration the evaluation applied (file, hash, what matched), from its run record."""
-    applied = judge_of_run(record).get("calibration")
-    if not applied:
-        return "not recorded (the run predates resolved judges): unknown"
-    if not applied.get("file"):
-        return applied.get("note") or "none: the configured thresholds"
-    sha = (applied.get("sha256") or "")[:12]
-    return f"{shown_path(applied['file'])} (sha256 {sha or 'unknown'}…): {applied.get('note', '')}"
+    """Which calibration the evaluation applied (the file, the entry taken per agent, or why none
+    was), from its run record's judge block (``udfs.runtime.judge_record``)."""
+    judge = read_judge(record)
+    if judge is None:
+        return "not recorded (the run predates the judge's block): unknown"
+    parts = []
+    for agent, r in judge.agents.items():
+        if r.entry is not None:
+            parts.append(f"{agent}: entry {r.entry['id']}")
+        else:
+            why = next((p.why for p in r.threshold.passed_over if p.kind == "calibration"), "not taken")
+            parts.append(f"{agent}: none ({why})")
+    return f"{judge.calibration_file or 'no calibration file'}: " + "; ".join(parts)
 
 
 def corrected_rates(con, record: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -690,7 +764,8 @@ def corrected_rates(con, record: dict[str, Any] | None) -> list[dict[str, Any]]:
 
     ev = (record or {}).get("evaluation") or {}
     stages = ev.get("stages") or ["validity", "factuality", "compliance"]
-    agents = (judge_of_run(record).get("calibration") or {}).get("agents") or {}
+    judge = read_judge(record)
+    entries = {a: r.entry for a, r in (judge.agents if judge else {}).items() if r.entry is not None}
     rows = con.execute(
         "SELECT source, n_valid, n_factual, n_compliant FROM scores WHERE status = 'ok' ORDER BY source, page_key"
     ).fetchall()
@@ -721,9 +796,8 @@ def corrected_rates(con, record: dict[str, Any] | None) -> list[dict[str, Any]]:
                 "interval": None,
                 "why": None,
             }
-            acc = agents.get(agent) or {}
-            test = acc.get("test") or {}
-            if not acc.get("matched"):
+            test = (entries.get(agent) or {}).get("test") or {}
+            if agent not in entries:
                 row["why"] = "no calibration matched this agent: the judge's errors are not measured"
             elif n:
                 c = corrected_rate(
@@ -830,8 +904,7 @@ def run_metadata(record: dict[str, Any] | None, model_ids: list[str], stored: Se
     strategy, thresholds and where they came from, the settings hash, versions."""
     rec = record or {}
     ev = {**rec.get("config", {}), **rec.get("evaluation", {})}
-    judge = judge_of_run(rec)
-    provenance = judge.get("provenance") or {}
+    judge = read_judge(rec)
     rows = [
         (
             "evaluated",
@@ -844,9 +917,22 @@ def run_metadata(record: dict[str, Any] | None, model_ids: list[str], stored: Se
         *([("stored markups (sources, not models)", _stored_note(rec, stored))] if stored else []),
         ("model file", _model_file(model_ids)),
         ("stages", ", ".join(ev.get("stages") or []) or "unknown"),
-        ("strategy", (judge.get("settings") or {}).get("strategy", "unknown")),
-        ("factuality threshold", provenance.get("factuality", "unknown: not recorded")),
-        ("compliance threshold", provenance.get("compliance", "unknown: not recorded")),
+        ("strategy", judge.strategy if judge else "unknown"),
+        *(
+            (
+                f"{a} threshold",
+                f"{judge.agents[a].threshold.value:g} from {judge.agents[a].threshold.origin.describe()}"
+                if judge and a in judge.agents
+                else "unknown: not recorded",
+            )
+            for a in ("factuality", "compliance")
+        ),
+        (
+            "factuality questions",
+            " → ".join(judge.agents["factuality"].order) + f" (in this order; gate {judge.agents['factuality'].gate:g})"
+            if judge
+            else "unknown",
+        ),
         ("pages limit", f"{ev.get('limit', 'unknown')}, order {ev.get('order', 'unknown')}"),
         (
             "validity",
@@ -865,8 +951,8 @@ def run_metadata(record: dict[str, Any] | None, model_ids: list[str], stored: Se
             + f", python {platform.python_version()} (report) / {rec.get('python', 'unknown')} (evaluation)",
         ),
     ]
-    thresholds = {a: _num(judge.get(f"{a}_threshold")) for a in ("factuality", "compliance")}
-    return {"rows": rows, "thresholds": {k: v for k, v in thresholds.items() if v is not None}}
+    thresholds = {a: r.threshold.value for a, r in judge.agents.items()} if judge else {}
+    return {"rows": rows, "thresholds": thresholds}
 
 
 # ---- the report ----------------------------------------------------------------------------------
@@ -954,6 +1040,11 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None, paper_so
         "failures": frames["failures"].to_dict("records"),
     }
     frames["corrected_rates"] = pd.DataFrame(ctx["corrected_rates"])
+    rates = repeat_rates(t7)
+    ctx["repeats"] = repeats_table(rates) if rates else None
+    ctx["repeats_plot"] = data_uri(repeats_plot(rates)) if rates else None
+    if rates:
+        frames["repeats"] = pd.DataFrame(ctx["repeats"])
     ctx["paper_pages"] = None
     if paper_source:
         ctx["paper_pages"] = paper_pages_section(src, ds, triples, paper_source)

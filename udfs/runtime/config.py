@@ -167,6 +167,8 @@ class EvaluateConf:
     context_window: int
     max_tokens: int
     max_claims: int
+    repeats: int
+    temperature: float
     early_exit: bool
     executor: str
     workers: int
