@@ -339,7 +339,7 @@ def test_kappa_job_reads_a_votes_table_and_rejects_bad_rows(tmp_path):
     rej = [json.loads(line) for line in (tmp_path / "out/rejects/agents_bench/kappa.jsonl").read_text().splitlines()]
     assert len(rej) == 1 and "maybe" in rej[0]["reason"]
     run = json.loads((tmp_path / "out/agents_bench/kappa/_run.json").read_text())["counters"]
-    assert run == {"rows_read": 7, "rows_rejected": 1, "rows_used": 6}
+    assert run == {"rows_read": 7, "rows_rejected": 1, "rows_used": 6, "duplicate_vote_rows": 0}
 
 
 # ---- a small real run --------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import contextlib
 import json
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Sequence
@@ -140,11 +141,39 @@ REQUIRED = ("text", "property", "value", "entity_type", "label", "kind")
 
 @dataclass
 class GroundTruth:
-    """The rows per agent, where they were read from and the sha256 of the files read (in order)."""
+    """The rows per agent, where they were read from and the sha256 of the files read (in order);
+    ``duplicates``: the rows left out because another row of the same agent has their ``item_id``
+    (reject rows, ``udfs.runtime.rejects``: the file, the row, ``DUPLICATE_ITEM``, the item's keys),
+    ``duplicate_items`` their keys (``agent/item_id``, sorted)."""
 
     tables: dict[str, list[dict[str, Any]]]
     source: str
     sha256: str
+    duplicates: list[dict[str, Any]] = field(default_factory=list)
+    duplicate_items: list[str] = field(default_factory=list)
+
+
+# An item is judged and scored once: rows of one agent that share an item_id (the same claim given
+# twice, or two claims under one id) cannot say which label holds, so none of them is an item.
+DUPLICATE_ITEM = "item_id given by several rows of the ground truth (same agent): none is judged"
+
+
+def _unique_items(rows: list[dict[str, Any]], where: str, gt: GroundTruth) -> list[dict[str, Any]]:
+    """``rows`` (one file's, in its order) without those whose (agent, item_id) another row has;
+    each of those is a reject of ``gt.duplicates`` (position: the row's index in the file) and its
+    key one of ``gt.duplicate_items``."""
+    n = Counter((r["agent"], r["item_id"]) for r in rows)
+    kept = []
+    for i, r in enumerate(rows):
+        if n[(r["agent"], r["item_id"])] == 1:
+            kept.append(r)
+            continue
+        keys = {k: r.get(k) for k in ("agent", "item_id", "kind", "label", "property", "value", "entity_type")}
+        gt.duplicates.append(
+            reject_row(where, i, DUPLICATE_ITEM, json.dumps(keys, default=str), raw_chars=FIXED_RAW_CHARS)
+        )
+        gt.duplicate_items.append(f"{r['agent']}/{r['item_id']}")
+    return kept
 
 
 def _rows(table, where: str, agent: str | None) -> list[dict[str, Any]]:
@@ -200,13 +229,16 @@ def load_ground_truth(where: Folder) -> GroundTruth:
     questions show it), ``siblings`` (a list of the subject's other properties: the choice
     question's options), ``subject`` (which node the claim is about: the subject question says
     it), ``item_id``, ``example_id``, ``text_example_id``; others
-    are kept and not read. Anything else is a :class:`BenchInputError` that says what is wrong."""
+    are kept and not read. The key is (agent, ``item_id``): rows that share one are left out, each
+    a reject in ``GroundTruth.duplicates`` (``DUPLICATE_ITEM``). Anything else is a
+    :class:`BenchInputError` that says what is wrong."""
     import hashlib
 
     import pyarrow.parquet as pq
 
     digest = hashlib.sha256()
     tables: dict[str, list[dict[str, Any]]] = {"factuality": [], "compliance": []}
+    gt = GroundTruth(tables, str(where), "")
     if where.isdir():
         found = [a for a in tables if where.isfile(f"{a}.parquet")]
         if not found:
@@ -217,7 +249,8 @@ def load_ground_truth(where: Folder) -> GroundTruth:
         for a in found:
             data = where.read_bytes(f"{a}.parquet")
             digest.update(data)
-            tables[a] = _rows(pq.read_table(pa_buffer(data)), str(where / f"{a}.parquet"), a)
+            path = str(where / f"{a}.parquet")
+            tables[a] = _unique_items(_rows(pq.read_table(pa_buffer(data)), path, a), path, gt)
     else:
         parent, name = where.parent, where.name
         if not parent.isfile(name):
@@ -230,9 +263,19 @@ def load_ground_truth(where: Folder) -> GroundTruth:
             table = pq.read_table(pa_buffer(data))
         except Exception as exc:
             raise BenchInputError(f"--input {where}: not a Parquet file ({exc})") from exc
-        for r in _rows(table, str(where), None):
+        for r in _unique_items(_rows(table, str(where), None), str(where), gt):
             tables[r["agent"]].append(r)
-    return GroundTruth(tables, str(where), digest.hexdigest())
+    gt.duplicate_items = sorted(set(gt.duplicate_items))
+    if gt.duplicates:
+        log.warning(
+            "ground truth %s: %d rows share an item_id with another row of their agent, none is judged (%s%s)",
+            where,
+            len(gt.duplicates),
+            ", ".join(gt.duplicate_items[:5]),
+            f" and {len(gt.duplicate_items) - 5} more" if len(gt.duplicate_items) > 5 else "",
+        )
+    gt.sha256 = digest.hexdigest()
+    return gt
 
 
 def pa_buffer(data: bytes):
@@ -318,6 +361,7 @@ def run(
             if r["score"] is not None:
                 done[(r["agent"], r["item_id"])] = r
     c = {"items": sum(len(v) for v in todo.values()), "already_judged": 0}
+    c["ground_truth_duplicate_rows"] = len(gt.duplicates)
     pending = {agent: [it for iid, it in d.items() if (agent, iid) not in done] for agent, d in todo.items()}
     c["already_judged"] = c["items"] - sum(len(v) for v in pending.values())
     clients = {
@@ -344,6 +388,8 @@ def run(
         "tasks": {t: len(v) for t, v in task_items.items()},
         "ground_truth": gt.source,
         "ground_truth_sha256": gt.sha256,
+        # the items left out for a shared item_id (agent/item_id; the warning line names the first)
+        "ground_truth_duplicate_items": gt.duplicate_items,
         # the settings, the thresholds applied and where each came from
         "resolved_judge": cfg.judge.record(),
     }
@@ -528,10 +574,15 @@ def calibration_markdown(entries: Sequence[dict[str, Any]], path: str) -> str:
 
 
 # ---- kappa ---------------------------------------------------------------------------------------
+DUPLICATE_VOTE = "page voted on by several rows of its group: none is counted"
+
+
 def kappa(inputs: Sequence[str], out: Folder, rejects: Folder) -> Report:
     """Cohen's kappa per group of a votes table (CSV or Parquet: human_vote, and memr_choice or
-    memr_h and memr_l, optionally group): ``out`` is replaced by kappa.parquet, a row that cannot be
-    read is a line of ``rejects/kappa.jsonl`` with the reason."""
+    memr_h and memr_l, optionally group and page): ``out`` is replaced by kappa.parquet, a row that
+    cannot be read is a line of ``rejects/kappa.jsonl`` with the reason. With a ``page`` column,
+    (group, page) is the key: a page voted on by several rows of one group is counted by none of
+    them, each a reject (``DUPLICATE_VOTE``), so no page weighs twice in a kappa."""
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
@@ -544,6 +595,7 @@ def kappa(inputs: Sequence[str], out: Folder, rejects: Folder) -> Report:
         rows += [(str(path), i, r) for i, r in enumerate(t.to_pylist())]
     groups: dict[str, list[tuple[str, str]]] = {}
     rejected = []
+    voted = []
     for src, i, r in rows:
         try:
             if r.get("memr_choice") not in (None, ""):
@@ -557,7 +609,13 @@ def kappa(inputs: Sequence[str], out: Folder, rejects: Folder) -> Report:
         except (ValueError, TypeError) as exc:
             rejected.append(reject_row(src, i, str(exc), json.dumps(r, default=str), raw_chars=FIXED_RAW_CHARS))
             continue
-        groups.setdefault(str(r.get("group") or "all"), []).append((memr, human))
+        voted.append((src, i, r, str(r.get("group") or "all"), memr, human))
+    n = Counter((g, r.get("page")) for _, _, r, g, _, _ in voted if r.get("page") not in (None, ""))
+    for src, i, r, g, memr, human in voted:
+        if n.get((g, r.get("page")), 1) > 1:
+            rejected.append(reject_row(src, i, DUPLICATE_VOTE, json.dumps(r, default=str), raw_chars=FIXED_RAW_CHARS))
+            continue
+        groups.setdefault(g, []).append((memr, human))
     table = [{"group": g, **bm.kappa_table(v)} for g, v in sorted(groups.items())]
     out.rm()
     rejects.rm("kappa.jsonl")
@@ -565,9 +623,20 @@ def kappa(inputs: Sequence[str], out: Folder, rejects: Folder) -> Report:
     if rejected:
         rejects.write_text("kappa.jsonl", "".join(json.dumps(r) + "\n" for r in rejected))
     report = Report(
-        counters={"rows_read": len(rows), "rows_rejected": len(rejected), "rows_used": len(rows) - len(rejected)},
+        counters={
+            "rows_read": len(rows),
+            "rows_rejected": len(rejected),
+            "rows_used": len(rows) - len(rejected),
+            "duplicate_vote_rows": sum(r["reason"] == DUPLICATE_VOTE for r in rejected),
+        },
         facts={"kappa": table},
     )
+    if report.counters["duplicate_vote_rows"]:
+        log.warning(
+            "%d vote rows give a page that another row of their group gives too: none of them is counted "
+            "(rejects/kappa.jsonl names them)",
+            report.counters["duplicate_vote_rows"],
+        )
     lines = ["| group | pages | rating pairs | MeMR ties | human ties | kappa |\n|---|---|---|---|---|---|"]
     for o in table:
         k = "–" if o["kappa"] is None else f"{o['kappa']:.3f}"
