@@ -183,9 +183,9 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     with pytest.raises(ValueError, match="extract-other asks past the value extract-soft-all-near reads off"):
         check_questions(["plain", "extract-other"])
     assert check_questions(["extract-other", "extract-soft-all-near"]) == ("extract-other", "extract-soft-all-near")
-    plain = prompt_fingerprint("factuality", "direct")
-    assert prompt_fingerprint("factuality", "direct", questions=["plain"]) == plain
-    assert prompt_fingerprint("factuality", "direct", questions=["plain", "extract-soft-all-near"]) != plain
+    plain = prompt_fingerprint("factuality", "direct", None, ["plain"])
+    assert prompt_fingerprint("factuality", "direct", None, ["plain"]) == plain
+    assert prompt_fingerprint("factuality", "direct", None, ["plain", "extract-soft-all-near"]) != plain
 
     def key(qs, agent="factuality"):
         return cal.layout_key(questions_key(qs, agent))
@@ -225,12 +225,12 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     assert question_other.replace(', other than "10 minutes"', "") == question
     assert FACTUALITY["extract-other"].messages(text, claim, "direct") is None
     assert prompt_fingerprint(
-        "factuality", "direct", questions=["extract-soft-all-near", "extract-other"]
-    ) != prompt_fingerprint("factuality", "direct", questions=["extract-soft-all-near"])
+        "factuality", "direct", None, ["extract-soft-all-near", "extract-other"]
+    ) != prompt_fingerprint("factuality", "direct", None, ["extract-soft-all-near"])
     # extract-soft-all-near's fingerprint covers the prompts of the requests it asks again (the
     # listing's) as well as its first request's
     # (a copy of the prompts per edit: a prompt file is read once per folder)
-    near = prompt_fingerprint("factuality", "direct", questions=["extract-soft-all-near"])
+    near = prompt_fingerprint("factuality", "direct", None, ["extract-soft-all-near"])
     copy = tmp_path / "copy"
     shutil.copytree(PROMPTS_DIR, copy)
     assert prompt_fingerprint("factuality", "direct", str(copy), ["extract-soft-all-near"]) == near
@@ -247,17 +247,17 @@ def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_c
     ranged = complies.messages(text, claim, "direct")
     assert ranged == compliance_messages(claim, definition, "direct", question="ranged")
     assert "Duration" in ranged[1]["content"] and text not in ranged[1]["content"]
-    assert prompt_fingerprint("factuality", "direct", questions=["plain", "complies-ranged"]) != prompt_fingerprint(
-        "factuality", "direct", questions=["plain"]
+    assert prompt_fingerprint("factuality", "direct", None, ["plain", "complies-ranged"]) != prompt_fingerprint(
+        "factuality", "direct", None, ["plain"]
     )
     # a prompt file edited is another fingerprint
-    with_claim = prompt_fingerprint("factuality", "direct", questions=["plain", "claim"])
+    with_claim = prompt_fingerprint("factuality", "direct", None, ["plain", "claim"])
     edited = tmp_path / "prompts"
     shutil.copytree(PROMPTS_DIR, edited)
     (edited / "factuality_question_claim.txt").write_text("Is {value} the {property} of the {entity_type}?")
-    assert with_claim != prompt_fingerprint("factuality", "direct", questions=["plain"])
+    assert with_claim != prompt_fingerprint("factuality", "direct", None, ["plain"])
     assert with_claim != prompt_fingerprint(
-        "factuality", "direct", questions=["plain", "claim"], prompts_dir=str(edited)
+        "factuality", "direct", prompts_dir=str(edited), questions=["plain", "claim"]
     )
     # ranged shows the property's expected types (schema.org's rangeIncludes) beside the definition
     ranged = compliance_messages(claim, definition, "direct", question="ranged")[1]["content"]

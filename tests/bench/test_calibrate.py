@@ -204,7 +204,7 @@ def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path, capsys):
     for agent, e in entries.items():
         assert (e["model"], e["strategy"], e["layout"], e["seed"]) == ("m", "direct", layouts[agent], 3)
         assert e["ground_truth_sha256"] == gt.sha256
-        assert e["prompts_sha256"] == prompt_fingerprint(agent, "direct", questions=questions[agent])
+        assert e["prompts_sha256"] == prompt_fingerprint(agent, "direct", None, questions[agent])
         # the fitted threshold separates the two bands; the test split is judged perfectly
         assert 0.4 < e["threshold"] < 0.6
         assert e["test"]["f1"] == 1.0 and e["test"]["auroc"] == 1.0
@@ -240,7 +240,7 @@ def test_calibrate_fits_on_one_split_and_reports_on_the_other(tmp_path, capsys):
         ["m"],
         "direct",
         layouts,
-        {a: prompt_fingerprint(a, "direct", questions=questions[a]) for a in layouts},
+        {a: prompt_fingerprint(a, "direct", None, questions[a]) for a in layouts},
     )
     assert {a: e["threshold"] for a, e in found.entries.items()} == {a: e["threshold"] for a, e in entries.items()}
     # and so does the benchmark's run: it measures the judge that runs

@@ -230,7 +230,7 @@ def test_the_calibration_gives_the_thresholds_only_where_it_matches_and_says_whe
             {**entry("factuality", 0.31), "prompts_sha256": "0" * 16},
             {
                 **entry("compliance", 0.27),
-                "prompts_sha256": prompt_fingerprint("compliance", "direct", questions=["ranged"]),
+                "prompts_sha256": prompt_fingerprint("compliance", "direct", None, ["ranged"]),
             },
         ],
     )
@@ -251,7 +251,10 @@ def test_build_judge_takes_the_command_line_then_the_config_file_then_the_calibr
     assert thresholds(j) == (0.5, 0.27)
     value, origin, over = applied(j)
     assert origin.kind == COMMAND_LINE and origin.flag == "--factuality-threshold"
-    assert over == {CALIBRATION: "entry m factuality direct shared_prefix matched; a written threshold wins"}
+    assert over == {
+        CONFIG_FILE: f"{CONF_SHOWN} [judge] factuality_threshold: the command line wins",
+        CALIBRATION: "entry m factuality direct shared_prefix matched; a written threshold wins",
+    }
     # nor its map or its test counts: they describe another threshold (the corrected rates need them)
     assert "factuality" not in j.maps and j.record.agents["factuality"].entry is None
     assert j.record.agents["compliance"].entry["id"] == "m compliance direct shared_prefix:ranged"

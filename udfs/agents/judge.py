@@ -143,6 +143,7 @@ def _threshold(
     over: list[PassedOver] = []
     if setting in given and value != CALIBRATED:
         origin = Origin(COMMAND_LINE, flag="--" + setting.replace("_", "-"))
+        over.append(PassedOver(CONFIG_FILE, f"{shown_path(config_file)} {where}: the command line wins"))
     else:
         over.append(PassedOver(COMMAND_LINE, "given as calibrated" if setting in given else "not given"))
         if setting not in given and value != CALIBRATED:

@@ -422,15 +422,13 @@ def help_text(agent: str) -> str:
     return "; ".join(f"{q.name}: {q.help}" for q in REGISTRY[agent].values())
 
 
-def prompt_fingerprint(
-    agent: str, strategy: str, prompts_dir: str | None = None, questions: Sequence[str] = PLAIN
-) -> str:
+def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None, questions: Sequence[str]) -> str:
     """A short sha256 of the messages an agent sends for a fixed probe claim with ``strategy``
     and each of the agent's ``questions`` (:meth:`Question.probe`): it changes whenever the
     instructions, the questions or their layout change, so a threshold calibrated on other prompts
-    is not taken for these (``udfs.scores.calibration.resolve``)."""
+    is not taken for these (``udfs.scores.calibration.match``)."""
     qs = check_questions(questions, agent)
-    # the probe value is a typed node of a named subject, so a typed question's fingerprint is not its plain twin's
+    # the probe is a typed node of a named subject: a question that shows either changes the fingerprint
     claim = Claim("property", "value", "Thing", "Thing", ("name",), '"subject"')
     known = REGISTRY[agent]
     if qs == PLAIN:  # one plain question keeps the fingerprint it always had: its messages, not a list

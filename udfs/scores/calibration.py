@@ -53,7 +53,7 @@ SHARED_PREFIX = "shared_prefix"  # the layout of udfs.agents.verdicts.factuality
 def layout_key(questions: str = "plain", layout: str = SHARED_PREFIX) -> str:
     """How an entry names the prompts its scores came from: the layout alone for an agent's plain
     question, else the layout and the name of the agent's questions (``udfs.agents.prompts.
-    questions_key``: "shared_prefix:plain+says+extract"; "shared_prefix:plain+claim^complies-ranged"
+    questions_key``: "shared_prefix:plain+claim+extract-soft-all-near"; "shared_prefix:plain+claim^complies-ranged"
     where factuality questions about the text and about the property are combined): scores of
     other questions, or of the same combined otherwise, are another scale, with a threshold of
     their own. Each agent's key names its own questions, so one compliance entry serves every
