@@ -47,7 +47,7 @@ def counters(out):
 
 
 def test_counts_match_results_csv_and_reconcile(pset, imported):
-    from jobs.import_pset import PSET_PAGES_SCHEMA, STORED_MARKUPS_SCHEMA
+    from udfs.corpus.pset_tables import PSET_PAGES_SCHEMA, STORED_MARKUPS_SCHEMA
 
     pages = pq.read_table(imported / "pages")
     stored = pq.read_table(imported / "stored_markups")
