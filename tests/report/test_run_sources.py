@@ -1,6 +1,7 @@
 """The report's run table names the models of the run (the generators and the verdicts' models) as
 models, and the sources of stored markups (``--markups``: made elsewhere, judged here) as sources:
-a run that judged the paper's GPT-4 markups did not run GPT-4 (udfs/report/build.py run_sources)."""
+a run that judged the paper's GPT-4 markups did not run GPT-4 (udfs/report/build.py run_sources).
+And its input's key, (page_key, source), is one row: scores with a key twice are refused."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import json
 import re
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 from udfs.evaluation.evaluator import SCORES_SCHEMA, TRIPLES_SCHEMA, to_table
 
@@ -87,3 +90,34 @@ def test_a_record_without_generators_cannot_tell_and_counts_every_source_as_a_mo
     rows = run_rows(root(tmp_path, {"stages": ["validity"]}))
     assert rows[MODELS_ROW] == ", ".join(sorted([GENERATOR, JUDGE, *STORED]))
     assert STORED_ROW not in rows
+
+
+def test_a_runs_repeats_are_its_sources_by_name(tmp_path):
+    """--repeats names a source's repeats source#r: the generator's repeats are the generator."""
+    out = root(tmp_path, {"models": [GENERATOR], "sources": ["human", GENERATOR]})
+    scores = [
+        {"page_key": "k1", "page_url": URL, "source": f"{s}#{r}", "status": "ok"}
+        | {"n_triples": 2, "n_valid": 2, "n_factual": 1, "n_compliant": 1}
+        for s in ("human", GENERATOR)
+        for r in (1, 2)
+    ]
+    pq.write_table(to_table(scores, SCORES_SCHEMA), out / "scores" / "part-0.parquet")
+    rows = run_rows(out)
+    assert rows[MODELS_ROW] == f"{JUDGE}, {GENERATOR}" and STORED_ROW not in rows
+
+
+def test_scores_with_a_key_in_two_rows_are_refused_naming_it(tmp_path, capsys):
+    """Two runs' scores given together (here one part copied): every page would count twice in every
+    table. The report refuses, naming the key and the files; before, it counted them twice."""
+    from jobs.report import ReportJob
+
+    out = root(tmp_path, {"models": [GENERATOR], "sources": ["human", GENERATOR, *STORED]})
+    part = pq.read_table(out / "scores" / "part-0.parquet")
+    pq.write_table(part.filter(pc.equal(part["source"], GENERATOR)), out / "scores" / "part-1.parquet")
+    with pytest.raises(SystemExit) as stop:
+        ReportJob(["--input", str(out / "scores"), "--output", str(out)]).main()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2 and err.startswith("report.py: error: 1 (page_key, source) keys of the scores")
+    assert f"page_key k1, source {GENERATOR}: 2 rows in " in err
+    assert "part-0.parquet" in err and "part-1.parquet" in err
+    assert not (out / "report" / "index.html").exists()

@@ -854,17 +854,42 @@ def settings_hash(record: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def check_one_row_per_key(con, ds) -> None:
+    """The scores' key is (page_key, source): a key in several rows (the scores of two runs given
+    together, a part copied twice) would count a page twice in every table, so it is an InputError
+    naming the first keys and the files that hold them, not a report. ``con`` has ``ds`` (the scores
+    dataset) registered as ``scores``."""
+    from udfs.runtime.inputs import InputError
+
+    dup = con.execute(
+        "SELECT page_key, source, count(*) AS n FROM scores GROUP BY page_key, source HAVING n > 1 "
+        "ORDER BY page_key, source"
+    ).fetchall()
+    if not dup:
+        return
+    named = {(k, s): [] for k, s, _ in dup[:3]}
+    for frag in ds.get_fragments():
+        t = frag.to_table(columns=["page_key", "source"])
+        for key in set(zip(t["page_key"].to_pylist(), t["source"].to_pylist())) & set(named):
+            named[key].append(frag.path)
+    first = "; ".join(f"page_key {k}, source {s}: {n} rows in {', '.join(named[(k, s)])}" for k, s, n in dup[:3])
+    raise InputError(
+        f"{len(dup)} (page_key, source) keys of the scores are in more than one row ({first}"
+        f"{f' and {len(dup) - 3} more' if len(dup) > 3 else ''}): give the scores of one run"
+    )
+
+
 def run_sources(
     record: dict[str, Any] | None, score_sources: Iterable[str], triples: list[dict[str, Any]]
 ) -> tuple[list[str], list[str]]:
     """(models, stored): the models of the run (the generators its record names and the models
     that gave the triples' verdicts) and the sources of stored markups (``--markups``: markups made
     elsewhere and judged by this run, not models of it): every source of the scores that is neither
-    ``human`` nor a generator. A record without its generators (older runs) cannot tell a stored
-    source from a model: such sources count as models."""
+    ``human`` nor a generator, a repeat's (``source#r``) by its source's name. A record without its
+    generators (older runs) cannot tell a stored source from a model: such sources count as models."""
     ev = (record or {}).get("evaluation") or {}
     verdicts = {m for r in triples if (m := r.get("model"))}
-    others = {s for s in score_sources if s != HUMAN}
+    others = {name for s in score_sources if (name := source_repeat(s)[0]) != HUMAN}
     if "models" in ev:
         generators = set(ev["models"] or ())
         return sorted(generators | verdicts), sorted(others - generators)
@@ -969,6 +994,7 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None, paper_so
     con = duckdb.connect()
     ds = parquet_dataset(scores)
     con.register("scores", ds)
+    check_one_row_per_key(con, ds)
     strata, strata_note = _strata(src)
     con.register("strata", strata)
     counting = triple_counting(con)
