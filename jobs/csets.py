@@ -2,12 +2,14 @@
 
 Streams N-Quads (plain or gzip; files, directories, globs, manifests; one file = one task) into
 the ``csets/`` table: one row per characteristic set with its instances, pages, domains and a
-deterministic sample of page URLs. Malformed lines go to ``rejects/csets/`` with file, line and
-reason; ``csets/_run.json`` holds counters that reconcile (lines read = quads parsed + lines
-rejected + blank/comment lines skipped) and lists every input file with the lines it gave and
-its quads, rejected and skipped lines and distinct graphs (``inputs.read``, adding up to the lines
-read). Blank-node labels, graph labels included, are scoped to their file. Same file on a cluster:
-add ``--master`` or use spark-submit's flags.
+deterministic sample of page URLs. WebDataCommons' variant, whose fifth term names the extractor,
+is read (``--strict-nquads``: W3C N-Quads exactly, a fifth term is a reject). Malformed lines go
+to ``rejects/csets/`` with file, line and reason; ``csets/_run.json`` holds counters that
+reconcile (lines read = quads parsed + triples of the default graph, which name no page + lines
+rejected + blank/comment lines skipped), the fifth term's values, and every input file with the
+lines it gave and its quads, default-graph triples, rejected and skipped lines and distinct graphs
+(``inputs.read``, adding up to the lines read). Blank-node labels, graph labels included, are
+scoped to their file. Same file on a cluster: add ``--master`` or use spark-submit's flags.
 """
 
 from __future__ import annotations
@@ -68,6 +70,12 @@ class CsetsJob(SparkJob):
             type=int,
             help="a longer line is rejected (its first characters kept in rejects/), never read whole",
         )
+        p.add_argument(
+            "--strict-nquads",
+            action=argparse.BooleanOptionalAction,
+            help="W3C N-Quads exactly: a fifth term is a reject; --no-strict-nquads reads WebDataCommons' "
+            "variant, whose fifth term names the extractor (<ex:html-microdata>), counted in fifth_term",
+        )
         p.add_argument("--top", type=int, help="C-sets shown in the summary printed at the end")
 
     def run(self):
@@ -78,6 +86,7 @@ class CsetsJob(SparkJob):
             sample_urls=a.sample_urls,
             reject_raw_chars=a.reject_raw_chars,
             max_line_bytes=a.max_line_bytes,
+            strict_nquads=a.strict_nquads,
         )
         files = self.resolve_inputs(a.input, root=a.input_root or None)
         vocab = load_vocabulary(a.vocab)
@@ -139,20 +148,26 @@ class CsetsJob(SparkJob):
             "rejects_written": spark.read.parquet(str(self.rejects_dir)).count(),
         }
         # every input with the lines it gave (0: none, and why in rejects/), adding up to lines_read,
-        # and its quads, rejected and skipped lines (adding up to its lines) and distinct graphs
+        # and its quads, default-graph triples, rejected and skipped lines (adding up to its lines)
+        # and distinct graphs
         strip = lambda f: f.removeprefix("file://").removeprefix("file:")  # noqa: E731
         why = {strip(f): w for f, w in damaged.items()}
         reads = {f: {**c, **({"damaged": why[f]} if f in why else {})} for f, c in norm.items()}
         for f in why.keys() - reads.keys():
             reads[f] = {"lines": 0, "damaged": why[f]}
         per_file_reconciles = all(
-            r["lines"] == r["quads"] + r["rejected"] + r["skipped"] for r in reads.values() if "quads" in r
+            r["lines"] == r["quads"] + r["default_graph"] + r["rejected"] + r["skipped"]
+            for r in reads.values()
+            if "quads" in r
         )
         per_file_adds_up = self.keep_reads(files, reads, "lines", lines_read)
         counters["reconciles"] = (
             (
                 lines_read
-                == counters["quads_parsed"] + counters["lines_rejected"] + counters["lines_skipped_blank_or_comment"]
+                == counters["quads_parsed"]
+                + counters["lines_default_graph"]
+                + counters["lines_rejected"]
+                + counters["lines_skipped_blank_or_comment"]
             )
             and per_file_adds_up
             and per_file_reconciles
@@ -168,8 +183,9 @@ class CsetsJob(SparkJob):
     def summary(self, table, counters, top):
         rows = table.orderBy(F.desc("n_instances"), "cset_id").limit(top).collect()
         out = [
-            f"lines {counters['lines_read']:,} = quads {counters['quads_parsed']:,} + rejected "
-            f"{counters['lines_rejected']:,} + skipped {counters['lines_skipped_blank_or_comment']:,}; "
+            f"lines {counters['lines_read']:,} = quads {counters['quads_parsed']:,} + default-graph triples "
+            f"(no page) {counters['lines_default_graph']:,} + rejected {counters['lines_rejected']:,} + skipped "
+            f"{counters['lines_skipped_blank_or_comment']:,}; "
             f"pages {counters['pages']:,}; entities {counters['entities_before_cleaning']:,} -> "
             f"{counters['entities_after_cleaning']:,}; sets {counters['sets_before_cleaning']:,} -> "
             f"{counters['sets_after_cleaning']:,} after cleaning",

@@ -2,27 +2,29 @@
 
 Each round cuts slices of a real WDC file (``../shared/data/wdc``, else the bundled ``data/wdc``),
 mutates them by class (``CLASSES``), writes them into one folder and runs the job once over it, in
-process (``CsetsJob(argv).main()``, as the tests do), with ``--ignore-corrupt-files``. Every file's
-entry of the run record's ``inputs.read`` (lines, quads, rejected, skipped, graphs) and its reject
-rows are then compared with an independent reading of the same bytes:
+process (``CsetsJob(argv).main()``, as the tests do), with ``--ignore-corrupt-files`` and
+``--strict-nquads`` (the reference reads W3C N-Quads, which has no fifth term). Every file's entry
+of the run record's ``inputs.read`` (lines, quads, default-graph triples, rejected, skipped,
+graphs) and its reject rows are then compared with an independent reading of the same bytes:
 
 * framing: the file's bytes (gzip members decompressed one by one with zlib; a member that does
   not decompress to its end makes the file *damaged*) cut at LF, as the job's lines are; a CR
   before the LF is part of the line ending;
 * each line: decoded as strict UTF-8 (a line that is not is a reject), then given to rdflib's
   N-Quads line parser (``NQuadsParser.parseline``, one blank-node context per file), which says
-  quad (with its graph term), skip (blank or comment) or reject. A CR inside a line ends a line
-  for the W3C grammar (EOL is CR or LF): the pieces are parsed one by one, and the line is a quad
-  only when exactly one piece is a quad and the others are blank.
+  quad (with its graph term; none: a triple of the default graph), skip (blank or comment) or
+  reject. A CR inside a line ends a line for the W3C grammar (EOL is CR or LF): the pieces are
+  parsed one by one, and the line is a quad only when exactly one piece is a quad and the others
+  are blank.
 
 Per file, a difference is *explained* when the job wrote a reject row naming the file and the
 cause: a line the reference reads as a quad (or a blank) that the job rejects with a reason at
 that line number, or a damaged file the job names with a damage row. Anything else is a
 *discrepancy*: a line the reference rejects that the job took as a quad or a blank, a line count,
-quad, skipped or distinct-graph count that differs, a damaged file the job read silently, or a
-file missing from the run record. The job is stricter than rdflib on purpose in places (an IRI
-needs a scheme; a blank-node label holds W3C's characters only; the terms need a space between
-them; a line ends at LF only): those lines are rejects with a reason, so explained.
+quad, default-graph, skipped or distinct-graph count that differs, a damaged file the job read
+silently, or a file missing from the run record. The job is stricter than rdflib on purpose in
+places (an IRI needs a scheme; a blank-node label holds W3C's characters only; a line ends at LF
+only): those lines are rejects with a reason, so explained.
 
 Per round, the labels class also checks the run as a whole: the job's ``pages`` and
 ``entities_before_cleaning`` counters equal the reference's distinct graphs (a blank graph label
@@ -338,7 +340,7 @@ def _compare(case: Case, ref: Reading, read: dict | None, rejects: list[dict]) -
         return False, f"{name}: {read['lines']} lines, the reference {len(verdicts)}"
     rejected = {r["position"]: r["reason"] for r in rejects}
     explained = False
-    quads = skipped = 0
+    quads = triples = skipped = 0
     graphs = set()
     for n, v in enumerate(ref.verdicts, 1):
         if n in rejected:
@@ -346,15 +348,17 @@ def _compare(case: Case, ref: Reading, read: dict | None, rejects: list[dict]) -
             continue
         if v == "reject":
             return False, f"{name} line {n}: the reference rejects it, the job took it"
-        if v == "quad":
+        if v == "quad" and ref.graphs[n - 1] is None:
+            triples += 1  # the default graph: no page, counted apart by the job
+        elif v == "quad":
             quads += 1
             graphs.add(ref.graphs[n - 1])
         else:
             skipped += 1
-    got = (read["quads"], read["rejected"], read["skipped"], read["graphs"])
-    want = (quads, len(rejected), skipped, len(graphs))
+    got = (read["quads"], read["default_graph"], read["rejected"], read["skipped"], read["graphs"])
+    want = (quads, triples, len(rejected), skipped, len(graphs))
     if got != want:
-        return False, f"{name}: (quads, rejected, skipped, graphs) {got}, the reference {want}"
+        return False, f"{name}: (quads, default_graph, rejected, skipped, graphs) {got}, the reference {want}"
     return explained, None
 
 
@@ -369,7 +373,7 @@ def _run_totals(
         # a damaged file: the job keeps the lines it read before the damage
         upto = reads[src]["lines"] if ref.damaged and src in reads else len(ref.verdicts)
         for n, v in enumerate(ref.verdicts[:upto], 1):
-            if v != "quad" or n in bad:
+            if v != "quad" or n in bad or ref.graphs[n - 1] is None:  # the default graph: no page, no entity
                 continue
             g, s = ref.graphs[n - 1], ref.subjects[n - 1]
             page = (i, g) if g.startswith("_:") else (None, g)
@@ -383,7 +387,17 @@ def _run_job(root: Path, out: Path) -> tuple[dict, dict[str, list[dict]]]:
 
     from testkit.fuzz import run_job
 
-    rc = run_job("csets", "--input", str(root), "--output", str(out), "--ignore-corrupt-files", "--log-level", "ERROR")
+    rc = run_job(
+        "csets",
+        "--input",
+        str(root),
+        "--output",
+        str(out),
+        "--ignore-corrupt-files",
+        "--strict-nquads",
+        "--log-level",
+        "ERROR",
+    )
     if rc != 0:
         raise RuntimeError(f"the csets job exited {rc} on {root}")
     record = json.loads((out / "csets" / "_run.json").read_text())

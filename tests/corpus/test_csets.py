@@ -211,7 +211,7 @@ def test_rerun_replaces_output(spark, real_run, tmp_path):
 BAD_LINES = {
     # position in the crafted file -> expected reason prefix
     3: ('<http://a.example/x> <http://schema.org/name> "unterminated <http://a.example/>   .', N.REASON_QUOTES),
-    5: ('<http://a.example/x> <http://schema.org/name> "three terms"   .', N.REASON_TERM_COUNT),
+    5: ("<http://a.example/x> <http://schema.org/name>   .", N.REASON_TERM_COUNT),
     8: ("<http://a.example/x> <http://schema.org/name> <http://a.example/y <http://a.example/>   .", N.REASON_BRACKETS),
     9: ('<http://a.example/x> <http://schema.org/name> "cut off', N.REASON_TRUNCATED),
     11: ('<http://a.example/x> <http://schema.org/name> "bad \\q escape" <http://a.example/>   .', N.REASON_MALFORMED),
@@ -220,8 +220,9 @@ BAD_LINES = {
 
 
 # The grammar as one regex (the engine's previous SQL implementation), kept as an oracle for the
-# hand-written JVM scanner; a comment may follow the final '.'. Possessive quantifiers: Python
-# 3.11+, same semantics as Java's.
+# hand-written JVM scanner: W3C N-Quads (three or four terms, white space between them optional)
+# plus WDC's fifth term; a comment may follow the final '.'. Groups: s, p, o, g, x (None: absent).
+# Possessive quantifiers: Python 3.11+, same semantics as Java's.
 _IRI = (
     r"""<[A-Za-z][A-Za-z0-9+.-]*+:[^\x00-\x20<>"\\]*+(?:\\(?:u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})[^\x00-\x20<>"\\]*+)*+>"""
 )
@@ -233,9 +234,17 @@ _LIT = (
     + rf"""(?:@[A-Za-z]++(?:-[A-Za-z0-9]++)*+|\^\^{_IRI})?+"""
 )
 QUAD_RE = re.compile(
-    rf"^[ \t]*+({_IRI}|{_BN})[ \t]++({_IRI})[ \t]++({_IRI}|{_BN}|{_LIT})[ \t]++({_IRI}|{_BN})"
+    rf"^[ \t]*+({_IRI}|{_BN})[ \t]*+({_IRI})[ \t]*+({_IRI}|{_BN}|{_LIT})"
+    rf"(?:[ \t]*+({_IRI}|{_BN})(?:[ \t]*+({_IRI}|{_BN}))?+)?+"
     rf"[ \t]*+\.[ \t\r]*+(?:#[^\n]*+)?$"
 )
+
+
+def _groups(m):
+    """The regex's terms as EntityPageScan.terms gives them: an absent term is empty."""
+    return [t or "" for t in m.groups()] if m else None
+
+
 TRICKY = [
     '_:b0.x.y <http://schema.org/name> "a \\"q\\" \\u00e9"@en-US <http://p/>   .',
     '_:b0. <http://schema.org/name> "x" <http://p/>   .',
@@ -246,6 +255,13 @@ TRICKY = [
     '<http://a/> <http://schema.org/name> "x"^^<bad iri> <http://p/>   .',
     '<http://a/> <http://schema.org/name> "x" <http://p/> <http://q/> <http://r/> .',
     '<http://a/> <http://schema.org/name> "x"<http://p/>   .',
+    '<http://a/><http://schema.org/name>"x"@en<http://p/><ex:html-rdfa>.',
+    "_:s<http://schema.org/name>_:o_:g.",
+    "_:s<http://schema.org/name>_:o _:g.",
+    '<http://a/> <http://schema.org/name> "x" .',
+    '<http://a/> <http://schema.org/name> "x" . # a triple of the default graph',
+    "<http://a/> <http://schema.org/name> _:o.",
+    "<http://a/> <http://schema.org/name> .",
     '<http://a/> <http://schema.org/name> "x" <http://p/>   . extra',
     '\t<http://a/>\t<http://schema.org/name>\t"tab\\tbed"\t<http://p/>\t.\r',
     '<http://a/> <http://schema.org/name> "bad \\uZZZZ" <http://p/>   .',
@@ -264,7 +280,7 @@ def test_scanner_agrees_with_the_grammar_regex(spark):
     accepted = 0
     for line, got in zip(lines, terms):
         m = QUAD_RE.match(line)
-        assert (got.split("\x01") if got else None) == (list(m.groups()) if m else None), line
+        assert (got.split("\x01") if got else None) == _groups(m), line
         accepted += m is not None
     assert accepted > 9_000 and accepted < len(lines)
 
@@ -286,8 +302,10 @@ def _crafted_lines():
 def test_malformed_lines_rejected_with_position_and_reason(spark, tmp_path):
     lines, good = _crafted_lines()
     raw = ("\n".join(lines) + "\n").encode("utf-8")
-    # Line 41: invalid UTF-8 bytes inside a literal; line 42 blank, line 43 a comment.
+    # Line 41: invalid UTF-8 bytes inside a literal; line 42 blank, line 43 a comment; line 44 a
+    # triple of the default graph (valid N-Quads, no page: counted, neither a quad nor a reject).
     raw += b'<http://a.example/x> <http://schema.org/name> "caf\xe9" <http://a.example/>   .\n\n# comment\n'
+    raw += b'<http://a.example/x> <http://schema.org/name> "three terms"   .\n'
     f = tmp_path / "in" / "mixed.nq.gz"
     f.parent.mkdir()
     f.write_bytes(gzip.compress(raw))
@@ -299,12 +317,14 @@ def test_malformed_lines_rejected_with_position_and_reason(spark, tmp_path):
         assert r["reason"].startswith(expected[r["position"]]), r
         assert r["source"] == str(f)
         assert r["raw"]
-    assert rejects[1]["reason"] == N.REASON_TERM_COUNT + " (3)"
+    assert rejects[1]["reason"] == N.REASON_TERM_COUNT + " (2)"
     c = json.loads((out / "csets" / "_run.json").read_text())["counters"]
-    assert c["lines_read"] == 43
+    assert c["lines_read"] == 44
     assert c["lines_rejected"] == len(expected)
     assert c["lines_skipped_blank_or_comment"] == 2
+    assert c["lines_default_graph"] == 1 and c["lines_default_graph_why"] == C.DEFAULT_GRAPH_WHY
     assert c["quads_parsed"] == len(good)
+    assert c["reconciles"] is True and c["fifth_term"] == {}
     # Nothing of the good lines is lost: their C-sets equal the reference on the good lines alone.
     table = read_table(out)
     ref = reference_csets(good)
@@ -558,7 +578,8 @@ _G_LITERAL = st.builds(
         _G_IRI.map(lambda i: "^^" + i),
     ),
 )
-_G_WS = st.text(alphabet=" \t", min_size=1, max_size=3)
+# W3C's grammar needs no white space between terms (where a term ends plainly): sometimes none.
+_G_WS = st.one_of(st.just(""), st.text(alphabet=" \t", min_size=1, max_size=3))
 _G_COMMENT = st.one_of(
     st.just(""),
     st.builds(
@@ -572,9 +593,12 @@ _G_COMMENT = st.one_of(
 @st.composite
 def _valid_line(draw):
     node = st.one_of(_G_IRI, _G_BNODE)
-    terms = [draw(node), draw(_G_IRI), draw(st.one_of(_G_IRI, _G_BNODE, _G_LITERAL)), draw(node)]
-    if draw(st.booleans()):
-        terms.append(draw(node))  # a fifth term: a reject (N-Quads has four at most)
+    terms = [draw(node), draw(_G_IRI), draw(st.one_of(_G_IRI, _G_BNODE, _G_LITERAL))]
+    graph = draw(st.sampled_from(["none", "graph", "graph", "fifth"]))
+    if graph != "none":  # none: a triple of the default graph
+        terms.append(draw(node))
+    if graph == "fifth":
+        terms.append(draw(node))  # WDC's fifth term (the extractor)
     line = draw(st.text(alphabet=" \t", max_size=2)) + terms[0]
     for t in terms[1:]:
         line += draw(_G_WS) + t
@@ -617,14 +641,18 @@ def _line_case(draw):
 
 
 def _oracle(raw: bytes) -> str:
-    """skip (blank or comment), quad or reject, from the grammar regex alone."""
+    """skip (blank or comment), quad, quad+fifth (WDC's fifth term), triple (the default graph)
+    or reject, from the grammar regex alone."""
     if re.fullmatch(rb"[ \t\r]*(?:#.*)?", raw, re.S):
         return "skip"
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return "reject"
-    return "quad" if QUAD_RE.match(text) else "reject"
+    m = QUAD_RE.match(text)
+    if not m:
+        return "reject"
+    return "triple" if m.group(4) is None else "quad+fifth" if m.group(5) else "quad"
 
 
 @functools.cache
@@ -646,15 +674,15 @@ def test_generated_lines_parse_as_the_grammar_says(spark, cases):
     terms = jvm.attach(spark).terms("\n".join(decodable)).split("\n")[:-1] if decodable else []
     for line, got in zip(decodable, terms, strict=True):
         m = QUAD_RE.match(line)
-        assert (got.split("\x01") if got else None) == (list(m.groups()) if m else None), line
+        assert (got.split("\x01") if got else None) == _groups(m), line
 
 
 @settings(max_examples=10, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases=st.lists(_line_case(), min_size=5, max_size=30), last_terminated=st.booleans())
 def test_generated_files_scan_as_the_grammar_says(spark, tmp_path_factory, cases, last_terminated):
     """Each generated batch is one input file, read by the scan (the line reader with both line
-    endings, the UTF-8 check, blank and comment lines, the parser): the rejected line numbers and
-    the skipped count equal the regex's."""
+    endings, the UTF-8 check, blank and comment lines, the parser): the rejected line numbers, the
+    skipped count, the default-graph triples and the lines with a fifth term equal the regex's."""
     f = tmp_path_factory.mktemp("generated") / "lines.nq"
     body = b"".join(raw + end for raw, end in cases)
     # Without its terminator an empty last line is no line at all.
@@ -671,6 +699,8 @@ def test_generated_files_scan_as_the_grammar_says(spark, tmp_path_factory, cases
         (i + 1, raw, w) for i, ((raw, _), w) in enumerate(zip(cases, want)) if (w == "reject") != (i + 1 in rejected)
     ]
     assert sum(r["n_lines"] for r in rows if r["kind"] == "skip") == want.count("skip")
+    assert sum(r["n_lines"] for r in rows if r["kind"] == "default_graph") == want.count("triple")
+    assert sum(r["n_lines"] for r in rows if r["kind"] == "fifth_term") == want.count("quad+fifth")
     assert [r["n_lines"] for r in rows if r["kind"] == "file"] == [len(cases)]
 
 
@@ -697,6 +727,83 @@ def test_valid_lines_once_rejected_are_quads(spark, tmp_path):
     c = json.loads((out / "csets" / "_run.json").read_text())["counters"]
     assert (c["quads_parsed"], c["lines_rejected"], c["lines_skipped_blank_or_comment"]) == (3, 0, 2)
     assert [r["properties"] for r in read_table(out).values()] == [["alternateName", "description", "name"]]
+
+
+# ---- WebDataCommons' fifth term (issue 2, restored by issue 59) --------------------------------
+# Lines as WDC's extraction framework writes them: the page, then the extractor that read the quad
+# (microdata, RDFa, embedded JSON-LD), two spaces and the final dot; blank nodes named per document,
+# literals with escapes, language tags and datatypes. Four pages on two hosts.
+XSD = "http://www.w3.org/2001/XMLSchema#"
+EXTRACTOR_LINES = f"""\
+_:node1a {RDF_TYPE} <http://schema.org/Product> <http://shop.example/p/1> <ex:html-microdata>  .
+_:node1a <http://schema.org/name> "Blue \\"mug\\""@en <http://shop.example/p/1> <ex:html-microdata>  .
+_:node1a <http://schema.org/offers> _:node1b <http://shop.example/p/1> <ex:html-microdata>  .
+_:node1b {RDF_TYPE} <http://schema.org/Offer> <http://shop.example/p/1> <ex:html-microdata>  .
+_:node1b <http://schema.org/price> "12.50" <http://shop.example/p/1> <ex:html-microdata>  .
+_:node1b <http://schema.org/priceCurrency> "EUR" <http://shop.example/p/1> <ex:html-microdata>  .
+<http://blog.example/post#it> {RDF_TYPE} <http://schema.org/BlogPosting> <http://blog.example/post> <ex:html-rdfa>  .
+<http://blog.example/post#it> <http://schema.org/headline> "Caf\\u00E9\\tnotes"@fr-FR <http://blog.example/post> <ex:html-rdfa>  .
+<http://blog.example/post#it> <http://schema.org/datePublished> "2022-12-01"^^<{XSD}date> <http://blog.example/post> <ex:html-rdfa>  .
+<http://blog.example/post#it> <http://ogp.me/ns#title> "Notes" <http://blog.example/post> <ex:html-rdfa>  .
+_:node6013 {RDF_TYPE} <http://schema.org/Article> <http://example.org/blog-entry-21250.html> <ex:html-embedded-jsonld>  .
+_:node6013 <http://schema.org/author> _:node6014 <http://example.org/blog-entry-21250.html> <ex:html-embedded-jsonld>  .
+_:node6014 {RDF_TYPE} <http://schema.org/Person> <http://example.org/blog-entry-21250.html> <ex:html-embedded-jsonld>  .
+_:node6014 <http://schema.org/name> "Ann O\\u2019Neil" <http://example.org/blog-entry-21250.html> <ex:html-embedded-jsonld>  .
+_:node1a {RDF_TYPE} <https://schema.org/Product> <http://shop.example/p/2> <ex:html-embedded-jsonld>  .
+_:node1a <https://schema.org/name> "Red mug" <http://shop.example/p/2> <ex:html-embedded-jsonld>  .
+_:node1a <https://schema.org/offers> _:node1b <http://shop.example/p/2> <ex:html-embedded-jsonld>  .
+_:node1b {RDF_TYPE} <https://schema.org/Offer> <http://shop.example/p/2> <ex:html-embedded-jsonld>  .
+_:node1b <https://schema.org/price> "9"^^<{XSD}decimal> <http://shop.example/p/2> <ex:html-embedded-jsonld>  .
+"""
+
+
+def test_wdc_extractor_lines_are_read_and_the_fifth_term_counted(spark, tmp_path):
+    """Issue 2 asked for WDC's N-Quads variant with 4 or 5 terms; a fifth term became a reject
+    (eae15b3) and every line of extractor output was lost. By default it is read again: the
+    C-sets are those of the same lines without the fifth term, and the run record counts the
+    extractors. Under --strict-nquads (W3C N-Quads) each line is a reject that says why."""
+    lines = EXTRACTOR_LINES.splitlines()
+    f = tmp_path / "in" / "extractors.nq.gz"
+    f.parent.mkdir()
+    f.write_bytes(gzip.compress(EXTRACTOR_LINES.encode()))
+    out = run_job(spark, tmp_path, "--input", str(f), "--sample-urls", "3")
+    record = json.loads((out / "csets" / "_run.json").read_text())
+    c = record["counters"]
+    assert (c["lines_read"], c["quads_parsed"], c["lines_rejected"], c["reconciles"]) == (19, 19, 0, True)
+    assert c["fifth_term"] == {"<ex:html-microdata>": 6, "<ex:html-embedded-jsonld>": 9, "<ex:html-rdfa>": 4}
+    assert c["pages"] == 4 and [r["graphs"] for r in record["inputs"]["read"]] == [4]
+    table = {(tuple(r["types"]), tuple(r["properties"])): r for r in read_table(out).values()}
+    assert {k: (r["n_instances"], r["n_pages"], r["n_domains"]) for k, r in table.items()} == {
+        (("Product",), ("name", "offers")): (2, 2, 1),  # microdata on one page, JSON-LD on the other
+        (("Offer",), ("price", "priceCurrency")): (1, 1, 1),
+        (("Offer",), ("price",)): (1, 1, 1),
+        (("BlogPosting",), ("datePublished", "headline")): (1, 1, 1),  # og:title dropped
+        (("Article",), ("author",)): (1, 1, 1),
+        (("Person",), ("name",)): (1, 1, 1),
+    }
+    assert set(table[(("Product",), ("name", "offers"))]["sample_urls"]) == {
+        "http://shop.example/p/1",
+        "http://shop.example/p/2",
+    }
+    # The same lines without the fifth term: the same table, and the independent reference's.
+    four = [ln.rsplit(" ", 3)[0] + " ." for ln in lines]
+    assert all(QUAD_RE.match(ln).group(5) is None for ln in four)
+    (tmp_path / "four").mkdir()
+    (tmp_path / "four" / "four.nq").write_text("\n".join(four) + "\n")
+    out4 = run_job(spark, tmp_path / "four", "--input", str(tmp_path / "four" / "four.nq"), "--sample-urls", "3")
+    assert read_table(out4) == read_table(out)
+    ref = reference_csets(four)
+    assert {k: (v["n_instances"], v["n_pages"]) for k, v in read_table(out).items()} == {
+        k: (v["n_instances"], v["n_pages"]) for k, v in ref.items()
+    }
+    assert json.loads((out4 / "csets" / "_run.json").read_text())["counters"]["fifth_term"] == {}
+    # W3C N-Quads exactly: every line a reject naming the fifth term, nothing lost.
+    (tmp_path / "strict").mkdir()
+    strict = run_job(spark, tmp_path / "strict", "--input", str(f), "--strict-nquads")
+    c = json.loads((strict / "csets" / "_run.json").read_text())["counters"]
+    assert (c["lines_read"], c["quads_parsed"], c["lines_rejected"], c["reconciles"]) == (19, 0, 19, True)
+    assert c["rejected_by_reason"] == {N.REASON_FIFTH_TERM_STRICT: 19} and c["fifth_term"] == {}
+    assert read_table(strict) == {}
 
 
 def test_a_line_over_max_line_bytes_is_a_reject_with_a_sample(spark, tmp_path):

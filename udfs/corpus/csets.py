@@ -69,6 +69,7 @@ class CsetConfig:
     sample_urls: int
     reject_raw_chars: int
     max_line_bytes: int  # a longer line is a reject holding its first characters, never buffered whole
+    strict_nquads: bool  # True: a fifth term is a reject (W3C N-Quads); False: WDC's fifth term is read
     clean: bool = True
 
     @classmethod
@@ -79,6 +80,7 @@ class CsetConfig:
             sample_urls=conf.sample_urls,
             reject_raw_chars=conf.reject_raw_chars,
             max_line_bytes=conf.max_line_bytes,
+            strict_nquads=conf.strict_nquads,
             clean=clean,
         )
 
@@ -100,16 +102,28 @@ def entity_pages(
     on a page: n_lines quads, kept tokens and dropped ``reason\ttoken`` strings, each sorted and
     joined by a newline), ``reject`` (one malformed line; ``reject:<reason>`` when the scan gives
     the reason: a line that is not UTF-8, or one over ``cfg.max_line_bytes``, whose ``raw`` is its
-    first characters), ``skip`` (blank and comment lines, one row per file), ``file`` (lines read,
-    one row per file) and, with ``ignore_corrupt``, ``damage`` (a file that broke off part-way, a
-    damaged later gzip member included: its lines before the damage are kept, ``raw`` says why).
+    first characters; a fifth term under ``cfg.strict_nquads``), ``skip`` (blank and comment lines,
+    one row per file), ``file`` (lines read, one row per file), ``default_graph`` (triples without
+    a graph term: valid N-Quads, but no page, hence no entity; one row per file that has them),
+    ``fifth_term`` (k1 a value of WDC's fifth term, k2 the file, n_lines its lines; past
+    ``FIFTH_TERM_VALUES`` distinct values in a file the rest are counted as ``(other values)``)
+    and, with ``ignore_corrupt``, ``damage`` (a file that broke off part-way, a damaged later gzip
+    member included: its lines before the damage are kept, ``raw`` says why).
 
     The token of a quad is ``isa:<local name>`` of an rdf:type object and the local name of any
     other predicate; schema.org namespace variants (http/https, ``www.``) are one namespace.
     """
     scan = jvm.attach(spark, "llm4schema.EntityPageScan")
     reasons = "\n".join(
-        [TYPE_NOT_SCHEMA, TYPE_UNKNOWN, PROPERTY_NOT_SCHEMA, PROPERTY_UNKNOWN, N.REASON_UNDECODABLE, N.REASON_TOO_LONG]
+        [
+            TYPE_NOT_SCHEMA,
+            TYPE_UNKNOWN,
+            PROPERTY_NOT_SCHEMA,
+            PROPERTY_UNKNOWN,
+            N.REASON_UNDECODABLE,
+            N.REASON_TOO_LONG,
+            N.REASON_FIFTH_TERM_STRICT,
+        ]
     )
     paths = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.java.lang.String, len(files))
     for i, f in enumerate(files):
@@ -124,8 +138,9 @@ def entity_pages(
         reasons,
         ignore_corrupt,
         cfg.max_line_bytes,
-        4 * cfg.reject_raw_chars,
-    )  # a character is at most 4 UTF-8 bytes
+        4 * cfg.reject_raw_chars,  # a character is at most 4 UTF-8 bytes
+        cfg.strict_nquads,
+    )
     return DataFrame(jdf, spark)
 
 
@@ -192,13 +207,21 @@ def lines_per_file(t: DataFrame) -> dict[str, int]:
 
 
 # The scan's per-file rows and the name of their count in the run record's inputs.read.
-_PER_FILE = {"file": "lines", "file_quads": "quads", "skip": "skipped", "file_graphs": "graphs"}
+_PER_FILE = {
+    "file": "lines",
+    "file_quads": "quads",
+    "default_graph": "default_graph",
+    "skip": "skipped",
+    "file_graphs": "graphs",
+}
+_PER_FILE_COUNTS = ("lines", "quads", "default_graph", "rejected", "skipped", "graphs")
 
 
 def per_file(t: DataFrame) -> dict[str, dict[str, int]]:
-    """What each input file gave: ``{file: {"lines", "quads", "rejected", "skipped", "graphs"}}``,
-    where lines = quads + rejected + skipped, and graphs is the distinct graph terms (pages) of its
-    quads. A few small rows per file: safe to collect at 10^4 files."""
+    """What each input file gave: ``{file: {"lines", "quads", "default_graph", "rejected",
+    "skipped", "graphs"}}``, where lines = quads + default_graph + rejected + skipped, and graphs is
+    the distinct graph terms (pages) of its quads. A few small rows per file: safe to collect at
+    10^4 files."""
     kind = F.col("kind")
     rows = (
         t.filter(kind.isin(*_PER_FILE) | kind.startswith("reject"))
@@ -210,10 +233,28 @@ def per_file(t: DataFrame) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for r in rows:
         name = "rejected" if r["kind"] == "rejected" else _PER_FILE[r["kind"]]
-        out.setdefault(r["k1"], dict.fromkeys(("lines", "quads", "rejected", "skipped", "graphs"), 0))[name] = int(
-            r["n"]
-        )
+        out.setdefault(r["k1"], dict.fromkeys(_PER_FILE_COUNTS, 0))[name] = int(r["n"])
     return out
+
+
+# The fifth-term values the run record lists one by one, most frequent first; the rest are summed
+# as OTHER_FIFTH, so that a damaged input cannot make the record as long as its lines.
+FIFTH_TERM_VALUES_SHOWN = 100
+OTHER_FIFTH = "(other values)"
+
+
+def fifth_terms(t: DataFrame) -> dict[str, int]:
+    """Lines read with WDC's fifth term (the extractor, ``<ex:html-microdata>``), by its value."""
+    rows = (
+        t.filter(F.col("kind") == "fifth_term")
+        .groupBy("k1")
+        .agg(F.sum("n").alias("n"))
+        .orderBy(F.desc("n"), "k1")
+        .collect()
+    )
+    out = {r["k1"]: int(r["n"]) for r in rows[:FIFTH_TERM_VALUES_SHOWN] if r["k1"] != OTHER_FIFTH}
+    rest = sum(int(r["n"]) for r in rows if r["k1"] not in out)
+    return {**out, OTHER_FIFTH: rest} if rest else out
 
 
 def csets(t: DataFrame) -> DataFrame:
@@ -243,9 +284,17 @@ def conform(df: DataFrame, schema: T.StructType) -> DataFrame:
     return df.select(*cols)
 
 
+# Why a triple of the default graph is counted, not read: the counter's explanation in the record.
+DEFAULT_GRAPH_WHY = (
+    "triples without a graph term (N-Quads' default graph): valid, but they name no page, so no "
+    "entity of a C-set is made of them"
+)
+
+
 def counters(t: DataFrame, n_csets: int, clean: bool) -> dict:
-    """Counters that reconcile: lines = quads + rejected + skipped; entities and sets before and
-    after cleaning; dropped (entity, token) pairs by reason with the most frequent tokens."""
+    """Counters that reconcile: lines = quads + default-graph triples + rejected + skipped;
+    entities and sets before and after cleaning; WDC's fifth term by value; dropped (entity,
+    token) pairs by reason with the most frequent tokens."""
     kind = F.col("kind")
 
     def total(k: str, name: str | None = None) -> Column:
@@ -255,6 +304,7 @@ def counters(t: DataFrame, n_csets: int, clean: bool) -> dict:
     # One query for every scalar counter (the tallies are cached: this reads no input).
     c = t.agg(
         total("skip"),
+        total("default_graph"),
         total("count", "entities"),
         total("count", "entities_kept"),
         total("count", "quad_lines"),
@@ -266,13 +316,16 @@ def counters(t: DataFrame, n_csets: int, clean: bool) -> dict:
         r["reason"]: int(r["n"]) for r in _reject_rows(t).groupBy("reason").agg(F.count(F.lit(1)).alias("n")).collect()
     }
     lines_reject = sum(reasons.values())
-    lines_quad, lines_skip = int(c["quad_lines"]), int(c["skip"])
+    lines_quad, lines_skip, lines_default = int(c["quad_lines"]), int(c["skip"]), int(c["default_graph"])
     entities, kept = int(c["entities"]), int(c["entities_kept"])
     out = {
         "quads_parsed": lines_quad,
+        "lines_default_graph": lines_default,
+        "lines_default_graph_why": DEFAULT_GRAPH_WHY,
         "lines_rejected": lines_reject,
         "lines_skipped_blank_or_comment": lines_skip,
-        "lines_read_by_kind_sum": lines_quad + lines_reject + lines_skip,
+        "lines_read_by_kind_sum": lines_quad + lines_default + lines_reject + lines_skip,
+        "fifth_term": fifth_terms(t),
         "rejected_by_reason": dict(sorted(reasons.items())),
         # An (entity, page) whose lines are not contiguous in its file may count twice here.
         "entity_page_rows": int(c["entity_page_rows"]),

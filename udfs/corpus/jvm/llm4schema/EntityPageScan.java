@@ -32,10 +32,14 @@ import org.apache.spark.sql.types.StructType;
  * by one page. An entity on several pages (an IRI), or on a page whose lines are not contiguous,
  * has several rows: {@link EntityMerge} unites them.
  *
- * <p>Grammar (N-Quads as WDC writes it): {@code S P O G .} with S and G an IRI or a blank node,
- * P an IRI, O an IRI, blank node or literal ({@code "..."} with escapes, then {@code @lang} or
- * {@code ^^<datatype>}); terms separated by spaces or tabs; a fifth term is a reject (W3C's grammar
- * has four at most, and rdflib agrees).
+ * <p>Grammar (W3C N-Quads, plus WDC's fifth term): {@code S P O [G [X]] .} with S, G and X an IRI
+ * or a blank node, P an IRI, O an IRI, blank node or literal ({@code "..."} with escapes, then
+ * {@code @lang} or {@code ^^<datatype>}); spaces or tabs between terms, none needed where a term's
+ * end is plain ({@code <a><b>"c".}), as in W3C's grammar. X is WebDataCommons' fifth term, the
+ * extractor that read the quad ({@code <ex:html-microdata>}): read and counted by value, unless
+ * {@code strict} (W3C N-Quads has four terms at most), which rejects it with its own reason. A line
+ * without G is a triple of the default graph: valid, but it has no page, so it is counted
+ * ({@code default_graph}), not made an entity.
  * IRIs allow any character but controls, space, {@code <>"\} (real WDC IRIs carry
  * {@code {search_term_string}}), plus backslash-u escapes. A comment ({@code #} to the end of the
  * line) may follow the final {@code .}; a line of spaces, tabs and a comment is skipped. A line
@@ -54,7 +58,8 @@ public final class EntityPageScan implements Serializable {
     static final String SEP = "\n";
 
     public static final StructType SCHEMA = new StructType()
-            // quad | page | reject[:reason] | skip | file | file_quads | file_graphs | damage
+            // quad | page | reject[:reason] | skip | file | file_quads | file_graphs | default_graph
+            // | fifth_term (k1 the term, k2 the file, n its lines) | damage
             .add("kind", DataTypes.StringType, false)
             .add("k1", DataTypes.StringType, false)         // quad: entity; page: its URL; others: file
             .add("k2", DataTypes.StringType, false)         // quad: page URL; reject: line number
@@ -69,13 +74,20 @@ public final class EntityPageScan implements Serializable {
     private final Set<String> properties;
     private final boolean clean;
     private final boolean pageScope;
-    // type not schema, type unknown, property not schema, property unknown; undecodable line, line too long
+    // type not schema, type unknown, property not schema, property unknown; undecodable line, line too long;
+    // a fifth term under strict
     private final String[] reasons;
     private final long maxLineBytes;
     private final int sampleBytes;
+    private final boolean strict;
+
+    /** Distinct fifth-term values counted one by one per file; the rest share {@link #OTHER_FIFTH}. WDC
+     * writes a handful (one per extractor); a damaged file could make a value of every line. */
+    static final int FIFTH_TERM_VALUES = 100;
+    static final String OTHER_FIFTH = "(other values)";
 
     public EntityPageScan(Set<String> classes, Set<String> properties, boolean clean, boolean pageScope,
-                          String[] reasons, long maxLineBytes, int sampleBytes) {
+                          String[] reasons, long maxLineBytes, int sampleBytes, boolean strict) {
         this.classes = classes;
         this.properties = properties;
         this.clean = clean;
@@ -83,6 +95,7 @@ public final class EntityPageScan implements Serializable {
         this.reasons = reasons;
         this.maxLineBytes = maxLineBytes;
         this.sampleBytes = sampleBytes;
+        this.strict = strict;
     }
 
     /**
@@ -92,14 +105,15 @@ public final class EntityPageScan implements Serializable {
      * opens it on an executor. With {@code ignoreCorrupt} a file that cannot be read to its end
      * keeps the lines read before the damage and gets a {@code damage} row with the reason;
      * without it the task fails with the file and the reason in the message. A line over
-     * {@code maxLineBytes} is a reject holding its first {@code sampleBytes}.
+     * {@code maxLineBytes} is a reject holding its first {@code sampleBytes}. {@code strict}: a
+     * fifth term is a reject (W3C N-Quads); otherwise it is read (WDC's variant) and counted.
      */
     public static Dataset<Row> scan(SparkSession spark, String[] files, String classes, String properties,
                                     boolean clean, boolean pageScope, String reasons, boolean ignoreCorrupt,
-                                    long maxLineBytes, int sampleBytes) {
+                                    long maxLineBytes, int sampleBytes, boolean strict) {
         EntityPageScan fn = new EntityPageScan(new HashSet<>(Arrays.asList(classes.split("\n"))),
                 new HashSet<>(Arrays.asList(properties.split("\n"))), clean, pageScope, reasons.split("\n"),
-                maxLineBytes, sampleBytes);
+                maxLineBytes, sampleBytes, strict);
         HashMap<String, String> conf = new HashMap<>();
         for (Map.Entry<String, String> e : spark.sparkContext().hadoopConfiguration()) conf.put(e.getKey(), e.getValue());
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
@@ -136,6 +150,12 @@ public final class EntityPageScan implements Serializable {
         private String file;
         private String fileScope;  // " #<index of the file in the input list>": appended to blank subjects
         private long quads;  // lines of this file that are quads
+        private long defaultGraph;  // lines of this file that are triples of the default graph
+        // This file's fifth terms by value, and the bytes of the line before's (most lines repeat it).
+        private final LinkedHashMap<String, long[]> fifth = new LinkedHashMap<>();
+        private byte[] fifthTerm = new byte[64];
+        private int fifthLen = -1;
+        private long[] fifthCount;
         private final LongSet graphs = new LongSet();  // hashes of this file's distinct graph terms
         // The bytes of the current page's graph term and of the line before's subject (length -1:
         // none): most lines repeat both, and a byte comparison settles it without a string.
@@ -236,6 +256,17 @@ public final class EntityPageScan implements Serializable {
                 reject(null, reader.text());
                 return;
             }
+            if (q.x0 >= 0) {
+                if (strict) {
+                    reject(reasons[6], reader.text());
+                    return;
+                }
+                countFifth();
+            }
+            if (q.g0 < 0) {
+                defaultGraph++;
+                return;
+            }
             quads++;
             if (!q.same(q.g0, q.g1, graph, graphLen)) {
                 flushPage();
@@ -273,6 +304,20 @@ public final class EntityPageScan implements Serializable {
             current.lines++;
             if (tr[1] == null) current.kept.add(tr[0]);
             else current.dropped.add(tr[1]);
+        }
+
+        private void countFifth() {
+            if (!q.same(q.x0, q.x1, fifthTerm, fifthLen)) {
+                fifthTerm = copy(q.b, q.x0, q.x1, fifthTerm);
+                fifthLen = q.x1 - q.x0;
+                String x = q.x();
+                fifthCount = fifth.get(x);
+                if (fifthCount == null) {
+                    if (fifth.size() >= FIFTH_TERM_VALUES) x = OTHER_FIFTH;
+                    fifthCount = fifth.computeIfAbsent(x, k -> new long[1]);
+                }
+            }
+            fifthCount[0]++;
         }
 
         /** A rejected line: its reason given here, or (null) computed in Spark SQL from the line. */
@@ -317,6 +362,16 @@ public final class EntityPageScan implements Serializable {
             out.add(RowFactory.create("file", file, "", lineNo, "", "", null, null, group(file)));
             out.add(RowFactory.create("file_quads", file, "", quads, "", "", null, null, group(file)));
             out.add(RowFactory.create("file_graphs", file, "", (long) graphs.size(), "", "", null, null, group(file)));
+            if (defaultGraph > 0) {
+                out.add(RowFactory.create("default_graph", file, "", defaultGraph, "", "", null, null, group(file)));
+            }
+            for (var en : fifth.entrySet()) {
+                out.add(RowFactory.create("fifth_term", en.getKey(), file, en.getValue()[0], "", "", null, null, group(file)));
+            }
+            fifth.clear();
+            fifthLen = -1;
+            fifthCount = null;
+            defaultGraph = 0;
             quads = 0;
             graphs.clear();
             graphLen = -1;
@@ -590,8 +645,9 @@ public final class EntityPageScan implements Serializable {
     static final class Quad implements Serializable {
         private static final long serialVersionUID = 1L;
         // Term boundaries [start, end) in the line's bytes: strings are made only where needed,
-        // since most quads repeat the subject and page of the line before.
-        int s0, s1, p0, p1, o0, o1, g0, g1;
+        // since most quads repeat the subject and page of the line before. g0 < 0: no graph term
+        // (the default graph); x0 < 0: no fifth term.
+        int s0, s1, p0, p1, o0, o1, g0, g1, x0, x1;
         byte[] b;
         private int n;  // the line's end in b
 
@@ -599,6 +655,7 @@ public final class EntityPageScan implements Serializable {
         String p() { return text(p0, p1); }
         String o() { return text(o0, o1); }
         String g() { return text(g0, g1); }
+        String x() { return text(x0, x1); }
 
         String text(int start, int end) {
             return new String(b, start, end - start, StandardCharsets.UTF_8);
@@ -610,28 +667,40 @@ public final class EntityPageScan implements Serializable {
         }
 
         /** Parses the valid UTF-8 line {@code bytes[from, to)}: every delimiter is ASCII, so bytes
-         * and characters give the same terms. */
+         * and characters give the same terms. Three to five terms (see the class comment); the
+         * white space between two terms may be empty, since no term can run on into the next: an
+         * IRI and a literal end with their delimiter, a language tag or a blank-node label with the
+         * first character it cannot hold, and such a character starts every term. */
         boolean parse(byte[] bytes, int from, int to) {
             b = bytes;
             n = to;
+            g0 = g1 = x0 = x1 = -1;
             int i = spaces(from);
             int j = subject(i);
             if (j < 0) return false;
             s0 = i;
             s1 = j;
-            i = gap(j);
-            if (i < 0 || (j = iri(i)) < 0) return false;
+            i = spaces(j);
+            if ((j = iri(i)) < 0) return false;
             p0 = i;
             p1 = j;
-            i = gap(j);
-            if (i < 0 || (j = object(i)) < 0) return false;
+            i = spaces(j);
+            if ((j = object(i)) < 0) return false;
             o0 = i;
             o1 = j;
-            i = gap(j);
-            if (i < 0 || (j = subject(i)) < 0) return false;
-            g0 = i;
-            g1 = j;
             i = spaces(j);
+            if (i < n && b[i] != '.') {
+                if ((j = subject(i)) < 0) return false;
+                g0 = i;
+                g1 = j;
+                i = spaces(j);
+                if (i < n && b[i] != '.') {
+                    if ((j = subject(i)) < 0) return false;
+                    x0 = i;
+                    x1 = j;
+                    i = spaces(j);
+                }
+            }
             if (i >= n || b[i] != '.') return false;
             i++;
             while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r')) i++;
@@ -641,12 +710,6 @@ public final class EntityPageScan implements Serializable {
         private int spaces(int i) {
             while (i < n && (b[i] == ' ' || b[i] == '\t')) i++;
             return i;
-        }
-
-        /** At least one space or tab, then the next term's start; -1 when there is none. */
-        private int gap(int i) {
-            int j = spaces(i);
-            return j > i && j < n ? j : -1;
         }
 
         private int subject(int i) {
@@ -814,7 +877,8 @@ public final class EntityPageScan implements Serializable {
 
     /**
      * For tests, in one call: newline-separated lines in, one line out per line in: its terms
-     * s, p, o, g joined by U+0001, or an empty line when it is not a quad.
+     * s, p, o, g, x joined by U+0001 (g and x empty when the line has none), or an empty line when
+     * it is not a quad or a triple.
      */
     public static String terms(String lines) {
         StringBuilder out = new StringBuilder();
@@ -822,7 +886,8 @@ public final class EntityPageScan implements Serializable {
         for (String line : lines.split("\n", -1)) {
             byte[] bytes = line.getBytes(StandardCharsets.UTF_8);
             if (q.parse(bytes, 0, bytes.length)) {
-                out.append(q.s()).append('\u0001').append(q.p()).append('\u0001').append(q.o()).append('\u0001').append(q.g());
+                out.append(q.s()).append('\u0001').append(q.p()).append('\u0001').append(q.o()).append('\u0001')
+                        .append(q.g0 < 0 ? "" : q.g()).append('\u0001').append(q.x0 < 0 ? "" : q.x());
             }
             out.append('\n');
         }
