@@ -52,6 +52,22 @@ def test_symlinked_folders_are_read_and_a_loop_is_skipped_with_its_reason(linked
     assert len(skipped) == 5  # nothing passed over without a line
 
 
+def test_a_file_named_twice_is_read_once_and_said(linked):
+    """A folder and a file in it, and a link to that file: one input, read once; each other naming
+    is a skipped line saying which file it is (before: dropped without a word)."""
+    top, elsewhere = linked
+    (top / "alias.nq").symlink_to(top / "a.nq")
+    report = InputReport()
+    files = resolve_inputs([str(top), str(top / "a.nq"), str(elsewhere / "b.nq")], report=report)
+    assert files == sorted([str(top / "a.nq"), str(elsewhere / "b.nq")])
+    again = {s["path"]: s["reason"] for s in report.skipped if "named again" in s["reason"]}
+    assert again == {
+        str(top / "alias.nq"): f"the same file as {top / 'a.nq'}, named again: read once",
+        str(top / "a.nq"): f"the same file as {top / 'a.nq'}, named again: read once",
+        str(elsewhere / "b.nq"): f"the same file as {top / 'linked' / 'b.nq'}, named again: read once",
+    }
+
+
 def test_without_the_walk_the_linked_folder_was_lost(linked):
     """The control: pathlib's rglob (what the walk replaced) does not enter a symlinked folder, so
     the test above fails on the old code."""

@@ -13,9 +13,9 @@ what it lists is.
 
 Every input is accounted for: a folder is walked with its symlinks followed (a symlinked
 sub-folder is read), a folder reached a second time (a symlink loop, or two links to one folder)
-is skipped, and an ``InputReport`` lists every file a resolution considered and every path it
-skipped with the reason (a hidden or ``_`` name, another suffix, a broken link, a loop), for the
-job's run record (``Job.resolve_inputs``).
+is skipped, a file named more than once is read once, and an ``InputReport`` lists every file a
+resolution considered and every path it skipped with the reason (a hidden or ``_`` name, another
+suffix, a broken link, a loop, a file named again), for the job's run record (``Job.resolve_inputs``).
 """
 
 from __future__ import annotations
@@ -218,10 +218,16 @@ def resolve_inputs(
                 raise InputError(f"--input {spec!r}: no such file, directory or matching glob")
             out.extend(files)
             report.considered.extend(files)
-    # Absolute, de-duplicated, in a stable order: the order fixes task ids and line positions.
-    seen: dict[str, None] = {}
+    # Absolute, de-duplicated, in a stable order: the order fixes task ids and line positions. A
+    # file named twice (two specs, a folder and a file in it, a link and its target) is read once,
+    # and the report says so: its rows are neither counted twice nor merged without a word.
+    seen: dict[str, str] = {}
     for f in out:
-        seen.setdefault(f if is_remote(f) else str(Path(f).resolve()), None)
+        key = f if is_remote(f) else str(Path(f).resolve())
+        if key in seen:
+            report.skip(f, f"the same file as {seen[key]}, named again: read once")
+        else:
+            seen[key] = f
     if not seen:
         raise InputError(f"--input {specs!r} matched no input files")
     return sorted(seen)
