@@ -404,7 +404,9 @@ def test_the_code_holds_no_default_of_a_setting():
     )
     _no_default(runner.VerdictConfig, ["models", "judge"])
     _no_default(html.PageConfig, [f.name for f in dataclasses.fields(html.PageConfig)])
-    _no_default(csets.CsetConfig, ["subject_scope", "sample_urls", "reject_raw_chars", "max_line_bytes"])
+    _no_default(
+        csets.CsetConfig, ["subject_scope", "sample_urls", "reject_raw_chars", "max_line_bytes", "strict_nquads"]
+    )
     # the judge's settings come from [judge] through build_judge, its one maker
     _required(judge.build_judge, ["conf", "config_file"])
     for fn in (judge.Judge.factuality, judge.Judge.correct, judge.Judge.voter, judge.Judge.verdicts):
