@@ -9,13 +9,13 @@ alone; MeMR and key scores per markup pair.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
 import re
 import time
 
+from udfs.runtime.cli import ArgumentParser
 from udfs.runtime.config import load_config
 from udfs.runtime.paths import DATA_DIR
 from udfs.scores import keys as keyscores
@@ -49,7 +49,7 @@ def string_values(doc, out: list) -> list:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = ArgumentParser()
     ap.add_argument("--pairs", type=int, default=1000)
     ap.add_argument("--unbatched", type=int, default=100, help="pairs for the one-call-per-pair run")
     conf = load_config().scores

@@ -35,6 +35,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from udfs.runtime.cli import ArgumentParser
+
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "data" / "wdc" / "wdc-2022-12-jsonld-part00044-first10k.nq"
 LINE = re.compile(r"^(\S+)\s+(\S+)\s+(.+)\s+(<[^>]*>)\s+\.\s*$")
@@ -195,7 +197,7 @@ def linear_fit(x: list[float], y: list[float]) -> tuple[float, float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quads", type=int, default=2_000_000, help="quads in the 1x corpus")
     ap.add_argument("--files", type=int, default=8, help="gzip files in the 1x corpus")
     ap.add_argument("--scales", default="1,2,4", help="corpus multiples to run")

@@ -58,6 +58,7 @@ from typing import Any, Callable, Iterator
 
 from cluster.local.procs import descendants, free_port, stop
 from testkit.synthetic_pages import write_pages
+from udfs.runtime.cli import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -568,9 +569,7 @@ def report(f: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,10000,100000", help="page counts of the 0 ms runs, comma-separated")
     ap.add_argument("--latency-ms", type=float, default=200.0, help="the stub's latency of the loaded runs")
     ap.add_argument("--latency-pages", type=int, default=1000, help="pages of the loaded and the Serve runs")

@@ -9,13 +9,14 @@ the faults that need neither cluster nor model.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from udfs.runtime.cli import ArgumentParser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +32,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--json", help="also write the rows here")
     p.add_argument("-k", default="", help="pytest -k expression (a subset of the faults)")
     a = p.parse_args(argv)

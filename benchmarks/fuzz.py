@@ -7,7 +7,6 @@ explained by a reject row naming file and cause, unexplained discrepancies (exit
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -16,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from testkit.fuzz import JOBS, job_module
+from udfs.runtime.cli import ArgumentParser
 
 
 def table(rows) -> str:
@@ -29,7 +29,7 @@ def table(rows) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--job", action="append", choices=list(JOBS), help="a job to fuzz (repeat; default all)")
     p.add_argument("--minutes", type=float, default=10.0, help="time per job (default 10)")
     p.add_argument("--seed", type=int, default=1)

@@ -14,13 +14,13 @@ docs/capacity.md uses the trafilatura figure (the job's default).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
 from udfs.corpus import html as P
 from udfs.corpus import warc as W
+from udfs.runtime.cli import ArgumentParser
 from udfs.runtime.config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +43,7 @@ def html_records() -> list[tuple[str, dict]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3, help="passes over the pages per measurement")
     args = ap.parse_args(argv)
     records = html_records()

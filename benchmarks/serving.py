@@ -14,7 +14,6 @@ Both engines run on the same 2 cores; only one is busy at a time.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from cluster.local.procs import free_port
 from udfs.llm.client import LLMClient
+from udfs.runtime.cli import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -124,7 +124,7 @@ def run_questions(url: str, model: str, page: str, questions: list[str], reuse: 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--concurrency", type=int, default=1)

@@ -20,7 +20,6 @@ shared machine) and per wall second.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -28,6 +27,7 @@ from contextlib import contextmanager
 
 from testkit.markup_corpus import real_markups
 from udfs.agents.validity import ValidityAgent
+from udfs.runtime.cli import ArgumentParser
 from udfs.schemaorg.markup import MarkupError, parse_markup
 
 
@@ -45,7 +45,7 @@ def timed():
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--strict", action="store_true", help="strict reading of values")
     ap.add_argument("--repeat", type=int, default=5, help="passes of the compiled checker over the corpus")
     ap.add_argument("--pyshacl-single", type=int, default=20, help="markups validated one pySHACL call each")

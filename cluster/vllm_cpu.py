@@ -23,7 +23,6 @@ from the one recorded in the converted folder.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -34,6 +33,7 @@ from pathlib import Path
 
 from udfs.llm.model_files import MODELS, model_path
 from udfs.llm.serving.config import ServingConfig, load_serving_conf, with_vllm_env
+from udfs.runtime.cli import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -181,7 +181,7 @@ def hold(conf: ServingConfig, temp_dir: str) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--convert", action="store_true", help="write the safetensors folder first")
     parser.add_argument("--serve", action="store_true", help="start the vllm Serve app and ask it")
     parser.add_argument("--hold", action="store_true", help="start the vllm Serve app and keep it until SIGTERM")

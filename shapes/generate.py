@@ -13,14 +13,14 @@ import hashlib
 import sys
 from pathlib import Path
 
-from udfs.runtime.cli import HelpFormatter, fail
+from udfs.runtime.cli import ArgumentParser, HelpFormatter, fail
 from udfs.schemaorg.shapes import build_model, default_path, to_turtle
 
 PROG = "python -m shapes.generate"
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=HelpFormatter, allow_abbrev=False)
+    ap = ArgumentParser(prog=PROG, description=__doc__, formatter_class=HelpFormatter, allow_abbrev=False)
     ap.add_argument("--vocab", default="30.0", help="schema.org release (bundled name, folder or .nt file)")
     ap.add_argument(
         "--strict",

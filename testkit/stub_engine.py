@@ -41,7 +41,6 @@ measures Serve's overhead both ways with it.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -53,6 +52,7 @@ import zlib
 from collections import OrderedDict
 from typing import Any, Iterator
 
+from udfs.runtime.cli import ArgumentParser
 from udfs.schemaorg.namespace import SCHEMA_CONTEXT_URL
 
 MODEL = "stub"
@@ -437,7 +437,7 @@ def serve_app(host: str, port: int, latency_ms: float, app: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--host", default="127.0.0.1", help="address to listen on")
     ap.add_argument("--port", type=int, default=8011, help="port to listen on")
     ap.add_argument("--latency-ms", type=float, default=0.0, help="wait before each chat completion")

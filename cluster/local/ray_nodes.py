@@ -22,7 +22,6 @@ machine).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import secrets
@@ -33,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 from cluster.local.procs import LocalCluster, alive, cmdline, descendants, free_port, split_at_dashes, stop, wait_for
+from udfs.runtime.cli import ArgumentParser
 
 ROOT = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
@@ -236,7 +236,7 @@ class RayNodes(LocalCluster):
 
 def main(argv: list[str] | None = None) -> int:
     own, job = split_at_dashes(argv)
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--head-cpus", type=int, default=1)
     p.add_argument("--node-cpus", type=int, default=2)
     p.add_argument("--serve", action="store_true", help="deploy the Serve app (conf/serving.toml) first")

@@ -17,7 +17,6 @@ processes started here.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -27,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from cluster.local.procs import LocalCluster, cmdline, descendants, split_at_dashes, stop, wait_for
+from udfs.runtime.cli import ArgumentParser
 
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTOR_MAIN = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
@@ -220,7 +220,7 @@ class SparkStandalone(LocalCluster):
 
 def main(argv: list[str] | None = None) -> int:
     own, job = split_at_dashes(argv)
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--cores", type=int, default=1, help="cores per worker (and per executor)")
     p.add_argument("--memory", default="1g", help="memory per worker")

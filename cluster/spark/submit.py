@@ -35,6 +35,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+from udfs.runtime.cli import ArgumentParser
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS = Path(__file__).resolve().parent / "cluster-defaults.conf"
 SPARK_JOBS = ("csets", "sample", "warc_index", "pages", "extract_quads")
@@ -104,7 +106,7 @@ def build_project_archive(target: Path) -> Path:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="Everything after -- is the job file and its own flags.",
         formatter_class=argparse.RawDescriptionHelpFormatter,

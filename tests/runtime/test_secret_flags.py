@@ -79,6 +79,20 @@ def test_every_command_of_the_project_is_checked():
     assert all(s in REQUIRED for s, ep in SCRIPTS.items() if not ep.startswith("jobs."))
 
 
+def test_every_parser_of_what_ships_is_the_redacting_one():
+    """udfs/, jobs/, shapes/ and cluster/ build no plain argparse parser: a command added later (a
+    cluster script run by hand) gets the redaction too. ``argparse.ArgumentParser(`` stands only in
+    the class that extends it."""
+    plain = [
+        f"{path.relative_to(PROJECT_ROOT)}:{n}"
+        for top in ("udfs", "jobs", "shapes", "cluster")
+        for path in sorted((PROJECT_ROOT / top).rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if "argparse.ArgumentParser(" in line and path != PROJECT_ROOT / "udfs" / "runtime" / "cli.py"
+    ]
+    assert plain == []
+
+
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_an_installed_command_does_not_echo_a_mistyped_key(script, monkeypatch, capsys):
     """The console script's entry point, called as the script calls it (``sys.argv``)."""
