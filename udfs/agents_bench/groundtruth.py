@@ -28,6 +28,10 @@ they do not belong.
 * compliance negatives: the values of two semantically distant textual properties (range Text) of
   one markup swapped, each value judged against the other property's definition.
 
+Every row keeps ``true_value``, the value its property has in its text: a positive's own value, the
+value an intrinsic negative (or a swap) replaced, none for an extrinsic negative (its text states no
+value for the claim): what a correction of the claim should propose (GraphCorrect, ``run --correct``).
+
 "Semantically distant" is the cosine of all-MiniLM-L6-v2 embeddings of the two properties' names
 and definitions (``udfs.scores.matching``) below ``distant_max``; ``paper`` embeds the names
 alone. Every random choice is a ranking by sha256 of (seed, what is chosen for, candidate), so a
@@ -241,6 +245,10 @@ def _row(
         "text": text,
         "property": f.property,
         "value": value,
+        # the true value the claim's property has in the claim's text: a positive's own value, the
+        # value an intrinsic negative or a swap replaced; none for an extrinsic negative, whose
+        # text is another example's and states no value for the claim (GraphCorrect's target)
+        "true_value": None if kind == EXTRINSIC else f.described,
         "value_kind": value_kind_,
         "value_type": value_type,
         "siblings": list(f.siblings),
@@ -289,6 +297,18 @@ def same_kind(f: "_Fact", g: "_Fact", vocab) -> bool:
     ) or f.kind == g.kind
 
 
+READ_COUNTERS = (
+    "examples",
+    "examples_unreadable",
+    "triples_read",
+    "unnamed_nodes",
+    "rejected_not_schemaorg",
+    "rejected_long_value",
+    "rejected_not_stated",
+    "duplicates",
+)
+
+
 def build_ground_truth(
     examples: Sequence[Example],
     vocab,
@@ -309,24 +329,46 @@ def build_ground_truth(
     if intrinsic == "paper" and name_distance is None:
         raise ValueError("intrinsic negatives 'paper' need name_distance (the properties' name embeddings)")
     out = Built()
-    c = out.counters
-    for k in (
-        "examples",
-        "examples_unreadable",
-        "triples_read",
-        "unnamed_nodes",
-        "rejected_not_schemaorg",
-        "rejected_long_value",
-        "rejected_not_stated",
-        "duplicates",
-    ):
-        c[k] = 0
-
-    # ---- positives
-    facts: list[_Fact] = []
+    facts, markups = _read_facts(examples, vocab, out, max_value_chars=max_value_chars, require_stated=require_stated)
     by_example: dict[str, list[_Fact]] = {}
-    seen: set[tuple] = set()
+    for f in facts:
+        by_example.setdefault(f.example.id, []).append(f)
+    # every fact's property embedded in one batch, before any distance is asked
+    distance.prepare(f.property for f in facts)
+    for f in facts:
+        out.factuality.append(_positive(f, seed))
+        out.compliance.append(_positive(f, seed, definition=vocab.comments.get(f.property, "")))
+    # the order of the steps is the order the distances embed their properties in (name_distance
+    # embeds pairs as they are asked)
+    if intrinsic == "paper":
+        pick = functools.partial(_furthest_name_of_same_kind, vocab=vocab, name_distance=name_distance, seed=seed)
+    else:
+        pick = functools.partial(_seeded_distant, distance=distance, distant_max=distant_max, seed=seed)
+    out.factuality += _intrinsic_negatives(by_example, markups, pick, seed)
+    out.factuality += _extrinsic_negatives(facts, by_example, seed)
+    out.compliance += _swapped_values(by_example, markups, vocab, distance, distant_max, generic_properties, seed)
+    _drop_duplicate_claims(out)
+    out.counters["factuality_positive"] = sum(r["kind"] == POSITIVE for r in out.factuality)
+    return out
+
+
+def _read_facts(
+    examples: Sequence[Example], vocab, out: Built, *, max_value_chars: int, require_stated: bool
+) -> tuple[list[_Fact], dict[str, Markup]]:
+    """The positives' facts of ``examples``, in order: every distinct claim about one text whose
+    property schema.org defines, whose value is short enough and (``require_stated``) stated in
+    the text; and the markup of every example id. Every other triple and every unreadable example
+    is a reject of ``out``, counted in ``out.counters`` (``READ_COUNTERS``)."""
+    c = out.counters
+    c.update(dict.fromkeys(READ_COUNTERS, 0))
+    facts: list[_Fact] = []
     markups: dict[str, Markup] = {}
+    seen: set[tuple] = set()
+
+    def reject(ex: Example, counter: str, reason: str, raw: str) -> None:
+        c[counter] += 1
+        out.rejects.append(reject_row(ex.id, None, reason, raw, raw_chars=max_value_chars))
+
     for ex in examples:
         c["examples"] += 1
         # The examples' pre-markup keeps HTML entities ("Beachwear &amp; Giftware"); the text a
@@ -344,39 +386,24 @@ def build_ground_truth(
             c["triples_read"] += 1
             desc = claim_value(m, t.value)
             if desc is None:
-                c["unnamed_nodes"] += 1
-                out.rejects.append(
-                    reject_row(
-                        ex.id,
-                        None,
-                        "a node without a name is no claim (the claims inside it are)",
-                        f"{t.property} of {t.entity_type}",
-                        raw_chars=max_value_chars,
-                    )
+                reject(
+                    ex,
+                    "unnamed_nodes",
+                    "a node without a name is no claim (the claims inside it are)",
+                    f"{t.property} of {t.entity_type}",
                 )
                 continue
             if t.property not in vocab.properties:
-                c["rejected_not_schemaorg"] += 1
-                out.rejects.append(
-                    reject_row(
-                        ex.id,
-                        None,
-                        "property outside the schema.org vocabulary",
-                        f"{t.property} = {desc}",
-                        raw_chars=max_value_chars,
-                    )
+                reject(
+                    ex, "rejected_not_schemaorg", "property outside the schema.org vocabulary", f"{t.property} = {desc}"
                 )
                 continue
             if len(desc) > max_value_chars:
-                c["rejected_long_value"] += 1
-                out.rejects.append(
-                    reject_row(
-                        ex.id,
-                        None,
-                        f"value longer than {max_value_chars} characters",
-                        f"{t.property} = {desc}",
-                        raw_chars=max_value_chars,
-                    )
+                reject(
+                    ex,
+                    "rejected_long_value",
+                    f"value longer than {max_value_chars} characters",
+                    f"{t.property} = {desc}",
                 )
                 continue
             # one positive per distinct claim about one text (the same example text is documented
@@ -400,52 +427,69 @@ def build_ground_truth(
                 subject_of(m, held, t.subject, t.property),
             )
             if require_stated and not any(mentions(ex.text, s) for s in f.surfaces):
-                c["rejected_not_stated"] += 1
-                out.rejects.append(
-                    reject_row(
-                        ex.id,
-                        None,
-                        "value not stated in the example text",
-                        f"{t.property} = {desc}",
-                        raw_chars=max_value_chars,
-                    )
-                )
+                reject(ex, "rejected_not_stated", "value not stated in the example text", f"{t.property} = {desc}")
                 continue
             facts.append(f)
-            by_example.setdefault(ex.id, []).append(f)
-    distance.prepare(f.property for f in facts)
-    for f in facts:
-        out.factuality.append(
-            _row(
-                f,
-                POSITIVE,
-                True,
-                text=f.example.text,
-                text_example=f.example.id,
-                value=f.described,
-                value_kind_=f.kind,
-                value_surfaces=f.surfaces,
-                value_type=f.value_type,
-                seed=seed,
-            )
-        )
-        out.compliance.append(
-            _row(
-                f,
-                POSITIVE,
-                True,
-                text=f.example.text,
-                text_example=f.example.id,
-                value=f.described,
-                value_kind_=f.kind,
-                value_surfaces=f.surfaces,
-                value_type=f.value_type,
-                seed=seed,
-                definition=vocab.comments.get(f.property, ""),
-            )
-        )
+    return facts, markups
 
-    # ---- intrinsic: a literal value replaced by one of a distant property of the same markup
+
+def _positive(f: _Fact, seed: int, definition: str | None = None) -> dict[str, Any]:
+    """The positive row of a fact: its own value with its own text (``definition``: a compliance row)."""
+    return _row(
+        f,
+        POSITIVE,
+        True,
+        text=f.example.text,
+        text_example=f.example.id,
+        value=f.described,
+        value_kind_=f.kind,
+        value_surfaces=f.surfaces,
+        value_type=f.value_type,
+        seed=seed,
+        definition=definition,
+    )
+
+
+def _furthest_name_of_same_kind(
+    f: _Fact, cands: list[_Fact], *, vocab, name_distance: PropertyDistance, seed: int
+) -> tuple[_Fact, float] | None:
+    """``intrinsic="paper"``: the candidate of the same kind (``same_kind``) whose property's name
+    is furthest from ``f``'s, and its cosine; ties (one property, several values) by the seeded
+    ranking. None without a candidate of the same kind."""
+    cands = [g for g in cands if same_kind(f, g, vocab)]
+    if not cands:
+        return None
+    g = min(
+        cands,
+        key=lambda g: (
+            name_distance.cosine(f.property, g.property),
+            rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described),
+        ),
+    )
+    return g, name_distance.cosine(f.property, g.property)
+
+
+def _seeded_distant(
+    f: _Fact, cands: list[_Fact], *, distance: PropertyDistance, distant_max: float, seed: int
+) -> tuple[_Fact, float] | None:
+    """``intrinsic="distant"``: the first in the seeded ranking of the candidates whose property is
+    distant from ``f``'s (cosine below ``distant_max``), and its cosine; None without one."""
+    cands = [g for g in cands if distance.cosine(f.property, g.property) < distant_max]
+    if not cands:
+        return None
+    g = min(cands, key=lambda g: rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described))
+    return g, distance.cosine(f.property, g.property)
+
+
+def _intrinsic_negatives(
+    by_example: dict[str, list[_Fact]],
+    markups: dict[str, Markup],
+    pick: Callable[[_Fact, list[_Fact]], tuple[_Fact, float] | None],
+    seed: int,
+) -> list[dict[str, Any]]:
+    """A literal value replaced by the literal value of another property of the same markup that
+    ``pick`` chooses among those the markup does not give the claim's property."""
+    rows = []
     for ex_id, fs in by_example.items():
         values_of = _values_by_property(markups[ex_id])
         lits = [f for f in fs if isinstance(f.value, Literal)]
@@ -455,28 +499,11 @@ def build_ground_truth(
                 for g in lits
                 if g.property != f.property and normalise(g.described) not in values_of.get(f.property, ())
             ]
-            if intrinsic == "paper":
-                cands = [g for g in cands if same_kind(f, g, vocab)]
-                if not cands:
-                    continue
-                # the furthest name; ties (one property, several values) by the seeded ranking
-                g = min(
-                    cands,
-                    key=lambda g: (
-                        name_distance.cosine(f.property, g.property),
-                        rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described),
-                    ),
-                )
-                cos = name_distance.cosine(f.property, g.property)
-            else:
-                cands = [g for g in cands if distance.cosine(f.property, g.property) < distant_max]
-                if not cands:
-                    continue
-                g = min(
-                    cands, key=lambda g: rank_key(seed, "intrinsic", f.property, f.described, g.property, g.described)
-                )
-                cos = distance.cosine(f.property, g.property)
-            out.factuality.append(
+            picked = pick(f, cands)
+            if picked is None:
+                continue
+            g, cos = picked
+            rows.append(
                 _row(
                     f,
                     INTRINSIC,
@@ -492,9 +519,13 @@ def build_ground_truth(
                     seed=seed,
                 )
             )
+    return rows
 
-    # ---- extrinsic: a triple with the text of an example whose markup shares no value with its own
-    # the values of a markup: its stated claims' surfaces and every literal inside their nodes
+
+def _extrinsic_negatives(facts: list[_Fact], by_example: dict[str, list[_Fact]], seed: int) -> list[dict[str, Any]]:
+    """A triple with the text of an example whose markup shares no value with its own (its stated
+    claims' surfaces and every literal inside their nodes) and whose text does not state it: the
+    first such example in a seeded order."""
     surf = {
         ex_id: {normalise(s) for f in fs for s in [*f.surfaces, *node_literals(f.markup, f.value)]} - {""}
         for ex_id, fs in by_example.items()
@@ -505,6 +536,7 @@ def build_ground_truth(
     # Each example gets a seeded order of the others; each of its triples starts reading that order
     # at its own seeded offset (one hash per triple instead of one per candidate).
     orders: dict[str, list[str]] = {}
+    rows = []
     for f in facts:
         ex_id = f.example.id
         if ex_id not in orders:
@@ -518,7 +550,7 @@ def build_ground_truth(
             if pair not in disjoint:
                 disjoint[pair] = not (surf[f.example.id] & surf[other])
             if disjoint[pair] and not any(mentions(texts[other], s) for s in [f.described, *f.surfaces]):
-                out.factuality.append(
+                rows.append(
                     _row(
                         f,
                         EXTRINSIC,
@@ -533,8 +565,23 @@ def build_ground_truth(
                     )
                 )
                 break
+    return rows
 
-    # ---- compliance: values swapped between distant textual properties of one markup
+
+def _swapped_values(
+    by_example: dict[str, list[_Fact]],
+    markups: dict[str, Markup],
+    vocab,
+    distance: PropertyDistance,
+    distant_max: float,
+    generic_properties: Sequence[str],
+    seed: int,
+) -> list[dict[str, Any]]:
+    """Compliance negatives: the values of two distant textual properties (range Text, defined,
+    not generic) of one markup swapped, each judged against the other's definition; a value the
+    markup gives the other property too is no swap. Pairs are drawn in a seeded order, each fact
+    in one pair at most."""
+    rows = []
     for ex_id, fs in by_example.items():
         values_of = _values_by_property(markups[ex_id])
         textual = sorted(
@@ -565,7 +612,7 @@ def build_ground_truth(
                     continue
                 used.update((i, j))
                 for a, b in ((f, g), (g, f)):
-                    out.compliance.append(
+                    rows.append(
                         _row(
                             a,
                             SWAPPED,
@@ -583,27 +630,28 @@ def build_ground_truth(
                         )
                     )
                 break
-    # One row per claim. Positives come first, so a negative that repeats a true claim is dropped
-    # (a compliance claim does not involve the text: a swapped value that some example gives the
-    # property is compliant after all).
+    return rows
+
+
+def _drop_duplicate_claims(out: Built) -> None:
+    """One row per claim, counted in ``<task>_duplicate_claims``. Positives come first, so a
+    negative that repeats a true claim is dropped (a compliance claim does not involve the text: a
+    swapped value that some example gives the property is compliant after all); then a canonical
+    order, so which duplicate survives does not depend on the order of the examples."""
     for name, key in (
         ("factuality", ("text", "property", "value", "entity_type")),
         ("compliance", ("property", "value", "entity_type")),
     ):
         kept, seen_claims = [], set()
-        c[f"{name}_duplicate_claims"] = 0
-        # positives first, then a canonical order: which duplicate survives does not depend on
-        # the order of the examples
+        out.counters[f"{name}_duplicate_claims"] = 0
         for r in sorted(getattr(out, name), key=lambda r: (r["kind"] != POSITIVE, r["item_id"])):
             k = tuple(r[x] for x in key)
             if k in seen_claims:
-                c[f"{name}_duplicate_claims"] += 1
+                out.counters[f"{name}_duplicate_claims"] += 1
                 continue
             seen_claims.add(k)
             kept.append(r)
         setattr(out, name, kept)
-    c["factuality_positive"] = sum(r["kind"] == POSITIVE for r in out.factuality)
-    return out
 
 
 def stratified_subset(
