@@ -225,12 +225,54 @@ def fmt(x: float, digits: int = 0) -> str:
     return f"{x:,.{digits}f}"
 
 
-def tables() -> str:
-    out: list[str] = []
-    w = out.append
-    cs = csets_model()
+def release_plan(cs: dict) -> dict:
+    """The C-sets job over the full release at the marginal rate of ``cs`` (``csets_model``): its
+    core-hours, the mean quads of one file (one task) and that task's core-seconds."""
+    per_file_quads = RELEASE_QUADS / RELEASE_FILES
+    return {
+        "core_h": RELEASE_QUADS * cs["core_s_per_quad"] / 3600,
+        "per_file_quads": per_file_quads,
+        "per_task_s": per_file_quads * cs["core_s_per_quad"],
+    }
 
-    w("### C-sets job: cost against input size (measured)\n")
+
+def cpu_work(parts: dict) -> dict:
+    """The CPU work around the model for ``EVAL_PAGES`` pages: the pages job's core-hours,
+    validity's core-seconds (human and one model markup per page), the harness's model requests
+    per page (every answer costs it, the request cache's too; one generation per page) and
+    core-hours."""
+    requests_per_page = parts["text_requests"] + parts["compliance_requests"] + parts["cache_hits"] + 1
+    return {
+        "pages_core_h": EVAL_PAGES / PAGES_PER_CPU_S / 3600,
+        "validity_core_s": 2 * EVAL_PAGES / VALIDITY_MARKUPS_PER_CPU_S,
+        "requests_per_page": requests_per_page,
+        "harness_core_h": EVAL_PAGES * requests_per_page * HARNESS_CPU_MS_PER_REQUEST / 1000 / 3600,
+    }
+
+
+def goal_pages(parts: dict, t: int) -> dict[str, dict]:
+    """The GPU's work per page of ``t`` text tokens for the goal's comparison: generation and the
+    shipped judge (measured), the same with the text read once per page, generation with a judge
+    at issue 42's targets, generation alone, the shipped judge alone."""
+    gen_out = GEN_OUTPUT_SCENARIO[t]
+    shipped = page_tokens(t, gen_out, parts)
+    return {
+        "shipped": shipped,
+        "read_once": page_tokens(t, gen_out, dict(parts, text_reads=1.0)),
+        "at_targets": page_tokens(t, gen_out, judge_at_targets(parts)),
+        "gen_only": dict(shipped, prefill=shipped["gen_prompt"]),
+        "judge_only": dict(shipped, prefill=shipped["judge_uncached"], decode=0),
+    }
+
+
+def h200_hours(tok: dict) -> float:
+    """H200-hours for ``EVAL_PAGES`` pages of ``tok``'s work each."""
+    return gpu_seconds(tok, "H200") * EVAL_PAGES / 3600
+
+
+def csets_fit_section(cs: dict) -> list[str]:
+    out = ["### C-sets job: cost against input size (measured)\n"]
+    w = out.append
     w(
         f"Fit over the measured runs: wall = {cs['fixed_s']:.1f} s + {cs['core_s_per_quad'] * 1e6 / CSETS_CORES:.2f} s "
         f"per million quads on {CSETS_CORES} cores, i.e. {fmt(cs['quads_per_core_s'])} quads per core-second at the margin.\n"
@@ -245,33 +287,35 @@ def tables() -> str:
             f"{s / s1:.2f}x | {fit:.1f} |"
         )
     w("")
+    return out
 
-    total_core_h = RELEASE_QUADS * cs["core_s_per_quad"] / 3600
-    per_file_quads = RELEASE_QUADS / RELEASE_FILES
-    per_task_s = per_file_quads * cs["core_s_per_quad"]
-    w("### C-sets job on the full 2023-12 release\n")
+
+def csets_release_section(cs: dict) -> list[str]:
+    plan = release_plan(cs)
+    out = ["### C-sets job on the full 2023-12 release\n"]
+    w = out.append
     w(
         f"{RELEASE_QUADS / 1e9:.1f} billion quads in {fmt(RELEASE_FILES)} gzip files ({fmt(RELEASE_GZIP_GB)} GB): "
-        f"{fmt(total_core_h)} core-hours at the marginal rate; one file (one task) holds "
-        f"{per_file_quads / 1e6:.1f} M quads on average, about {per_task_s / 60:.1f} core-minutes.\n"
+        f"{fmt(plan['core_h'])} core-hours at the marginal rate; one file (one task) holds "
+        f"{plan['per_file_quads'] / 1e6:.1f} M quads on average, about {plan['per_task_s'] / 60:.1f} core-minutes.\n"
     )
     w("| cores | executors (4 cores) | waves of tasks | hours | S3 read rate needed |")
     w("|---|---|---|---|---|")
     for cores in (128, 512, 1024, 2048, 4096, 8960):
         waves = math.ceil(RELEASE_FILES / cores)
-        hours = (waves * per_task_s + cs["fixed_s"]) / 3600
+        hours = (waves * plan["per_task_s"] + cs["fixed_s"]) / 3600
         w(
             f"| {fmt(cores)} | {fmt(cores // 4)} | {waves} | {hours:.1f} | {RELEASE_GZIP_GB * 8 / (hours * 3600):.1f} Gbit/s |"
         )
     w("")
+    return out
 
-    pages_core_h = EVAL_PAGES / PAGES_PER_CPU_S / 3600
-    validity_core_s = 2 * EVAL_PAGES / VALIDITY_MARKUPS_PER_CPU_S
-    parts = prompt_parts()
-    # every answer costs the harness, the request cache's too; one generation per page
-    requests_per_page = parts["text_requests"] + parts["compliance_requests"] + parts["cache_hits"] + 1
-    harness_core_h = EVAL_PAGES * requests_per_page * HARNESS_CPU_MS_PER_REQUEST / 1000 / 3600
-    w("### CPU work around the model, for 1 million pages\n")
+
+def cpu_section(parts: dict) -> list[str]:
+    cpu = cpu_work(parts)
+    pages_core_h, validity_core_s, harness_core_h = cpu["pages_core_h"], cpu["validity_core_s"], cpu["harness_core_h"]
+    out = ["### CPU work around the model, for 1 million pages\n"]
+    w = out.append
     w("| step | rate (measured) | core-hours | on 64 cores |")
     w("|---|---|---|---|")
     w(
@@ -282,13 +326,17 @@ def tables() -> str:
         f"{validity_core_s / 3600:.2f} | {validity_core_s / 64:.0f} s |"
     )
     w(
-        f"| evaluation harness, {requests_per_page:.0f} model requests per page | {HARNESS_CPU_MS_PER_REQUEST} CPU-ms/request | "
+        f"| evaluation harness, {cpu['requests_per_page']:.0f} model requests per page | {HARNESS_CPU_MS_PER_REQUEST} CPU-ms/request | "
         f"{harness_core_h:.1f} | {harness_core_h / 64 * 60:.0f} min |"
     )
     w("")
     w(f"The harness figure: {HARNESS_MEASURED} (benchmarks/evaluate_throughput.py); validity is part of it.\n")
+    return out
 
-    w("### Evaluation: tokens per page\n")
+
+def tokens_section(parts: dict) -> list[str]:
+    out = ["### Evaluation: tokens per page\n"]
+    w = out.append
     w(
         f"From the measured runs, per page: {parts['text_requests']:.1f} requests about the text (both markups' "
         f"factuality questions) and {parts['compliance_requests']:.1f} compliance requests (no text) that the engine "
@@ -323,18 +371,20 @@ def tables() -> str:
         "| page text tokens | markup tokens generated | prompt tokens sent | processed (not cached) | cached share | generated tokens |"
     )
     w("|---|---|---|---|---|---|")
-    scen = []
     for t in PAGE_TOKENS_SCENARIOS:
         tok = page_tokens(t, GEN_OUTPUT_SCENARIO[t], parts)
         sent = tok["judge_prompt"] + tok["gen_prompt"]
-        scen.append((t, tok, sent))
         w(
             f"| {fmt(t)} | {GEN_OUTPUT_SCENARIO[t]} | {fmt(sent)} | {fmt(tok['prefill'])} | "
             f"{1 - tok['prefill'] / sent:.0%} | {tok['decode']} |"
         )
     w("")
+    return out
 
-    w("### Evaluation of 1 million pages with an 8B model\n")
+
+def gpu_section(parts: dict) -> list[str]:
+    out = ["### Evaluation of 1 million pages with an 8B model\n"]
+    w = out.append
     w(
         f"Assumed per GPU: prefill {fmt(PREFILL_TOKENS_PER_S)} tokens/s (H100 and H200); decode "
         f"{fmt(DECODE_TOKENS_PER_S['H100'])} tokens/s (H100), {fmt(DECODE_TOKENS_PER_S['H200'])} (H200).\n"
@@ -343,28 +393,27 @@ def tables() -> str:
         "| page text tokens | GPU | GPU-s per page | pages/hour/GPU | GPU-hours | 8-GPU nodes for 24 h | hours on one 8-GPU node | GPU-hours without prefix reuse |"
     )
     w("|---|---|---|---|---|---|---|---|")
-    for t, tok, _ in scen:
+    for t in PAGE_TOKENS_SCENARIOS:
+        tok = page_tokens(t, GEN_OUTPUT_SCENARIO[t], parts)
+        nocache_tok = page_tokens(t, GEN_OUTPUT_SCENARIO[t], parts, shared_prefix=False)
         for gpu in ("H100", "H200"):
             s = gpu_seconds(tok, gpu)
             gpu_h = s * EVAL_PAGES / 3600
-            nocache = (
-                gpu_seconds(page_tokens(t, GEN_OUTPUT_SCENARIO[t], parts, shared_prefix=False), gpu) * EVAL_PAGES / 3600
-            )
+            nocache = gpu_seconds(nocache_tok, gpu) * EVAL_PAGES / 3600
             w(
                 f"| {fmt(t)} | {gpu} | {s:.3f} | {fmt(3600 / s)} | {fmt(gpu_h)} | "
                 f"{math.ceil(gpu_h / 24 / GPUS_PER_NODE)} | {gpu_h / GPUS_PER_NODE:.1f} | {fmt(nocache)} |"
             )
     w("")
-    t_goal = 1_000
-    gen_out = GEN_OUTPUT_SCENARIO[t_goal]
+    return out
+
+
+def goal_section(parts: dict, t_goal: int = 1_000) -> list[str]:
     budget_ms = GOAL_H200_HOURS * 3600 / EVAL_PAGES * 1000
     target = judge_at_targets(parts)
-    shipped = page_tokens(t_goal, gen_out, parts)
-    at_targets = page_tokens(t_goal, gen_out, target)
-    gen_only = dict(shipped, prefill=shipped["gen_prompt"])
-    read_once = page_tokens(t_goal, gen_out, dict(parts, text_reads=1.0))
-    judge_only = dict(shipped, prefill=shipped["judge_uncached"], decode=0)
-    w(f"### Against the goal: {GOAL_H200_HOURS} H200-hours per million pages\n")
+    page = goal_pages(parts, t_goal)
+    out = [f"### Against the goal: {GOAL_H200_HOURS} H200-hours per million pages\n"]
+    w = out.append
     w(
         f"The goal leaves {budget_ms:.0f} ms of one H200 per page. At {fmt(t_goal)}-token pages, with the assumed "
         f"rates (prefill {fmt(PREFILL_TOKENS_PER_S)}, decode {fmt(DECODE_TOKENS_PER_S['H200'])} tokens/s):\n"
@@ -374,16 +423,16 @@ def tables() -> str:
     )
     w("|---|---|---|---|---|---|")
     for what, tok in (
-        ("generation and the shipped judge (measured)", shipped),
-        ("the same, the text read once per page (one instruction prefix for every text question)", read_once),
+        ("generation and the shipped judge (measured)", page["shipped"]),
+        ("the same, the text read once per page (one instruction prefix for every text question)", page["read_once"]),
         (
             f"generation and a judge at issue 42's targets ({TARGET_REQUESTS_PER_TRIPLE} requests and "
             f"{TARGET_UNCACHED_PER_TRIPLE} uncached prompt tokens per triple on the measured pages: "
             f"{target['text_tail']:.0f}-token tails, the text read once)",
-            at_targets,
+            page["at_targets"],
         ),
-        ("generation alone (no judge)", gen_only),
-        ("the shipped judge alone", judge_only),
+        ("generation alone (no judge)", page["gen_only"]),
+        ("the shipped judge alone", page["judge_only"]),
     ):
         ms = gpu_seconds(tok, "H200") * 1000
         w(
@@ -391,12 +440,18 @@ def tables() -> str:
             f"{ms / budget_ms:.1f}x |"
         )
     w("")
-    h_shipped = gpu_seconds(shipped, "H200") * EVAL_PAGES / 3600
-    h_target = gpu_seconds(at_targets, "H200") * EVAL_PAGES / 3600
-    h_gen = gpu_seconds(gen_only, "H200") * EVAL_PAGES / 3600
-    h_once = gpu_seconds(read_once, "H200") * EVAL_PAGES / 3600
+    return out + goal_conclusions(parts, page)
+
+
+def goal_conclusions(parts: dict, page: dict[str, dict]) -> list[str]:
+    """What the goal's table means (``page``: ``goal_pages``), the requests per second it takes,
+    and the measured prefix reuse."""
+    shipped = page["shipped"]
+    h_shipped, h_target = h200_hours(shipped), h200_hours(page["at_targets"])
+    h_gen, h_once = h200_hours(page["gen_only"]), h200_hours(page["read_once"])
     prefill_share = shipped["prefill"] / PREFILL_TOKENS_PER_S / gpu_seconds(shipped, "H200")
-    w(
+    per_page = parts["text_requests"] + parts["compliance_requests"] + 1
+    return [
         f"Generation with the shipped judge needs {fmt(h_shipped)} H200-hours ({h_shipped / GOAL_H200_HOURS:.1f}x "
         f"the goal), {prefill_share:.0%} of it prefill. Reading the text once per page takes "
         f"{fmt(h_shipped - h_once)} off; a judge at issue 42's targets would bring the whole to {fmt(h_target)}, and "
@@ -405,21 +460,30 @@ def tables() -> str:
         f"{h_target / GOAL_H200_HOURS:.1f}x the assumed rates with a judge at the targets (the rates are public "
         f"figures and an assumed 40% utilisation, not measured here: `vllm bench serve` on the GPU with the "
         f"FP8 weights is the first measurement to make), or a smaller model for either role (prefill cost is "
-        f"proportional to the parameters: {MODEL_PARAMS / 1e9:.1f}B here).\n"
-    )
-    per_page = parts["text_requests"] + parts["compliance_requests"] + 1
-    w(
+        f"proportional to the parameters: {MODEL_PARAMS / 1e9:.1f}B here).\n",
         f"Requests: {per_page:.0f} per page that the engine serves (verdicts of both markups and one generation per "
         f"chunk), "
         f"{fmt(per_page * EVAL_PAGES / 1e6, 1)} million for the million pages, "
-        f"{fmt(per_page * EVAL_PAGES / (24 * 3600))} per second to finish in 24 hours.\n"
-    )
-    w(
+        f"{fmt(per_page * EVAL_PAGES / (24 * 3600))} per second to finish in 24 hours.\n",
         f"Prefix reuse measured on the same claims (experiments/factuality_prefix): {fmt(SHARED_PREFIX_TOKENS)} prompt "
         f"tokens processed against {fmt(PAPER_LAYOUT_TOKENS)} in the paper's layout "
-        f"({SHARED_PREFIX_TOKENS / PAPER_LAYOUT_TOKENS:.2f}x)."
+        f"({SHARED_PREFIX_TOKENS / PAPER_LAYOUT_TOKENS:.2f}x).",
+    ]
+
+
+def tables() -> str:
+    """docs/capacity.md's generated block: one Markdown section per question, from the measured
+    inputs and the cost model above."""
+    cs, parts = csets_model(), prompt_parts()
+    sections = (
+        csets_fit_section(cs),
+        csets_release_section(cs),
+        cpu_section(parts),
+        tokens_section(parts),
+        gpu_section(parts),
+        goal_section(parts),
     )
-    return "\n".join(out)
+    return "\n".join(line for section in sections for line in section)
 
 
 # ---- measuring an evaluate run -----------------------------------------------------------------
