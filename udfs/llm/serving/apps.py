@@ -111,14 +111,15 @@ def _openai_error(
 def _build_embedded_app(conf: ServingConfig):
     """One Serve deployment per model (its own replicas, CPUs and llama.cpp engine) behind one
     OpenAI-compatible ingress that routes each request by its ``model``."""
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
-    from ray import serve
-    from ray.exceptions import RayActorError
-    from ray.serve.exceptions import BackPressureError
-
     models = conf.engine_section("embedded").models
-    api = FastAPI(title="llm4schema embedded LLM")
+    engine = _embedded_engine_class()
+    deployments = {m.model_id: _engine_deployment(engine, m) for m in models}
+    return _openai_ingress(models).bind(deployments)
+
+
+def _embedded_engine_class() -> type:
+    """The replica class of one model's llama.cpp engine (the engine's packages are imported in
+    the replica, not here)."""
 
     class EmbeddedLLM:
         """One model's llama.cpp engine; answers (status, body) pairs the ingress sends on."""
@@ -174,21 +175,106 @@ def _build_embedded_app(conf: ServingConfig):
             resp = await self.http.post(f"{self.engine_url}{path}", json=payload)
             return resp.status_code, resp.json()
 
-    deployments = {}
-    for m in models:
-        deployments[m.model_id] = serve.deployment(
-            EmbeddedLLM,
-            name=_deployment_name(m.model_id),
-            ray_actor_options={
-                "num_cpus": m.num_cpus,
-                # The replica imports udfs/ whatever the worker's working directory.
-                "runtime_env": {"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}},
-            },
-            max_ongoing_requests=m.max_ongoing_requests,
-            max_queued_requests=m.max_queued_requests,
-            health_check_period_s=10,
-            **_autoscaling(m),
-        ).bind(m)
+    return EmbeddedLLM
+
+
+def _engine_deployment(engine: type, m: EmbeddedModelConf):
+    """``engine``'s Serve deployment for model ``m``, bound to its settings: its replicas, CPUs,
+    queue bounds and autoscaling."""
+    from ray import serve
+
+    return serve.deployment(
+        engine,
+        name=_deployment_name(m.model_id),
+        ray_actor_options={
+            "num_cpus": m.num_cpus,
+            # The replica imports udfs/ whatever the worker's working directory.
+            "runtime_env": {"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}},
+        },
+        max_ongoing_requests=m.max_ongoing_requests,
+        max_queued_requests=m.max_queued_requests,
+        health_check_period_s=10,
+        **_autoscaling(m),
+    ).bind(m)
+
+
+class _EngineRouter:
+    """The ingress's routing: each request to its model's deployment, as (status, JSON body),
+    whether it came over HTTP or through a deployment handle."""
+
+    def __init__(self, engines: dict[str, Any]):
+        self.engines = engines  # model id -> DeploymentHandle, in configuration order
+        self.default = next(iter(engines))
+        self.listing: list[dict[str, Any]] | None = None
+
+    async def call(self, model: Any, method: str, *args: Any) -> tuple[int, Any]:
+        """Route to the model's deployment. A replica that died mid-request, or a full queue,
+        is a 503, which clients retry while Serve recovers; an unknown model is OpenAI's 404."""
+        from ray.exceptions import RayActorError
+        from ray.serve.exceptions import BackPressureError
+
+        if model in (None, ""):
+            model = self.default
+        if model not in self.engines:
+            return _openai_error(
+                404,
+                f"The model {model!r} does not exist; /v1/models lists {sorted(self.engines)}",
+                code="model_not_found",
+                param="model",
+            )
+        try:
+            return await getattr(self.engines[model], method).remote(*args)
+        except (RayActorError, BackPressureError) as exc:
+            return _openai_error(503, f"model {model!r} unavailable: {type(exc).__name__}", "service_unavailable")
+
+    async def answer(self, method: str, path: str, raw: bytes | None) -> tuple[int, Any]:
+        """One request as (status, JSON body), whether it came over HTTP or through a handle."""
+        if method == "GET":
+            if path == "/v1/models":
+                if self.listing is None:
+                    self.listing = list(await asyncio.gather(*(h.info.remote() for h in self.engines.values())))
+                return 200, {"object": "list", "data": self.listing}
+            if path == "/health":
+                return 200, {"status": "ok"}
+            return _openai_error(404, f"no route GET {path}")
+        if path not in ("/v1/chat/completions", "/tokenize", "/detokenize"):
+            return _openai_error(404, f"no route {method} {path}")
+        try:
+            body = json.loads(raw or b"")
+        except ValueError:
+            return _openai_error(400, "the request body is not valid JSON")
+        if path == "/v1/chat/completions":
+            if not isinstance(body, dict):
+                return _openai_error(400, "the request body must be a JSON object")
+            return await self.call(body.get("model"), "chat", body)
+        # The served model's tokenizer ("model" picks one; default: the first).
+        if path == "/tokenize":
+            if not isinstance(body, dict) or not isinstance(body.get("content"), str):
+                return _openai_error(400, "'content' must be a string")
+            return await self.call(
+                body.get("model"),
+                "engine_post",
+                "/tokenize",
+                {"content": body["content"], "with_pieces": bool(body.get("with_pieces")), "add_special": False},
+            )
+        body = body if isinstance(body, dict) else {}
+        return await self.call(body.get("model"), "engine_post", "/detokenize", {"tokens": body.get("tokens", [])})
+
+    async def handle_http(self, method: str, path: str, body: bytes | None) -> tuple[int, dict, bytes]:
+        """The HTTP routes' answer through a deployment handle, without Serve's proxy:
+        ``serve://<app>/v1`` (``udfs.llm.serve_handle``)."""
+        status, answer = await self.answer(method.upper(), path, body)
+        return status, {"content-type": "application/json"}, json.dumps(answer).encode()
+
+
+def _openai_ingress(models: list[EmbeddedModelConf]):
+    """The ingress deployment: ``_EngineRouter`` behind FastAPI's OpenAI routes; it asks no CPU of
+    its own and takes as many requests as the models together, and some."""
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+    from ray import serve
+
+    api = FastAPI(title="llm4schema embedded LLM")
 
     def _json_response(answer: tuple[int, Any]) -> JSONResponse:
         status, body = answer
@@ -201,68 +287,7 @@ def _build_embedded_app(conf: ServingConfig):
         max_ongoing_requests=sum(m.max_ongoing_requests for m in models) + 16,
     )
     @serve.ingress(api)
-    class OpenAIIngress:
-        def __init__(self, engines: dict[str, Any]):
-            self.engines = engines  # model id -> DeploymentHandle, in configuration order
-            self.default = next(iter(engines))
-            self.listing: list[dict[str, Any]] | None = None
-
-        async def call(self, model: Any, method: str, *args: Any) -> tuple[int, Any]:
-            """Route to the model's deployment. A replica that died mid-request, or a full queue,
-            is a 503, which clients retry while Serve recovers; an unknown model is OpenAI's 404."""
-            if model in (None, ""):
-                model = self.default
-            if model not in self.engines:
-                return _openai_error(
-                    404,
-                    f"The model {model!r} does not exist; /v1/models lists {sorted(self.engines)}",
-                    code="model_not_found",
-                    param="model",
-                )
-            try:
-                return await getattr(self.engines[model], method).remote(*args)
-            except (RayActorError, BackPressureError) as exc:
-                return _openai_error(503, f"model {model!r} unavailable: {type(exc).__name__}", "service_unavailable")
-
-        async def answer(self, method: str, path: str, raw: bytes | None) -> tuple[int, Any]:
-            """One request as (status, JSON body), whether it came over HTTP or through a handle."""
-            if method == "GET":
-                if path == "/v1/models":
-                    if self.listing is None:
-                        self.listing = list(await asyncio.gather(*(h.info.remote() for h in self.engines.values())))
-                    return 200, {"object": "list", "data": self.listing}
-                if path == "/health":
-                    return 200, {"status": "ok"}
-                return _openai_error(404, f"no route GET {path}")
-            if path not in ("/v1/chat/completions", "/tokenize", "/detokenize"):
-                return _openai_error(404, f"no route {method} {path}")
-            try:
-                body = json.loads(raw or b"")
-            except ValueError:
-                return _openai_error(400, "the request body is not valid JSON")
-            if path == "/v1/chat/completions":
-                if not isinstance(body, dict):
-                    return _openai_error(400, "the request body must be a JSON object")
-                return await self.call(body.get("model"), "chat", body)
-            # The served model's tokenizer ("model" picks one; default: the first).
-            if path == "/tokenize":
-                if not isinstance(body, dict) or not isinstance(body.get("content"), str):
-                    return _openai_error(400, "'content' must be a string")
-                return await self.call(
-                    body.get("model"),
-                    "engine_post",
-                    "/tokenize",
-                    {"content": body["content"], "with_pieces": bool(body.get("with_pieces")), "add_special": False},
-                )
-            body = body if isinstance(body, dict) else {}
-            return await self.call(body.get("model"), "engine_post", "/detokenize", {"tokens": body.get("tokens", [])})
-
-        async def handle_http(self, method: str, path: str, body: bytes | None) -> tuple[int, dict, bytes]:
-            """The HTTP routes' answer through a deployment handle, without Serve's proxy:
-            ``serve://<app>/v1`` (``udfs.llm.serve_handle``)."""
-            status, answer = await self.answer(method.upper(), path, body)
-            return status, {"content-type": "application/json"}, json.dumps(answer).encode()
-
+    class OpenAIIngress(_EngineRouter):
         @api.get("/v1/models")
         async def list_models(self):
             return _json_response(await self.answer("GET", "/v1/models", None))
@@ -283,7 +308,7 @@ def _build_embedded_app(conf: ServingConfig):
         async def detokenize(self, request: Request):
             return _json_response(await self.answer("POST", "/detokenize", await request.body()))
 
-    return OpenAIIngress.bind(deployments)
+    return OpenAIIngress
 
 
 # --------------------------------------------------------------------------------------------
