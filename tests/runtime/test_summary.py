@@ -99,6 +99,24 @@ def test_attention_keeps_nonzero_trouble_counters_only():
     assert attention(counters) == {"lines_rejected": 3, "claims_not_judged": 5, "selected_fetch_error": 2}
 
 
+def test_attention_names_the_duplicate_keys_of_an_input():
+    """A key given twice (issue 59) is trouble; the rows of one page in several strata are not."""
+    counters = {
+        "duplicate_rows": 4,
+        "ambiguous_page_id_rows": 2,
+        "conflicting_text_rows": 0,
+        "duplicate_cset_ids": 1,
+        "ground_truth_duplicate_rows": 3,
+        "duplicate_vote_rows": 2,
+    }
+    assert attention(counters) == {
+        "ambiguous_page_id_rows": 2,
+        "duplicate_cset_ids": 1,
+        "ground_truth_duplicate_rows": 3,
+        "duplicate_vote_rows": 2,
+    }
+
+
 def test_job_summary_names_tables_rows_locations_and_next_step(demo_root):
     record = {"wall_s": 99.1, "counters": EVALUATE_COUNTERS}
     text = job_summary(

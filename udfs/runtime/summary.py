@@ -23,8 +23,13 @@ from typing import Any, Iterable
 from udfs.runtime.io import Folder
 from udfs.runtime.judge_record import read_judge
 
-# Counter names that say something went wrong or was left out; a non-zero one is worth a look.
-ATTENTION = re.compile(r"reject|fail|error|damaged|no_text|not_judged|no_verdict|unreadable|missing|dropped")
+# Counter names that say something went wrong or was left out; a non-zero one is worth a look. The
+# duplicate keys of an input are (the rows of one page in several strata, evaluate's duplicate_rows,
+# are not: that is how a sample is).
+ATTENTION = re.compile(
+    r"reject|fail|error|damaged|no_text|not_judged|no_verdict|unreadable|missing|dropped"
+    r"|ambiguous|conflicting|duplicate_cset|duplicate_vote|truth_duplicate"
+)
 # Counters named like attention ones that are bookkeeping, not trouble.
 _NOT_ATTENTION = {"rejects_written"}
 # The funnel of the scores table, in pipeline order, as the report names its stages.
