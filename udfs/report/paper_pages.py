@@ -362,8 +362,6 @@ def section(
     same as CSV-able rows. ``pages`` are the run's pages/ rows (``page_url``, ``page_id``,
     ``feature``, ``stratum_index``, ``judge_text``, ``paper_text``), ``scores`` its scores/ rows
     with status ok, ``triples`` its triples/ rows (with ``page_url``)."""
-    from udfs.report import paper
-
     by_url = {p["page_url"]: p for p in pages}
     run_docs = {(by_url[s["page_url"]]["page_id"], s["source"]): s for s in scores if s["page_url"] in by_url}
     documents, seen = [], set()
@@ -373,136 +371,159 @@ def section(
             seen.add(key)
             documents.append(d)
     sources = [s for s in SOURCES if any(d["source"] == s for d in documents)]
-    tables, frames = [], {}
+    parts = [
+        _funnel(documents, run_docs, sources),
+        _strata(documents, run_docs, sources),
+        *_verdicts(src, documents, pages, triples, commit),
+        _memr(src, commit),
+    ]
+    return [table for _, table, _ in parts], {name: frame for name, _, frame in parts}
 
-    funnel_rows, frame = [], []
+
+Part = tuple[str, dict[str, Any], list[dict[str, Any]]]  # (frame name, table, frame rows)
+
+
+def _run_and_paper_counts(
+    docs: list[dict[str, Any]], run_docs: dict[tuple[str, str], dict[str, Any]], source: str
+) -> tuple[list[int], list[int]]:
+    """The triples of ``docs`` after each stage, counted by the run (``RUN_COUNTS``) and by the
+    paper (``STAGES``)."""
+    ours = [sum(int(run_docs[(d["document_id"], source)][c] or 0) for d in docs) for c in RUN_COUNTS]
+    theirs = [sum(d.get(s, 0) for d in docs) for s in STAGES]
+    return ours, theirs
+
+
+def _funnel(documents: list[dict[str, Any]], run_docs: dict, sources: list[str]) -> Part:
+    """Triples after each agent per source: this run, the paper on the same documents, Table 7."""
+    from udfs.report import paper
+
+    rows, frame = [], []
     for source in sources:
         docs = [d for d in documents if d["source"] == source]
-        ours = [sum(int(run_docs[(d["document_id"], source)][c] or 0) for d in docs) for c in RUN_COUNTS]
-        theirs = [sum(d.get(s, 0) for d in docs) for s in STAGES]
+        ours, theirs = _run_and_paper_counts(docs, run_docs, source)
         table7 = list(paper.TABLE7[source])
         for who, counts in (("this run", ours), ("the paper, same documents", theirs), ("the paper, Table 7", table7)):
-            funnel_rows.append(
-                [source, who, len(docs) if who != "the paper, Table 7" else "all", *_funnel_cells(counts)]
-            )
+            rows.append([source, who, len(docs) if who != "the paper, Table 7" else "all", *_funnel_cells(counts)])
             frame.append({"source": source, "counted_by": who, **dict(zip(STAGES, counts))})
-    tables.append(
-        _table(
-            "Triples after each agent: this run, the paper on the same documents, the paper's Table 7",
-            "Each stage's share is of the stage before; rejection is 1 - after compliance / in. This run counts "
-            "triples/ rows under the project's validity and judge; the paper counts its property-value-type "
-            "keys (results.csv).",
-            [
-                "source",
-                "counted by",
-                "documents",
-                "in",
-                "after validity",
-                "after factuality",
-                "after compliance",
-                "rejection",
-            ],  # fmt: skip
-            funnel_rows,
-        )
+    table = _table(
+        "Triples after each agent: this run, the paper on the same documents, the paper's Table 7",
+        "Each stage's share is of the stage before; rejection is 1 - after compliance / in. This run counts "
+        "triples/ rows under the project's validity and judge; the paper counts its property-value-type "
+        "keys (results.csv).",
+        [
+            "source",
+            "counted by",
+            "documents",
+            "in",
+            "after validity",
+            "after factuality",
+            "after compliance",
+            "rejection",
+        ],  # fmt: skip
+        rows,
     )
-    frames["paper_funnel"] = frame
+    return "paper_funnel", table, frame
 
-    strata_rows, frame = [], []
+
+def _strata(documents: list[dict[str, Any]], run_docs: dict, sources: list[str]) -> Part:
+    """Kept after all agents per source, feature and stratum: this run and the paper."""
+    rows, frame = [], []
     for source in sources:
         for feature in sorted({d["feature"] for d in documents}):
             for stratum in sorted({d["stratum"] for d in documents if d["feature"] == feature}):
                 docs = [d for d in documents if (d["source"], d["feature"], d["stratum"]) == (source, feature, stratum)]
                 if not docs:
                     continue
-                ours = [sum(int(run_docs[(d["document_id"], source)][c] or 0) for d in docs) for c in RUN_COUNTS]
-                theirs = [sum(d.get(s, 0) for d in docs) for s in STAGES]
-                strata_rows.append([source, feature, stratum, len(docs), f"{ours[0]:,} / {theirs[0]:,}",
-                                    _share(ours[3], ours[0]), _share(theirs[3], theirs[0])])  # fmt: skip
+                ours, theirs = _run_and_paper_counts(docs, run_docs, source)
+                rows.append([source, feature, stratum, len(docs), f"{ours[0]:,} / {theirs[0]:,}",
+                             _share(ours[3], ours[0]), _share(theirs[3], theirs[0])])  # fmt: skip
                 frame.append({"source": source, "feature": feature, "stratum": stratum, "documents": len(docs),
                               "run_in": ours[0], "run_kept": ours[3], "paper_in": theirs[0],
                               "paper_kept": theirs[3]})  # fmt: skip
-    tables.append(
-        _table(
-            "Kept after all agents, per feature and stratum",
-            "Strata as the paper numbers them (0 low, 1 medium, 2 high).",
-            ["source", "feature", "stratum", "documents", "in (run / paper)", "kept, this run", "kept, the paper"],
-            strata_rows,
-        )
+    table = _table(
+        "Kept after all agents, per feature and stratum",
+        "Strata as the paper numbers them (0 low, 1 medium, 2 high).",
+        ["source", "feature", "stratum", "documents", "in (run / paper)", "kept, this run", "kept, the paper"],
+        rows,
     )
-    frames["paper_strata"] = frame
+    return "paper_strata", table, frame
 
+
+def _verdicts(
+    src: PsetSource,
+    documents: list[dict[str, Any]],
+    pages: list[dict[str, Any]],
+    triples: list[dict[str, Any]],
+    commit: str | None,
+) -> list[Part]:
+    """The run's verdicts against the paper's, claim by claim: agreement per agent and source,
+    the disagreements by likely cause, and examples of them."""
     texts = {p["page_id"]: (p.get("judge_text") or "", p.get("paper_text") or "") for p in pages}
     page_ids = {p["page_url"]: p["page_id"] for p in pages}
     ours = [dict(t, page_id=page_ids[t["page_url"]]) for t in triples if t.get("page_url") in page_ids]
     agreements, examples = verdict_agreement(src, documents, ours, texts, commit)
     rows = [a.row() for a in agreements]
-    tables.append(
-        _table(
-            "Verdicts against the paper's, claim by claim",
-            "Claims both judged, matched on property, value and type. The paper judged the claims its validity "
-            "filter kept; this run judged those its own validity kept. kappa: Cohen's, over the matched claims.",
-            [
-                "agent",
-                "source",
-                "paper's claims",
-                "of which nested (no value)",
-                "matched",
-                "both keep",
-                "both reject",
-                "ours keeps, paper rejects",
-                "ours rejects, paper keeps",
-                "agreement",
-                "kappa",
-            ],  # fmt: skip
-            [[r[k] if r[k] is not None else "–" for k in r] for r in rows],
-        )
+    agreement = _table(
+        "Verdicts against the paper's, claim by claim",
+        "Claims both judged, matched on property, value and type. The paper judged the claims its validity "
+        "filter kept; this run judged those its own validity kept. kappa: Cohen's, over the matched claims.",
+        [
+            "agent",
+            "source",
+            "paper's claims",
+            "of which nested (no value)",
+            "matched",
+            "both keep",
+            "both reject",
+            "ours keeps, paper rejects",
+            "ours rejects, paper keeps",
+            "agreement",
+            "kappa",
+        ],  # fmt: skip
+        [[r[k] if r[k] is not None else "–" for k in r] for r in rows],
     )
-    frames["paper_agreement"] = rows
     causes = [{"agent": a.agent, "source": a.source, "cause": c, "claims": n}
               for a in agreements for c, n in sorted(a.causes.items())]  # fmt: skip
-    tables.append(
-        _table(
-            "Disagreements by likely cause",
-            "Factuality: decided on whether the value occurs (whitespace and case folded) in the text the run's "
-            "judge read and in the paper's text; a paraphrase counts as absent. Compliance: by direction.",
-            ["agent", "source", "cause", "claims"],
-            [list(c.values()) for c in causes],
-        )
+    by_cause = _table(
+        "Disagreements by likely cause",
+        "Factuality: decided on whether the value occurs (whitespace and case folded) in the text the run's "
+        "judge read and in the paper's text; a paraphrase counts as absent. Compliance: by direction.",
+        ["agent", "source", "cause", "claims"],
+        [list(c.values()) for c in causes],
     )
-    frames["paper_causes"] = causes
-    tables.append(
-        _table(
-            f"{len(examples)} disagreements",
-            "Chosen by a hash of the claim (stable from run to run).",
-            ["agent", "source", "document", "claim", "ours", "paper", "likely cause"],
-            [list(e.values()) for e in examples],
-        )
+    shown = _table(
+        f"{len(examples)} disagreements",
+        "Chosen by a hash of the claim (stable from run to run).",
+        ["agent", "source", "document", "claim", "ours", "paper", "likely cause"],
+        [list(e.values()) for e in examples],
     )
-    frames["paper_examples"] = examples
+    return [
+        ("paper_agreement", agreement, rows),
+        ("paper_causes", by_cause, causes),
+        ("paper_examples", shown, examples),
+    ]
 
-    every = paper_documents(src, commit)
-    memr_all = memr_documents(src, every, commit)
-    memr_rows = memr_summary(memr_all)
-    tables.append(
-        _table(
-            "MeMR of the paper's markups (human / model), every document",
-            "The paper's MeMR (results.csv jaccardms, the averages it prints) compares the markups after all "
-            "three of its agents; computed that way it is reproduced document by document. On the markups as "
-            "published (before any agent) the project's reading differs: see the last column.",
-            [
-                "model",
-                "documents",
-                "paper's text",
-                "stored, averaged",
-                "paper's method, recomputed",
-                "documents equal to 1e-6",
-                "markups as published",
-            ],  # fmt: skip
-            memr_rows,
-        )
+
+def _memr(src: PsetSource, commit: str | None) -> Part:
+    """MeMR of the paper's markups over every document of the paper, three ways."""
+    memr_all = memr_documents(src, paper_documents(src, commit), commit)
+    table = _table(
+        "MeMR of the paper's markups (human / model), every document",
+        "The paper's MeMR (results.csv jaccardms, the averages it prints) compares the markups after all "
+        "three of its agents; computed that way it is reproduced document by document. On the markups as "
+        "published (before any agent) the project's reading differs: see the last column.",
+        [
+            "model",
+            "documents",
+            "paper's text",
+            "stored, averaged",
+            "paper's method, recomputed",
+            "documents equal to 1e-6",
+            "markups as published",
+        ],  # fmt: skip
+        memr_summary(memr_all),
     )
-    frames["paper_memr"] = memr_all
-    return tables, frames
+    return "paper_memr", table, memr_all
 
 
 def main(argv: list[str] | None = None) -> int:
