@@ -4,7 +4,7 @@ kappa of MeMR against human votes (Table 9).
 
     python jobs/agents_bench.py build --input data/schemaorg-30.0/schemaorg-all-examples.txt --output OUT
            [--intrinsic distant|paper]
-    python jobs/agents_bench.py run   --input OUT/agents_bench/ground_truth --output OUT [--limit 40]
+    python jobs/agents_bench.py run   --input OUT/agents_bench/ground_truth --output OUT [--limit 40] [--correct]
            [--verdict-models m1 [m2 m3 --judge-model j]] [--strategy direct|guided|fewshot]
            [--factuality-threshold 0.5] [--compliance-threshold 0.5] [--calibration conf/calibration.json]
     python jobs/agents_bench.py calibrate --input OUT/agents_bench/ground_truth --output OUT [run's flags]
@@ -15,7 +15,9 @@ build: OUT/agents_bench/ground_truth/{factuality,compliance}.parquet (udfs/agent
 --intrinsic paper makes the intrinsic negatives by the paper authors' rule.
 run: OUT/agents_bench/results/<config>/ verdicts/ (one part per batch: a killed run resumes from
 its parts, and answers come from the request cache OUT/cache/llm.sqlite), metrics.parquet,
-sweep.parquet, alignment.parquet, summary.md, summary.html, pr.png. --limit N takes N items per
+sweep.parquet, alignment.parquet, summary.md, summary.html, pr.png; with --correct, GraphCorrect on
+every factuality item the judge flagged (parts in corrections/, resumed the same way) measured against
+the ground truth's true_value: correction.parquet and a section of summary.md. --limit N takes N items per
 task, half positives and half negatives, the same seeded picks every time. The judge is [judge]'s,
 built as jobs/evaluate.py builds it (udfs.agents.judge.build_judge), so the benchmark measures the
 judge the evaluation runs; the run record's judge block says where each threshold came from.
@@ -97,6 +99,13 @@ class AgentsBenchJob(Job):
             "calibrate --limit N saw); 0: the first --limit items",
         )
         g.add_argument("--batch-size", type=int, help="items judged per results part")
+        g.add_argument(
+            "--correct",
+            action=argparse.BooleanOptionalAction,
+            default=False,
+            help="run: then GraphCorrect (the evaluation's --correct) on every factuality item the judge flagged, "
+            "measured against the ground truth's true values: correction.parquet, a section of summary.md",
+        )
         g.add_argument(
             "--base-url",
             default="",
@@ -215,7 +224,13 @@ class AgentsBenchJob(Job):
 
         kw = self._run_arguments()
         return commands.run(
-            kw.pop("ground_truth"), kw.pop("out"), kw.pop("cfg"), held_out_after=self.args.held_out_after, **kw
+            kw.pop("ground_truth"),
+            kw.pop("out"),
+            kw.pop("cfg"),
+            held_out_after=self.args.held_out_after,
+            correct=self.args.correct,
+            scores=self.config.scores,
+            **kw,
         )
 
     def _run_arguments(self) -> dict:
@@ -260,6 +275,8 @@ class AgentsBenchJob(Job):
             self.fail('calibrate writes its entries to --calibration: give a file ("" names none)')
         if self.args.held_out_after:
             self.fail("--held-out-after is run's: calibrate fits and measures on its own --limit items")
+        if self.args.correct:
+            self.fail("--correct is run's: calibrate fits the thresholds, it measures no correction")
         kw = self._run_arguments()
         return commands.calibrate(
             kw.pop("ground_truth"),

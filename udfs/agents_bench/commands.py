@@ -332,18 +332,28 @@ def run(
     overwrite: bool,
     timer: Timer = _untimed,
     api_key: str | None = None,
+    correct: bool = False,
+    scores: ScoresConf | None = None,
 ) -> Report:
     """Judge ``limit`` items per task (half positive; 0: all; the same seeded picks every time) of
     the ground truth (:func:`load_ground_truth`: build's folder or any Parquet file) with ``cfg`` on the service at ``base_url``, resuming from the verdict parts
     already in ``out/verdicts`` (``overwrite``: drop them first), and write the metrics, sweep,
     alignment, summary and plot to ``out``. ``held_out_after``: the held-out sample of
     :func:`select_items` instead. ``concurrency``: requests in flight per model (1: one
-    claim at a time, so a verdict's latency is its own). ``api_key``: the endpoint's, as for ``LLMClient``."""
+    claim at a time, so a verdict's latency is its own). ``api_key``: the endpoint's, as for ``LLMClient``.
+    ``correct``: then GraphCorrect on every factuality item the judge flagged (:func:`_correct_flagged`,
+    parts in ``out/corrections``, resumed as the verdicts are), measured per factuality task against
+    the ground truth's ``true_value`` with ``scores``' value matching (``correction.parquet``, a
+    section of summary.md, ``correction_<task>_*`` counters); without it, no ``correction.parquet``."""
+    import pyarrow as pa
+
     from udfs.agents.verdicts import voter_model_and_strategy
     from udfs.agents_bench import metrics as bm
     from udfs.agents_bench.groundtruth import TASKS
     from udfs.llm.client import LLMClient
 
+    if correct and scores is None:
+        raise ValueError("run(correct=True) measures corrections with [scores]' value matching: give scores")
     t0 = time.monotonic()
     models = list(cfg.models)
     gt = load_ground_truth(ground_truth)
@@ -355,6 +365,7 @@ def run(
     parts = out / "verdicts"
     if overwrite:
         parts.rm()
+        (out / "corrections").rm()
     done = {}
     if parts.ls("part-*.parquet"):
         for r in parts.read().to_pylist():
@@ -396,9 +407,13 @@ def run(
     log.info("%d items (%d judged before) for %s", c["items"], c["already_judged"], cfg.name)
     n_part = len(parts.ls("part-*.parquet"))
     judged = 0
-    with timer("judge"), Progress(f"judge {cfg.name}", sum(len(v) for v in pending.values()), "verdicts") as progress:
-        loop = asyncio.new_event_loop()
-        try:
+    corrections: dict[str, dict[str, Any]] = {}
+    loop = asyncio.new_event_loop()
+    try:
+        with (
+            timer("judge"),
+            Progress(f"judge {cfg.name}", sum(len(v) for v in pending.values()), "verdicts") as progress,
+        ):
             for agent, items in pending.items():
                 for i in range(0, len(items), max(1, batch_size)):
                     batch = items[i : i + batch_size]
@@ -409,12 +424,20 @@ def run(
                     for r in rows:
                         done[(agent, r["item_id"])] = r
                     progress.update(len(rows), **{f"{agent} without verdict": sum(r["score"] is None for r in rows)})
-        finally:
-            for cl in clients.values():
-                loop.run_until_complete(cl.aclose())
-                if cl.cache is not None:
-                    cl.cache.close()
-            loop.close()
+        if correct:
+            flagged = [
+                it
+                for iid, it in todo["factuality"].items()
+                if (v := done.get(("factuality", iid))) is not None and v["passed"] is False
+            ]
+            with timer("correct"):
+                corrections = _correct_flagged(cfg, flagged, out / "corrections", batch_size, loop, c)
+    finally:
+        for cl in clients.values():
+            loop.run_until_complete(cl.aclose())
+            if cl.cache is not None:
+                cl.cache.close()
+        loop.close()
     c["judged_now"] = judged
     c["no_verdict"] = sum(done[(ag, iid)]["score"] is None for ag, d in todo.items() for iid in d)
     # metrics per task over the rows of this run's items
@@ -443,12 +466,81 @@ def run(
     }
     ab.plot_precision_recall(sweep, metrics, out / "pr.png", curves)
     md = ab.summary_markdown(conf, metrics, wall)
+    if correct:
+        measured = _correction_metrics(cfg, task_items, done, corrections, scores)
+        out.write_parquet("correction.parquet", ab.to_table(measured, ab.CORRECTION_SCHEMA))
+        md += "\n" + ab.correction_markdown(measured, scores.match_threshold)
+        for r in measured:
+            for f in ab.CORRECTION_SCHEMA:
+                if pa.types.is_int64(f.type) and r[f.name] is not None:
+                    c[f"correction_{r['task']}_{f.name}"] = r[f.name]
+        report.facts["correction"] = measured
+    else:
+        out.rm("correction.parquet")  # a run without --correct leaves no earlier run's figures behind
     out.write_text("summary.md", md)
     out.write_text("summary.html", ab.summary_html(conf, metrics, "pr.png", wall))
     report.counters.update(c)
     report.facts["metrics"] = metrics
     report.text = md
     return report
+
+
+def _correct_flagged(
+    cfg: ab.VerdictConfig,
+    flagged: list[dict[str, Any]],
+    parts: Folder,
+    batch_size: int,
+    loop: asyncio.AbstractEventLoop,
+    c: dict[str, Any],
+) -> dict[str, dict[str, Any]]:
+    """GraphCorrect on the ``flagged`` factuality items (``udfs.agents_bench.runner.correct_items``):
+    the corrections already in ``parts`` (one part per batch) are kept, the others (and the failed
+    ones) asked and written as new parts. Returns every flagged item's correction by item_id (a
+    kept correction over a failed one) and counts corrections_flagged, corrections_resumed,
+    corrections_asked_now and corrections_failed (still failed after this run) in ``c``."""
+    got: dict[str, dict[str, Any]] = {}
+    if parts.ls("part-*.parquet"):
+        for r in parts.read().to_pylist():
+            if r["item_id"] not in got or got[r["item_id"]]["failed"]:
+                got[r["item_id"]] = r
+    wanted = {it["item_id"] for it in flagged}
+    pending = [it for it in flagged if it["item_id"] not in got or got[it["item_id"]]["failed"]]
+    c["corrections_flagged"] = len(flagged)
+    c["corrections_resumed"] = len(flagged) - len(pending)
+    n_part = len(parts.ls("part-*.parquet"))
+    with Progress(f"correct {cfg.name}", len(pending), "corrections") as progress:
+        for i in range(0, len(pending), max(1, batch_size)):
+            rows = loop.run_until_complete(ab.correct_items(cfg, pending[i : i + batch_size]))
+            parts.write_parquet(f"part-{n_part:05d}.parquet", ab.to_table(rows, ab.CORRECTIONS_SCHEMA))
+            n_part += 1
+            for r in rows:
+                got[r["item_id"]] = r
+            progress.update(len(rows), failed=sum(r["failed"] for r in rows))
+    c["corrections_asked_now"] = len(pending)
+    c["corrections_failed"] = sum(bool(got[i]["failed"]) for i in wanted)
+    return {i: got[i] for i in wanted}
+
+
+def _correction_metrics(
+    cfg: ab.VerdictConfig,
+    task_items: dict[str, list[dict[str, Any]]],
+    done: dict[tuple[str, str], dict[str, Any]],
+    corrections: dict[str, dict[str, Any]],
+    scores: ScoresConf,
+) -> list[dict[str, Any]]:
+    """The ``CORRECTION_SCHEMA`` row of each factuality task, value matching by ``scores``."""
+    from udfs.agents_bench.groundtruth import TASKS
+    from udfs.scores import matching
+
+    def match(pairs):
+        return [m.matched for m in matching.match_pairs(pairs, **matching.settings(scores))]
+
+    verdicts = {iid: r for (agent, iid), r in done.items() if agent == "factuality"}
+    return [
+        ab.correction_metrics(cfg.name, task, items, verdicts, corrections, match)
+        for task, items in task_items.items()
+        if TASKS[task][0] == "factuality"
+    ]
 
 
 # ---- calibrate -----------------------------------------------------------------------------------

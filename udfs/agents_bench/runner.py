@@ -15,7 +15,7 @@ import asyncio
 import html
 import json
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
@@ -33,6 +33,8 @@ FACTUALITY_SCHEMA = pa.schema(
         ("text", pa.string()),
         ("property", pa.string()),
         ("value", pa.string()),
+        # the value the claim's property has in its text (groundtruth.py); null: none (extrinsic)
+        ("true_value", pa.string()),
         ("value_kind", pa.string()),
         ("value_type", pa.string()),
         ("siblings", pa.list_(pa.string())),
@@ -147,6 +149,66 @@ KAPPA_SCHEMA = pa.schema(
         ("kappa", pa.float64()),
     ]
 )
+# GraphCorrect on the flagged factuality items (run --correct): one row per item corrected, written
+# one part per batch (corrections/part-*.parquet) so that a killed run resumes.
+CORRECTIONS_SCHEMA = pa.schema(
+    [
+        ("item_id", pa.string()),
+        ("kind", pa.string()),
+        ("label", pa.bool_()),
+        ("property", pa.string()),
+        ("value", pa.string()),
+        ("entity_type", pa.string()),
+        ("true_value", pa.string()),
+        # the value the model read off the text (null: it answered that the text states none, or failed)
+        ("proposed", pa.string()),
+        # Judge.correct's: the proposed value differs from the claim's and passes factuality again
+        ("corrected", pa.bool_()),
+        ("verdict_score", pa.float64()),
+        ("error", pa.string()),
+        # the correction request or its re-verification failed: asked again on a rerun
+        ("failed", pa.bool_()),
+        ("model", pa.string()),
+    ]
+)
+# Per task (intrinsic, extrinsic): what GraphCorrect did to the claims the judge flagged. Shares are
+# null where their count of claims is 0; the to-true-value ones are null too where the ground truth
+# has no true_value column (true_value_known false: built before it kept one).
+CORRECTION_SCHEMA = pa.schema(
+    [
+        ("config", pa.string()),
+        ("task", pa.string()),
+        ("true_value_known", pa.bool_()),
+        # false claims the judge flagged (label false, passed false)
+        ("false_flagged", pa.int64()),
+        # ... split by the correction: a value proposed and re-verified, the text states none, failed
+        ("false_proposed", pa.int64()),
+        ("false_no_value", pa.int64()),
+        ("false_failed", pa.int64()),
+        # of them, those whose text has a true value for the claim (an extrinsic negative's has none)
+        ("false_with_true_value", pa.int64()),
+        ("to_true_exact", pa.int64()),
+        ("to_true_exact_share", pa.float64()),
+        ("to_true_match", pa.int64()),
+        ("to_true_match_share", pa.float64()),
+        # the correction passes factuality (Correction.corrected: the evaluation would keep it)
+        ("false_passes", pa.int64()),
+        ("false_passes_share", pa.float64()),
+        # passes and is the true value (BLINKG match): a false claim mended
+        ("mended", pa.int64()),
+        ("mended_share", pa.float64()),
+        # true claims the judge flagged (label true, passed false)
+        ("true_flagged", pa.int64()),
+        ("true_proposed", pa.int64()),
+        ("true_no_value", pa.int64()),
+        ("true_failed", pa.int64()),
+        # a correction that passes and changes the value: exactly (after normalisation), by BLINKG
+        ("damaged_exact", pa.int64()),
+        ("damaged_exact_share", pa.float64()),
+        ("damaged_match", pa.int64()),
+        ("damaged_match_share", pa.float64()),
+    ]
+)
 # Mixtral-8x7B at threshold 0.5 in the paper (Tables 2 and 4).
 PAPER_F1 = {"intrinsic": 0.901, "extrinsic": 0.945, "compliance": 0.907}
 
@@ -219,23 +281,25 @@ async def _judge_group(cfg: VerdictConfig, agent: str, key: str | None, claims: 
     )
 
 
+def claim_of(item: dict[str, Any]) -> agents.Claim:
+    """The claim a ground-truth item puts to the judge."""
+    return agents.Claim(
+        item["property"],
+        item["value"],
+        item["entity_type"],
+        item.get("value_type"),
+        tuple(item.get("siblings") or ()),
+        item.get("subject"),
+    )
+
+
 async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One verdict row per ground-truth item (same order); the items of one text are asked together.
     A compliance item with a ``definition`` is judged against it, one without against schema.org's."""
     groups: dict[str | None, list[int]] = {}
     for i, it in enumerate(items):
         groups.setdefault(it["text"] if agent == "factuality" else (it.get("definition") or None), []).append(i)
-    claims = [
-        agents.Claim(
-            it["property"],
-            it["value"],
-            it["entity_type"],
-            it.get("value_type"),
-            tuple(it.get("siblings") or ()),
-            it.get("subject"),
-        )
-        for it in items
-    ]
+    claims = [claim_of(it) for it in items]
     keys = list(groups)
     if cfg.one_at_a_time:
         # One request in flight: a verdict's latency is its own request's time, not its wait behind
@@ -282,6 +346,151 @@ async def judge_items(cfg: VerdictConfig, agent: str, items: Sequence[dict[str, 
             }
         )
     return rows
+
+
+# Judge.correct's error for a claim whose text states no value: an answer, not a failure
+NO_VALUE = "the text states no value"
+
+
+async def correct_items(cfg: VerdictConfig, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """GraphCorrect (``Judge.correct``) on factuality items the judge flagged: one
+    ``CORRECTIONS_SCHEMA`` row per item, in order; the items of one text are asked together. As the
+    evaluation does, the first voter (its model and strategy) is asked for the value and re-verifies
+    it, with every question (early_exit False: the bench's convention). ``failed``: the request or
+    the re-verification got no answer (a rerun asks again)."""
+    model, strategy = agents.voter_model_and_strategy(cfg.models[0], cfg.strategy)
+    groups: dict[str, list[int]] = {}
+    for i, it in enumerate(items):
+        groups.setdefault(it["text"], []).append(i)
+    answers = await asyncio.gather(
+        *(
+            cfg.judge.correct(
+                cfg.clients[model], [text], [claim_of(items[i]) for i in idx], early_exit=False, strategy=strategy
+            )
+            for text, idx in groups.items()
+        )
+    )
+    fixes: list[Any] = [None] * len(items)
+    for idx, got in zip(groups.values(), answers):
+        for i, f in zip(idx, got):
+            fixes[i] = f
+    rows = []
+    for it, f in zip(items, fixes):
+        v = f.verdict
+        rows.append(
+            {
+                **{
+                    k: it.get(k) for k in ("item_id", "kind", "label", "property", "value", "entity_type", "true_value")
+                },
+                "proposed": f.proposed,
+                "corrected": f.corrected,
+                "verdict_score": v.score if v is not None else None,
+                "error": f.error,
+                "failed": (f.proposed is None and f.error != NO_VALUE) or (v is not None and v.score is None),
+                "model": model,
+            }
+        )
+    return rows
+
+
+def exact_form(value: Any) -> str:
+    """A value as the exact match compares it: casefolded, whitespace collapsed
+    (``udfs.scores.matching.normalise``), surrounding punctuation stripped ("Springfield." is
+    "springfield")."""
+    import unicodedata
+
+    from udfs.scores.matching import normalise
+
+    t = normalise(value)
+    i, j = 0, len(t)
+    while i < j and (t[i].isspace() or unicodedata.category(t[i]).startswith("P")):
+        i += 1
+    while j > i and (t[j - 1].isspace() or unicodedata.category(t[j - 1]).startswith("P")):
+        j -= 1
+    return t[i:j]
+
+
+def _share(k: int | None, n: int | None) -> float | None:
+    return k / n if k is not None and n else None
+
+
+def correction_metrics(
+    config: str,
+    task: str,
+    items: Sequence[dict[str, Any]],
+    verdicts: dict[str, dict[str, Any]],
+    corrections: dict[str, dict[str, Any]],
+    match: Callable[[Sequence[tuple[str, str]]], list[bool]],
+) -> dict[str, Any]:
+    """One ``CORRECTION_SCHEMA`` row: what GraphCorrect did to ``task``'s items the judge flagged
+    (``verdicts`` by item_id: ``passed`` false). Every flagged item needs its row in
+    ``corrections`` (by item_id), else ValueError. A false claim is corrected to its true value
+    (``true_value``) exactly when both have the same :func:`exact_form`, and by value matching when
+    ``match`` (BLINKG's: ``udfs.scores.matching.match_pairs`` at [scores] match_threshold) says so of
+    (proposed, true value); a true claim is damaged when a correction that passes changes its value
+    (not the same exact form; by matching: ``match`` of (proposed, value) false). Items without a
+    ``true_value`` key (a ground truth built before it kept one) make the to-true-value figures
+    null: not measurable."""
+    known = all("true_value" in it for it in items)
+
+    def flagged(label: bool) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        out = []
+        for it in items:
+            v = verdicts.get(it["item_id"])
+            if bool(it["label"]) is label and v is not None and v["passed"] is False:
+                if it["item_id"] not in corrections:
+                    raise ValueError(f"task {task}: item {it['item_id']} was flagged and has no correction")
+                out.append((it, corrections[it["item_id"]]))
+        return out
+
+    false, true = flagged(False), flagged(True)
+    answered = [(it, c) for it, c in false if not c["failed"] and c["proposed"] is not None]
+    with_tv = [(it, c) for it, c in false if it.get("true_value") is not None] if known else []
+    to_true = [(it, c) for it, c in answered if it.get("true_value") is not None] if known else []
+    passed_true = [(it, c) for it, c in true if c["corrected"]]
+    matched = match(
+        [(c["proposed"], it["true_value"]) for it, c in to_true]
+        + [(c["proposed"], it["value"]) for it, c in passed_true]
+    )
+    to_true_match = matched[: len(to_true)]
+    same_value = matched[len(to_true) :]
+    n_tv = len(with_tv) if known else None
+
+    def if_known(n: int) -> int | None:
+        return n if known else None
+
+    exact = if_known(sum(exact_form(c["proposed"]) == exact_form(it["true_value"]) for it, c in to_true))
+    by_match = if_known(sum(to_true_match))
+    mended = if_known(sum(m and c["corrected"] for (it, c), m in zip(to_true, to_true_match)))
+    passes = sum(bool(c["corrected"]) for _, c in false)
+    damaged_exact = sum(exact_form(c["proposed"]) != exact_form(it["value"]) for it, c in passed_true)
+    damaged_match = sum(not m for m in same_value)
+    return {
+        "config": config,
+        "task": task,
+        "true_value_known": known,
+        "false_flagged": len(false),
+        "false_proposed": len(answered),
+        "false_no_value": sum(not c["failed"] and c["proposed"] is None for _, c in false),
+        "false_failed": sum(bool(c["failed"]) for _, c in false),
+        "false_with_true_value": n_tv,
+        "to_true_exact": exact,
+        "to_true_exact_share": _share(exact, n_tv),
+        "to_true_match": by_match,
+        "to_true_match_share": _share(by_match, n_tv),
+        "false_passes": passes,
+        "false_passes_share": _share(passes, len(false)),
+        "mended": mended,
+        "mended_share": _share(mended, n_tv),
+        "true_flagged": len(true),
+        "true_proposed": sum(not c["failed"] and c["proposed"] is not None for _, c in true),
+        "true_no_value": sum(not c["failed"] and c["proposed"] is None for _, c in true),
+        "true_failed": sum(bool(c["failed"]) for _, c in true),
+        "damaged_exact": damaged_exact,
+        "damaged_exact_share": _share(damaged_exact, len(true)),
+        "damaged_match": damaged_match,
+        "damaged_match_share": _share(damaged_match, len(true)),
+    }
 
 
 def task_metrics(
@@ -387,6 +596,75 @@ def summary_markdown(config: dict[str, Any], metrics: Sequence[dict[str, Any]], 
         "F1 false: F1 of the false class; s/verdict: mean after dropping IQR outliers, cached answers left out.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _ratio_cell(k: int | None, n: int | None, known: bool = True) -> str:
+    if not known:
+        return "not measurable"
+    if not n:
+        return "–"
+    return f"{k}/{n} ({k / n:.1%})"
+
+
+CORRECTION_HEADER = (
+    "task",
+    "false flagged",
+    "proposed / none / failed",
+    "to true value (exact)",
+    "to true value (BLINKG)",
+    "passes factuality",
+    "mended",
+    "true flagged",
+    "damaged (exact)",
+    "damaged (BLINKG)",
+)
+
+
+def correction_markdown(rows: Sequence[dict[str, Any]], match_threshold: float) -> str:
+    """summary.md's GraphCorrect section: one line per task of ``CORRECTION_SCHEMA`` rows, each
+    share with the counts behind it."""
+    lines = [
+        "## GraphCorrect",
+        "",
+        "| " + " | ".join(CORRECTION_HEADER) + " |",
+        "|" + "---|" * len(CORRECTION_HEADER),
+    ]
+    for r in rows:
+        known = r["true_value_known"]
+        n_tv = r["false_with_true_value"]
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r["task"],
+                    str(r["false_flagged"]),
+                    f"{r['false_proposed']} / {r['false_no_value']} / {r['false_failed']}",
+                    _ratio_cell(r["to_true_exact"], n_tv, known),
+                    _ratio_cell(r["to_true_match"], n_tv, known),
+                    _ratio_cell(r["false_passes"], r["false_flagged"]),
+                    _ratio_cell(r["mended"], n_tv, known),
+                    str(r["true_flagged"]),
+                    _ratio_cell(r["damaged_exact"], r["true_flagged"]),
+                    _ratio_cell(r["damaged_match"], r["true_flagged"]),
+                ]
+            )
+            + " |"
+        )
+    notes = [
+        "",
+        "Flagged: judged non-factual. GraphCorrect asks the text for the value of each flagged claim and "
+        "judges the corrected claim again (passes factuality: Correction.corrected, what the evaluation keeps). "
+        "To true value: of the false claims whose text has a true value, those whose proposed value is it "
+        "(exact: casefolded, whitespace collapsed, surrounding punctuation stripped; BLINKG: value matching at "
+        f"{match_threshold:g}); mended: passes and BLINKG-matches the true value. Damaged: of the true claims "
+        "flagged, those whose correction passes with a different value. An extrinsic negative's text is "
+        "another example's: it has no true value, and the right correction is none.",
+    ]
+    if any(not r["true_value_known"] for r in rows):
+        notes.append(
+            "Not measurable: the ground truth has no true_value column (built before it kept one); build it again."
+        )
+    return "\n".join(lines + notes) + "\n"
 
 
 def summary_html(
