@@ -196,7 +196,10 @@ def linear_fit(x: list[float], y: list[float]) -> tuple[float, float]:
     return my - b * mx, b
 
 
-def main() -> int:
+FULL_RELEASE_QUADS = 61.1e9  # WDC 2023-12 JSON-LD, 8,897 files
+
+
+def arguments() -> argparse.Namespace:
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quads", type=int, default=2_000_000, help="quads in the 1x corpus")
     ap.add_argument("--files", type=int, default=8, help="gzip files in the 1x corpus")
@@ -210,92 +213,80 @@ def main() -> int:
     )
     ap.add_argument("--workdir", default=None, help="where corpora and outputs go (default: a temp dir, removed)")
     ap.add_argument("--json", default=None, help="also write the figures here")
-    args = ap.parse_args()
-    cores = os.cpu_count() or 1
-    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="csets-bench-"))
-    spark_submit = str(Path(sys.executable).parent / "spark-submit")
-    rows = []
-    # The job as the Makefile runs it: spark-submit reads conf/spark-defaults.conf (JVM options too).
-    env = {
-        **os.environ,
-        "SPARK_LOG_LEVEL": "ERROR",
-        "PYSPARK_PYTHON": sys.executable,
-        "SPARK_CONF_DIR": str(ROOT / "conf"),
-        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    return ap.parse_args()
+
+
+def measure_scale(scale: int, args: argparse.Namespace, job: list[str], env: dict, work: Path, cores: int) -> dict:
+    """One row of the table: the ``scale``x corpus generated, the zcat floor, the job's fastest
+    of ``--repeats`` runs (wall, CPU, peak RSS) and, at a ``--naive-scales`` scale, the naive
+    baseline on the same files."""
+    corpus = work / f"corpus-{scale}x"
+    t0 = time.monotonic()
+    files, quads = make_corpus(corpus, args.quads * scale, args.files * scale)
+    gen_s = time.monotonic() - t0
+    size = sum(f.stat().st_size for f in files)
+    c0 = children_cpu()
+    floor = zcat_floor(files, cores)
+    zcat_cpu = children_cpu() - c0
+    out = work / f"out-{scale}x"
+    runs = []
+    for _ in range(max(args.repeats, 1)):
+        c0 = children_cpu()
+        wall, peaks, res = run_measured([*job, "--input", str(corpus), "--output", str(out), "--top", "3"], env=env)
+        runs.append((wall, children_cpu() - c0, peaks))
+    wall = min(r[0] for r in runs)
+    job_cpu = min(r[1] for r in runs)
+    peaks = {k: max(r[2].get(k, 0) for r in runs) for k in ("java", "python")}
+    record = json.loads((out / "csets" / "_run.json").read_text())
+    c = record["counters"]
+    assert c["reconciles"], c
+    row = {
+        "scale": scale,
+        "files": len(files),
+        "quads": quads,
+        "gzip_mb": round(size / 2**20, 1),
+        "gen_s": round(gen_s, 1),
+        "zcat_s": round(floor, 2),
+        "job_s": round(wall, 2),
+        "job_over_zcat": round(wall / floor, 2),
+        "job_quads_per_s_per_core": round(quads / wall / cores),
+        "zcat_cpu_s": round(zcat_cpu, 2),
+        "job_cpu_s": round(job_cpu, 2),
+        "job_quads_per_cpu_s": round(quads / job_cpu),
+        "job_cpu_over_zcat_cpu": round(job_cpu / zcat_cpu, 2),
+        "jvm_peak_mb": round(peaks.get("java", 0) / 2**20),
+        "driver_py_peak_mb": round(peaks.get("python", 0) / 2**20),
+        "rejected": c["lines_rejected"],
+        "csets": c["sets_after_cleaning"],
+        "job_s_runs": [round(r[0], 2) for r in runs],
+        "job_cpu_s_runs": [round(r[1], 2) for r in runs],
     }
-    job = [spark_submit, "--master", f"local[{cores}]", "--driver-memory", "2g", str(ROOT / "jobs" / "csets.py")]
-    try:
-        # Warm-up, not measured: the first run on a machine reads Spark's jars from disk and may
-        # build the scanner's jar.
-        run_measured([*job, "--input", str(REAL), "--output", str(work / "warm-up"), "--top", "1"], env=env)
-        for scale in [int(s) for s in args.scales.split(",")]:
-            corpus = work / f"corpus-{scale}x"
-            t0 = time.monotonic()
-            files, quads = make_corpus(corpus, args.quads * scale, args.files * scale)
-            gen_s = time.monotonic() - t0
-            size = sum(f.stat().st_size for f in files)
-            c0 = children_cpu()
-            floor = zcat_floor(files, cores)
-            zcat_cpu = children_cpu() - c0
-            out = work / f"out-{scale}x"
-            runs = []
-            for _ in range(max(args.repeats, 1)):
-                c0 = children_cpu()
-                wall, peaks, res = run_measured(
-                    [*job, "--input", str(corpus), "--output", str(out), "--top", "3"], env=env
-                )
-                runs.append((wall, children_cpu() - c0, peaks))
-            wall = min(r[0] for r in runs)
-            job_cpu = min(r[1] for r in runs)
-            peaks = {k: max(r[2].get(k, 0) for r in runs) for k in ("java", "python")}
-            record = json.loads((out / "csets" / "_run.json").read_text())
-            c = record["counters"]
-            assert c["reconciles"], c
-            row = {
-                "scale": scale,
-                "files": len(files),
-                "quads": quads,
-                "gzip_mb": round(size / 2**20, 1),
-                "gen_s": round(gen_s, 1),
-                "zcat_s": round(floor, 2),
-                "job_s": round(wall, 2),
-                "job_over_zcat": round(wall / floor, 2),
-                "job_quads_per_s_per_core": round(quads / wall / cores),
-                "zcat_cpu_s": round(zcat_cpu, 2),
-                "job_cpu_s": round(job_cpu, 2),
-                "job_quads_per_cpu_s": round(quads / job_cpu),
-                "job_cpu_over_zcat_cpu": round(job_cpu / zcat_cpu, 2),
-                "jvm_peak_mb": round(peaks.get("java", 0) / 2**20),
-                "driver_py_peak_mb": round(peaks.get("python", 0) / 2**20),
-                "rejected": c["lines_rejected"],
-                "csets": c["sets_after_cleaning"],
-                "job_s_runs": [round(r[0], 2) for r in runs],
-                "job_cpu_s_runs": [round(r[1], 2) for r in runs],
-            }
-            if str(scale) in args.naive_scales.split(","):
-                t0, c0 = time.monotonic(), children_cpu()
-                res = subprocess.run(
-                    [sys.executable, "-c", NAIVE, *map(str, files)], capture_output=True, text=True, check=True
-                )
-                naive_s, naive_cpu = time.monotonic() - t0, children_cpu() - c0
-                n, ents, ncsets, rss = map(int, res.stdout.split())
-                row.update(
-                    {
-                        "naive_s": round(naive_s, 2),
-                        "naive_quads_per_s": round(n / naive_s),
-                        "naive_peak_mb": round(rss / 2**20),
-                        "naive_entities": ents,
-                        "job_over_naive_per_core": round((quads / wall / cores) / (n / naive_s), 2),
-                        "naive_quads_per_cpu_s": round(n / naive_cpu),
-                        "job_over_naive_per_cpu_s": round((quads / job_cpu) / (n / naive_cpu), 2),
-                    }
-                )
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-            shutil.rmtree(corpus, ignore_errors=True)
-    finally:
-        if not args.workdir:
-            shutil.rmtree(work, ignore_errors=True)
+    if str(scale) in args.naive_scales.split(","):
+        row.update(measure_naive(files, quads, wall, job_cpu, cores))
+    shutil.rmtree(corpus, ignore_errors=True)
+    return row
+
+
+def measure_naive(files: list[Path], quads: int, wall: float, job_cpu: float, cores: int) -> dict:
+    """The naive baseline on ``files``: its rates and peak RSS, and the job's (``wall``,
+    ``job_cpu`` over ``quads``) against it."""
+    t0, c0 = time.monotonic(), children_cpu()
+    res = subprocess.run([sys.executable, "-c", NAIVE, *map(str, files)], capture_output=True, text=True, check=True)
+    naive_s, naive_cpu = time.monotonic() - t0, children_cpu() - c0
+    n, ents, ncsets, rss = map(int, res.stdout.split())
+    return {
+        "naive_s": round(naive_s, 2),
+        "naive_quads_per_s": round(n / naive_s),
+        "naive_peak_mb": round(rss / 2**20),
+        "naive_entities": ents,
+        "job_over_naive_per_core": round((quads / wall / cores) / (n / naive_s), 2),
+        "naive_quads_per_cpu_s": round(n / naive_cpu),
+        "job_over_naive_per_cpu_s": round((quads / job_cpu) / (n / naive_cpu), 2),
+    }
+
+
+def print_tables(rows: list[dict], cores: int) -> None:
+    """The rows on the wall clock, then on CPU time."""
     base = rows[0]
     print(f"\nC-sets job throughput on {cores} cores (same files for every column of a row)")
     hdr = f"{'scale':>5} {'quads':>11} {'gz MB':>7} {'zcat s':>7} {'job s':>7} {'job/zcat':>8} {'q/s/core':>9} {'naive q/s':>9} {'job/naive':>9} {'JVM MB':>7} {'drv MB':>7} {'naive MB':>8} {'time x':>6}"
@@ -315,49 +306,82 @@ def main() -> int:
             f"{r['scale']:>4}x {r['zcat_cpu_s']:>10} {r['job_cpu_s']:>9} {r['job_cpu_over_zcat_cpu']:>8} {r['job_quads_per_cpu_s']:>9,} "
             f"{r.get('naive_quads_per_cpu_s', '-'):>13} {r.get('job_over_naive_per_cpu_s', '-'):>9} {r['job_cpu_s'] / base['job_cpu_s']:>6.2f}"
         )
-    # Time = fixed + marginal x quads, fitted over every scale: the fixed part (JVM and Python
-    # start, planning and compiling ~20 small stages) is paid once per run, the marginal part is
-    # what a 10^4-file release run sees per quad.
-    fit = {}
-    if len(rows) > 1:
-        q = [r["quads"] for r in rows]
-        fit = {
-            name: linear_fit(q, [r[col] for r in rows])
-            for name, col in (("wall", "job_s"), ("cpu", "job_cpu_s"), ("zcat", "zcat_s"))
-        }
-        (fw, mw), (fc, mc), (_, mz) = fit["wall"], fit["cpu"], fit["zcat"]
-        naive = [r["naive_quads_per_s"] for r in rows if "naive_quads_per_s" in r]
-        naive_cpu = [r["naive_quads_per_cpu_s"] for r in rows if "naive_quads_per_cpu_s" in r]
-        print(
-            f"\nFit over {len(rows)} scales: job wall = {fw:.1f} s + {mw * 1e6:.2f} s per million quads; "
-            f"job CPU = {fc:.1f} CPU-s + {mc * 1e6:.2f} CPU-s per million; zcat = {mz * 1e6:.3f} s per million"
+
+
+def print_fit(rows: list[dict], cores: int) -> tuple[dict, float]:
+    """Time = fixed + marginal x quads, fitted over every scale (two at least): the fixed part
+    (JVM and Python start, planning and compiling ~20 small stages) is paid once per run, the
+    marginal part is what a 10^4-file release run sees per quad. Prints it and where the job
+    reaches 3x zcat and the naive baseline's rate; returns the fits and the marginal quads per
+    CPU-second."""
+    q = [r["quads"] for r in rows]
+    fit = {
+        name: linear_fit(q, [r[col] for r in rows])
+        for name, col in (("wall", "job_s"), ("cpu", "job_cpu_s"), ("zcat", "zcat_s"))
+    }
+    (fw, mw), (fc, mc), (_, mz) = fit["wall"], fit["cpu"], fit["zcat"]
+    naive = [r["naive_quads_per_s"] for r in rows if "naive_quads_per_s" in r]
+    naive_cpu = [r["naive_quads_per_cpu_s"] for r in rows if "naive_quads_per_cpu_s" in r]
+    print(
+        f"\nFit over {len(rows)} scales: job wall = {fw:.1f} s + {mw * 1e6:.2f} s per million quads; "
+        f"job CPU = {fc:.1f} CPU-s + {mc * 1e6:.2f} CPU-s per million; zcat = {mz * 1e6:.3f} s per million"
+    )
+    print(
+        f"  marginal: {1 / mc:,.0f} quads per CPU-second"
+        + (
+            f" (naive baseline {min(naive_cpu):,}-{max(naive_cpu):,}: {1 / mc / max(naive_cpu):.2f}x its best)"
+            if naive_cpu
+            else ""
         )
+        + f"; {1 / mw / cores:,.0f} quads/s/core on the wall clock; job/zcat at the margin {mw / mz:.1f}x"
+    )
+    if mw < 3 * mz:
+        print(f"  job <= 3x zcat from about {fw / (3 * mz - mw) / 1e6:,.0f} million quads on")
+    else:
+        print("  job <= 3x zcat at no size: the marginal time alone is above 3x zcat")
+    if naive and mw * cores * max(naive) < 1:
         print(
-            f"  marginal: {1 / mc:,.0f} quads per CPU-second"
-            + (
-                f" (naive baseline {min(naive_cpu):,}-{max(naive_cpu):,}: {1 / mc / max(naive_cpu):.2f}x its best)"
-                if naive_cpu
-                else ""
-            )
-            + f"; {1 / mw / cores:,.0f} quads/s/core on the wall clock; job/zcat at the margin {mw / mz:.1f}x"
+            f"  per-core rate >= the naive baseline's best from about "
+            f"{fw * cores * max(naive) / (1 - mw * cores * max(naive)) / 1e6:,.0f} million quads on"
         )
-        if mw < 3 * mz:
-            print(f"  job <= 3x zcat from about {fw / (3 * mz - mw) / 1e6:,.0f} million quads on")
-        else:
-            print("  job <= 3x zcat at no size: the marginal time alone is above 3x zcat")
-        if naive and mw * cores * max(naive) < 1:
-            print(
-                f"  per-core rate >= the naive baseline's best from about "
-                f"{fw * cores * max(naive) / (1 - mw * cores * max(naive)) / 1e6:,.0f} million quads on"
-            )
-        marginal = 1 / mc
+    return fit, 1 / mc
+
+
+def main() -> int:
+    args = arguments()
+    cores = os.cpu_count() or 1
+    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="csets-bench-"))
+    spark_submit = str(Path(sys.executable).parent / "spark-submit")
+    rows = []
+    # The job as the Makefile runs it: spark-submit reads conf/spark-defaults.conf (JVM options too).
+    env = {
+        **os.environ,
+        "SPARK_LOG_LEVEL": "ERROR",
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_CONF_DIR": str(ROOT / "conf"),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
+    job = [spark_submit, "--master", f"local[{cores}]", "--driver-memory", "2g", str(ROOT / "jobs" / "csets.py")]
+    try:
+        # Warm-up, not measured: the first run on a machine reads Spark's jars from disk and may
+        # build the scanner's jar.
+        run_measured([*job, "--input", str(REAL), "--output", str(work / "warm-up"), "--top", "1"], env=env)
+        for scale in [int(s) for s in args.scales.split(",")]:
+            row = measure_scale(scale, args, job, env, work, cores)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    print_tables(rows, cores)
+    fit, marginal = print_fit(rows, cores) if len(rows) > 1 else ({}, None)
     rate = max(r["job_quads_per_s_per_core"] for r in rows)
-    full = 61.1e9
+    full = FULL_RELEASE_QUADS
     print(
         f"\nFull WDC 2023-12 JSON-LD release ({full / 1e9:.1f} billion quads, 8,897 files) at {rate:,} quads/s/core "
         f"(best wall-clock run here): {full / rate / 3600:,.0f} core-hours"
     )
-    if len(rows) > 1:
+    if marginal is not None:
         print(f"  at the marginal {marginal:,.0f} quads per CPU-second: {full / marginal / 3600:,.0f} core-hours")
     if args.json:
         Path(args.json).write_text(
@@ -366,7 +390,7 @@ def main() -> int:
                     "cores": cores,
                     "rows": rows,
                     "core_hours_full_release": full / rate / 3600,
-                    "marginal_quads_per_cpu_s": marginal if len(rows) > 1 else None,
+                    "marginal_quads_per_cpu_s": marginal,
                     "fit": fit,
                 },
                 indent=2,
