@@ -568,7 +568,9 @@ def report(f: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None) -> tuple[argparse.Namespace, list[int]]:
+    """The flags (``--quick`` setting its own) and the page counts of the 0 ms runs; a usage error
+    for a bad ``--sizes``."""
     ap = ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,10000,100000", help="page counts of the 0 ms runs, comma-separated")
     ap.add_argument("--latency-ms", type=float, default=200.0, help="the stub's latency of the loaded runs")
@@ -616,11 +618,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--sizes takes page counts separated by commas, not {args.sizes!r}")
     if not sizes or min(sizes) <= 0:
         ap.error("--sizes needs at least one positive page count")
+    return args, sizes
 
-    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="evaluate-throughput-"))
-    work.mkdir(parents=True, exist_ok=True)
-    flags = job_flags()
-    runs: list[Run] = []
+
+def plan_runs(args: argparse.Namespace, sizes: list[int], work: Path) -> list[tuple[Run, Path]]:
+    """The runs in order, each with its pages (written under ``work``): the 0 ms runs (and their
+    cached reruns), the loaded run, and the Serve runs (proxy and handles, 0 ms and loaded)."""
     plan: list[tuple[Run, Path]] = []
     for n in sizes:
         plan.append(
@@ -667,32 +670,40 @@ def main(argv: list[str] | None = None) -> int:
                             lp,
                         )
                     )
-    load = os.getloadavg()
-    print(
-        f"jobs/evaluate.py against testkit.stub_engine; work folder {work}; load {load[0]:.2f}; "
-        f"{os.cpu_count()} CPUs; job flags: {'--max-in-flight' if '--max-in-flight' in flags else 'no --max-in-flight'}",
-        flush=True,
-    )
+    return plan
+
+
+def engine_ceilings(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """Each engine alone under a load generator (``--ceiling`` requests; none at 0): the bare
+    stub, and with ``--serve`` the stub behind Serve's proxy and its handles."""
     ceilings: dict[str, dict[str, float]] = {}
-    if args.ceiling:
+    if not args.ceiling:
+        return ceilings
 
-        def measured(name: str, c: dict[str, float]) -> None:
-            ceilings[name] = c
-            print(
-                f"  {name} alone, {args.in_flight} in flight from a load generator: {c['requests_per_s']:,.0f} "
-                f"verdicts/s, {c['engine_cpu_ms_per_request']:.2f} engine CPU-ms each",
-                flush=True,
-            )
+    def measured(name: str, c: dict[str, float]) -> None:
+        ceilings[name] = c
+        print(
+            f"  {name} alone, {args.in_flight} in flight from a load generator: {c['requests_per_s']:,.0f} "
+            f"verdicts/s, {c['engine_cpu_ms_per_request']:.2f} engine CPU-ms each",
+            flush=True,
+        )
 
-        with stub_process(0.0) as (url, pids):
-            measured("stub", engine_ceiling(url, pids, args.ceiling, args.in_flight))
-        if args.serve:
-            with serve_stub(0.0) as (url, pids):
-                measured("Serve proxy + stub", engine_ceiling(url, pids, args.ceiling, args.in_flight))
-                measured("Serve handle + stub", engine_ceiling("serve://stub", pids, args.ceiling, args.in_flight))
+    with stub_process(0.0) as (url, pids):
+        measured("stub", engine_ceiling(url, pids, args.ceiling, args.in_flight))
+    if args.serve:
+        with serve_stub(0.0) as (url, pids):
+            measured("Serve proxy + stub", engine_ceiling(url, pids, args.ceiling, args.in_flight))
+            measured("Serve handle + stub", engine_ceiling("serve://stub", pids, args.ceiling, args.in_flight))
+    return ceilings
+
+
+def run_plan(plan: list[tuple[Run, Path]], work: Path, flags: set[str], budget_s: float) -> list[Run]:
+    """Every run of ``plan`` against a fresh engine, each reported on a line as it ends (with its
+    log's tail when it failed)."""
+    runs: list[Run] = []
     for run, pages in plan:
         runner = fresh_serve_run if run.engine.startswith("serve") else fresh_stub_run
-        runner(run, pages, work, flags, args.budget_s)
+        runner(run, pages, work, flags, budget_s)
         runs.append(run)
         print(
             f"  {run.label}: {run.status}, {run.wall_s:.1f} s, {run.verdicts:,} verdicts at {run.verdicts_per_s:,.0f}/s,"
@@ -701,6 +712,23 @@ def main(argv: list[str] | None = None) -> int:
         )
         if run.status != "ok" and "stopped" not in run.status:
             print("    " + run.log_tail[-1500:].replace("\n", "\n    "), flush=True)
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, sizes = arguments(argv)
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="evaluate-throughput-"))
+    work.mkdir(parents=True, exist_ok=True)
+    flags = job_flags()
+    plan = plan_runs(args, sizes, work)
+    load = os.getloadavg()
+    print(
+        f"jobs/evaluate.py against testkit.stub_engine; work folder {work}; load {load[0]:.2f}; "
+        f"{os.cpu_count()} CPUs; job flags: {'--max-in-flight' if '--max-in-flight' in flags else 'no --max-in-flight'}",
+        flush=True,
+    )
+    ceilings = engine_ceilings(args)
+    runs = run_plan(plan, work, flags, args.budget_s)
     print()
     print(table(runs))
     f = findings(runs)
