@@ -181,12 +181,12 @@ def main(argv=None) -> int:
     }
     try:
         # Warm both (first-request costs are not the steady state).
-        run_chats(serve_url, emb["model_id"], ["Say hi."], 2, 1)
+        run_chats(serve_url, emb.model_id, ["Say hi."], 2, 1)
         run_chats(bare_url, None, ["Say hi."], 2, 1)
         rounds = {"serve": [], "bare": []}
         for r in range(args.rounds):
             prompts = [f"Write one sentence about {TOPICS[(i + r) % len(TOPICS)]}." for i in range(args.requests)]
-            for name, url, model in (("serve", serve_url, emb["model_id"]), ("bare", bare_url, None)):
+            for name, url, model in (("serve", serve_url, emb.model_id), ("bare", bare_url, None)):
                 rounds[name].append(run_chats(url, model, prompts, args.max_tokens, args.concurrency))
         for name, runs in rounds.items():
             wall = sum(x["wall_s"] for x in runs)
@@ -208,8 +208,8 @@ def main(argv=None) -> int:
         questions = (QUESTIONS * 10)[: args.questions]
         # With reuse first: llama.cpp keeps the last prompt in its slot even when cache_prompt is
         # off, so the other order would hand the reuse run a warm page for free.
-        with_reuse = run_questions(serve_url, emb["model_id"], page, questions, reuse=True)
-        without = run_questions(serve_url, emb["model_id"], page, questions, reuse=False)
+        with_reuse = run_questions(serve_url, emb.model_id, page, questions, reuse=True)
+        without = run_questions(serve_url, emb.model_id, page, questions, reuse=False)
         figures["yes_no_questions"] = {
             "n": len(questions),
             "page_chars": len(page),
