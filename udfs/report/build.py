@@ -596,6 +596,78 @@ def repeats_plot(rates: dict[str, dict[str, list[float | None]]]) -> bytes:
     return _png_bytes(fig)
 
 
+# ---- GraphCorrect (evaluate --correct) ------------------------------------------------------------
+CORRECTION_EXAMPLES = 5
+
+
+def graph_correct(con, record: dict[str, Any] | None, triples: list[dict[str, Any]], counting: str) -> dict[str, Any]:
+    """The GraphCorrect section: whether the run corrected (the record's ``evaluation.correction``;
+    None: not recorded), per source the triples corrected (the scores' ``n_corrected`` over the
+    pages with status ok) beside Table 7's after-factuality count, which holds them (a corrected
+    claim passes factuality with its re-verified value, ``udfs.evaluation.evaluator``), and how many
+    of them are kept after the last stage (triples/' ``kept``: after compliance when it ran; None
+    without triples/); the line that says so under
+    Table 7; and up to :data:`CORRECTION_EXAMPLES` corrected triples (claim, value, corrected
+    value), taken in turn from each source (human first), each source's in page and claim order."""
+    ran = ((record or {}).get("evaluation") or {}).get("correction")
+    has_triples = bool(triples)
+    # scores written before n_corrected was a column cannot say
+    known = "n_corrected" in {r[0] for r in con.execute("DESCRIBE scores").fetchall()}
+    rows = []
+    for source, pages, corrected, factual in con.execute(f"""
+        SELECT source, count(*), {"sum(n_corrected)::BIGINT" if known else "NULL::BIGINT"}, sum(n_factual)::BIGINT
+        FROM scores
+        WHERE status = 'ok' GROUP BY source ORDER BY source = '{HUMAN}' DESC, source""").fetchall():
+        fixed = [r for r in triples if r["source"] == source and r.get("corrected")]
+        rows.append(
+            {
+                "source": source,
+                "pages": int(pages),
+                "corrected": None if corrected is None else int(corrected),
+                "after_factuality": None if factual is None else int(factual),
+                "corrected_kept": sum(r.get("kept") is True for r in fixed) if has_triples else None,
+            }
+        )
+    by_source: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(
+        (r for r in triples if r.get("corrected")),
+        key=lambda r: (r["source"] != HUMAN, r["source"], r.get("page_url") or "", _claim(r)),
+    ):
+        by_source.setdefault(r["source"], []).append(r)
+    examples: list[dict[str, Any]] = []
+    queues = list(by_source.values())
+    while queues and len(examples) < CORRECTION_EXAMPLES:
+        for q in list(queues):
+            if len(examples) == CORRECTION_EXAMPLES:
+                break
+            r = q.pop(0)
+            examples.append(
+                {
+                    "source": r["source"],
+                    "page_url": r.get("page_url"),
+                    "claim": _claim(r),
+                    "value": r.get("value"),
+                    "corrected_value": r.get("corrected_value"),
+                }
+            )
+            if not q:
+                queues.remove(q)
+    counts = ", ".join(
+        f"{r['source']} {r['corrected'] if r['corrected'] is not None else 'not recorded'}" for r in rows
+    )
+    if ran is False:
+        line = "This run did not correct (evaluate without --correct): no triple of Table 7 is a corrected one."
+    else:
+        line = (
+            "Table 7 counts corrected triples (GraphCorrect, evaluate --correct): a claim judged non-factual whose "
+            "value the text states passes factuality with that value re-verified, so it is kept after factuality, "
+            f"and after compliance when its corrected value complies. Corrected triples per source: {counts}."
+        )
+        if counting == "paper":
+            line += " They are counted as rows of triples/, not the paper's way."
+    return {"ran": ran, "rows": rows, "examples": examples, "table7_line": line}
+
+
 STRATUM_COLOURS = {"low": "#dbe9f6", "medium": "#fde9c9", "high": "#f6d5d5"}
 
 
@@ -1020,6 +1092,9 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None, paper_so
         "compliant_score",
         "compliant_error",
         "compliant_note",
+        "kept",
+        "corrected",
+        "corrected_value",
         "model",
     )
     triples = (
@@ -1071,6 +1146,14 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None, paper_so
     ctx["repeats_plot"] = data_uri(repeats_plot(rates)) if rates else None
     if rates:
         frames["repeats"] = pd.DataFrame(ctx["repeats"])
+    ctx["graph_correct"] = graph_correct(con, record, triples, counting)
+    frames["graph_correct"] = pd.DataFrame(
+        ctx["graph_correct"]["rows"],
+        columns=["source", "pages", "corrected", "after_factuality", "corrected_kept"],
+    )
+    frames["graph_correct_examples"] = pd.DataFrame(
+        ctx["graph_correct"]["examples"], columns=["source", "page_url", "claim", "value", "corrected_value"]
+    )
     ctx["paper_pages"] = None
     if paper_source:
         ctx["paper_pages"] = paper_pages_section(src, ds, triples, paper_source)
