@@ -123,7 +123,7 @@ def run_questions(url: str, model: str, page: str, questions: list[str], reuse: 
     }
 
 
-def main(argv=None) -> int:
+def arguments(argv):
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=32)
@@ -132,13 +132,102 @@ def main(argv=None) -> int:
     parser.add_argument("--questions", type=int, default=6)
     parser.add_argument("--page-chars", type=int, default=2500)
     parser.add_argument("--json", help="also write the figures here")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
-    import ray
+
+def bare_engine(emb):
+    """The bare llama.cpp engine of the embedded model ``emb`` (same GGUF, context, slots and
+    threads as the Serve replica), and the seconds it took to start."""
     import xllamacpp
-    from ray import serve
 
     from udfs.llm.model_files import model_path
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(model_path(emb.model))
+    params.n_ctx = emb.n_ctx
+    params.n_parallel = emb.n_parallel
+    params.cpuparams.n_threads = emb.n_threads
+    params.cpuparams_batch.n_threads = emb.n_threads
+    params.warmup = False
+    params.verbosity = -1
+    t1 = time.monotonic()
+    bare = xllamacpp.Server(params)
+    return bare, time.monotonic() - t1
+
+
+def compare_engines(args, serve_url: str, bare_url: str, model_id: str) -> dict:
+    """Both engines warmed, then ``--rounds`` alternating rounds of the same chats on each: per
+    engine its wall time, requests and completion tokens per second and its rounds, and the
+    Serve / bare ratios."""
+    # Warm both (first-request costs are not the steady state).
+    run_chats(serve_url, model_id, ["Say hi."], 2, 1)
+    run_chats(bare_url, None, ["Say hi."], 2, 1)
+    rounds = {"serve": [], "bare": []}
+    for r in range(args.rounds):
+        prompts = [f"Write one sentence about {TOPICS[(i + r) % len(TOPICS)]}." for i in range(args.requests)]
+        for name, url, model in (("serve", serve_url, model_id), ("bare", bare_url, None)):
+            rounds[name].append(run_chats(url, model, prompts, args.max_tokens, args.concurrency))
+    figures = {}
+    for name, runs in rounds.items():
+        wall = sum(x["wall_s"] for x in runs)
+        n = args.requests * len(runs)
+        tokens = sum(x["completion_tokens"] for x in runs)
+        figures[name] = {
+            "wall_s": round(wall, 2),
+            "requests_per_s": round(n / wall, 3),
+            "completion_tokens_per_s": round(tokens / wall, 2),
+            "rounds": runs,
+        }
+    figures["serve_over_bare_time_ratio"] = round(figures["serve"]["wall_s"] / figures["bare"]["wall_s"], 3)
+    figures["serve_over_bare_tokens_per_s_ratio"] = round(
+        figures["serve"]["completion_tokens_per_s"] / figures["bare"]["completion_tokens_per_s"], 3
+    )
+    return figures
+
+
+def prefix_reuse(args, serve_url: str, model_id: str) -> dict:
+    """``--questions`` yes/no questions about one page through Serve with the prompt cache on,
+    then off: both runs and the speedup."""
+    page = page_text(args.page_chars)
+    questions = (QUESTIONS * 10)[: args.questions]
+    # With reuse first: llama.cpp keeps the last prompt in its slot even when cache_prompt is
+    # off, so the other order would hand the reuse run a warm page for free.
+    with_reuse = run_questions(serve_url, model_id, page, questions, reuse=True)
+    without = run_questions(serve_url, model_id, page, questions, reuse=False)
+    return {
+        "n": len(questions),
+        "page_chars": len(page),
+        "without_prefix_reuse": without,
+        "with_prefix_reuse": with_reuse,
+        "speedup": round(without["wall_s"] / with_reuse["wall_s"], 2),
+        "same_answers": without["answers"] == with_reuse["answers"],
+    }
+
+
+def print_summary(figures: dict) -> None:
+    print(json.dumps(figures, indent=2))
+    s, b = figures["serve"], figures["bare"]
+    q = figures["yes_no_questions"]
+    print(
+        f"\nServe: {s['requests_per_s']} req/s, {s['completion_tokens_per_s']} tok/s | "
+        f"bare engine: {b['requests_per_s']} req/s, {b['completion_tokens_per_s']} tok/s | "
+        f"Serve/bare wall-time ratio {figures['serve_over_bare_time_ratio']}"
+    )
+    print(
+        f"{q['n']} yes/no questions on one page ({q['page_chars']} chars): "
+        f"{q['without_prefix_reuse']['wall_s']} s without prefix reuse "
+        f"({q['without_prefix_reuse']['processed_prompt_tokens']} prompt tokens processed), "
+        f"{q['with_prefix_reuse']['wall_s']} s with it "
+        f"({q['with_prefix_reuse']['processed_prompt_tokens']} processed): x{q['speedup']}"
+    )
+
+
+def main(argv=None) -> int:
+    args = arguments(argv)
+
+    import ray
+    from ray import serve
+
     from udfs.llm.serving.config import load_serving_conf
     from udfs.llm.serving.process import run_app
 
@@ -158,18 +247,7 @@ def main(argv=None) -> int:
     )
     serve_url = run_app(conf, wait_s=600)
     serve_ready = time.monotonic() - t0
-
-    params = xllamacpp.CommonParams()
-    params.model.path = str(model_path(emb.model))
-    params.n_ctx = emb.n_ctx
-    params.n_parallel = emb.n_parallel
-    params.cpuparams.n_threads = emb.n_threads
-    params.cpuparams_batch.n_threads = emb.n_threads
-    params.warmup = False
-    params.verbosity = -1
-    t1 = time.monotonic()
-    bare = xllamacpp.Server(params)
-    bare_ready = time.monotonic() - t1
+    bare, bare_ready = bare_engine(emb)
     bare_url = bare.listening_address.rstrip("/") + "/v1"
 
     figures: dict = {
@@ -180,64 +258,15 @@ def main(argv=None) -> int:
         "concurrency": args.concurrency,
     }
     try:
-        # Warm both (first-request costs are not the steady state).
-        run_chats(serve_url, emb.model_id, ["Say hi."], 2, 1)
-        run_chats(bare_url, None, ["Say hi."], 2, 1)
-        rounds = {"serve": [], "bare": []}
-        for r in range(args.rounds):
-            prompts = [f"Write one sentence about {TOPICS[(i + r) % len(TOPICS)]}." for i in range(args.requests)]
-            for name, url, model in (("serve", serve_url, emb.model_id), ("bare", bare_url, None)):
-                rounds[name].append(run_chats(url, model, prompts, args.max_tokens, args.concurrency))
-        for name, runs in rounds.items():
-            wall = sum(x["wall_s"] for x in runs)
-            n = args.requests * len(runs)
-            tokens = sum(x["completion_tokens"] for x in runs)
-            figures[name] = {
-                "wall_s": round(wall, 2),
-                "requests_per_s": round(n / wall, 3),
-                "completion_tokens_per_s": round(tokens / wall, 2),
-                "rounds": runs,
-            }
-        figures["serve_over_bare_time_ratio"] = round(figures["serve"]["wall_s"] / figures["bare"]["wall_s"], 3)
-        figures["serve_over_bare_tokens_per_s_ratio"] = round(
-            figures["serve"]["completion_tokens_per_s"] / figures["bare"]["completion_tokens_per_s"], 3
-        )
+        figures |= compare_engines(args, serve_url, bare_url, emb.model_id)
         del bare  # free its memory and threads before the long prompts
-
-        page = page_text(args.page_chars)
-        questions = (QUESTIONS * 10)[: args.questions]
-        # With reuse first: llama.cpp keeps the last prompt in its slot even when cache_prompt is
-        # off, so the other order would hand the reuse run a warm page for free.
-        with_reuse = run_questions(serve_url, emb.model_id, page, questions, reuse=True)
-        without = run_questions(serve_url, emb.model_id, page, questions, reuse=False)
-        figures["yes_no_questions"] = {
-            "n": len(questions),
-            "page_chars": len(page),
-            "without_prefix_reuse": without,
-            "with_prefix_reuse": with_reuse,
-            "speedup": round(without["wall_s"] / with_reuse["wall_s"], 2),
-            "same_answers": without["answers"] == with_reuse["answers"],
-        }
+        figures["yes_no_questions"] = prefix_reuse(args, serve_url, emb.model_id)
     finally:
         serve.shutdown()
         ray.shutdown()
         shutil.rmtree(ray_temp, ignore_errors=True)
 
-    print(json.dumps(figures, indent=2))
-    s, b = figures["serve"], figures["bare"]
-    q = figures["yes_no_questions"]
-    print(
-        f"\nServe: {s['requests_per_s']} req/s, {s['completion_tokens_per_s']} tok/s | "
-        f"bare engine: {b['requests_per_s']} req/s, {b['completion_tokens_per_s']} tok/s | "
-        f"Serve/bare wall-time ratio {figures['serve_over_bare_time_ratio']}"
-    )
-    print(
-        f"{q['n']} yes/no questions on one page ({q['page_chars']} chars): "
-        f"{q['without_prefix_reuse']['wall_s']} s without prefix reuse "
-        f"({q['without_prefix_reuse']['processed_prompt_tokens']} prompt tokens processed), "
-        f"{q['with_prefix_reuse']['wall_s']} s with it "
-        f"({q['with_prefix_reuse']['processed_prompt_tokens']} processed): x{q['speedup']}"
-    )
+    print_summary(figures)
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
     return 0
