@@ -80,6 +80,53 @@ def real_markups() -> list[CorpusMarkup]:
     return list(schemaorg_example_markups()) + list(extruct_markups())
 
 
+# What the adversarial generator draws from besides the vocabulary: literals of every JSON kind
+# and schema.org datatype shape, types and properties that are not the release's.
+ADVERSARIAL_LITERALS: list = [
+    "plain text",
+    "https://example.org/page",
+    "/relative/path",
+    "2024-05-01",
+    "2024-05-01T10:00:00Z",
+    "10:30:00",
+    "12",
+    "3.5",
+    "true",
+    12,
+    3.5,
+    -7,
+    0,
+    True,
+    False,
+    "",
+    "PT30M",
+    "mailto:a@b.example",
+    "https://schema.org/InStock",
+    "InStock",
+    {"@value": "bonjour", "@language": "fr"},
+    {"@value": "2024-01-01", "@type": "Date"},
+    {"@value": "42", "@type": "xsd:integer"},
+    {"@value": "x", "@language": "not a tag!"},
+]
+UNKNOWN_TYPES = [
+    "Foo",
+    "Recipee",
+    "schema:Cookbook",
+    "http://xmlns.com/foaf/0.1/Person",
+    "Text",
+    "InStock",
+    "DataType",
+]
+ODD_PROPERTIES = [
+    "cookoo",
+    "foaf:name",
+    "http://example.org/p",
+    "schema:nam",
+    "https://schema.org/name",
+    "http://www.schema.org/url",
+]
+
+
 def adversarial_markups(n: int = 300, seed: int = 0, vocab: str | None = None) -> list[CorpusMarkup]:
     """Generated markups aimed at the rules' edges, deterministic for a seed.
 
@@ -89,119 +136,93 @@ def adversarial_markups(n: int = 300, seed: int = 0, vocab: str | None = None) -
     enumeration members as strings and IRIs, outside IRIs, ``@id`` references across ``@graph``,
     cycles, deep nesting, ``@list``, ``@reverse``, nulls.
     """
-    import random
-
     from udfs.schemaorg.vocab import load_vocabulary
 
-    v = load_vocabulary(vocab)
-    rnd = random.Random(seed)
-    types = sorted(c for c in v.classes if c not in v.datatypes and c != "DataType")
-    props = sorted(v.properties)
-    members = sorted(v.members)
-    literals: list = [
-        "plain text",
-        "https://example.org/page",
-        "/relative/path",
-        "2024-05-01",
-        "2024-05-01T10:00:00Z",
-        "10:30:00",
-        "12",
-        "3.5",
-        "true",
-        12,
-        3.5,
-        -7,
-        0,
-        True,
-        False,
-        "",
-        "PT30M",
-        "mailto:a@b.example",
-        "https://schema.org/InStock",
-        "InStock",
-        {"@value": "bonjour", "@language": "fr"},
-        {"@value": "2024-01-01", "@type": "Date"},
-        {"@value": "42", "@type": "xsd:integer"},
-        {"@value": "x", "@language": "not a tag!"},
-    ]
-    unknown_types = [
-        "Foo",
-        "Recipee",
-        "schema:Cookbook",
-        "http://xmlns.com/foaf/0.1/Person",
-        "Text",
-        "InStock",
-        "DataType",
-    ]
-    odd_props = [
-        "cookoo",
-        "foaf:name",
-        "http://example.org/p",
-        "schema:nam",
-        "https://schema.org/name",
-        "http://www.schema.org/url",
-    ]
+    gen = _AdversarialGenerator(load_vocabulary(vocab), seed)
+    return [CorpusMarkup(f"adversarial:{seed}:{i}", json.dumps(gen.document(i % 6)), True) for i in range(n)]
 
-    def pick_type() -> list[str] | str:
+
+class _AdversarialGenerator:
+    """The draws of ``adversarial_markups``: one seeded ``random.Random`` over the vocabulary, so
+    the same seed gives the same documents in the same order."""
+
+    def __init__(self, v, seed: int):
+        import random
+
+        self.v = v
+        self.rnd = random.Random(seed)
+        self.types = sorted(c for c in v.classes if c not in v.datatypes and c != "DataType")
+        self.props = sorted(v.properties)
+        self.members = sorted(v.members)
+
+    def pick_type(self) -> list[str] | str:
+        rnd = self.rnd
         r = rnd.random()
         if r < 0.7:
-            return rnd.choice(types)
+            return rnd.choice(self.types)
         if r < 0.8:
-            return rnd.choice(unknown_types)
-        return [rnd.choice(types), rnd.choice(types + unknown_types)]
+            return rnd.choice(UNKNOWN_TYPES)
+        return [rnd.choice(self.types), rnd.choice(self.types + UNKNOWN_TYPES)]
 
-    def prop_for(t) -> str:
+    def prop_for(self, t) -> str:
+        rnd, v = self.rnd, self.v
         t0 = t[0] if isinstance(t, list) else t
         own = sorted(v.properties_of(t0)) if t0 in v.classes else []
         r = rnd.random()
         if own and r < 0.6:
             return rnd.choice(own)
         if r < 0.9:
-            return rnd.choice(props)
-        return rnd.choice(odd_props)
+            return rnd.choice(self.props)
+        return rnd.choice(ODD_PROPERTIES)
 
-    def value(p: str, depth: int, ids: list[str]):
+    def value(self, p: str, depth: int, ids: list[str]):
+        rnd = self.rnd
         r = rnd.random()
         if depth > 0 and r < 0.3:
-            return entity(depth - 1, ids, p)
+            return self.entity(depth - 1, ids, p)
         if r < 0.4 and ids:
             return {"@id": rnd.choice(ids)}
         if r < 0.45:
-            return {"@id": rnd.choice(["https://example.org/x", "schema:" + rnd.choice(members), "_:nowhere", "#frag"])}
+            return {
+                "@id": rnd.choice(["https://example.org/x", "schema:" + rnd.choice(self.members), "_:nowhere", "#frag"])
+            }
         if r < 0.5:
-            return [value(p, depth, ids) for _ in range(rnd.randint(0, 3))]
+            return [self.value(p, depth, ids) for _ in range(rnd.randint(0, 3))]
         if r < 0.52:
-            return {"@list": [rnd.choice(literals), rnd.choice(literals)]}
+            return {"@list": [rnd.choice(ADVERSARIAL_LITERALS), rnd.choice(ADVERSARIAL_LITERALS)]}
         if r < 0.54:
             return None
         if r < 0.58:
-            return "https://schema.org/" + rnd.choice(members)
+            return "https://schema.org/" + rnd.choice(self.members)
         if r < 0.62:
             return {"name": "untyped entity"}
-        return rnd.choice(literals)
+        return rnd.choice(ADVERSARIAL_LITERALS)
 
-    def entity(depth: int, ids: list[str], via: str | None = None) -> dict:
+    def entity(self, depth: int, ids: list[str], via: str | None = None) -> dict:
+        rnd, v = self.rnd, self.v
         e: dict = {}
         r = rnd.random()
         if r < 0.9:
             if via and rnd.random() < 0.5 and v.ranges.get(via):
                 rt = rnd.choice(sorted(v.ranges[via]))
-                sub = sorted(v.descendants(rt) & set(types)) or [rt]
+                sub = sorted(v.descendants(rt) & set(self.types)) or [rt]
                 e["@type"] = rnd.choice(sub)  # a fitting type, or a subtype of one
             else:
-                e["@type"] = pick_type()
+                e["@type"] = self.pick_type()
         if rnd.random() < 0.3:
             e["@id"] = f"https://example.org/e{len(ids)}"
             ids.append(e["@id"])
         for _ in range(rnd.randint(0, 6)):
-            p = prop_for(e.get("@type", "Thing"))
-            e[p] = value(p, depth, ids)
+            p = self.prop_for(e.get("@type", "Thing"))
+            e[p] = self.value(p, depth, ids)
         return e
 
-    out = []
-    for i in range(n):
+    def document(self, kind: int):
+        """One markup of each of six kinds in turn: a ``@graph`` with cross references and a cycle,
+        deep nesting, no ``@context`` and an array at the top, an inline context with
+        ``@reverse``, a blank-node cycle through ``@id``, a plain nested entity."""
         ids: list[str] = []
-        kind = i % 6
+        entity, rnd = self.entity, self.rnd
         if kind == 0:  # @graph with cross references and a cycle
             a = entity(2, ids)
             a["@id"] = "https://example.org/a"
@@ -210,31 +231,29 @@ def adversarial_markups(n: int = 300, seed: int = 0, vocab: str | None = None) -
             a["knows"] = {"@id": "https://example.org/b"}
             b["knows"] = {"@id": "https://example.org/a"}
             b["subjectOf"] = {"@id": "https://example.org/a"}
-            doc = {"@context": "https://schema.org/", "@graph": [a, b, entity(1, ids)]}
-        elif kind == 1:  # deep nesting
+            return {"@context": "https://schema.org/", "@graph": [a, b, entity(1, ids)]}
+        if kind == 1:  # deep nesting
             doc = node = {"@context": "http://schema.org", "@type": "Thing"}
             for d in range(rnd.randint(5, 40)):
                 child = {"@type": rnd.choice(["CreativeWork", "Person", "Dataset", "Place", "Foo"])}
                 node[rnd.choice(["subjectOf", "about", "author", "hasPart", "containedInPlace"])] = child
                 node = child
             node.update(entity(0, ids))
-        elif kind == 2:  # no @context, array at the top level
-            doc = [entity(2, ids), entity(1, ids)]
-        elif kind == 3:  # inline context and @reverse
-            doc = {
+            return doc
+        if kind == 2:  # no @context, array at the top level
+            return [entity(2, ids), entity(1, ids)]
+        if kind == 3:  # inline context and @reverse
+            return {
                 "@context": {"@vocab": "http://schema.org/", "ex": "http://example.org/"},
                 **entity(2, ids),
                 "@reverse": {"author": {"@type": "Book", "name": "B"}},
             }
-        elif kind == 4:  # blank-node cycle through @id
-            doc = {
+        if kind == 4:  # blank-node cycle through @id
+            return {
                 "@context": "https://www.schema.org",
                 "@id": "_:c0",
-                "@type": pick_type(),
+                "@type": self.pick_type(),
                 "hasPart": {"@type": "WebPage", "isPartOf": {"@id": "_:c0"}},
                 **entity(1, ids),
             }
-        else:
-            doc = {"@context": "https://schema.org", **entity(3, ids)}
-        out.append(CorpusMarkup(f"adversarial:{seed}:{i}", json.dumps(doc), True))
-    return out
+        return {"@context": "https://schema.org", **entity(3, ids)}
