@@ -75,107 +75,137 @@ def _body_at(page: bytes) -> int:
     return m.end() if m else 0
 
 
+HTML = "text/html"  # the content type a mutated page is served with unless its class says otherwise
+# where a JSON-LD block is put by the script_place mutation: (before it, after it)
+_WRAPS = {
+    "table": (b"<table><tr><td>a</td></tr>", b"<tr><td>b</td></tr></table>"),
+    "p": (b"<p>a", b"b</p>"),
+    "svg": (b"<svg>", b"</svg>"),
+    "math": (b"<math>", b"</math>"),
+    "select": (b"<select><option>a", b"</select>"),
+    "noscript": (b"<noscript>", b"</noscript>"),
+    "template": (b"<template>", b"</template>"),
+    "textarea": (b"<textarea>", b"</textarea>"),
+    "title": (b"<title>", b"</title>"),
+    "comment": (b"<!--", b"-->"),
+}
+
+
 def mutate(page: bytes, cls: str, rng: random.Random, max_html_bytes: int) -> tuple[bytes, str]:
     """The page mutated by class ``cls`` and the HTTP content type it is served with."""
-    ct = "text/html"
-    j = _body_at(page)
-    if cls == "nesting":
-        n = rng.choice([10, 100, 200, 240, 250, 251, 255, 300, 1000, 2040, 2100, 2500])
-        end = page.lower().rfind(b"</body>")
-        end = end if end > j else len(page)
-        return page[:j] + b"<div>" * n + page[j:end] + b"</div>" * n + page[end:], ct
-    if cls == "unclosed":
-        if rng.random() < 0.5:
-            tags = list(_END_TAG.finditer(page))
-            drop = {id(m) for m in rng.sample(tags, min(len(tags), rng.randint(1, 50)))}
-            out, last = [], 0
-            for m in tags:
-                if id(m) in drop:
-                    out.append(page[last : m.start()])
-                    last = m.end()
-            return b"".join(out) + page[last:], ct
-        return page[: rng.randrange(1, len(page))], ct
-    if cls == "script_place":
-        s = _block(rng)
-        where = rng.choice(
-            ["before_html", "after_html", "table", "p", "svg", "math", "select", "noscript", "template"]
-            + ["textarea", "title", "comment", "attribute", "unclosed_end"]
-        )
-        wrap = {
-            "table": (b"<table><tr><td>a</td></tr>", b"<tr><td>b</td></tr></table>"),
-            "p": (b"<p>a", b"b</p>"),
-            "svg": (b"<svg>", b"</svg>"),
-            "math": (b"<math>", b"</math>"),
-            "select": (b"<select><option>a", b"</select>"),
-            "noscript": (b"<noscript>", b"</noscript>"),
-            "template": (b"<template>", b"</template>"),
-            "textarea": (b"<textarea>", b"</textarea>"),
-            "title": (b"<title>", b"</title>"),
-            "comment": (b"<!--", b"-->"),
-        }
-        if where == "before_html":
-            return s + page, ct
-        if where == "after_html":
-            return page + s + b"<p>after the end</p>", ct
-        if where == "unclosed_end":
-            return page + s[: -len(b"</script>")], ct
-        if where == "attribute":
-            return page[:j] + b"<div title='" + s.replace(b"'", b"&#39;") + b"'>x</div>" + page[j:], ct
-        a, b = wrap[where]
-        return page[:j] + a + s + b + page[j:], ct
-    if cls == "huge_attr":
-        size = rng.choice([100_000, 1_000_000, 3_000_000])
-        value = (b"v" * size) if rng.random() < 0.5 else (b"&amp;\xc3\xa9" * (size // 7))
-        kind = rng.choice(["body", "script", "div", "many"])
-        if kind == "many":
-            attrs = b" ".join(b"data-a%d='%d'" % (i, i) for i in range(20_000))
-            return page[:j] + b"<div " + attrs + b">x</div>" + page[j:], ct
-        if kind == "script" and b'type="application/ld+json"' in page:
-            return page.replace(
-                b'type="application/ld+json"', b'type="application/ld+json" data-x="' + value + b'"', 1
-            ), ct
-        if kind == "body" and j:
-            return page[: j - 1] + b' data-x="' + value + b'"' + page[j - 1 :], ct
-        return page[:j] + b'<div data-x="' + value + b'">x</div>' + page[j:], ct
-    if cls == "encoding":
-        text = page.decode("utf-8", errors="replace")
-        kind = rng.choice(["utf16", "cp1252_meta", "invalid_utf8", "nul", "bom", "wrong_charset"])
-        if kind == "utf16":
-            return text.encode("utf-16"), ct
-        if kind == "cp1252_meta":
-            k = text.lower().find("<head>")
-            at = k + len("<head>") if k >= 0 else 0
-            moved = text[:at] + '<meta charset="windows-1252">' + text[at:]
-            return moved.encode("cp1252", errors="replace"), ct
-        if kind == "invalid_utf8":
-            bad = rng.choice([b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\x80\x80"])
-            k = page.find(b'"name"')
-            at = k + 9 if k >= 0 else rng.randrange(len(page))
-            return page[:at] + bad + page[at:], "text/html; charset=utf-8"
-        if kind == "nul":
-            k = page.find(b'"name"')
-            at = k + 9 if k >= 0 else j
-            return page[:at] + b"\x00" + page[at:j] + b"\x00" + page[j:], ct
-        if kind == "bom":
-            return b"\xef\xbb\xbf" + page, "text/html; charset=iso-8859-1"
-        return page, rng.choice(
-            ["text/html; charset=iso-8859-1", "text/html; charset=utf-16", "text/html; charset=x-bogus"]
-        )
-    if cls == "json_depth":
-        n = rng.choice([10, 100, 500, 990, 1000, 3000, 5000])
-        opener, closer = (b"[", b"]") if rng.random() < 0.5 else (b'{"a":', b"}")
-        deep = opener * n + b"1" + closer * n
-        s = (
-            b'<script type="application/ld+json">{"@context": "https://schema.org", "@type": "Thing", "x": '
-            + deep
-            + b"}</script>"
-        )
-        return page[:j] + s + page[j:], ct
-    if cls == "size":
-        pad = b"<p>" + b"padding words " * 1000 + b"</p>\n"
-        reps = (max_html_bytes - len(page)) // len(pad) + 1 + rng.randrange(3)
-        return page[:j] + pad * reps + page[j:], ct
-    raise ValueError(f"unknown class {cls!r}")
+    if cls not in _MUTATIONS:
+        raise ValueError(f"unknown class {cls!r}")
+    return _MUTATIONS[cls](page, _body_at(page), rng, max_html_bytes)
+
+
+def _nesting(page: bytes, j: int, rng: random.Random, max_html_bytes: int) -> tuple[bytes, str]:
+    n = rng.choice([10, 100, 200, 240, 250, 251, 255, 300, 1000, 2040, 2100, 2500])
+    end = page.lower().rfind(b"</body>")
+    end = end if end > j else len(page)
+    return page[:j] + b"<div>" * n + page[j:end] + b"</div>" * n + page[end:], HTML
+
+
+def _unclosed(page: bytes, j: int, rng: random.Random, max_html_bytes: int) -> tuple[bytes, str]:
+    if rng.random() < 0.5:
+        tags = list(_END_TAG.finditer(page))
+        drop = {id(m) for m in rng.sample(tags, min(len(tags), rng.randint(1, 50)))}
+        out, last = [], 0
+        for m in tags:
+            if id(m) in drop:
+                out.append(page[last : m.start()])
+                last = m.end()
+        return b"".join(out) + page[last:], HTML
+    return page[: rng.randrange(1, len(page))], HTML
+
+
+def _script_place(page: bytes, j: int, rng: random.Random, max_html_bytes: int) -> tuple[bytes, str]:
+    s = _block(rng)
+    where = rng.choice(
+        ["before_html", "after_html", "table", "p", "svg", "math", "select", "noscript", "template"]
+        + ["textarea", "title", "comment", "attribute", "unclosed_end"]
+    )
+    if where == "before_html":
+        return s + page, HTML
+    if where == "after_html":
+        return page + s + b"<p>after the end</p>", HTML
+    if where == "unclosed_end":
+        return page + s[: -len(b"</script>")], HTML
+    if where == "attribute":
+        return page[:j] + b"<div title='" + s.replace(b"'", b"&#39;") + b"'>x</div>" + page[j:], HTML
+    a, b = _WRAPS[where]
+    return page[:j] + a + s + b + page[j:], HTML
+
+
+def _huge_attr(page: bytes, j: int, rng: random.Random, max_html_bytes: int) -> tuple[bytes, str]:
+    size = rng.choice([100_000, 1_000_000, 3_000_000])
+    value = (b"v" * size) if rng.random() < 0.5 else (b"&amp;\xc3\xa9" * (size // 7))
+    kind = rng.choice(["body", "script", "div", "many"])
+    if kind == "many":
+        attrs = b" ".join(b"data-a%d='%d'" % (i, i) for i in range(20_000))
+        return page[:j] + b"<div " + attrs + b">x</div>" + page[j:], HTML
+    if kind == "script" and b'type="application/ld+json"' in page:
+        return page.replace(
+            b'type="application/ld+json"', b'type="application/ld+json" data-x="' + value + b'"', 1
+        ), HTML
+    if kind == "body" and j:
+        return page[: j - 1] + b' data-x="' + value + b'"' + page[j - 1 :], HTML
+    return page[:j] + b'<div data-x="' + value + b'">x</div>' + page[j:], HTML
+
+
+def _encoding(page: bytes, j: int, rng: random.Random, max_html_bytes: int) -> tuple[bytes, str]:
+    text = page.decode("utf-8", errors="replace")
+    kind = rng.choice(["utf16", "cp1252_meta", "invalid_utf8", "nul", "bom", "wrong_charset"])
+    if kind == "utf16":
+        return text.encode("utf-16"), HTML
+    if kind == "cp1252_meta":
+        k = text.lower().find("<head>")
+        at = k + len("<head>") if k >= 0 else 0
+        moved = text[:at] + '<meta charset="windows-1252">' + text[at:]
+        return moved.encode("cp1252", errors="replace"), HTML
+    if kind == "invalid_utf8":
+        bad = rng.choice([b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\x80\x80"])
+        k = page.find(b'"name"')
+        at = k + 9 if k >= 0 else rng.randrange(len(page))
+        return page[:at] + bad + page[at:], "text/html; charset=utf-8"
+    if kind == "nul":
+        k = page.find(b'"name"')
+        at = k + 9 if k >= 0 else j
+        return page[:at] + b"\x00" + page[at:j] + b"\x00" + page[j:], HTML
+    if kind == "bom":
+        return b"\xef\xbb\xbf" + page, "text/html; charset=iso-8859-1"
+    return page, rng.choice(
+        ["text/html; charset=iso-8859-1", "text/html; charset=utf-16", "text/html; charset=x-bogus"]
+    )
+
+
+def _json_depth(page: bytes, j: int, rng: random.Random, max_html_bytes: int) -> tuple[bytes, str]:
+    n = rng.choice([10, 100, 500, 990, 1000, 3000, 5000])
+    opener, closer = (b"[", b"]") if rng.random() < 0.5 else (b'{"a":', b"}")
+    deep = opener * n + b"1" + closer * n
+    s = (
+        b'<script type="application/ld+json">{"@context": "https://schema.org", "@type": "Thing", "x": '
+        + deep
+        + b"}</script>"
+    )
+    return page[:j] + s + page[j:], HTML
+
+
+def _size(page: bytes, j: int, rng: random.Random, max_html_bytes: int) -> tuple[bytes, str]:
+    pad = b"<p>" + b"padding words " * 1000 + b"</p>\n"
+    reps = (max_html_bytes - len(page)) // len(pad) + 1 + rng.randrange(3)
+    return page[:j] + pad * reps + page[j:], HTML
+
+
+# class -> mutation(page, where the body starts, rng, max_html_bytes); the classes of CLASSES
+_MUTATIONS = {
+    "nesting": _nesting,
+    "unclosed": _unclosed,
+    "script_place": _script_place,
+    "huge_attr": _huge_attr,
+    "encoding": _encoding,
+    "json_depth": _json_depth,
+    "size": _size,
+}
 
 
 # ---- the reference ----------------------------------------------------------------------------------
