@@ -401,9 +401,9 @@ def run(
         "ground_truth_sha256": gt.sha256,
         # the items left out for a shared item_id (agent/item_id; the warning line names the first)
         "ground_truth_duplicate_items": gt.duplicate_items,
-        # the settings, the thresholds applied and where each came from
-        "resolved_judge": cfg.judge.record(),
     }
+    # the judge's block (udfs.runtime.judge_record): each threshold applied, once, with its origin
+    report.facts["judge"] = cfg.judge.to_record()
     log.info("%d items (%d judged before) for %s", c["items"], c["already_judged"], cfg.name)
     n_part = len(parts.ls("part-*.parquet"))
     judged = 0
@@ -459,8 +459,8 @@ def run(
         "models": " + ".join(models),
         "judge": cfg.judge_model or "–",
         "strategy": cfg.strategy,
-        "factuality threshold": cfg.judge.provenance["factuality"],
-        "compliance threshold": cfg.judge.provenance["compliance"],
+        "factuality threshold": _threshold_line(cfg, "factuality"),
+        "compliance threshold": _threshold_line(cfg, "compliance"),
         "items per task": limit or "all",
         "seed": seed,
     }
@@ -544,6 +544,12 @@ def _correction_metrics(
 
 
 # ---- calibrate -----------------------------------------------------------------------------------
+def _threshold_line(cfg: ab.VerdictConfig, agent: str) -> str:
+    """The summary's line for an agent's threshold: its value and where it came from."""
+    t = cfg.judge.record.agents[agent].threshold
+    return f"{t.value:g} ({t.origin.describe()})"
+
+
 def calibrate(
     ground_truth: Folder,
     out: Folder,
