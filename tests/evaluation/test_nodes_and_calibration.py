@@ -367,3 +367,16 @@ def test_the_shipped_calibration_gives_the_default_and_the_cheap_judge_their_thr
     assert round(cheap.threshold("factuality"), 3) == 0.288
     taken = {a.entry["id"] for judge_ in (j, cheap) for a in judge_.record.agents.values()}
     assert taken == {cal.entry_id(e) for e in cal.read(project_file(CONF.judge.calibration))["entries"]}
+
+
+def test_the_judges_identity_names_the_model_that_answers():
+    """Where [judge] names no verdict model the service's first answers: another served model is
+    another judge (a resume must not mix their verdicts), recorded as such."""
+    from udfs.agents.judge import build_judge
+
+    conf = dataclasses.replace(CONF.judge, calibration="")
+    a = build_judge(conf, config_file=CONF.path, served_model="model-a")
+    b = build_judge(conf, config_file=CONF.path, served_model="model-b")
+    assert a.identity() != b.identity() and a.record.served_model == "model-a"
+    named = build_judge(dataclasses.replace(conf, verdict_models=("model-a",)), config_file=CONF.path, served_model="x")
+    assert named.record.served_model is None and named.record.verdict_models == ("model-a",)

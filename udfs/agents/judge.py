@@ -122,6 +122,7 @@ def build_judge(
         judge_model=conf.judge_model or None,
         calibration_file=shown_path(path) if path else None,
         agents=agents,
+        served_model=None if conf.verdict_models else served_model,
     )
     taken = {a: found.entries[a] for a in AGENTS if agents[a].entry is not None}
     return Judge(
@@ -186,6 +187,7 @@ def _identity(record: JudgeRecord, taken: dict[str, dict[str, Any]]) -> str:
     what = {
         "strategy": record.strategy,
         "verdict_models": list(record.verdict_models),
+        "served_model": record.served_model,
         "judge_model": record.judge_model,
         "agents": {
             a: {

@@ -109,6 +109,8 @@ class JudgeRecord:
     calibration_file: str | None
     agents: dict[str, AgentRecord] = field(default_factory=dict)
     identity: str = ""
+    # the model that answers where verdict_models names none (the service's first), when known
+    served_model: str | None = None
 
     def threshold(self, agent: str) -> float:
         return self.agents[agent].threshold.value
@@ -141,6 +143,7 @@ class JudgeRecord:
             calibration_file=d.get("calibration_file"),
             agents=agents,
             identity=d.get("identity", ""),
+            served_model=d.get("served_model"),
         )
 
 
