@@ -41,33 +41,22 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, NamedTuple, Union
 
-from udfs.schemaorg.namespace import SCHEMA_CONTEXT_URL, SCHEMA_NS, context_document, is_schema_context_url
-from udfs.schemaorg.vocab import DEFAULT_RELEASE, schema_local_name
-
-_ABSOLUTE_IRI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-# Keywords that carry no triple and may be ignored without losing anything.
-_IGNORED_KEYWORDS = {
-    "@context",
-    "@index",
-    "@language",
-    "@direction",
-    "@version",
-    "@base",
-    "@protected",
-    "@propagate",
-    "@import",
-}
-# IRI characters that end a prefix's IRI (RFC 3987 gen-delims): only such a term is a prefix.
-_GEN_DELIMS = frozenset(":/?#[]@")
-
-
-# Deeper nesting is refused (real markup nests a handful of levels; Python's recursion does not
-# go much past a few hundred).
-MAX_DEPTH = 100
-# Contexts applied one over another (nested ``@context``s, the entries of a context array): each
-# is a layer looked through for a term, so their number bounds the cost of one lookup. Real markup
-# stacks two or three.
-MAX_CONTEXT_LAYERS = 4 * MAX_DEPTH
+from udfs.schemaorg.jsonld import (
+    MAX_CONTEXT_LAYERS,  # noqa: F401 - the bound callers and tests read here
+    MAX_DEPTH,
+    NOT_IRI,
+    RDF_JSON,
+    JsonLdError,
+    Processor,
+    canonical_json,
+    initial_context,
+    is_absolute_iri,
+    is_well_formed_iri,
+    schema_context,
+    vocab_context,
+)
+from udfs.schemaorg.namespace import SCHEMA_CONTEXT_URL, SCHEMA_NS
+from udfs.schemaorg.vocab import schema_local_name
 
 
 class MarkupError(ValueError):
@@ -172,173 +161,6 @@ class Markup:
         return bool(ent and ent.types)
 
 
-# ---- context ---------------------------------------------------------------------------------
-class _Context:
-    """An active context: the vocabulary IRI and term -> (IRI, value coerced to @id).
-
-    A context applied over another is a layer holding only the terms it defines, over its
-    ``parent``, never a copy of the parent's terms: a markup whose every node carries a small
-    ``@context`` under a large one costs the small one per node, not the large one (copying was
-    quadratic in the markup's size). At most ``MAX_CONTEXT_LAYERS`` layers, so a lookup is bounded.
-    """
-
-    __slots__ = ("vocab", "table", "parent", "_names", "_aliases")
-
-    def __init__(self, vocab: str | None, table: dict[str, tuple[str, bool]], parent: "_Context | None" = None):
-        self.vocab = vocab
-        self.table = table
-        self.parent = parent
-        n, c = 0, parent
-        while c is not None and n <= MAX_CONTEXT_LAYERS:
-            n, c = n + 1, c.parent
-        if n > MAX_CONTEXT_LAYERS:
-            raise MarkupError(f"more than {MAX_CONTEXT_LAYERS} contexts applied one over another")
-        # key -> (term name, coerced to @id): the schema.org context is shared by every markup,
-        # so its keys are resolved once per process.
-        self._names: dict[str, tuple[str, bool]] = {}
-        self._aliases: dict[str, str | None] = {}
-
-    def get(self, key: str) -> tuple[str, bool] | None:
-        """The definition of ``key`` in the nearest layer that defines it (("", False): null)."""
-        c: _Context | None = self
-        while c is not None:
-            hit = c.table.get(key)
-            if hit is not None:
-                return hit
-            c = c.parent
-        return None
-
-    def has_terms(self) -> bool:
-        c: _Context | None = self
-        while c is not None:
-            if c.table:
-                return True
-            c = c.parent
-        return False
-
-    def alias(self, key: str) -> str | None:
-        """The keyword ``key`` stands for (schema.org's own context says "id": "@id" and
-        "type": "@type"), None when it is not a keyword alias."""
-        try:
-            return self._aliases[key]
-        except KeyError:
-            d = self.get(key)
-            hit = self._aliases[key] = d[0] if d is not None and d[0] in ("@id", "@type") else None
-            return hit
-
-    def term(self, key: str) -> tuple[str, bool]:
-        hit = self._names.get(key)
-        if hit is None:
-            d = self.get(key)
-            hit = self._names[key] = (term_name(_expand(self, key, vocab=True)), d[1] if d is not None else False)
-        return hit
-
-
-@functools.lru_cache(maxsize=1)
-def _schema_context() -> _Context:
-    raw = context_document(DEFAULT_RELEASE)
-    prefixes = {k: v for k, v in raw.items() if isinstance(v, str) and not k.startswith("@")}
-    table: dict[str, tuple[str, bool]] = {}
-    for k, v in raw.items():
-        if k.startswith("@"):
-            continue
-        if isinstance(v, str):
-            table[k] = (v, False)
-        else:
-            iri = v.get("@id", k)
-            pre, _, local = iri.partition(":")
-            if pre in prefixes and not local.startswith("//"):
-                iri = prefixes[pre] + local
-            table[k] = (iri, v.get("@type") == "@id")
-    return _Context(raw.get("@vocab", SCHEMA_NS), table)
-
-
-_BARE = _Context(SCHEMA_NS, {})
-
-
-def _apply_context(active: _Context, ctx: Any) -> _Context:
-    if ctx is None:
-        return active
-    if isinstance(ctx, list):
-        for c in ctx:
-            active = _apply_context(active, c)
-        return active
-    if isinstance(ctx, str):
-        if is_schema_context_url(ctx):
-            sc = _schema_context()
-            if active is not sc and active.has_terms():
-                return _Context(sc.vocab, sc.table, parent=active)  # schema.org's terms over the active ones
-            return sc
-        raise MarkupError(f"remote @context not fetched: {ctx[:200]}")
-    if not isinstance(ctx, dict):
-        raise MarkupError(f"@context must be a string, object or array, got {type(ctx).__name__}")
-    if "@import" in ctx:
-        raise MarkupError(f"@import of a remote context not fetched: {str(ctx['@import'])[:200]}")
-    table: dict[str, tuple[str, bool]] = {}
-    vocab = active.vocab
-    if "@vocab" in ctx:
-        vocab = ctx["@vocab"] if isinstance(ctx["@vocab"], str) else None
-        if vocab and is_schema_context_url(vocab):
-            vocab = SCHEMA_NS
-    # the new layer, filled as its terms are read: a definition may use the terms before it
-    tmp = _Context(vocab, table, parent=active)
-    for term, d in ctx.items():
-        if term.startswith("@"):
-            continue
-        if d is None:
-            # JSON-LD: a term defined as null is decoupled from @vocab; its keys make no triple.
-            table[term] = ("", False)
-        elif isinstance(d, str):
-            table[term] = (d if d.startswith("@") else _expand(tmp, d, vocab=True), False)
-        elif isinstance(d, dict):
-            if "@context" in d:
-                # a scoped context: a URL would have to be fetched, and an inline one is not applied
-                raise MarkupError(f"scoped @context of term {term!r} not supported (never fetched)")
-            iri = d.get("@id", term)
-            if not isinstance(iri, str):
-                raise MarkupError(f"term definition of {term!r} has a non-string @id")
-            table[term] = (_expand(tmp, iri, vocab=True), d.get("@type") == "@id")
-        else:
-            raise MarkupError(f"term definition of {term!r} is a {type(d).__name__}")
-    return tmp
-
-
-def _unalias(obj: dict, ctx: _Context) -> dict:
-    """``{"type": "Book", "id": ...}`` -> ``{"@type": "Book", "@id": ...}`` (types merged)."""
-    out: dict = {}
-    for k, v in obj.items():
-        kw = ctx.alias(k) or k
-        if kw == "@type" and "@type" in out:
-            have = out["@type"] if isinstance(out["@type"], list) else [out["@type"]]
-            out["@type"] = have + (v if isinstance(v, list) else [v])
-        else:
-            out[kw] = v
-    return out
-
-
-def _expand(ctx: _Context, s: str, vocab: bool) -> str:
-    """Expand a term, compact IRI or IRI. ``vocab`` = relative to @vocab (properties, types)."""
-    if vocab:
-        hit = ctx.get(s)
-        if hit is not None:
-            return hit[0]
-    if ":" in s:
-        pre, _, local = s.partition(":")
-        if pre == "_":
-            return s
-        if not local.startswith("//"):
-            hit = ctx.get(pre)
-            # JSON-LD 1.1: a term is a prefix only when its IRI ends in a gen-delim character, so
-            # "data:image/png;base64,..." stays a data: URI although schema.org's context defines
-            # the term "data" (http://schema.org/data), and "schema:name" still expands.
-            if hit is not None and hit[0] and hit[0][-1] in _GEN_DELIMS:
-                return hit[0] + local
-        return s
-    if vocab and ctx.vocab:
-        return ctx.vocab + s
-    return s
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def term_name(iri: str) -> str:
     """Local name for a schema.org IRI, the IRI itself otherwise."""
@@ -347,14 +169,26 @@ def term_name(iri: str) -> str:
 
 # ---- parsing ---------------------------------------------------------------------------------
 def parse_markup(
-    markup: str | bytes | dict | list, *, allow_empty: bool = False, contexts: dict | None = None
+    markup: str | bytes | dict | list,
+    *,
+    allow_empty: bool = False,
+    contexts: dict | None = None,
+    base: str | None = None,
+    schema_defaults: bool = True,
 ) -> Markup:
     """Read one JSON-LD markup (JSON text or already-parsed JSON) into a :class:`Markup`.
 
     Raises :class:`MarkupError` with a reason for text that is not JSON, for a top level that is
-    not an object or array, for a remote non-schema.org ``@context``, and for malformed nodes.
-    A markup that describes no entity (``[]``, ``{"@graph": []}``) is refused too ("no entity in
-    markup"), unless ``allow_empty``: a score that compares markups (MeMR) reads it as zero triples.
+    not an object or array, for a remote non-schema.org ``@context``, and for what JSON-LD 1.1
+    calls an error (the reason starts with the specification's error code, e.g. ``invalid @id
+    value: ...``). A markup that describes no entity (``[]``, ``{"@graph": []}``) is refused too
+    ("no entity in markup"), unless ``allow_empty``: a score that compares markups (MeMR) reads it
+    as zero triples.
+
+    ``base``: the IRI relative IRIs are resolved against (the page's URL); None keeps them as
+    written. ``schema_defaults`` False reads with JSON-LD's own empty initial context instead of
+    schema.org's defaults (module docstring): a term no context defines is then dropped. The
+    pipeline always reads with the defaults; the conformance tests read both ways.
 
     ``contexts`` is a cache of applied ``@context`` objects that callers reading parts of one
     document share (a dict they keep, empty at first): the pages path reads each root entity of
@@ -375,7 +209,10 @@ def parse_markup(
             raise MarkupError(f"nesting deeper than {MAX_DEPTH} levels") from None
     if not isinstance(markup, (dict, list)):
         raise MarkupError(f"top level must be a JSON object or array, got {type(markup).__name__}")
-    return _Reader(contexts).read(markup, allow_empty)
+    try:
+        return _Reader(contexts, base, schema_defaults).read(markup, allow_empty)
+    except JsonLdError as e:
+        raise MarkupError(e.reason) from None
 
 
 def _top_level_items(doc: dict | list) -> Iterator[tuple[dict, Iterator[dict]]]:
@@ -421,42 +258,58 @@ def root_documents(doc: dict | list) -> Iterator[dict]:
 
 
 class _Reader:
-    def __init__(self, contexts: dict | None = None) -> None:
+    """Entities from the expanded form (``udfs.schemaorg.jsonld``): the node map of JSON-LD 1.1
+    (section 7.2) with every graph merged into one and lists read as plain values, nodes met in
+    document order (pre-order), anonymous ones named ``_:b0``, ``_:b1``... (skipping any label the
+    markup writes itself)."""
+
+    def __init__(self, contexts: dict | None, base: str | None, schema_defaults: bool) -> None:
         self.entities: dict[str, Entity] = {}
         self.roots: list[str] = []
-        self.notes: list[str] = []
         self._blank = 0
-        self._depth_limit = MAX_DEPTH
+        self._base = base
+        self._schema_defaults = schema_defaults
         # sets beside the lists, so that membership is not a scan (a list scan per root or per
         # type made the reading quadratic in the number of roots or types)
         self._root_ids: set[str] = set()
         self._typed: set[tuple[str, str]] = set()
-        self._contexts = contexts if contexts is not None else {}
-
-    def _apply(self, active: _Context, ctx: Any) -> _Context:
-        """``_apply_context`` once per (active context, context object): the object and the active
-        context are kept with the result, so their ids stay theirs while the cache lives."""
-        if not isinstance(ctx, (dict, list)):
-            return _apply_context(active, ctx)
-        key = (id(active), id(ctx))
-        hit = self._contexts.get(key)
-        if hit is not None and hit[0] is ctx and hit[1] is active:
-            return hit[2]
-        out = _apply_context(active, ctx)
-        self._contexts[key] = (ctx, active, out)
-        return out
+        self._proc = Processor(contexts)
 
     def read(self, doc: dict | list, allow_empty: bool = False) -> Markup:
-        base = _schema_context()
+        expanded: list[tuple[dict, Any]] = []
         for item, nodes in _top_level_items(doc):
-            # JSON-LD starts an inline context from nothing (no schema.org term coercions); terms
-            # it leaves undefined are still read in schema.org, as a markup without @context is.
-            ctx = self._apply(base if item.get("@context") is None else _BARE, item.get("@context"))
-            for node in nodes:
-                self._root(self._node(node, ctx, 0).id)
+            for _ in nodes:  # the structure checks of _item_nodes, before anything is read
+                pass
+            if not self._schema_defaults:
+                initial = initial_context(self._base)
+            elif "@context" in item:
+                # JSON-LD starts an inline context from nothing (no schema.org term coercions); terms
+                # it leaves undefined are still read in schema.org, as a markup without @context is.
+                initial = vocab_context(self._base)
+            else:
+                initial = schema_context(self._base)
+            expanded.append((item, self._proc.expand(initial, None, item, self._base)))
+        for item, ex in expanded:
+            if ex is None and "@graph" not in item and item.get("@id") is None:
+                # a top-level object that says nothing ({"@context": ...}, {"@type": null}): JSON-LD
+                # drops it, the reader keeps it as an entity without types or values, as it always has
+                self._root(self._node({}))
+                continue
+            if isinstance(ex, dict) and set(ex) == {"@graph"}:
+                ex = ex["@graph"]
+            for el in ex if isinstance(ex, list) else ([] if ex is None else [ex]):
+                graph = el.get("@graph") if "@graph" in item else None
+                if graph is not None:
+                    # the top-level object's graph first, then the object itself (as root_documents)
+                    if self._graph_named_no_iri(el):
+                        graph = []
+                    for g in graph:
+                        self._root(self._node(g))
+                    el = {k: v for k, v in el.items() if k != "@graph"}
+                self._root(self._node(el))
         if not self.entities and not allow_empty:
             raise MarkupError("no entity in markup")
-        return Markup(self.entities, self.roots, self.notes)
+        return Markup(self.entities, self.roots, self._proc.notes)
 
     def _root(self, node_id: str) -> None:
         if node_id in self.entities and node_id not in self._root_ids:
@@ -464,116 +317,150 @@ class _Reader:
             self.roots.append(node_id)
 
     def _new_blank(self) -> str:
-        self._blank += 1
-        return f"_:b{self._blank - 1}"
+        while True:
+            self._blank += 1
+            label = f"_:b{self._blank - 1}"
+            if label not in self._proc.blank_ids:
+                return label
 
-    def _node(self, obj: dict, ctx: _Context, depth: int) -> Ref:
-        if depth > self._depth_limit:
-            raise MarkupError(f"nesting deeper than {self._depth_limit} levels")
-        if "@context" in obj:
-            ctx = self._apply(ctx, obj["@context"])
-        if any(ctx.alias(k) for k in obj):
-            obj = _unalias(obj, ctx)
-        raw_id = obj.get("@id")
-        if raw_id is not None and not isinstance(raw_id, str):
-            raise MarkupError(f"@id must be a string, got {type(raw_id).__name__}")
-        node_id = _expand(ctx, raw_id, vocab=False) if raw_id else None
-        descriptive = [k for k in obj if k not in ("@id", "@context") and k not in _IGNORED_KEYWORDS]
-        if node_id is not None and not descriptive:
-            return Ref(node_id)  # a pure reference: resolved against entities at any depth later
+    def _node(self, el: dict) -> str:
+        """The id of the node ``el`` (expanded), its entity made or merged: a node object that says
+        nothing but its ``@id`` is a reference and makes no entity; one without ``@id`` is a blank
+        entity even when it says nothing (``{}``)."""
+        node_id = el.get("@id")
         if node_id is None:
             node_id = self._new_blank()
         ent = self.entities.get(node_id)
-        if ent is None:
+        if ent is None and ("@id" not in el or any(k not in _NOT_DESCRIPTIVE for k in el)):
             ent = self.entities[node_id] = Entity(node_id)
-        for key, val in obj.items():
-            if key in ("@id", "@context"):
+        for key, val in el.items():
+            if key in _NOT_DESCRIPTIVE:
+                if key in ("@graph", "@included") and not (key == "@graph" and self._graph_named_no_iri(el)):
+                    for g in val:  # a named graph's nodes and included nodes: one merged graph
+                        self._node(g)
                 continue
             if key == "@type":
-                for t in val if isinstance(val, list) else [val]:
-                    if t is None:
-                        continue
-                    if not isinstance(t, str):
-                        raise MarkupError(f"@type values must be strings, got {type(t).__name__}")
-                    name = ctx.term(t)[0]
-                    if not name:
-                        self.notes.append(f"type {t!r} dropped: null in the context")
-                        continue
+                for t in val:
+                    name = term_name(t)
                     if (node_id, name) not in self._typed:
                         self._typed.add((node_id, name))
-                        ent.types.append(name)
-                continue
-            if key == "@reverse":
-                if not isinstance(val, dict):
-                    raise MarkupError("@reverse must be an object")
-                for rkey, rval in val.items():
-                    prop = term_name(_expand(ctx, rkey, vocab=True))
-                    if not prop:
-                        self.notes.append(f"term {rkey!r} dropped: null in the context")
-                        continue
-                    for v in self._values(rval, ctx, False, depth):
-                        if isinstance(v, Literal):
-                            raise MarkupError(f"@reverse {rkey!r} has a literal value")
-                        src = self.entities.get(v.id)
+                        ent.types.append(name)  # type: ignore[union-attr]
+            elif key == "@reverse":
+                for rprop, items in val.items():
+                    prop = term_name(rprop)
+                    for item in items:
+                        src_id = self._node(item)
+                        src = self.entities.get(src_id)
                         if src is None:
-                            src = self.entities[v.id] = Entity(v.id)
+                            src = self.entities[src_id] = Entity(src_id)
                         src.add(prop, Ref(node_id))
-                continue
-            if key == "@nest":
-                for nested in val if isinstance(val, list) else [val]:
-                    if not isinstance(nested, dict):
-                        raise MarkupError("@nest must hold objects")
-                    self._node({**nested, "@id": node_id}, ctx, depth + 1)
-                continue
-            if key.startswith("@"):
-                if key not in _IGNORED_KEYWORDS:
-                    self.notes.append(f"ignored keyword {key} on {node_id}")
-                continue
-            prop, coerce = ctx.term(key)
-            if not prop:
-                self.notes.append(f"term {key!r} dropped: null in the context")
-                continue
-            for v in self._values(val, ctx, coerce, depth):
-                ent.add(prop, v)
-        return Ref(node_id)
+            else:
+                prop = term_name(key)
+                for item in val:
+                    for v in self._values(item):
+                        ent.add(prop, v)  # type: ignore[union-attr]
+        return node_id
 
-    def _values(self, val: Any, ctx: _Context, coerce_id: bool, depth: int) -> list[Value]:
-        out: list[Value] = []
-        self._collect(val, ctx, coerce_id, depth, out)
-        return out
+    def _graph_named_no_iri(self, el: dict) -> bool:
+        """JSON-LD's RDF conversion drops a graph whose name is no IRI, with its triples."""
+        name = el.get("@id")
+        if name is None or not NOT_IRI.search(name):
+            return False
+        self._proc.notes.append(f"graph {name[:80]!r} dropped: its name is no IRI")
+        return True
 
-    def _collect(self, val: Any, ctx: _Context, coerce_id: bool, depth: int, out: list[Value]) -> None:
-        if val is None:
-            return
-        if isinstance(val, str):
-            out.append(Ref(_expand(ctx, val, vocab=False)) if coerce_id else Literal(val))
-        elif isinstance(val, (bool, int, float)):
-            out.append(Literal(val))
-        elif isinstance(val, list):
-            for v in val:
-                self._collect(v, ctx, coerce_id, depth, out)
-        elif isinstance(val, dict):
-            if "@value" in val:
-                lit = val["@value"]
-                if lit is None:
-                    return
-                if not isinstance(lit, (str, int, float, bool)):
-                    raise MarkupError(f"@value must be a string, number or boolean, got {type(lit).__name__}")
-                dt = val.get("@type")
-                if dt is not None and not isinstance(dt, str):
-                    raise MarkupError("@type of an @value object must be a string")
-                lang = val.get("@language")
-                out.append(
-                    Literal(lit, _expand(ctx, dt, vocab=True) if dt else None, lang if isinstance(lang, str) else None)
-                )
-                return
-            for container in ("@list", "@set"):
-                if container in val:
-                    self._collect(val[container], ctx, coerce_id, depth, out)
-                    return
-            out.append(self._node(val, ctx, depth + 1))
-        else:
-            raise MarkupError(f"unsupported JSON value {type(val).__name__}")
+    def _values(self, item: dict) -> list[Value]:
+        if "@value" in item:
+            t = item.get("@type")
+            if t == "@json":
+                return [Literal(canonical_json(item["@value"]), RDF_JSON)]
+            return [Literal(item["@value"], t, item.get("@language"))]
+        if "@list" in item:
+            out: list[Value] = []
+            for x in item["@list"]:
+                out.extend(self._values(x))
+            return out
+        return [Ref(self._node(item))]
+
+
+# keys of an expanded node object that describe nothing of it
+_NOT_DESCRIPTIVE = frozenset(("@id", "@index", "@graph", "@included"))
+
+
+# ---- RDF -------------------------------------------------------------------------------------
+class RdfLiteral(NamedTuple):
+    lexical: str
+    datatype: str
+    language: str | None
+
+
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+RDF_LANGSTRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+_LANGUAGE_TAG = re.compile(r"^[a-zA-Z]{1,8}(-[a-zA-Z0-9]{1,8})*$")
+
+
+def rdf_iri(name: str) -> str:
+    """The IRI of a type or property name of a :class:`Markup` (a schema.org local name is in
+    ``SCHEMA_NS``; an absolute IRI or a blank node label is itself)."""
+    return name if name.startswith("_:") or is_absolute_iri(name) else SCHEMA_NS + name
+
+
+def rdf_literal(lit: Literal) -> RdfLiteral:
+    """A literal as JSON-LD's RDF conversion writes it (Deserialize JSON-LD to RDF, 8.6): booleans
+    and numbers in their canonical lexical forms (``1.1E0`` for a double), a language-tagged
+    string as ``rdf:langString``."""
+    v, dt = lit.value, lit.datatype
+    if isinstance(v, bool):
+        return RdfLiteral("true" if v else "false", dt or XSD + "boolean", None)
+    if isinstance(v, (int, float)):
+        if isinstance(v, float) and (not v.is_integer() or abs(v) >= 1e21) or dt == XSD + "double":
+            mantissa, _, exponent = ("%1.15E" % v).partition("E")
+            mantissa = mantissa.rstrip("0")
+            mantissa = mantissa + "0" if mantissa.endswith(".") else mantissa
+            return RdfLiteral(f"{mantissa}E{int(exponent)}", dt or XSD + "double", None)
+        return RdfLiteral(str(int(v)), dt or XSD + "integer", None)
+    if lit.language is not None and dt is None:
+        return RdfLiteral(str(v), RDF_LANGSTRING, lit.language.lower())
+    return RdfLiteral(str(v), dt or XSD + "string", None)
+
+
+def rdf_triples(markup: Markup) -> Iterator[tuple[str, str, str | RdfLiteral]]:
+    """The markup's triples in RDF (subject, predicate, object): IRIs, blank nodes as ``_:label``,
+    literals as :class:`RdfLiteral`, as JSON-LD's RDF conversion gives them. What RDF cannot hold is
+    left out, as that conversion leaves it out: a relative IRI (markup read without a base), a term
+    that is no IRI, a blank-node predicate, a language tag that is not well formed. The entities
+    keep all of these (a verdict judges them)."""
+
+    def node(iri: str) -> str | None:
+        return iri if iri.startswith("_:") or is_well_formed_iri(iri) else None
+
+    def name(n: str) -> str | None:
+        return node(rdf_iri(n))
+
+    for ent in markup.entities.values():
+        s = node(ent.id)
+        if s is None:
+            continue
+        for t in ent.types:
+            o = name(t)
+            if o is not None:
+                yield s, RDF_TYPE, o
+        for p, values in ent.properties.items():
+            pi = name(p)
+            if pi is None or pi.startswith("_:"):
+                continue
+            for v in values:
+                if isinstance(v, Ref):
+                    o = node(v.id)
+                    if o is not None:
+                        yield s, pi, o
+                    continue
+                if v.datatype is not None and v.datatype != RDF_JSON and node(v.datatype) is None:
+                    continue
+                if v.language is not None and v.datatype is None and not _LANGUAGE_TAG.match(v.language):
+                    continue
+                yield s, pi, rdf_literal(v)
 
 
 def count_json_values(data: Any, limit: int) -> int:
