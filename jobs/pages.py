@@ -24,10 +24,12 @@ import sys
 
 from pyspark.sql import functions as F
 
-from udfs.corpus import fetch
+from udfs.corpus import fetch, generators
 from udfs.corpus import html as P
+from udfs.runtime.config import ConfigError
 from udfs.runtime.inputs import resolve_inputs
 from udfs.runtime.job import SparkJob
+from udfs.runtime.paths import project_file
 
 
 def read_table(spark, specs, resolve=resolve_inputs):
@@ -94,6 +96,9 @@ class PagesJob(SparkJob):
             action=__import__("argparse").BooleanOptionalAction,
             help="also read microdata as markup blocks",
         )
+        p.add_argument(
+            "--generator-rules", help="rules naming each markup block's generator (conf/generators.toml's format)"
+        )
         p.add_argument("--max-record-bytes", type=int, help="larger WARC records are not fetched (fetch_error)")
         p.add_argument("--max-html-bytes", type=int, help="larger pages are not parsed (parse_error)")
         p.add_argument(
@@ -129,7 +134,12 @@ class PagesJob(SparkJob):
             max_markup_nodes=a.max_markup_nodes,
             max_html_depth=a.max_html_depth,
             microdata=bool(a.microdata),
+            generator_rules=project_file(a.generator_rules),
         )
+        try:  # a bad rules file fails the run here, not every page in its task
+            generators.load_rules(cfg.generator_rules)
+        except ConfigError as exc:
+            self.fail(str(exc))
         table, files = read_table(spark, a.input, self.resolve_inputs)
         index, index_files = read_table(
             spark, a.warc_index, lambda specs, **kw: self.resolve_inputs(specs, flag="--warc-index", **kw)

@@ -24,6 +24,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from udfs.corpus import generators
 from udfs.corpus import html as P
 from udfs.corpus.sampling import REPLACEMENT_TYPE
 from udfs.corpus.warc import HTML_MIME_TYPES
@@ -74,6 +75,13 @@ PAGES_SCHEMA = T.StructType(
         T.StructField("human_markup", T.StringType()),
         T.StructField("root_types", T.ArrayType(T.StringType())),
         T.StructField("matched_block", T.IntegerType()),
+        # who wrote the human markup's block, and what said so (udfs/corpus/generators.py; null:
+        # no human markup; "unknown": no rule of [pages] generator_rules matched)
+        T.StructField("generator", T.StringType()),
+        T.StructField("generator_evidence", T.StringType()),
+        # the same for every block of markups, in its order
+        T.StructField("markup_generators", T.ArrayType(T.StringType())),
+        T.StructField("markup_generator_evidence", T.ArrayType(T.StringType())),
         T.StructField("slot", T.LongType()),
     ]
 )
@@ -242,6 +250,7 @@ def fetch_page(row: dict, warc_base: str | None, cfg: P.PageConfig, max_record_b
     out.update(
         markups=[], markup_errors=[], text_extractor=cfg.text_extractor, judge_text_extractor=cfg.judge_text_extractor
     )
+    out.update(generators.empty_columns())
     if row["warc_filename"] is None:
         out.update(status=P.NOT_FOUND, reason="page URL not in the WARC index")
         return out

@@ -288,12 +288,12 @@ def _check(
         value = script.get(ev.script_attribute)
         if value is None or not p("script_value").search(value):
             return None
-        found.append(f"script {ev.script_attribute}={_quote(value)!r}")
+        found.append(f'<script {ev.script_attribute}="{_quote(value)}">')
     if ev.section_start:
         opening = page.sections[i].get((g, e)) if i is not None else None
         if opening is None:
             return None
-        found.append(f"inside the comments {_quote(opening)!r} ... {ev.section_end!r}")
+        found.append(f"inside <!-- {_quote(opening)} --> ... its closing comment")
     if ev.comment_before:
         import lxml.etree as etree
 
@@ -302,48 +302,48 @@ def _check(
             return None
         if not p("comment_before").search(prev.text or ""):
             return None
-        found.append(f"after the comment {_quote(prev.text or '')!r}")
+        found.append(f"after <!-- {_quote(prev.text or '')} -->")
     if ev.next_class:
         after = script.getnext() if script is not None else None
         while after is not None and not isinstance(after.tag, str):  # comments between
             after = after.getnext()
         if after is None or (script.tail or "").strip() or not p("next_class").search(_class_of(after)):
             return None
-        found.append(f"before <{after.tag} class={_quote(_class_of(after))!r}>")
+        found.append(f'before <{after.tag} class="{_quote(_class_of(after))}">')
     if ev.ancestor_class:
         if script is None:
             return None
         hit = next((a for a in script.iterancestors() if p("ancestor_class").search(_class_of(a))), None)
         if hit is None:
             return None
-        found.append(f"inside <{hit.tag} class={_quote(_class_of(hit))!r}>")
+        found.append(f'inside <{hit.tag} class="{_quote(_class_of(hit))}">')
     if ev.raw:
         m = p("raw").search(text) if script is not None else None
         if m is None:
             return None
-        found.append(f"text {_quote(m.group())!r}")
+        found.append(f'text "{_quote(m.group())}"')
     if ev.id:
         if "ids" not in ids_cache:
             ids_cache["ids"] = _ids(data)
         hit = next((v for v in ids_cache["ids"] if p("id").search(v)), None)
         if hit is None:
             return None
-        found.append(f"@id {_quote(hit)!r}")
+        found.append(f'@id "{_quote(hit)}"')
     if ev.meta_generator:
         hit = next((m for m in page.generators if p("meta_generator").search(m)), None)
         if hit is None:
             return None
-        found.append(f"meta generator {_quote(hit)!r}")
+        found.append(f'<meta name="generator" content="{_quote(hit)}">')
     if ev.page_marker:
         m = p("page_marker").search(page.html)
         if m is None:
             return None
-        found.append(f"page has {_quote(m.group())!r}")
+        found.append(f'page contains "{_quote(m.group())}"')
     if ev.page_comment:
         hit = next((c for c in page.comments if p("page_comment").search(c)), None)
         if hit is None:
             return None
-        found.append(f"page comment {_quote(hit)!r}")
+        found.append(f"page comment <!-- {_quote(hit)} -->")
     return found
 
 
@@ -362,18 +362,17 @@ def _decide(matches: list[tuple[int, str, str]]) -> Attribution:
     return Attribution(UNKNOWN, "conflicting evidence: " + "; ".join(f"{gid}: {t}" for gid, t in top.items()))
 
 
-def attribute_page(
-    html: str, root, rules: GeneratorRules, blocks: list | None = None, extra: int = 0
-) -> list[Attribution]:
-    """One :class:`Attribution` per JSON-LD script of the page (``root``: its lxml tree, as
-    ``udfs.corpus.html.html_tree`` parses ``html``), in document order; then ``extra`` more for
-    blocks without a script (microdata items), which page-level entries alone can decide.
-    ``blocks``: the page's parsed blocks (``jsonld_blocks``; their ``data`` gives the ``@id``
-    values); without them the ``@id`` conditions read each script's text as JSON."""
+def attribute_page(html: str, root, rules: GeneratorRules, blocks: list | None = None) -> list[Attribution]:
+    """One :class:`Attribution` per block of the page: its JSON-LD scripts in document order
+    (``root``: its lxml tree, as ``udfs.corpus.html.html_tree`` parses ``html``), then, when
+    ``blocks`` lists more blocks than the page has scripts, one per block past them (microdata
+    items: page-level entries alone can decide them). ``blocks``: the page's parsed blocks
+    (``jsonld_blocks``, then ``microdata_blocks``; their ``data`` gives the ``@id`` values);
+    without them the ``@id`` conditions read each script's text as JSON."""
     scripts = jsonld_scripts(root)
     page = _walk(html, root, scripts, rules)
     out = []
-    for i in range(len(scripts) + extra):
+    for i in range(max(len(scripts), len(blocks or ()))):
         script = scripts[i] if i < len(scripts) else None
         data, text = None, script.xpath("string()") if script is not None else ""
         if blocks is not None and i < len(blocks):
@@ -393,4 +392,33 @@ def attribute_page(
                 if found is not None:
                     matches.append((ev.strength, rule.id, " + ".join(found)))
         out.append(_decide(matches))
+    return out
+
+
+# ---- pages/ columns ------------------------------------------------------------------------------
+
+
+def empty_columns() -> dict[str, Any]:
+    """The generator columns of pages/ (``udfs.corpus.fetch.PAGES_SCHEMA``) of a page whose blocks
+    were not read."""
+    return {"generator": None, "generator_evidence": None, "markup_generators": [], "markup_generator_evidence": []}
+
+
+def page_columns(html: str, tree, blocks: list, matched_block: int | None, cfg) -> dict[str, Any]:
+    """The generator columns of one page's pages/ row: ``markup_generators`` and
+    ``markup_generator_evidence``, one value per entry of ``markups`` (the blocks with data, in
+    order), and ``generator`` and ``generator_evidence`` of the block the human markup was taken
+    from (``matched_block``; null without one). ``tree``: the page's ``HtmlTree``; ``blocks``: its
+    JSON-LD blocks then its microdata items (``udfs.corpus.html``); ``cfg``: its ``PageConfig``
+    (``generator_rules``, the rules file)."""
+    found = attribute_page(html, tree.root, load_rules(cfg.generator_rules), blocks)
+    with_data = [b.index for b in blocks if b.data is not None]
+    out = {
+        "markup_generators": [found[i].generator for i in with_data],
+        "markup_generator_evidence": [found[i].evidence for i in with_data],
+        "generator": None,
+        "generator_evidence": None,
+    }
+    if matched_block is not None:
+        out["generator"], out["generator_evidence"] = found[matched_block].generator, found[matched_block].evidence
     return out

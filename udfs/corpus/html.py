@@ -21,7 +21,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
+from udfs.corpus import generators
 from udfs.runtime.config import PagesConf
+from udfs.runtime.paths import project_file
 from udfs.schemaorg.namespace import SCHEMA_NS, SCHEMA_NS_RE, context_document, is_schema_context_url
 from udfs.schemaorg.vocab import DEFAULT_RELEASE
 
@@ -866,6 +868,8 @@ class PageConfig:
     max_markup_nodes: int
     max_html_depth: int
     microdata: bool
+    # the rules file of udfs/corpus/generators.py (its path as [pages] gives it: from the project root)
+    generator_rules: str
 
     @classmethod
     def of(cls, conf: PagesConf, **override: Any) -> "PageConfig":
@@ -884,6 +888,7 @@ class PageConfig:
                 "microdata",
             )
         }
+        values["generator_rules"] = project_file(conf.generator_rules)
         return cls(**{**values, **override})
 
 
@@ -905,6 +910,7 @@ def process_html(
         "human_markup": None,
         "root_types": None,
         "matched_block": None,
+        **generators.empty_columns(),
     }
     if len(payload) > cfg.max_html_bytes:
         out.update(
@@ -944,6 +950,22 @@ def process_html(
         out["human_markup"] = json.dumps(sel.human_markup, ensure_ascii=False)[: cfg.max_markup_chars]
         out["root_types"] = sel.root_types
         out["matched_block"] = sel.block_index
+    try:
+        out.update(
+            run_with_time_limit(
+                generators.page_columns,
+                cfg.time_limit_s,
+                "generator attribution",
+                html,
+                tree,
+                blocks,
+                sel.block_index,
+                cfg,
+            )
+        )
+    except ExtractionTimeout as exc:
+        out.update(status=PARSE_ERROR, reason=str(exc))
+        return out
 
     try:
         wanted = (cfg.text_extractor, cfg.judge_text_extractor)

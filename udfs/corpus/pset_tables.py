@@ -490,6 +490,11 @@ class PsetImport:
             "human_markup": page.human_markup,
             "root_types": sorted(set(human.classes.split("_"))),
             "matched_block": None,
+            # the paper's human markup is its own file, not one of the page's blocks: no generator here
+            "generator": None,
+            "generator_evidence": None,
+            "markup_generators": found["markup_generators"],
+            "markup_generator_evidence": found["markup_generator_evidence"],
             "page_id": pid,
             "stratum_index": stratum,
             "url_source": "sample" if url else "none",

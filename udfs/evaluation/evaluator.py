@@ -79,6 +79,8 @@ TRIPLES_SCHEMA = pa.schema(
         ("prompt_tokens", pa.int64()),
         ("cached_prompt_tokens", pa.int64()),
         ("completion_tokens", pa.int64()),
+        # who wrote the page's human markup (pages/'s generator; null: none said, or a stored one)
+        ("human_generator", pa.string()),
         # the run's settings (udfs.evaluation.parts.settings_hash): rows of two settings never mix
         ("settings_hash", pa.string()),
     ]
@@ -144,6 +146,7 @@ SCORES_SCHEMA = pa.schema(
         ("verdict_latency_s", pa.float64()),
         ("factuality_chunks", pa.int64()),
         ("wall_s", pa.float64()),
+        ("human_generator", pa.string()),  # as in triples/
         ("settings_hash", pa.string()),
     ]
 )
@@ -337,6 +340,9 @@ class PageEvaluator:
         cache of the other repeats and a sampling generation draws with the repeat as seed), the
         models compared with the human markup of the same repeat."""
         key, url = page["page_key"], page["page_url"]
+        # every row of the page says who wrote its human markup, so any source groups by it; a
+        # stored human markup replaces the page's, whose generator then says nothing of it
+        human_generator = None if HUMAN in (page.get("stored_markups") or {}) else page.get("generator")
         kept_rows: dict[str, list[dict]] = {}
         raw_markups: dict[str, Markup] = {}
         final_markup: dict[str, Any] = {}
@@ -351,6 +357,7 @@ class PageEvaluator:
                 "status": "ok",
                 "reason": None,
                 "root_types": types,
+                "human_generator": human_generator,
             }
             scores[source] = score
             out["scores"].append(score)
@@ -365,6 +372,8 @@ class PageEvaluator:
                 score.update(status="markup_error", reason=exc.reason, wall_s=time.monotonic() - t0)
                 continue
             rows = await self._stages(key, url, name, markup, fact_chunks, score, repeat)
+            for r in rows:
+                r["human_generator"] = human_generator
             raw_markups[source] = markup
             kept_rows[source] = [r for r in rows if r["kept"]]
             out["triples"].extend(rows)

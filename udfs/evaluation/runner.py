@@ -32,8 +32,9 @@ from udfs.runtime.io import Folder
 log = logging.getLogger("llm4schema.evaluate")
 
 # The columns a page is evaluated from, each when the input has it (judge_text: the text the
-# factuality agent judges against, when pages/ keeps one apart).
-PAGE_COLUMNS = ("page_url", "text", "human_markup", "root_types", "judge_text")
+# factuality agent judges against, when pages/ keeps one apart; generator: who wrote the human
+# markup, carried to every row of the page).
+PAGE_COLUMNS = ("page_url", "text", "human_markup", "root_types", "judge_text", "generator")
 # Model requests one page keeps busy, on average, while it is evaluated: a worker evaluates
 # max_in_flight / PAGE_REQUESTS pages at once (at least one). The embedded CPU engine (4 in
 # flight) then takes one page at a time, all its requests sharing the page's prefix in the

@@ -90,6 +90,7 @@ class PagesConf:
     text_extractor: str
     judge_text_extractor: str
     microdata: bool
+    generator_rules: str
     max_record_bytes: int
     max_html_bytes: int
     max_text_chars: int
