@@ -2,7 +2,7 @@
 with the evidence that decided it, by the rules of ``conf/generators.toml``.
 
     rules = load_rules("conf/generators.toml")         # GeneratorRules; ConfigError naming the entry
-    found = attribute_page(html, tree, rules)            # one Attribution per JSON-LD script
+    found = attribute_page(html, root, scripts, rules)   # one Attribution per JSON-LD script
     found[0].generator, found[0].evidence                # "yoast", 'script class="yoast-schema-graph"'
 
 The evidence comes from the page as it is, never fetched or run: the ``<script>`` element's own
@@ -14,8 +14,9 @@ generator of the strongest entry that holds (``STRENGTH``). A block no entry mat
 ``UNKNOWN`` with the conflict as its evidence: nothing is guessed. Two generators on one page
 (Yoast's graph and a WooCommerce product block) are two blocks, each with its own attribution.
 
-The scripts are the page's JSON-LD scripts in document order, as ``udfs.corpus.html.jsonld_blocks``
-lists them, so ``attribute_page(...)[block.index]`` is a block's attribution. The cost is linear in
+The scripts are the page's JSON-LD script elements in document order, as
+``udfs.corpus.html.jsonld_scripts`` lists them for ``jsonld_blocks``, so
+``attribute_page(...)[block.index]`` is a block's attribution. The cost is linear in
 the page: one walk over its elements and comments, one search of each page-level pattern.
 """
 
@@ -194,14 +195,6 @@ def _quote(text: str) -> str:
     return text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "\u2026"
 
 
-def jsonld_scripts(root) -> list:
-    """The page's JSON-LD ``<script>`` elements in document order: the ones
-    ``udfs.corpus.html.jsonld_blocks`` reads, in its order."""
-    from udfs.corpus.html import is_jsonld_type
-
-    return [s for s in root.xpath("descendant-or-self::script[@type]") if is_jsonld_type(s.get("type"))]
-
-
 def _ids(node: Any, limit: int = 100_000) -> list[str]:
     """Every string ``@id`` of a JSON tree (the first ``limit`` values visited: a block's size is
     bounded before it is read, this bounds the walk on its own)."""
@@ -362,14 +355,16 @@ def _decide(matches: list[tuple[int, str, str]]) -> Attribution:
     return Attribution(UNKNOWN, "conflicting evidence: " + "; ".join(f"{gid}: {t}" for gid, t in top.items()))
 
 
-def attribute_page(html: str, root, rules: GeneratorRules, blocks: list | None = None) -> list[Attribution]:
-    """One :class:`Attribution` per block of the page: its JSON-LD scripts in document order
-    (``root``: its lxml tree, as ``udfs.corpus.html.html_tree`` parses ``html``), then, when
-    ``blocks`` lists more blocks than the page has scripts, one per block past them (microdata
-    items: page-level entries alone can decide them). ``blocks``: the page's parsed blocks
-    (``jsonld_blocks``, then ``microdata_blocks``; their ``data`` gives the ``@id`` values);
-    without them the ``@id`` conditions read each script's text as JSON."""
-    scripts = jsonld_scripts(root)
+def attribute_page(
+    html: str, root, scripts: list, rules: GeneratorRules, blocks: list | None = None
+) -> list[Attribution]:
+    """One :class:`Attribution` per block of the page: its JSON-LD ``scripts`` (their elements in
+    document order, ``udfs.corpus.html.jsonld_scripts`` of ``root``, the page's lxml tree as
+    ``udfs.corpus.html.html_tree`` parses ``html``), then, when ``blocks`` lists more blocks than
+    the page has scripts, one per block past them (microdata items: page-level entries alone can
+    decide them). ``blocks``: the page's parsed blocks (``jsonld_blocks``, then
+    ``microdata_blocks``; their ``data`` gives the ``@id`` values); without them the ``@id``
+    conditions read each script's text as JSON."""
     page = _walk(html, root, scripts, rules)
     out = []
     for i in range(max(len(scripts), len(blocks or ()))):
@@ -404,14 +399,14 @@ def empty_columns() -> dict[str, Any]:
     return {"generator": None, "generator_evidence": None, "markup_generators": [], "markup_generator_evidence": []}
 
 
-def page_columns(html: str, tree, blocks: list, matched_block: int | None, cfg) -> dict[str, Any]:
+def page_columns(html: str, root, scripts: list, blocks: list, matched_block: int | None, cfg) -> dict[str, Any]:
     """The generator columns of one page's pages/ row: ``markup_generators`` and
     ``markup_generator_evidence``, one value per entry of ``markups`` (the blocks with data, in
     order), and ``generator`` and ``generator_evidence`` of the block the human markup was taken
-    from (``matched_block``; null without one). ``tree``: the page's ``HtmlTree``; ``blocks``: its
-    JSON-LD blocks then its microdata items (``udfs.corpus.html``); ``cfg``: its ``PageConfig``
-    (``generator_rules``, the rules file)."""
-    found = attribute_page(html, tree.root, load_rules(cfg.generator_rules), blocks)
+    from (``matched_block``; null without one). ``root`` and ``scripts``: as
+    :func:`attribute_page` takes them; ``blocks``: the page's JSON-LD blocks then its microdata
+    items (``udfs.corpus.html``); ``cfg``: its ``PageConfig`` (``generator_rules``, the rules file)."""
+    found = attribute_page(html, root, scripts, load_rules(cfg.generator_rules), blocks)
     with_data = [b.index for b in blocks if b.data is not None]
     out = {
         "markup_generators": [found[i].generator for i in with_data],

@@ -567,6 +567,12 @@ def is_jsonld_type(value: str | None) -> bool:
     return essence.lower() == JSONLD_MIME_TYPE
 
 
+def jsonld_scripts(root) -> list:
+    """The page's JSON-LD ``<script>`` elements (``root``: an :class:`HtmlTree`'s root) in document
+    order: the blocks of :func:`jsonld_blocks`, numbered alike."""
+    return [s for s in root.xpath("descendant-or-self::script[@type]") if is_jsonld_type(s.get("type"))]
+
+
 def jsonld_blocks(html: str | bytes, tree: HtmlTree | None = None) -> list[JsonLdBlock]:
     """Every JSON-LD script of the page, parsed one by one so a broken block is a reason and the
     others still count. ``tree``: the page already parsed (:func:`html_tree`)."""
@@ -574,8 +580,7 @@ def jsonld_blocks(html: str | bytes, tree: HtmlTree | None = None) -> list[JsonL
         tree = html_tree(html)
     tree = tree.root
     out: list[JsonLdBlock] = []
-    scripts = (s for s in tree.xpath("descendant-or-self::script[@type]") if is_jsonld_type(s.get("type")))
-    for i, node in enumerate(scripts):
+    for i, node in enumerate(jsonld_scripts(tree)):
         script = node.xpath("string()")
         block = JsonLdBlock(index=i, raw=script)
         foreign = next((a.tag for a in node.iterancestors() if a.tag in ("svg", "math")), None)
@@ -957,7 +962,8 @@ def process_html(
                 cfg.time_limit_s,
                 "generator attribution",
                 html,
-                tree,
+                tree.root,
+                jsonld_scripts(tree.root),
                 blocks,
                 sel.block_index,
                 cfg,
