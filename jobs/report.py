@@ -29,6 +29,11 @@ class ReportJob(Job):
             help="the paper's folder the pages were imported from (jobs/import_pset.py --input: the bundle or a "
             "checkout): adds the section comparing the run with the paper's verdicts, counts and MeMR",
         )
+        p.add_argument(
+            "--group-interval-width",
+            type=float,
+            help="per-generator and per-type tables: a group whose rates' intervals are wider is pooled as (other)",
+        )
 
     def run(self) -> None:
         from udfs.report import build
@@ -36,7 +41,9 @@ class ReportJob(Job):
 
         self.count_scores_rows()
         pages = Folder.of(self.args.pages) if self.args.pages else None
-        report = build.build(self.args.input, self.output_root, pages, self.args.paper)
+        report = build.build(
+            self.args.input, self.output_root, pages, self.args.paper, group_width=self.args.group_interval_width
+        )
         page = build.write(report, self.table_dir)
         for name, df in report.frames.items():
             self.record.count(f"{name}_rows", len(df))

@@ -417,3 +417,57 @@ def page_columns(html: str, root, scripts: list, blocks: list, matched_block: in
     if matched_block is not None:
         out["generator"], out["generator_evidence"] = found[matched_block].generator, found[matched_block].evidence
     return out
+
+
+# ---- a markup kept apart from its page ---------------------------------------------------------
+
+# A markup is the page block's when the block holds at least this share of the markup's values.
+MATCH_SHARE = 0.5
+
+
+def _values(node: Any, out: set[str], limit: list[int]) -> set[str]:
+    """The scalar values of a JSON tree (``@context`` left aside), as text; at most ``limit[0]``
+    nodes visited."""
+    stack = [node]
+    while stack and limit[0] > 0:
+        n = stack.pop()
+        limit[0] -= 1
+        if isinstance(n, dict):
+            stack.extend(v for k, v in n.items() if k != "@context")
+        elif isinstance(n, list):
+            stack.extend(n)
+        elif isinstance(n, (str, int, float)) and not isinstance(n, bool):
+            text = str(n).strip()
+            if text:
+                out.add(text)
+    return out
+
+
+def markup_attribution(markup: Any, blocks: list, found: list[Attribution]) -> Attribution | None:
+    """The generator of a markup that was taken from a page's blocks and kept apart from them (the
+    LLM4Schema.org paper's stored human markups): the block holding the largest share of the
+    markup's values, when at least ``MATCH_SHARE`` of them, decides; a markup no block holds
+    that much of, spread over blocks that all have one generator, takes it; otherwise it is
+    ``UNKNOWN`` saying so. ``blocks``: the page's blocks (``data``), ``found``: their
+    attributions (:func:`attribute_page`). None: the markup has no value to match."""
+    want = _values(markup, set(), [100_000])
+    if not want:
+        return None
+    shares = []
+    for b in blocks:
+        if b.data is not None:
+            hold = len(want & _values(b.data, set(), [100_000]))
+            if hold:
+                shares.append((hold, -b.index, b.index))
+    if not shares:
+        return Attribution(UNKNOWN, f"no block of the page holds any of the markup's {len(want)} values")
+    hold, _, best = max(shares)
+    if hold >= MATCH_SHARE * len(want):
+        a = found[best]
+        where = f"block {best} holds {hold} of the markup's {len(want)} values"
+        return Attribution(a.generator, f"{where}; {a.evidence}" if a.evidence else where)
+    gens = {found[i].generator for _, _, i in shares}
+    where = f"no block holds half of the markup's {len(want)} values; blocks {', '.join(str(i) for *_, i in sorted(shares, key=lambda s: s[2]))} hold some"
+    if len(gens) == 1:
+        return Attribution(gens.pop(), where)
+    return Attribution(UNKNOWN, f"{where}, of generators {', '.join(sorted(gens))}")

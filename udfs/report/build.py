@@ -891,6 +891,69 @@ def corrected_rates(con, record: dict[str, Any] | None) -> list[dict[str, Any]]:
     return out
 
 
+# ---- per generator and per type -------------------------------------------------------------------
+
+NOT_ATTRIBUTED = "(not attributed)"
+
+
+def judge_accuracy(record: dict[str, Any] | None) -> dict[str, Any]:
+    """The judge's measured accuracy per agent (the test split of the calibration entry it applied;
+    ``udfs.scores.correction.JudgeAccuracy``), for the agents that took one."""
+    from udfs.scores.correction import JudgeAccuracy
+
+    judge = read_judge(record)
+    out = {}
+    for agent, r in (judge.agents if judge else {}).items():
+        if r.entry is not None:
+            test = r.entry.get("test") or {}
+            out[agent] = JudgeAccuracy(*(int(test.get(k) or 0) for k in ("tp", "fn", "tn", "fp")))
+    return out
+
+
+def group_sections(con, names: list[str], record: dict[str, Any] | None, width: float) -> dict[str, Any]:
+    """Table 7 per generator of the human markup (the human source's pages, by scores'
+    ``human_generator``) and per root schema.org type (every source's pages, by ``root_types``),
+    with the rates and intervals of ``udfs.report.groups``; a group whose intervals are wider than
+    ``width`` is pooled as "(other)". Each part says why it is empty (no column, no page)."""
+    from udfs.report import groups as GR
+
+    accuracy = judge_accuracy(record)
+    out: dict[str, Any] = {"width": width, "generator": None, "types": [], "why_generator": None, "frames": {}}
+    counts = "n_triples, n_valid, n_factual, n_compliant"
+    if "human_generator" not in names:
+        out["why_generator"] = "scores/ has no human_generator column (a run before pages/ named generators)"
+    else:
+        rows = con.execute(f"SELECT source, human_generator, {counts} FROM scores WHERE status = 'ok'").fetchall()
+        # one repeat of the human source stands for its pages (the repeats judge the same pages)
+        humans = sorted({s for s, *_ in rows if source_repeat(s)[0] == HUMAN}, key=lambda s: source_repeat(s)[1] or 0)
+        units = [
+            GR.Unit(gen or NOT_ATTRIBUTED, tuple(int(c or 0) for c in cs))
+            for s, gen, *cs in rows
+            if humans and s == humans[0]
+        ]
+        if not units:
+            out["why_generator"] = "no human page with status ok"
+        else:
+            header, text, frame = GR.table_rows(GR.group_table(units, width, accuracy))
+            out["generator"] = {"source": humans[0], "header": header, "rows": text}
+            out["frames"]["by_generator"] = frame
+    rows = con.execute(
+        f"SELECT source, root_types, {counts} FROM scores WHERE status = 'ok' ORDER BY source"
+    ).fetchall()
+    frames = []
+    for source in sorted({r[0] for r in rows}, key=lambda s: (source_repeat(s)[0] != HUMAN, s)):
+        units = [
+            GR.Unit("/".join(sorted(set(types or []))) or "(no type)", tuple(int(c or 0) for c in cs))
+            for s, types, *cs in rows
+            if s == source
+        ]
+        header, text, frame = GR.table_rows(GR.group_table(units, width, accuracy))
+        out["types"].append({"source": source, "header": header, "rows": text})
+        frames += [{"source": source, **f} for f in frame]
+    out["frames"]["by_type"] = frames
+    return out
+
+
 # ---- metadata -----------------------------------------------------------------------------------
 
 ANSWER_KEYS = (
@@ -1055,10 +1118,14 @@ def run_metadata(record: dict[str, Any] | None, model_ids: list[str], stored: Se
 # ---- the report ----------------------------------------------------------------------------------
 
 
-def build(scores: list[str], root: Folder, pages: Folder | None = None, paper_source: str = "") -> Report:
+def build(
+    scores: list[str], root: Folder, pages: Folder | None = None, paper_source: str = "", *, group_width: float
+) -> Report:
     """Everything the page shows, from the ``scores`` table and what ``root`` holds; with
     ``paper_source`` (the paper's folder the pages were imported from: a bundle or a checkout), the
-    "paper's pages" section (``udfs.report.paper_pages``)."""
+    "paper's pages" section (``udfs.report.paper_pages``). ``group_width``: the widest interval a
+    group of the per-generator and per-type tables may have to be shown on its own ([report]
+    group_interval_width)."""
     import duckdb
     import pandas as pd
 
@@ -1146,6 +1213,9 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None, paper_so
     ctx["repeats_plot"] = data_uri(repeats_plot(rates)) if rates else None
     if rates:
         frames["repeats"] = pd.DataFrame(ctx["repeats"])
+    ctx["groups"] = group_sections(con, ds.schema.names, record, group_width)
+    for name, frame in ctx["groups"].pop("frames").items():
+        frames[name] = pd.DataFrame(frame)
     ctx["graph_correct"] = graph_correct(con, record, triples, counting)
     frames["graph_correct"] = pd.DataFrame(
         ctx["graph_correct"]["rows"],
@@ -1156,12 +1226,14 @@ def build(scores: list[str], root: Folder, pages: Folder | None = None, paper_so
     )
     ctx["paper_pages"] = None
     if paper_source:
-        ctx["paper_pages"] = paper_pages_section(src, ds, triples, paper_source)
+        ctx["paper_pages"] = paper_pages_section(src, ds, triples, paper_source, group_width)
         frames.update(ctx["paper_pages"].pop("frames"))
     return Report(context=ctx, frames=frames, table7_text=table7_text(t7, counting), stage_png=stage_png)
 
 
-def paper_pages_section(src: Sources, scores_ds, triples: list[dict[str, Any]], paper_source: str) -> dict[str, Any]:
+def paper_pages_section(
+    src: Sources, scores_ds, triples: list[dict[str, Any]], paper_source: str, group_width: float
+) -> dict[str, Any]:
     """The tables of the "paper's pages" section and their frames, or why there are none."""
     import pandas as pd
 
@@ -1179,7 +1251,9 @@ def paper_pages_section(src: Sources, scores_ds, triples: list[dict[str, Any]], 
     cols = ["page_url", "source", "status", "n_triples", "n_valid", "n_factual", "n_compliant"]
     scores = [r for r in scores_ds.to_table(columns=cols).to_pylist() if r["status"] == "ok"]
     try:
-        tables, frames = paper_pages.section(open_pset(paper_source), pages, scores, triples, commits.pop() or None)
+        tables, frames = paper_pages.section(
+            open_pset(paper_source), pages, scores, triples, commits.pop() or None, group_width=group_width
+        )
     except PsetError as exc:
         return {"why": f"the paper's folder cannot be read: {exc}", "frames": {}}
     frames = {k: pd.DataFrame(v, columns=paper_pages.FRAME_COLUMNS.get(k)) for k, v in frames.items()}

@@ -357,11 +357,14 @@ def section(
     scores: list[dict[str, Any]],
     triples: list[dict[str, Any]],
     commit: str | None = None,
+    *,
+    group_width: float,
 ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
     """The report's "paper's pages" section: tables (title, note, header, rows of text) and the
     same as CSV-able rows. ``pages`` are the run's pages/ rows (``page_url``, ``page_id``,
     ``feature``, ``stratum_index``, ``judge_text``, ``paper_text``), ``scores`` its scores/ rows
-    with status ok, ``triples`` its triples/ rows (with ``page_url``)."""
+    with status ok, ``triples`` its triples/ rows (with ``page_url``); ``group_width``: as
+    :func:`by_group` takes it."""
     by_url = {p["page_url"]: p for p in pages}
     run_docs = {(by_url[s["page_url"]]["page_id"], s["source"]): s for s in scores if s["page_url"] in by_url}
     documents, seen = [], set()
@@ -376,6 +379,7 @@ def section(
         _strata(documents, run_docs, sources),
         *_verdicts(src, documents, pages, triples, commit),
         _memr(src, commit),
+        *by_group(src, commit, group_width),
     ]
     return [table for _, table, _ in parts], {name: frame for name, _, frame in parts}
 
@@ -526,6 +530,89 @@ def _memr(src: PsetSource, commit: str | None) -> Part:
     return "paper_memr", table, memr_all
 
 
+# ---- the paper's human markups per generator and per type ---------------------------------------
+
+NOT_MATCHED = "(no block)"
+
+
+def human_generators(src: PsetSource, documents: list[dict[str, Any]], commit: str | None = None) -> dict[str, Any]:
+    """{document id: Attribution} of the paper's human markups: each page's HTML (``<id>.html``)
+    read as the pages job reads it, its blocks attributed by conf/generators.toml
+    (``udfs.corpus.generators``), and the stored human markup traced to the block it was taken
+    from (``markup_attribution``); None for a document whose files cannot be read or whose markup
+    has no value to trace."""
+    from udfs.corpus import generators as G
+    from udfs.corpus import html as P
+    from udfs.runtime.config import load_config
+    from udfs.runtime.paths import project_file
+
+    rules = G.load_rules(project_file(load_config().pages.generator_rules))
+    out: dict[str, Any] = {}
+    for d in documents:
+        if d["source"] != "human" or d["document_id"] in out:
+            continue
+        stem = _stem(d["feature"], d["stratum"], "human", d["document_id"], d["classes"])
+        try:
+            page = src.read(f"{PSET}/{d['feature']}/stratum_{d['stratum']}/corpus/{d['document_id']}.html", commit)
+            markup = json.loads(src.read(f"{stem}.jsonld", commit))
+        except (PsetError, ValueError):
+            out[d["document_id"]] = None
+            continue
+        html = P.decode_html(page)
+        tree = P.html_tree(html)
+        blocks = P.jsonld_blocks(html, tree)
+        found = G.attribute_page(html, tree.root, P.jsonld_scripts(tree.root), rules, blocks)
+        out[d["document_id"]] = G.markup_attribution(markup, blocks, found)
+    return out
+
+
+def by_group(src: PsetSource, commit: str | None, width: float) -> list[Part]:
+    """The paper's Table 7 for its human markups per generator (``human_generators``) and per root
+    type (the file name's types), from results.csv's counts (the paper's own verdicts: no model),
+    with each agent's rejection rate and its bootstrap interval over documents
+    (``udfs.report.groups``; not corrected: the paper's judge's accuracy is not measured). Every
+    scored human markup is a unit, as in the paper's sums, so the rows add up to Table 7's human row."""
+    from udfs.report import groups as GR
+
+    docs = [d for d in paper_documents(src, commit) if d["source"] == "human"]
+    gens = human_generators(src, docs, commit)
+
+    def counts(d: dict[str, Any]) -> tuple[int, int, int, int]:
+        return tuple(int(d.get(s, 0)) for s in STAGES)
+
+    parts = []
+    for name, title, key in (
+        ("paper_by_generator", "per generator of the human markup", lambda d: gens.get(d["document_id"])),
+        ("paper_by_type", "per root type of the human markup", None),
+    ):
+        units = []
+        for d in docs:
+            if key is None:
+                group = "/".join(sorted(set(d["classes"].split("_"))))
+            else:
+                found = key(d)
+                group = found.generator if found is not None else NOT_MATCHED
+            units.append(GR.Unit(group, counts(d)))
+        header, text, frame = GR.table_rows(GR.group_table(units, width), corrected=False, units="markups")
+        table = _table(
+            f"The paper's human markups: Table 7 {title}",
+            f"{len(docs)} human markups scored in results.csv, the paper's own counts after each of its agents. "
+            "Rejection: the claims an agent judged that it rejected, with a 95% bootstrap interval over "
+            f"markups (the paper's judge's accuracy is not measured: not corrected). A group is shown on its "
+            f"own when each interval is at most {width:.0%} wide; the rest are pooled as (other)."
+            + (
+                " The generator is the one of the page block the stored markup was taken from "
+                "(conf/generators.toml; unknown: nothing in the page names it)."
+                if key is not None
+                else ""
+            ),
+            header,
+            text,
+        )
+        parts.append((name, table, frame))
+    return parts
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m udfs.report.paper_pages BUNDLE_OR_CHECKOUT [--commit C]``: the figures of every
     document of the paper that need no run: Table 7 summed from results.csv, and MeMR three ways."""
@@ -536,6 +623,12 @@ def main(argv: list[str] | None = None) -> int:
     p = ArgumentParser(description=main.__doc__.split("\n\n")[0] if main.__doc__ else None)
     p.add_argument("source", help="the paper's history bundle (or its folder) or a checkout of its repository")
     p.add_argument("--commit", default="", help="an original commit ('': the last)")
+    p.add_argument(
+        "--group-interval-width",
+        type=float,
+        help="the per-generator and per-type tables' widest interval of a group shown on its own "
+        "(default: [report] group_interval_width)",
+    )
     a = p.parse_args(argv)
     try:
         src = open_pset(a.source)
@@ -554,6 +647,15 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---|---|---|---:|---|")
     for row in memr_summary(rows):
         print("| " + " | ".join(str(c) for c in row) + " |")
+    if a.group_interval_width is None:
+        from udfs.runtime.config import load_config
+
+        a.group_interval_width = load_config().report.group_interval_width
+    for _, table, _ in by_group(src, a.commit or None, a.group_interval_width):
+        print(f"\n{table['title']}\n\n| " + " | ".join(table["header"]) + " |")
+        print("|---|" + "---:|" * (len(table["header"]) - 1))
+        for row in table["rows"]:
+            print("| " + " | ".join(row) + " |")
     return 0
 
 

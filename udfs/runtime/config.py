@@ -181,7 +181,7 @@ class EvaluateConf:
 
 @dataclass(frozen=True)
 class ReportConf:
-    pass
+    group_interval_width: float
 
 
 @dataclass(frozen=True)
