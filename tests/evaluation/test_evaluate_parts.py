@@ -645,7 +645,7 @@ def test_progress_counts_answers_while_a_page_is_evaluated(tmp_path, monkeypatch
     """Between pages the progress hears of the model answers received so far: with one page of
     several requests, answers are counted before the page is done, and they add up to the
     requests the engine answered and those the request cache answered."""
-    import jobs.evaluate
+    import udfs.evaluation.run as evaluation_run
     from jobs.evaluate import EvaluateJob
     from udfs.evaluation import runner
     from udfs.runtime.progress import Progress
@@ -657,7 +657,7 @@ def test_progress_counts_answers_while_a_page_is_evaluated(tmp_path, monkeypatch
             seen.append((self.done, n, dict(counts)))
             super().update(n, **counts)
 
-    monkeypatch.setattr(jobs.evaluate, "Progress", Recording)
+    monkeypatch.setattr(evaluation_run, "Progress", Recording)
     monkeypatch.setattr(runner, "ANSWERS_S", 0.02)
     pages = tmp_path / "pages"
     pq.write_table(demo_pages_table().slice(0, 1), pages.mkdir() or pages / "part-0.parquet")
