@@ -25,6 +25,8 @@ What differs from the specification, on purpose (web markup is untrusted and mos
 * without a base IRI (``base=None``: markup read apart from its page) a relative IRI is kept as
   written rather than resolved; JSON-LD's RDF conversion then drops it, the reader keeps it
   (``udfs.schemaorg.markup.rdf_triples`` drops it);
+* JSON ``null`` as ``@id`` or among the ``@type`` values (markup writes it) is no identifier or
+  type, not an ``invalid @id value`` or ``invalid type value``;
 * ``@vocab`` spelled as a schema.org context URL (``"@vocab": "https://schema.org"``) is the
   schema.org namespace;
 * the processing mode is ``json-ld-1.1`` only (``"@version": 1.1`` is accepted, no 1.0 mode).
@@ -67,6 +69,8 @@ _TERM_KEYS = frozenset(
 )
 _VALUE_KEYS = frozenset(("@direction", "@index", "@language", "@type", "@value"))
 _UNSET: Any = object()  # a term definition entry that is absent (None is JSON null)
+# Keys whose expansion a context keeps (Processor.key_iri): bounds the memory of the shared ones.
+MAX_KEYS_KEPT = 1 << 14
 RDF_JSON = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"
 
 
@@ -217,6 +221,7 @@ class Context:
         "previous",
         "protected",
         "_cache",
+        "_keys",
         "original_base",
         "initial_vocab",
     )
@@ -233,6 +238,7 @@ class Context:
         self.previous: Context | None = None
         self.protected = False  # a protected term in this layer or one below
         self._cache: dict[str, Term | None] = {}
+        self._keys: dict[str, str | None] = {}  # Processor.key_iri's answers: a context is not changed once read
         n, c = 0, parent
         while c is not None and n <= MAX_CONTEXT_LAYERS:
             n, c = n + 1, c.parent
@@ -730,6 +736,16 @@ class Processor:
             return resolve_iri(active.base, value)
         return value
 
+    def key_iri(self, active: Context, key: str) -> str | None:
+        """``expand_iri(active, key, vocab=True)`` of a key of a node object, kept on the context (the
+        schema.org context's keys are expanded once per process, not once per markup)."""
+        hit = active._keys.get(key, _UNSET)
+        if hit is _UNSET:
+            hit = self.expand_iri(active, key, vocab=True)
+            if len(active._keys) < MAX_KEYS_KEPT and not key.startswith("_:"):
+                active._keys[key] = hit
+        return hit
+
     # -- expansion (5.1.2) --
     def expand(
         self,
@@ -781,7 +797,7 @@ class Processor:
             active = self.apply(active, element["@context"], base)
         type_scoped = active
         input_type = None
-        type_keys = [k for k in element if k == "@type" or self.expand_iri(active, k, vocab=True) == "@type"]
+        type_keys = [k for k in element if k == "@type" or self.key_iri(active, k) == "@type"]
         for k in sorted(type_keys):
             v = element[k]
             terms = sorted(t for t in (v if isinstance(v, list) else [v]) if isinstance(t, str))
@@ -847,7 +863,7 @@ class Processor:
         for key, value in element.items():
             if key == "@context":
                 continue
-            xp = self.expand_iri(active, key, vocab=True)
+            xp = self.key_iri(active, key)
             if xp is None or (":" not in xp and xp not in KEYWORDS):
                 td = active.get(key)
                 self.notes.append(

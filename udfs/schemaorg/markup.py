@@ -3,33 +3,43 @@
 The agents judge markup triple by triple, and the MeMR score counts property values, so every
 later stage needs the same reading of a JSON-LD block: which entities it describes, their types,
 and for each property whether a value is a literal or a reference to another node. This module
-is that reading, kept small and dependency-free (no rdflib, no network) because it runs for every
-markup of every page.
+is that reading (no rdflib, no network: it runs for every markup of every page).
 
-What is understood (the parts of JSON-LD that web markup uses):
+The reading is JSON-LD 1.1's: the markup is expanded (:mod:`udfs.schemaorg.jsonld`: contexts of
+every kind, containers, ``@reverse``, ``@nest``, ``@included``, ``@json``, ``@base``...) and its
+nodes become entities as JSON-LD's node map makes them; the W3C JSON-LD 1.1 toRdf tests check it
+(tests/conformance/test_jsonld_tordf.py, docs/results/conformance.md). Where web markup needs it,
+the reading differs from JSON-LD's, on purpose:
 
-* a top-level object, an array of objects, ``@graph`` (with or without a top-level node);
-* nesting, arrays, ``@list`` / ``@set`` (read as plain multiple values), ``@reverse``, ``@nest``;
-* ``@id`` on nodes; a node object holding only ``@id`` is a *reference*: to an entity described
-  elsewhere in the markup (cycles included) or to an outside IRI;
-* several ``@type`` values per entity;
-* ``@context``: absent means schema.org (the paper's data and the model output both omit it at
-  times); every spelling of the schema.org context URL (udfs/schemaorg/namespace.py: http/https,
-  ``www.`` and the hosted extensions such as ``health-lifesci.``, trailing slash,
-  ``docs/jsonldcontext.json``) is resolved with the bundled official context, which also says
-  which properties take IRIs (``url``, ``image``, ``sameAs``, ...); inline objects with
-  ``@vocab``, prefixes and term definitions are applied (terms they leave undefined are read in
-  schema.org; a term defined as ``null`` makes no triple, as in JSON-LD). Any other remote context
-  is never fetched: the markup is refused with a :class:`MarkupError` whose reason names the URL.
+* schema.org defaults: a top-level object without ``@context`` is read with schema.org's context
+  (the paper's data and the model output both omit it at times), and under an inline context a
+  term it leaves undefined is still read in schema.org (``@vocab`` http://schema.org/), where
+  JSON-LD would drop it. Every spelling of the schema.org context URL (udfs/schemaorg/namespace.py:
+  http/https, ``www.`` and the hosted extensions such as ``health-lifesci.``, trailing slash,
+  ``docs/jsonldcontext.json``) is the bundled official context, which also says which properties
+  take IRIs (``url``, ``image``, ``sameAs``, ...); its ``"@type": "Date"`` coercions are left out,
+  so a date stays a plain string. Any other remote context is never fetched: the markup is refused
+  with a :class:`MarkupError` whose reason names the URL;
+* without a base IRI (the default: markup is read apart from its page) a relative IRI is kept as
+  written; :func:`rdf_triples`, the RDF view, leaves it out as JSON-LD's RDF conversion does;
+* ``@list`` is read as plain values: the members themselves are the property's values (nested
+  lists flattened, order not kept), not an ``rdf:first``/``rdf:rest`` collection;
+* named graphs are merged into the one graph of the markup;
+* JSON ``null`` as ``@id`` or among the ``@type`` values is no identifier or type, not an error; a
+  top-level object that says nothing (``{"@context": ...}``) is an entity without types or values;
+  a top-level array item or ``@graph`` item that is not an object refuses the markup.
 
-Terms of the schema.org namespace are named by their local name (``Recipe``, ``name``) whatever
-the namespace spelling; terms of other vocabularies keep their full IRI. JSON ``null`` values make
-no triples.
+A node object holding only ``@id`` is a *reference*: to an entity described elsewhere in the
+markup (cycles included) or to an outside IRI. Anonymous nodes are named ``_:b0``, ``_:b1``... in
+document order. Terms of the schema.org namespace are named by their local name (``Recipe``,
+``name``) whatever the namespace spelling; terms of other vocabularies keep their full IRI. JSON
+``null`` values make no triples.
 
-Use :func:`parse_markup` to read, :meth:`Markup.triples` for the triple view and :func:`to_jsonld`
-to write a markup back, optionally without some of its property values; :func:`root_documents`
-gives each top-level node of a document as a document of its own (the pages job keeps a page's
-human markup so), by the same reading of the top level as :func:`parse_markup`.
+Use :func:`parse_markup` to read, :meth:`Markup.triples` for the triple view, :func:`rdf_triples`
+for the RDF one and :func:`to_jsonld` to write a markup back, optionally without some of its
+property values; :func:`root_documents` gives each top-level node of a document as a document of
+its own (the pages job keeps a page's human markup so), by the same reading of the top level as
+:func:`parse_markup`.
 """
 
 from __future__ import annotations
@@ -60,11 +70,14 @@ from udfs.schemaorg.vocab import schema_local_name
 
 
 class MarkupError(ValueError):
-    """A markup that cannot be read; ``reason`` says why in one line (for reject rows)."""
+    """A markup that cannot be read; ``reason`` says why in one line (for reject rows); ``code`` is
+    JSON-LD's error code where the specification names the error (``invalid @id value``,
+    ``loading remote context failed``...), None otherwise."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, code: str | None = None):
         super().__init__(reason)
         self.reason = reason
+        self.code = code
 
 
 # Plain (not frozen) slotted dataclasses: a markup makes thousands of these and frozen ones cost
@@ -212,7 +225,7 @@ def parse_markup(
     try:
         return _Reader(contexts, base, schema_defaults).read(markup, allow_empty)
     except JsonLdError as e:
-        raise MarkupError(e.reason) from None
+        raise MarkupError(e.reason, e.code) from None
 
 
 def _top_level_items(doc: dict | list) -> Iterator[tuple[dict, Iterator[dict]]]:
