@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from tests.evaluation.test_evaluate_parts import _Stub, record, stub_server, table
+from tests.evaluation.test_evaluate_parts import _Stub, argv, record, stub_server, table
 from tests.evaluation.test_stored_markups import pages_table
 
 
@@ -66,34 +66,11 @@ def flipping():
 
 
 def _argv(pages, out, url, *extra):
-    return [
-        "--input",
-        str(pages),
-        "--output",
-        str(out),
-        "--base-url",
-        url,
-        "--no-generation",
-        "--stages",
-        "validity",
-        "factuality",
-        "compliance",
-        "--factuality-questions",
-        "plain",
-        "--factuality-threshold",
-        "0.5",
-        "--compliance-threshold",
-        "0.5",
-        "--executor",
-        "local",
-        "--limit",
-        "0",
-        "--timeout-s",
-        "30",
-        "--repeats",
-        "3",
-        *extra,
-    ]
+    """The harness's command line (no generation, the three stages), every claim judged by ``plain``
+    alone at fixed thresholds, three repeats."""
+    fixed = ["--max-claims", "0", "--factuality-questions", "plain"]
+    fixed += ["--factuality-threshold", "0.5", "--compliance-threshold", "0.5", "--repeats", "3"]
+    return argv(pages, out, url, *fixed, *extra)
 
 
 def test_repeats_are_distinct_sources_ask_afresh_and_resume(flipping, tmp_path):
