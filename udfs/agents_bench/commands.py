@@ -345,10 +345,8 @@ def run(
     parts in ``out/corrections``, resumed as the verdicts are), measured per factuality task against
     the ground truth's ``true_value`` with ``scores``' value matching (``correction.parquet``, a
     section of summary.md, ``correction_<task>_*`` counters); without it, no ``correction.parquet``."""
-    import pyarrow as pa
 
     from udfs.agents.verdicts import voter_model_and_strategy
-    from udfs.agents_bench import metrics as bm
     from udfs.agents_bench.groundtruth import TASKS
     from udfs.llm.client import LLMClient
 
@@ -405,25 +403,12 @@ def run(
     # the judge's block (udfs.runtime.judge_record): each threshold applied, once, with its origin
     report.facts["judge"] = cfg.judge.to_record()
     log.info("%d items (%d judged before) for %s", c["items"], c["already_judged"], cfg.name)
-    n_part = len(parts.ls("part-*.parquet"))
     judged = 0
     corrections: dict[str, dict[str, Any]] = {}
     loop = asyncio.new_event_loop()
     try:
-        with (
-            timer("judge"),
-            Progress(f"judge {cfg.name}", sum(len(v) for v in pending.values()), "verdicts") as progress,
-        ):
-            for agent, items in pending.items():
-                for i in range(0, len(items), max(1, batch_size)):
-                    batch = items[i : i + batch_size]
-                    rows = loop.run_until_complete(ab.judge_items(cfg, agent, batch))
-                    parts.write_parquet(f"part-{n_part:05d}.parquet", ab.to_table(rows, ab.VERDICTS_SCHEMA))
-                    n_part += 1
-                    judged += len(rows)
-                    for r in rows:
-                        done[(agent, r["item_id"])] = r
-                    progress.update(len(rows), **{f"{agent} without verdict": sum(r["score"] is None for r in rows)})
+        with timer("judge"):
+            judged = _judge_pending(cfg, pending, parts, batch_size, loop, done)
         if correct:
             flagged = [
                 it
@@ -440,19 +425,7 @@ def run(
         loop.close()
     c["judged_now"] = judged
     c["no_verdict"] = sum(done[(ag, iid)]["score"] is None for ag, d in todo.items() for iid in d)
-    # metrics per task over the rows of this run's items
-    metrics, sweep, alignment, curves = [], [], [], {}
-    for task, items in task_items.items():
-        agent = TASKS[task][0]
-        rows = [done[(agent, it["item_id"])] for it in items if (agent, it["item_id"]) in done]
-        m, s, al = ab.task_metrics(cfg.name, task, agent, cfg.threshold(agent), rows, len(models) > 1)
-        curves[task] = bm.precision_recall_points([bool(r["label"]) for r in rows], [r["score"] for r in rows])
-        metrics.append(m)
-        sweep += s
-        alignment += al
-    out.write_parquet("metrics.parquet", ab.to_table(metrics, ab.METRICS_SCHEMA))
-    out.write_parquet("sweep.parquet", ab.to_table(sweep, ab.SWEEP_SCHEMA))
-    out.write_parquet("alignment.parquet", ab.to_table(alignment, ab.ALIGNMENT_SCHEMA))
+    metrics, sweep, curves = _write_metrics(cfg, task_items, done, out)
     wall = time.monotonic() - t0
     conf = {
         "name": cfg.name,
@@ -467,13 +440,8 @@ def run(
     ab.plot_precision_recall(sweep, metrics, out / "pr.png", curves)
     md = ab.summary_markdown(conf, metrics, wall)
     if correct:
-        measured = _correction_metrics(cfg, task_items, done, corrections, scores)
-        out.write_parquet("correction.parquet", ab.to_table(measured, ab.CORRECTION_SCHEMA))
+        measured = _write_correction(cfg, task_items, done, corrections, scores, out, c)
         md += "\n" + ab.correction_markdown(measured, scores.match_threshold)
-        for r in measured:
-            for f in ab.CORRECTION_SCHEMA:
-                if pa.types.is_int64(f.type) and r[f.name] is not None:
-                    c[f"correction_{r['task']}_{f.name}"] = r[f.name]
         report.facts["correction"] = measured
     else:
         out.rm("correction.parquet")  # a run without --correct leaves no earlier run's figures behind
@@ -483,6 +451,69 @@ def run(
     report.facts["metrics"] = metrics
     report.text = md
     return report
+
+
+def _judge_pending(
+    cfg: ab.VerdictConfig,
+    pending: dict[str, list[dict]],
+    parts: Folder,
+    batch_size: int,
+    loop: asyncio.AbstractEventLoop,
+    done: dict[tuple[str, str], dict],
+) -> int:
+    """Judge the items not judged before, ``batch_size`` at a time, each batch's verdicts a part of
+    ``parts`` (a killed run resumes from them) and in ``done``; returns how many were judged."""
+    n_part = len(parts.ls("part-*.parquet"))
+    judged = 0
+    with Progress(f"judge {cfg.name}", sum(len(v) for v in pending.values()), "verdicts") as progress:
+        for agent, items in pending.items():
+            for i in range(0, len(items), max(1, batch_size)):
+                rows = loop.run_until_complete(ab.judge_items(cfg, agent, items[i : i + batch_size]))
+                parts.write_parquet(f"part-{n_part:05d}.parquet", ab.to_table(rows, ab.VERDICTS_SCHEMA))
+                n_part += 1
+                judged += len(rows)
+                for r in rows:
+                    done[(agent, r["item_id"])] = r
+                progress.update(len(rows), **{f"{agent} without verdict": sum(r["score"] is None for r in rows)})
+    return judged
+
+
+def _write_metrics(
+    cfg: ab.VerdictConfig, task_items: dict[str, list[dict]], done: dict[tuple[str, str], dict], out: Folder
+) -> tuple[list[dict], list[dict], dict[str, Any]]:
+    """Per task, the metrics, the threshold sweep and the consensus alignment over the verdicts of
+    the run's items, written to ``out`` (metrics, sweep and alignment tables); returns the metrics,
+    the sweep and the precision-recall curves for the summary and its plot."""
+    from udfs.agents_bench import metrics as bm
+    from udfs.agents_bench.groundtruth import TASKS
+
+    metrics, sweep, alignment, curves = [], [], [], {}
+    for task, items in task_items.items():
+        agent = TASKS[task][0]
+        rows = [done[(agent, it["item_id"])] for it in items if (agent, it["item_id"]) in done]
+        m, s, al = ab.task_metrics(cfg.name, task, agent, cfg.threshold(agent), rows, len(cfg.models) > 1)
+        curves[task] = bm.precision_recall_points([bool(r["label"]) for r in rows], [r["score"] for r in rows])
+        metrics.append(m)
+        sweep += s
+        alignment += al
+    out.write_parquet("metrics.parquet", ab.to_table(metrics, ab.METRICS_SCHEMA))
+    out.write_parquet("sweep.parquet", ab.to_table(sweep, ab.SWEEP_SCHEMA))
+    out.write_parquet("alignment.parquet", ab.to_table(alignment, ab.ALIGNMENT_SCHEMA))
+    return metrics, sweep, curves
+
+
+def _write_correction(cfg, task_items, done, corrections, scores, out: Folder, c: dict[str, Any]) -> list[dict]:
+    """GraphCorrect's figures per factuality task (:func:`_correction_metrics`), written to
+    ``out/correction.parquet`` and counted in ``c`` (``correction_<task>_<count>``)."""
+    import pyarrow as pa
+
+    measured = _correction_metrics(cfg, task_items, done, corrections, scores)
+    out.write_parquet("correction.parquet", ab.to_table(measured, ab.CORRECTION_SCHEMA))
+    for r in measured:
+        for f in ab.CORRECTION_SCHEMA:
+            if pa.types.is_int64(f.type) and r[f.name] is not None:
+                c[f"correction_{r['task']}_{f.name}"] = r[f.name]
+    return measured
 
 
 def _correct_flagged(
