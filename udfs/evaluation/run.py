@@ -74,43 +74,9 @@ def evaluate_pages(
     record, which gets the evaluation's settings (the judge's block among them), the plan's and the
     workers' counters; ``ray_run(units, ctor, progress)``: the Ray executor (``opts.executor`` "ray").
     Returns the counters. Raises :class:`RunRefused` when ``root`` holds results of other settings."""
-    from udfs.evaluation.runner import run_local
-
-    # the stored markups' content is part of the settings: a resumed run with another table is refused
-    extra = {"stored_markups": found_markups.digest} if found_markups else None
-    digest, hashed = settings_hash(cfg, extra=extra)
-    record["evaluation"] = {
-        "base_url": opts.base_url,
-        **dataclasses.asdict(dataclasses.replace(cfg, judge=None)),
-        "judge": cfg.judge.to_record(),
-        "settings_hash": digest,
-        "hashed_files": hashed["files"],
-        "hashed_prompts": hashed["prompts"],
-        "tokenizer": tokenizer_kind(opts.base_url, opts.api_key),
-    }
-    if opts.overwrite:
-        for d in [*(root / t for t in TABLES), rejects]:
-            d.rm()
-    try:
-        found = committed(root, digest)
-    except SettingsMismatch as exc:
-        raise RunRefused(str(exc)) from None
-    remove_leftovers(root, found)
-
-    lookup = None
-    if found_markups is not None:
-        # beside the parts, where every worker reads it (a remote root too); _ hides it from readers
-        lookup = root / "scores" / "_stored" / f"markups-{found_markups.digest[:16]}.parquet"
-        with open(found_markups.lookup, "rb") as src, lookup.open("", "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        write_rejects(rejects, "markups.parquet", found_markups.rejects)
-        record["markups"] = {
-            "table": markups_table,
-            "files": found_markups.files,
-            "key": found_markups.key,
-            "content_hash": found_markups.digest,
-            "lookup": lookup.url,
-        }
+    digest = record_settings(record, cfg, found_markups, opts)
+    found = resume(root, rejects, digest, opts.overwrite)
+    lookup = None if found_markups is None else stored_lookup(root, rejects, record, found_markups, markups_table)
     with record.time("plan_select"):
         plan = plan_pages(
             None,
@@ -135,6 +101,82 @@ def evaluate_pages(
         cfg.sources,
         digest[:12],
     )
+    summary = run_units(root, record, cfg, plan, digest, lookup, opts, ray_run)
+    failed = [f for s in summary for f in s["failed"]]
+    c["evaluated"] = sum(s["evaluated"] for s in summary)
+    c["failed"] = len(failed)
+    c["parts_written"] = sum(len(s["parts"]) for s in summary)
+    # this run's failures (a later run tries those pages again and writes its own)
+    write_rejects(
+        rejects,
+        "failed.parquet",
+        [reject_row(u, None, reason, k, raw_chars=FIXED_RAW_CHARS) for k, u, reason in failed],
+    )
+    if found_markups is not None:
+        count_markups(record, found_markups, plan, found.pages, {k for k, _, _ in failed}, c)
+    for k, v in c.items():
+        record.count(k, v)
+    log.info("counters: %s", c)
+    return c
+
+
+def record_settings(record, cfg: EvalConfig, found_markups, opts: RunOptions) -> str:
+    """The run record's ``evaluation``: the settings (the judge's block among them), the settings
+    hash and what it covered, the tokenizer; returns the hash. The stored markups' content is part
+    of the settings: a resumed run with another table is refused."""
+    extra = {"stored_markups": found_markups.digest} if found_markups else None
+    digest, hashed = settings_hash(cfg, extra=extra)
+    record["evaluation"] = {
+        "base_url": opts.base_url,
+        **dataclasses.asdict(dataclasses.replace(cfg, judge=None)),
+        "judge": cfg.judge.to_record(),
+        "settings_hash": digest,
+        "hashed_files": hashed["files"],
+        "hashed_prompts": hashed["prompts"],
+        "tokenizer": tokenizer_kind(opts.base_url, opts.api_key),
+    }
+    return digest
+
+
+def resume(root: Folder, rejects: Folder, digest: str, overwrite: bool):
+    """What ``root`` committed under ``digest`` (``udfs.evaluation.parts.committed``), its leftovers
+    removed; ``overwrite``: the earlier tables and rejects dropped first. Raises :class:`RunRefused`
+    where ``root`` holds results of other settings."""
+    if overwrite:
+        for d in [*(root / t for t in TABLES), rejects]:
+            d.rm()
+    try:
+        found = committed(root, digest)
+    except SettingsMismatch as exc:
+        raise RunRefused(str(exc)) from None
+    remove_leftovers(root, found)
+    return found
+
+
+def stored_lookup(root: Folder, rejects: Folder, record, found_markups, markups_table: str) -> Folder:
+    """The stored markups' lookup table copied beside the parts, where every worker reads it (a
+    remote root too; ``_`` hides it from readers), their rejects written and the run record's
+    ``markups`` block; returns the lookup's location."""
+    lookup = root / "scores" / "_stored" / f"markups-{found_markups.digest[:16]}.parquet"
+    with open(found_markups.lookup, "rb") as src, lookup.open("", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    write_rejects(rejects, "markups.parquet", found_markups.rejects)
+    record["markups"] = {
+        "table": markups_table,
+        "files": found_markups.files,
+        "key": found_markups.key,
+        "content_hash": found_markups.digest,
+        "lookup": lookup.url,
+    }
+    return lookup
+
+
+def run_units(root: Folder, record, cfg: EvalConfig, plan, digest: str, lookup, opts: RunOptions, ray_run) -> list:
+    """The plan's pages cut into units and evaluated by the workers (this process, or Ray actors
+    through ``ray_run``), with progress; returns each unit's summary (evaluated, failed, parts)."""
+    from udfs.evaluation.runner import run_local
+
+    n = plan.todo.num_rows
     # SQLite needs a real disk: under a remote root the cache is a local folder (local_state_dir)
     cache = opts.cache or str(local_state_dir(root, "cache") / "llm.sqlite")
     client_kwargs = {"timeout_s": opts.timeout_s, **({"api_key": opts.api_key} if opts.api_key else {})}
@@ -154,26 +196,10 @@ def evaluate_pages(
     # each unit, so that every worker has pages until the end.
     spread = opts.executor != "local" and n < opts.workers * opts.part_pages
     units = list(plan.units(max(1, -(-n // opts.workers)) if spread else opts.part_pages, spread=spread))
-    summary = []
-    if units:
-        with record.time("evaluate"), Progress("evaluate", n, "pages", rates=RATES) as progress:
-            summary = run_local(units, ctor, progress) if opts.executor == "local" else ray_run(units, ctor, progress)
-    failed = [f for s in summary for f in s["failed"]]
-    c["evaluated"] = sum(s["evaluated"] for s in summary)
-    c["failed"] = len(failed)
-    c["parts_written"] = sum(len(s["parts"]) for s in summary)
-    # this run's failures (a later run tries those pages again and writes its own)
-    write_rejects(
-        rejects,
-        "failed.parquet",
-        [reject_row(u, None, reason, k, raw_chars=FIXED_RAW_CHARS) for k, u, reason in failed],
-    )
-    if found_markups is not None:
-        count_markups(record, found_markups, plan, found.pages, {k for k, _, _ in failed}, c)
-    for k, v in c.items():
-        record.count(k, v)
-    log.info("counters: %s", c)
-    return c
+    if not units:
+        return []
+    with record.time("evaluate"), Progress("evaluate", n, "pages", rates=RATES) as progress:
+        return run_local(units, ctor, progress) if opts.executor == "local" else ray_run(units, ctor, progress)
 
 
 def count_markups(record, found_markups, plan, already: set[str], failed: set[str], c: dict[str, Any]) -> None:
