@@ -298,7 +298,8 @@ def classify(a: dict, b: dict) -> dict[str, str]:
             )
             classes.setdefault(k, _short(p))
     plain_a, plain_b = _plain_literals(ga), _plain_literals(gb)
-    if _same(plain_a, plain_b):
+    same = _same(plain_a, plain_b)
+    if same:
         return classes
     # what else differs, by predicate and object (blank nodes and literals as their kind)
     shapes = [Counter((p, _kind_of(o)) for _, p, o in g) for g in (plain_a, plain_b)]
@@ -306,11 +307,15 @@ def classify(a: dict, b: dict) -> dict[str, str]:
         if extra:
             classes[f"other triples, {side} only"] = ", ".join(sorted({f"{_short(p)} {k}" for p, k in extra}))[:200]
     if not any(k.startswith("other") for k in classes):
-        classes["other: same triples per predicate, linked otherwise"] = ""
+        if same is None:
+            classes[f"same triples per predicate; isomorphism not decided in {ISOMORPHISM_SECONDS} s"] = ""
+        else:
+            classes["other: same triples per predicate, linked otherwise"] = ""
     return classes
 
 
-def _same(ga, gb) -> bool:
+def _same(ga, gb) -> bool | None:
+    """Are two graphs the same up to blank-node renaming? None: not decided in time."""
     from rdflib.compare import isomorphic
 
     if set(ga) == set(gb):
@@ -319,7 +324,7 @@ def _same(ga, gb) -> bool:
         with time_limit(ISOMORPHISM_SECONDS):
             return isomorphic(ga, gb)
     except TimeoutError:
-        return False
+        return None
 
 
 def _plain_literals(g):

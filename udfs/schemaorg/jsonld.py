@@ -69,7 +69,8 @@ _TERM_KEYS = frozenset(
 )
 _VALUE_KEYS = frozenset(("@direction", "@index", "@language", "@type", "@value"))
 _UNSET: Any = object()  # a term definition entry that is absent (None is JSON null)
-# Keys whose expansion a context keeps (Processor.key_iri): bounds the memory of the shared ones.
+# Lookups a context keeps (Context.get, Processor.key_iri): bounds the memory of the shared ones,
+# which untrusted markup fills with keys of its choosing.
 MAX_KEYS_KEPT = 1 << 14
 RDF_JSON = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"
 
@@ -270,7 +271,8 @@ class Context:
             c = c.parent
         if hit is _REMOVED:
             hit = None
-        self._cache[key] = hit
+        if len(self._cache) < MAX_KEYS_KEPT:  # shared contexts live as long as the process
+            self._cache[key] = hit
         return hit
 
     def has_terms(self) -> bool:
