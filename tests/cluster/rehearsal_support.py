@@ -80,8 +80,9 @@ def make_pages(folder: Path, rels: list[str]) -> Path:
 
 
 def evaluate_args(pages: Path, out: Path, limit: int, max_claims: int, *extra: str) -> list[str]:
-    """Human markup only, a bounded number of claims per agent, one question each (the plain
-    ones: one request per verdict, none asked twice, so the request cache's count is the job's):
+    """Human markup only, a bounded number of claims per agent, one question each (factuality's
+    plain, compliance's ranged: one request per verdict, none asked twice, so the request cache's
+    count is the job's):
     the model work per page stays small on 2 cores while every stage still calls the model."""
     return [
         "--input",
@@ -100,7 +101,7 @@ def evaluate_args(pages: Path, out: Path, limit: int, max_claims: int, *extra: s
         "--factuality-questions",
         "plain",
         "--compliance-questions",
-        "plain",
+        "ranged",
         "--timeout-s",
         "600",
         *extra,
