@@ -346,9 +346,7 @@ def run(
     the ground truth's ``true_value`` with ``scores``' value matching (``correction.parquet``, a
     section of summary.md, ``correction_<task>_*`` counters); without it, no ``correction.parquet``."""
 
-    from udfs.agents.verdicts import voter_model_and_strategy
     from udfs.agents_bench.groundtruth import TASKS
-    from udfs.llm.client import LLMClient
 
     if correct and scores is None:
         raise ValueError("run(correct=True) measures corrections with [scores]' value matching: give scores")
@@ -361,29 +359,12 @@ def run(
         for it in items:
             todo[TASKS[task][0]].setdefault(it["item_id"], it)
     parts = out / "verdicts"
-    if overwrite:
-        parts.rm()
-        (out / "corrections").rm()
-    done = {}
-    if parts.ls("part-*.parquet"):
-        for r in parts.read().to_pylist():
-            if r["score"] is not None:
-                done[(r["agent"], r["item_id"])] = r
+    done = _verdicts_done(out, overwrite)
     c = {"items": sum(len(v) for v in todo.values()), "already_judged": 0}
     c["ground_truth_duplicate_rows"] = len(gt.duplicates)
     pending = {agent: [it for iid, it in d.items() if (agent, iid) not in done] for agent, d in todo.items()}
     c["already_judged"] = c["items"] - sum(len(v) for v in pending.values())
-    clients = {
-        m: LLMClient(
-            base_url, m, cache_path=cache_path, timeout_s=timeout_s, max_concurrency=concurrency, api_key=api_key
-        )
-        for m in dict.fromkeys(
-            voter_model_and_strategy(v, cfg.strategy)[0]
-            for v in [*models, *([cfg.judge_model] if cfg.judge_model else [])]
-        )
-    }
-    cfg.clients = clients
-    cfg.one_at_a_time = concurrency <= 1
+    clients = _clients(cfg, base_url, cache_path, timeout_s, concurrency, api_key)
     report = Report()
     report.facts["benchmark"] = {
         "base_url": base_url,
@@ -451,6 +432,42 @@ def run(
     report.facts["metrics"] = metrics
     report.text = md
     return report
+
+
+def _verdicts_done(out: Folder, overwrite: bool) -> dict[tuple[str, str], dict]:
+    """The verdicts an earlier run of this configuration wrote (``out/verdicts``), by (agent,
+    item_id), those without a score left out (asked again); ``overwrite``: none, the earlier
+    verdicts and corrections dropped."""
+    parts = out / "verdicts"
+    if overwrite:
+        parts.rm()
+        (out / "corrections").rm()
+    done = {}
+    if parts.ls("part-*.parquet"):
+        for r in parts.read().to_pylist():
+            if r["score"] is not None:
+                done[(r["agent"], r["item_id"])] = r
+    return done
+
+
+def _clients(cfg: ab.VerdictConfig, base_url, cache_path, timeout_s, concurrency, api_key) -> dict[str, Any]:
+    """One client per model that answers (the voters, and the judge model breaking their ties),
+    sharing the request cache; set on ``cfg``, which the verdicts read them from."""
+    from udfs.agents.verdicts import voter_model_and_strategy
+    from udfs.llm.client import LLMClient
+
+    clients = {
+        m: LLMClient(
+            base_url, m, cache_path=cache_path, timeout_s=timeout_s, max_concurrency=concurrency, api_key=api_key
+        )
+        for m in dict.fromkeys(
+            voter_model_and_strategy(v, cfg.strategy)[0]
+            for v in [*cfg.models, *([cfg.judge_model] if cfg.judge_model else [])]
+        )
+    }
+    cfg.clients = clients
+    cfg.one_at_a_time = concurrency <= 1
+    return clients
 
 
 def _judge_pending(
