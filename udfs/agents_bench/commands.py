@@ -351,7 +351,6 @@ def run(
     if correct and scores is None:
         raise ValueError("run(correct=True) measures corrections with [scores]' value matching: give scores")
     t0 = time.monotonic()
-    models = list(cfg.models)
     gt = load_ground_truth(ground_truth)
     task_items = select_items(gt, tasks, limit, seed, held_out_after)
     todo: dict[str, dict[str, dict]] = {"factuality": {}, "compliance": {}}
@@ -366,21 +365,7 @@ def run(
     c["already_judged"] = c["items"] - sum(len(v) for v in pending.values())
     clients = _clients(cfg, base_url, cache_path, timeout_s, concurrency, api_key)
     report = Report()
-    report.facts["benchmark"] = {
-        "base_url": base_url,
-        "config": cfg.name,
-        "models": models,
-        "judge": cfg.judge_model,
-        "strategy": cfg.strategy,
-        "limit_per_task": limit,
-        "held_out_after": held_out_after,
-        "seed": seed,
-        "tasks": {t: len(v) for t, v in task_items.items()},
-        "ground_truth": gt.source,
-        "ground_truth_sha256": gt.sha256,
-        # the items left out for a shared item_id (agent/item_id; the warning line names the first)
-        "ground_truth_duplicate_items": gt.duplicate_items,
-    }
+    report.facts["benchmark"] = _benchmark_facts(cfg, gt, task_items, base_url, limit, held_out_after, seed)
     # the judge's block (udfs.runtime.judge_record): each threshold applied, once, with its origin
     report.facts["judge"] = cfg.judge.to_record()
     log.info("%d items (%d judged before) for %s", c["items"], c["already_judged"], cfg.name)
@@ -408,16 +393,7 @@ def run(
     c["no_verdict"] = sum(done[(ag, iid)]["score"] is None for ag, d in todo.items() for iid in d)
     metrics, sweep, curves = _write_metrics(cfg, task_items, done, out)
     wall = time.monotonic() - t0
-    conf = {
-        "name": cfg.name,
-        "models": " + ".join(models),
-        "judge": cfg.judge_model or "–",
-        "strategy": cfg.strategy,
-        "factuality threshold": _threshold_line(cfg, "factuality"),
-        "compliance threshold": _threshold_line(cfg, "compliance"),
-        "items per task": limit or "all",
-        "seed": seed,
-    }
+    conf = _summary_conf(cfg, limit, seed)
     ab.plot_precision_recall(sweep, metrics, out / "pr.png", curves)
     md = ab.summary_markdown(conf, metrics, wall)
     if correct:
@@ -432,6 +408,39 @@ def run(
     report.facts["metrics"] = metrics
     report.text = md
     return report
+
+
+def _benchmark_facts(cfg: ab.VerdictConfig, gt, task_items, base_url: str, limit: int, held_out_after: int, seed: int):
+    """What the run record keeps of the benchmark: where it asked, the configuration, the items."""
+    return {
+        "base_url": base_url,
+        "config": cfg.name,
+        "models": list(cfg.models),
+        "judge": cfg.judge_model,
+        "strategy": cfg.strategy,
+        "limit_per_task": limit,
+        "held_out_after": held_out_after,
+        "seed": seed,
+        "tasks": {t: len(v) for t, v in task_items.items()},
+        "ground_truth": gt.source,
+        "ground_truth_sha256": gt.sha256,
+        # the items left out for a shared item_id (agent/item_id; the warning line names the first)
+        "ground_truth_duplicate_items": gt.duplicate_items,
+    }
+
+
+def _summary_conf(cfg: ab.VerdictConfig, limit: int, seed: int) -> dict[str, Any]:
+    """The configuration lines of the summary."""
+    return {
+        "name": cfg.name,
+        "models": " + ".join(cfg.models),
+        "judge": cfg.judge_model or "–",
+        "strategy": cfg.strategy,
+        "factuality threshold": _threshold_line(cfg, "factuality"),
+        "compliance threshold": _threshold_line(cfg, "compliance"),
+        "items per task": limit or "all",
+        "seed": seed,
+    }
 
 
 def _verdicts_done(out: Folder, overwrite: bool) -> dict[tuple[str, str], dict]:
