@@ -1118,6 +1118,55 @@ def run_metadata(record: dict[str, Any] | None, model_ids: list[str], stored: Se
 # ---- the report ----------------------------------------------------------------------------------
 
 
+# the triples' columns the rejections and score plots read (a few per triple: the report runs on
+# one machine over the pages of a study, thousands of triples, not over a corpus)
+TRIPLE_COLUMNS = (
+    "page_url",
+    "source",
+    "property",
+    "value",
+    "claim",
+    "entity_type",
+    "valid",
+    "valid_reason",
+    "validity_rule",
+    "factual",
+    "factual_score",
+    "factual_error",
+    "compliant",
+    "compliant_score",
+    "compliant_error",
+    "compliant_note",
+    "kept",
+    "corrected",
+    "corrected_value",
+    "model",
+)
+
+
+def _further_sections(ctx, frames, con, ds, record, triples, counting: str, t7, group_width: float) -> None:
+    """The sections after the corrected rates, into ``ctx`` (the page) and ``frames`` (the CSVs):
+    the repeated runs, the per-generator and per-type tables, GraphCorrect."""
+    import pandas as pd
+
+    rates = repeat_rates(t7)
+    ctx["repeats"] = repeats_table(rates) if rates else None
+    ctx["repeats_plot"] = data_uri(repeats_plot(rates)) if rates else None
+    if rates:
+        frames["repeats"] = pd.DataFrame(ctx["repeats"])
+    ctx["groups"] = group_sections(con, ds.schema.names, record, group_width)
+    for name, frame in ctx["groups"].pop("frames").items():
+        frames[name] = pd.DataFrame(frame)
+    ctx["graph_correct"] = graph_correct(con, record, triples, counting)
+    frames["graph_correct"] = pd.DataFrame(
+        ctx["graph_correct"]["rows"],
+        columns=["source", "pages", "corrected", "after_factuality", "corrected_kept"],
+    )
+    frames["graph_correct_examples"] = pd.DataFrame(
+        ctx["graph_correct"]["examples"], columns=["source", "page_url", "claim", "value", "corrected_value"]
+    )
+
+
 def build(
     scores: list[str], root: Folder, pages: Folder | None = None, paper_source: str = "", *, group_width: float
 ) -> Report:
@@ -1140,32 +1189,10 @@ def build(
     frames = tables(con, counting)
     score_rows = ds.to_table(columns=["page_key", "source", "status"]).to_pydict()
     tri_ds = src.dataset("triples")
-    # the columns the rejections and score plots read (a few per triple: the report runs on one
-    # machine over the pages of a study, thousands of triples, not over a corpus)
-    want = (
-        "page_url",
-        "source",
-        "property",
-        "value",
-        "claim",
-        "entity_type",
-        "valid",
-        "valid_reason",
-        "validity_rule",
-        "factual",
-        "factual_score",
-        "factual_error",
-        "compliant",
-        "compliant_score",
-        "compliant_error",
-        "compliant_note",
-        "kept",
-        "corrected",
-        "corrected_value",
-        "model",
-    )
     triples = (
-        tri_ds.to_table(columns=[c for c in want if c in tri_ds.schema.names]).to_pylist() if tri_ds is not None else []
+        tri_ds.to_table(columns=[c for c in TRIPLE_COLUMNS if c in tri_ds.schema.names]).to_pylist()
+        if tri_ds is not None
+        else []
     )
     record = src.run_record("scores")
     model_ids, stored = run_sources(record, score_rows["source"], triples)
@@ -1208,22 +1235,7 @@ def build(
         "failures": frames["failures"].to_dict("records"),
     }
     frames["corrected_rates"] = pd.DataFrame(ctx["corrected_rates"])
-    rates = repeat_rates(t7)
-    ctx["repeats"] = repeats_table(rates) if rates else None
-    ctx["repeats_plot"] = data_uri(repeats_plot(rates)) if rates else None
-    if rates:
-        frames["repeats"] = pd.DataFrame(ctx["repeats"])
-    ctx["groups"] = group_sections(con, ds.schema.names, record, group_width)
-    for name, frame in ctx["groups"].pop("frames").items():
-        frames[name] = pd.DataFrame(frame)
-    ctx["graph_correct"] = graph_correct(con, record, triples, counting)
-    frames["graph_correct"] = pd.DataFrame(
-        ctx["graph_correct"]["rows"],
-        columns=["source", "pages", "corrected", "after_factuality", "corrected_kept"],
-    )
-    frames["graph_correct_examples"] = pd.DataFrame(
-        ctx["graph_correct"]["examples"], columns=["source", "page_url", "claim", "value", "corrected_value"]
-    )
+    _further_sections(ctx, frames, con, ds, record, triples, counting, t7, group_width)
     ctx["paper_pages"] = None
     if paper_source:
         ctx["paper_pages"] = paper_pages_section(src, ds, triples, paper_source, group_width)
