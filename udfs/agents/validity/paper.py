@@ -80,6 +80,15 @@ def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, Remov
     markup whose value string equals it, under any property, in any node. Then every node no longer
     reachable from a top-level entity goes with its values (a removed subtree). Returns the
     removals and the entities removed whole."""
+    flags, strings, blank_props, dead = _paper_flags(markup, model)
+    removed = _paper_spread(markup, flags, strings, blank_props, dead)
+    return with_subtrees(markup, removed, dead), set(dead)
+
+
+def _paper_flags(markup: Markup, model: ShapeModel):
+    """The paper's flags (:func:`paper_removals`' first part): per flagged (subject, property,
+    value key) its removal; the flagged leaves' value strings and the properties with a flagged
+    blank-node value (each with the first removal that flagged it); the entities removed whole."""
     ents = markup.entities
     retired = retired_terms(model.release)
     flags: dict[tuple, Removal] = {}
@@ -138,8 +147,15 @@ def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, Remov
                     strings.setdefault(
                         _text(v), (f[0], f[1], f"{_text(v)[:60]!r} is the flagged value of {p} ({f[2]})")
                     )
+    return flags, strings, blank_props, dead
+
+
+def _paper_spread(markup: Markup, flags, strings, blank_props, dead) -> dict[tuple, Removal]:
+    """What the flags remove (:func:`paper_removals`' second part): the whole of an entity removed
+    whole and every value pointing to it, every value of a property with a flagged blank-node
+    value, every leaf whose value string was flagged anywhere; the flag itself where it has one."""
     removed: dict[tuple, Removal] = {}
-    for ent in ents.values():
+    for ent in markup.entities.values():
         for p, values in ent.properties.items():
             for v in values:
                 k = (ent.id, p, v.key())
@@ -164,7 +180,7 @@ def paper_removals(markup: Markup, model: ShapeModel) -> tuple[dict[tuple, Remov
                 else:
                     continue
                 removed[k] = r
-    return with_subtrees(markup, removed, dead), set(dead)
+    return removed
 
 
 def _paper_value_fault(spec: RangeSpec, v: Value, ents) -> str | None:
