@@ -102,6 +102,11 @@ class EvaluateJob(Job):
             default=False,
             help="GraphCorrect: correct non-factual claims from the text and re-verify (corrected triples are marked)",
         )
+        self.add_service_arguments(p)
+
+    @staticmethod
+    def add_service_arguments(p: argparse.ArgumentParser) -> None:
+        """Where the model service is and how the work is spread: none of it changes an answer."""
         p.add_argument(
             "--base-url",
             default="",
