@@ -407,6 +407,12 @@ def main() -> None:
         print(f"{neg} AUROC: " + ", ".join(f"{name} {roc(f)}" for name, f in ways.items()))
     for way in ("plain", "shipped", "facts", "values"):
         print(f"{way}: {sent[way, 'requests']} requests sent, {sent[way, 'uncached']} uncached prompt tokens")
+    print_subsets(scored, shipped)
+
+
+def print_subsets(scored: list[dict], shipped) -> None:
+    """The AUROCs of each subset of the shipped text questions (a judge of its own), and of asking
+    them only where the values read off do not confirm the claim."""
     print(
         "the shipped judge's text questions, each subset with complies-ranged (a judge of its own), "
         "AUROC intrinsic / extrinsic:"
