@@ -503,6 +503,44 @@ class SampleResult:
     histograms: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+def _strata_of(f: str, cells, dist_f: dict[str, Any], per_stratum: int, warnings: list[str]) -> list[dict[str, Any]]:
+    """Feature ``f``'s strata with their population, drawable and drawn C-sets; a stratum that
+    cannot give ``per_stratum`` says why in ``warnings``."""
+    f_strata = strata_table(f, dist_f["bounds"], dist_f["max"])
+    for s in f_strata:
+        mine = [c for c in cells if c["feature"] == f and c["stratum_index"] == s["stratum_index"]]
+        s["population"] = sum(c["n"] for c in mine)
+        s["drawable"] = sum(c["n_drawable"] for c in mine)
+        s["drawn"] = min(per_stratum, s["drawable"])
+        if s["drawn"] < per_stratum:
+            why = (
+                "empty stratum (equal bounds from ties)"
+                if s["population"] == 0
+                else f"only {s['drawable']} drawable C-sets"
+            )
+            warnings.append(f"{f}/{s['stratum']}: drew {s['drawn']} of {per_stratum}: {why}")
+    return f_strata
+
+
+def _spearman_entries(frame, features: list[str], counts, dist, n_frame: int) -> dict[str, dict[str, Any]]:
+    """Spearman's rho of every pair of features over the frame, each with its method or the reason
+    it has none."""
+    out: dict[str, dict[str, Any]] = {}
+    pairs = list(combinations(features, 2))
+    method = "Pearson correlation of average ranks (ties share the mean rank), in Spark"
+    rhos = spearman(frame, pairs, counts, {f: d["distinct"] for f, d in dist.items()}) if n_frame >= 2 else {}
+    for fx, fy in pairs:
+        key = f"{fx}~{fy}"
+        if n_frame < 2:
+            out[key] = {"rho": None, "n": n_frame, "reason": "fewer than 2 C-sets"}
+            continue
+        entry: dict[str, Any] = {"rho": rhos[key], "n": n_frame, "method": method}
+        if rhos[key] is None:
+            entry["reason"] = "undefined: a feature is constant over the frame"
+        out[key] = entry
+    return out
+
+
 def sample_csets(
     df: DataFrame,
     *,
@@ -583,36 +621,12 @@ def sample_csets(
     if n_frame:
         cells = strata_and_bins(counts, {f: dist[f]["bounds"] for f in features})
         for f in features:
-            f_strata = strata_table(f, dist[f]["bounds"], dist[f]["max"])
-            for s in f_strata:
-                mine = [c for c in cells if c["feature"] == f and c["stratum_index"] == s["stratum_index"]]
-                s["population"] = sum(c["n"] for c in mine)
-                s["drawable"] = sum(c["n_drawable"] for c in mine)
-                s["drawn"] = min(per_stratum, s["drawable"])
-                if s["drawn"] < per_stratum:
-                    why = (
-                        "empty stratum (equal bounds from ties)"
-                        if s["population"] == 0
-                        else f"only {s['drawable']} drawable C-sets"
-                    )
-                    stats["warnings"].append(f"{f}/{s['stratum']}: drew {s['drawn']} of {per_stratum}: {why}")
+            f_strata = _strata_of(f, cells, dist[f], per_stratum, stats["warnings"])
             strata.extend(f_strata)
             histograms[f] = histogram(cells, f)
             pools.append(draw(drawable, f, dist[f]["bounds"], per_stratum, replacement_csets, seed))
     stats["strata_sizes"] = strata
-
-    pairs = list(combinations(features, 2))
-    method = "Pearson correlation of average ranks (ties share the mean rank), in Spark"
-    rhos = spearman(frame, pairs, counts, {f: d["distinct"] for f, d in dist.items()}) if n_frame >= 2 else {}
-    for fx, fy in pairs:
-        key = f"{fx}~{fy}"
-        if n_frame < 2:
-            stats["spearman"][key] = {"rho": None, "n": n_frame, "reason": "fewer than 2 C-sets"}
-            continue
-        entry: dict[str, Any] = {"rho": rhos[key], "n": n_frame, "method": method}
-        if rhos[key] is None:
-            entry["reason"] = "undefined: a feature is constant over the frame"
-        stats["spearman"][key] = entry
+    stats["spearman"] = _spearman_entries(frame, features, counts, dist, n_frame)
 
     spark = df.sparkSession
     if pools:
