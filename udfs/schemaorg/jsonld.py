@@ -553,49 +553,12 @@ class Processor:
                 raise JsonLdError("invalid type mapping", f"{term!r}: {t!r}"[:120])
             d.type = t
         if "@reverse" in value:
-            if "@id" in value or "@nest" in value:
-                raise JsonLdError("invalid reverse property", term[:80])
-            r = value["@reverse"]
-            if not isinstance(r, str):
-                raise JsonLdError("invalid IRI mapping", f"@reverse of {term!r}"[:120])
-            if _KEYWORD_FORM.match(r):
-                self.notes.append(f"term {term!r} ignored: its @reverse has the form of a keyword")
-                defined[term] = True
-                return
-            iri = self.expand_iri(active, r, vocab=True, local=local, defined=defined)
-            if iri is None or ":" not in iri:
-                raise JsonLdError("invalid IRI mapping", f"@reverse of {term!r}"[:120])
-            d.iri, d.reverse = iri, True
-            if "@container" in value:
-                c = value["@container"]
-                if c not in ("@set", "@index", None):
-                    raise JsonLdError("invalid reverse property", f"container of {term!r}"[:120])
-                d.container = frozenset([c]) if c else frozenset()
-            self._finish(active, term, d, value, previous, override_protected, defined)
+            if self._reverse_definition(active, local, term, d, value, defined):
+                self._finish(active, term, d, value, previous, override_protected, defined)
             return
         if "@id" in value and value["@id"] != term:
-            i = value["@id"]
-            if i is None:
-                d.iri = None
-            else:
-                if not isinstance(i, str):
-                    raise JsonLdError("invalid IRI mapping", f"@id of {term!r}"[:120])
-                if i not in KEYWORDS and _KEYWORD_FORM.match(i):
-                    self.notes.append(f"term {term!r} ignored: its @id has the form of a keyword")
-                    defined[term] = True
-                    return
-                iri = self.expand_iri(active, i, vocab=True, local=local, defined=defined)
-                if iri is None or (iri not in KEYWORDS and ":" not in iri):
-                    raise JsonLdError("invalid IRI mapping", f"@id of {term!r}: {i!r}"[:120])
-                if iri == "@context":
-                    raise JsonLdError("invalid keyword alias", term[:80])
-                d.iri = iri
-                if ":" in term[1:-1] or "/" in term:
-                    defined[term] = True
-                    if self.expand_iri(active, term, vocab=True, local=local, defined=defined) != iri:
-                        raise JsonLdError("invalid IRI mapping", f"{term!r} is an IRI other than its @id"[:120])
-                if ":" not in term and "/" not in term and simple and (iri[-1] in _GEN_DELIMS or iri.startswith("_:")):
-                    d.prefix = True
+            if not self._id_definition(active, local, term, d, value["@id"], defined, simple):
+                return
         elif ":" in term[1:]:
             prefix, _, suffix = term.partition(":")
             if prefix in local:
@@ -618,6 +581,65 @@ class Processor:
             raise JsonLdError("invalid IRI mapping", f"{term!r} has no IRI and there is no @vocab"[:120])
         else:
             d.iri = active.vocab + term
+        self._definition_options(active, term, d, value, base)
+        extra = set(value) - _TERM_KEYS
+        if extra:
+            raise JsonLdError("invalid term definition", f"{term!r} has {sorted(extra)[0]}"[:120])
+        self._finish(active, term, d, value, previous, override_protected, defined)
+
+    def _reverse_definition(self, active, local, term: str, d, value: dict, defined: dict) -> bool:
+        """Step 14 of Create Term Definition: a reverse property's IRI and container; False where
+        the term is ignored (its @reverse has the form of a keyword)."""
+        if "@id" in value or "@nest" in value:
+            raise JsonLdError("invalid reverse property", term[:80])
+        r = value["@reverse"]
+        if not isinstance(r, str):
+            raise JsonLdError("invalid IRI mapping", f"@reverse of {term!r}"[:120])
+        if _KEYWORD_FORM.match(r):
+            self.notes.append(f"term {term!r} ignored: its @reverse has the form of a keyword")
+            defined[term] = True
+            return False
+        iri = self.expand_iri(active, r, vocab=True, local=local, defined=defined)
+        if iri is None or ":" not in iri:
+            raise JsonLdError("invalid IRI mapping", f"@reverse of {term!r}"[:120])
+        d.iri, d.reverse = iri, True
+        if "@container" in value:
+            c = value["@container"]
+            if c not in ("@set", "@index", None):
+                raise JsonLdError("invalid reverse property", f"container of {term!r}"[:120])
+            d.container = frozenset([c]) if c else frozenset()
+        return True
+
+    def _id_definition(self, active, local, term: str, d, i, defined: dict, simple: bool) -> bool:
+        """Step 16 of Create Term Definition: the IRI an explicit @id gives the term (None: no
+        IRI), a compact IRI or IRI term checked against it, and the prefix flag of a simple term;
+        False where the term is ignored (its @id has the form of a keyword)."""
+        if i is None:
+            d.iri = None
+            return True
+        if not isinstance(i, str):
+            raise JsonLdError("invalid IRI mapping", f"@id of {term!r}"[:120])
+        if i not in KEYWORDS and _KEYWORD_FORM.match(i):
+            self.notes.append(f"term {term!r} ignored: its @id has the form of a keyword")
+            defined[term] = True
+            return False
+        iri = self.expand_iri(active, i, vocab=True, local=local, defined=defined)
+        if iri is None or (iri not in KEYWORDS and ":" not in iri):
+            raise JsonLdError("invalid IRI mapping", f"@id of {term!r}: {i!r}"[:120])
+        if iri == "@context":
+            raise JsonLdError("invalid keyword alias", term[:80])
+        d.iri = iri
+        if ":" in term[1:-1] or "/" in term:
+            defined[term] = True
+            if self.expand_iri(active, term, vocab=True, local=local, defined=defined) != iri:
+                raise JsonLdError("invalid IRI mapping", f"{term!r} is an IRI other than its @id"[:120])
+        if ":" not in term and "/" not in term and simple and (iri[-1] in _GEN_DELIMS or iri.startswith("_:")):
+            d.prefix = True
+        return True
+
+    def _definition_options(self, active, term: str, d, value: dict, base) -> None:
+        """Steps 19-27 of Create Term Definition: the definition's container, index, scoped
+        context, language, direction, nest and prefix, each checked as the specification says."""
         if "@container" in value:
             c = value["@container"]
             cs = c if isinstance(c, list) else [c]
@@ -666,10 +688,6 @@ class Processor:
             d.prefix = value["@prefix"]
             if d.prefix and d.iri in KEYWORDS:
                 raise JsonLdError("invalid term definition", f"{term!r} is a keyword alias and a prefix"[:120])
-        extra = set(value) - _TERM_KEYS
-        if extra:
-            raise JsonLdError("invalid term definition", f"{term!r} has {sorted(extra)[0]}"[:120])
-        self._finish(active, term, d, value, previous, override_protected, defined)
 
     def _finish(
         self,
@@ -959,18 +977,7 @@ class Processor:
             ev = self.expand(active, "@graph", value, base, depth=depth + 1)
             ev = ev if isinstance(ev, list) else ([] if ev is None else [ev])
         elif xp == "@included":
-            for n in value if isinstance(value, list) else [value]:
-                if not isinstance(n, dict) or any(
-                    self.expand_iri(active, k, vocab=True) in ("@value", "@list", "@set") for k in n
-                ):
-                    raise JsonLdError("invalid @included value", repr(n)[:80])
-            ev = self.expand(active, prop, value, base, depth=depth + 1)
-            ev = ev if isinstance(ev, list) else ([] if ev is None else [ev])
-            for n in ev:
-                if not isinstance(n, dict) or "@value" in n or "@list" in n or "@set" in n:
-                    raise JsonLdError("invalid @included value", key[:80])
-            if "@included" in result:
-                ev = result["@included"] + ev
+            ev = self._included(result, active, prop, key, value, base, depth)
         elif xp == "@value":
             if input_type == "@json":
                 ev = value
@@ -1003,19 +1010,7 @@ class Processor:
         elif xp == "@set":
             ev = self.expand(active, prop, value, base, depth=depth + 1)
         elif xp == "@reverse":
-            if not isinstance(value, dict):
-                raise JsonLdError("invalid @reverse value", "@reverse must be an object")
-            ev = self.expand(active, "@reverse", value, base, depth=depth + 1) or {}
-            for p, items in ev.get("@reverse", {}).items():
-                result.setdefault(p, []).extend(items)
-            rest = {p: v for p, v in ev.items() if p != "@reverse"}
-            if rest:
-                rmap = result.setdefault("@reverse", {})
-                for p, items in rest.items():
-                    for item in items:
-                        if isinstance(item, dict) and ("@value" in item or "@list" in item):
-                            raise JsonLdError("invalid reverse property value", p[:80])
-                        rmap.setdefault(p, []).append(item)
+            self._reverse_map(result, active, value, base, depth)
             return
         elif xp == "@nest":
             if key not in nests:
@@ -1026,6 +1021,38 @@ class Processor:
             self.notes.append(f"ignored keyword {key}")
             return
         result[xp] = ev
+
+    def _included(self, result: dict, active: Context, prop, key: str, value: Any, base, depth: int) -> list:
+        """Expansion's step 13.4.6: the @included node objects expanded (each a node object, none
+        a value, list or set object), after those the result already holds."""
+        for n in value if isinstance(value, list) else [value]:
+            if not isinstance(n, dict) or any(
+                self.expand_iri(active, k, vocab=True) in ("@value", "@list", "@set") for k in n
+            ):
+                raise JsonLdError("invalid @included value", repr(n)[:80])
+        ev = self.expand(active, prop, value, base, depth=depth + 1)
+        ev = ev if isinstance(ev, list) else ([] if ev is None else [ev])
+        for n in ev:
+            if not isinstance(n, dict) or "@value" in n or "@list" in n or "@set" in n:
+                raise JsonLdError("invalid @included value", key[:80])
+        return result["@included"] + ev if "@included" in result else ev
+
+    def _reverse_map(self, result: dict, active: Context, value: Any, base: str | None, depth: int) -> None:
+        """Expansion's step 13.4.13: an @reverse object expanded; a property reversed twice is a
+        forward one again, the others go to the result's @reverse map (no value or list object)."""
+        if not isinstance(value, dict):
+            raise JsonLdError("invalid @reverse value", "@reverse must be an object")
+        ev = self.expand(active, "@reverse", value, base, depth=depth + 1) or {}
+        for p, items in ev.get("@reverse", {}).items():
+            result.setdefault(p, []).extend(items)
+        rest = {p: v for p, v in ev.items() if p != "@reverse"}
+        if rest:
+            rmap = result.setdefault("@reverse", {})
+            for p, items in rest.items():
+                for item in items:
+                    if isinstance(item, dict) and ("@value" in item or "@list" in item):
+                        raise JsonLdError("invalid reverse property value", p[:80])
+                    rmap.setdefault(p, []).append(item)
 
     def _language_map(self, active: Context, td: Term, value: dict) -> list:
         out = []
