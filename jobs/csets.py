@@ -120,21 +120,8 @@ class CsetsJob(SparkJob):
         with self.record.time("write csets"):
             C.csets(tallies).write.mode("overwrite").parquet(str(self.table_dir))
         with self.record.time("write rejects"):
-            rej = C.rejects(tallies, cfg)
             norm = {f.removeprefix("file://").removeprefix("file:"): c for f, c in per_file.items()}
-            silent = [f for f in files if f not in norm or norm[f]["lines"] == 0]
-            # Skipping corrupt files must not lose them silently: a file that broke off is named
-            # with what was read before the damage.
-            damaged = C.damaged_files(tallies)
-            files_rejected = [
-                (f, damaged.get(f, "no line read (empty file, or unreadable and skipped)"))
-                for f in dict.fromkeys([*silent, *damaged])
-            ]
-            if files_rejected:
-                rej = rej.unionByName(
-                    spark.createDataFrame([(f, None, why, None) for f, why in files_rejected], REJECTS_SCHEMA)
-                )
-            rej.coalesce(1).write.mode("overwrite").parquet(str(self.rejects_dir))
+            silent, damaged = self._write_rejects(tallies, cfg, files, norm)
 
         written = spark.read.parquet(str(self.table_dir))
         n_csets = written.count()
@@ -147,9 +134,37 @@ class CsetsJob(SparkJob):
             "files_damaged": len(damaged),
             "rejects_written": spark.read.parquet(str(self.rejects_dir)).count(),
         }
-        # every input with the lines it gave (0: none, and why in rejects/), adding up to lines_read,
-        # and its quads, default-graph triples, rejected and skipped lines (adding up to its lines)
-        # and distinct graphs
+        counters["reconciles"] = self._reconciles(files, norm, damaged, counters)
+        for k, v in counters.items():
+            self.record.count(k, v)
+        self.record["outputs"] = {"csets": str(self.table_dir), "rejects": str(self.rejects_dir)}
+        tallies.unpersist()
+        if not counters["reconciles"]:
+            raise RuntimeError(f"counters do not reconcile: {counters}")
+        self.summary(written, counters, a.top)
+
+    def _write_rejects(self, tallies, cfg, files: list[str], norm: dict[str, dict]) -> tuple[list[str], dict]:
+        """rejects/csets/: the lines rejected, and every input file that gave no line or broke off
+        (skipping corrupt files must not lose them silently: a file that broke off is named with
+        what was read before the damage). Returns the files without a line and the damaged ones."""
+        rej = C.rejects(tallies, cfg)
+        silent = [f for f in files if f not in norm or norm[f]["lines"] == 0]
+        damaged = C.damaged_files(tallies)
+        files_rejected = [
+            (f, damaged.get(f, "no line read (empty file, or unreadable and skipped)"))
+            for f in dict.fromkeys([*silent, *damaged])
+        ]
+        if files_rejected:
+            rej = rej.unionByName(
+                self.spark.createDataFrame([(f, None, why, None) for f, why in files_rejected], REJECTS_SCHEMA)
+            )
+        rej.coalesce(1).write.mode("overwrite").parquet(str(self.rejects_dir))
+        return silent, damaged
+
+    def _reconciles(self, files: list[str], norm: dict[str, dict], damaged: dict, counters: dict) -> bool:
+        """Whether the counts add up: the lines read = quads + default-graph triples + rejected +
+        skipped, in all and per input file; and every input with the lines it gave (0: none, and why
+        in rejects/) kept in the run record, adding up to lines_read."""
         strip = lambda f: f.removeprefix("file://").removeprefix("file:")  # noqa: E731
         why = {strip(f): w for f, w in damaged.items()}
         reads = {f: {**c, **({"damaged": why[f]} if f in why else {})} for f, c in norm.items()}
@@ -160,8 +175,9 @@ class CsetsJob(SparkJob):
             for r in reads.values()
             if "quads" in r
         )
+        lines_read = counters["lines_read"]
         per_file_adds_up = self.keep_reads(files, reads, "lines", lines_read)
-        counters["reconciles"] = (
+        return (
             (
                 lines_read
                 == counters["quads_parsed"]
@@ -172,13 +188,6 @@ class CsetsJob(SparkJob):
             and per_file_adds_up
             and per_file_reconciles
         )
-        for k, v in counters.items():
-            self.record.count(k, v)
-        self.record["outputs"] = {"csets": str(self.table_dir), "rejects": str(self.rejects_dir)}
-        tallies.unpersist()
-        if not counters["reconciles"]:
-            raise RuntimeError(f"counters do not reconcile: {counters}")
-        self.summary(written, counters, a.top)
 
     def summary(self, table, counters, top):
         rows = table.orderBy(F.desc("n_instances"), "cset_id").limit(top).collect()

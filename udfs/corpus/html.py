@@ -973,6 +973,15 @@ def process_html(
         out.update(status=PARSE_ERROR, reason=str(exc))
         return out
 
+    text, judge_text, text_error = _page_texts(html, cfg, out)
+    _page_status(out, blocks, sel, cset_types, cfg, text, judge_text, text_error)
+    return out
+
+
+def _page_texts(html: str, cfg: PageConfig, out: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """The page's text and judge text (``cfg``'s extractors, under its time limit), written into
+    ``out`` cut to ``max_text_chars`` with the text's language; returns (text, judge text, the
+    extraction's error or None)."""
     try:
         wanted = (cfg.text_extractor, cfg.judge_text_extractor)
         texts = run_with_time_limit(
@@ -984,17 +993,19 @@ def process_html(
         )
         text, judge_text = texts[cfg.text_extractor], texts[cfg.judge_text_extractor]
     except ExtractionTimeout as exc:
-        text, text_error = None, str(exc)
+        return None, None, str(exc)
     except Exception as exc:  # noqa: BLE001 - a text extractor's failure is recorded as the page's text_error
-        text, text_error = None, f"text extraction failed: {type(exc).__name__}: {str(exc)[:200]}"
-    else:
-        text_error = None
-    if text is not None:
-        out["text_chars"] = len(text)
-        out["text"] = text[: cfg.max_text_chars]
-        out["language"] = detect_language(out["text"])
-        out["judge_text"] = judge_text[: cfg.max_text_chars]
+        return None, None, f"text extraction failed: {type(exc).__name__}: {str(exc)[:200]}"
+    out["text_chars"] = len(text)
+    out["text"] = text[: cfg.max_text_chars]
+    out["language"] = detect_language(out["text"])
+    out["judge_text"] = judge_text[: cfg.max_text_chars]
+    return text, judge_text, None
 
+
+def _page_status(out, blocks, sel, cset_types, cfg: PageConfig, text, judge_text, text_error) -> None:
+    """The page's ``status`` and ``reason`` in ``out``: a text that could not be extracted, a
+    matching markup (ok; an empty text said), no usable block, or no entity of the C-set's types."""
     usable = [b for b in blocks if b.error is None and b.data is not None]
     if text_error:
         out.update(status=PARSE_ERROR, reason=text_error)
@@ -1016,7 +1027,6 @@ def process_html(
         if out["markup_errors"]:
             why += "; " + "; ".join(out["markup_errors"])
         out.update(status=NO_MATCHING_MARKUP, reason=why)
-    return out
 
 
 def read_markups(

@@ -816,35 +816,43 @@ def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
             pos = nxt
             continue
         nxt = end + after
-        if block_len > max_record_bytes:
-            yield (
-                "reject",
-                reject_row(
-                    path,
-                    pos,
-                    f"{kind} at offset {pos} has a {block_len}-byte block, over max_record_bytes={max_record_bytes}; "
-                    "not indexed",
-                    head,
-                    raw_chars=raw_chars,
-                ),
-            )
-        else:
-            fh.seek(pos)
-            data = fh.read(end - pos)
-            try:
-                yield from _record_items(data, name, pos, nxt - pos, seen)
-            except Exception as exc:  # noqa: BLE001 - warcio's errors for a block it cannot parse
-                yield (
-                    "reject",
-                    reject_row(
-                        path,
-                        pos,
-                        f"{name}: {kind} at offset {pos} is not readable: {type(exc).__name__}: {str(exc)[:300]}",
-                        head[:raw_chars],
-                        raw_chars=raw_chars,
-                    ),
-                )
+        yield from _plain_record(
+            fh, name, path, kind, head, pos, end, nxt, block_len, max_record_bytes, raw_chars, seen
+        )
         pos = nxt
+
+
+def _plain_record(fh, name, path, kind, head, pos, end, nxt, block_len, max_record_bytes, raw_chars, seen):
+    """One framed record of an uncompressed file (bytes ``pos`` to ``end``, the next record at
+    ``nxt``): its items, or a reject where its block is over ``max_record_bytes`` or unreadable."""
+    if block_len > max_record_bytes:
+        yield (
+            "reject",
+            reject_row(
+                path,
+                pos,
+                f"{kind} at offset {pos} has a {block_len}-byte block, over max_record_bytes={max_record_bytes}; "
+                "not indexed",
+                head,
+                raw_chars=raw_chars,
+            ),
+        )
+        return
+    fh.seek(pos)
+    data = fh.read(end - pos)
+    try:
+        yield from _record_items(data, name, pos, nxt - pos, seen)
+    except Exception as exc:  # noqa: BLE001 - warcio's errors for a block it cannot parse
+        yield (
+            "reject",
+            reject_row(
+                path,
+                pos,
+                f"{name}: {kind} at offset {pos} is not readable: {type(exc).__name__}: {str(exc)[:300]}",
+                head[:raw_chars],
+                raw_chars=raw_chars,
+            ),
+        )
 
 
 def index_warc(path: str, warc_filename: str | None = None, *, max_record_bytes: int | None = None) -> Iterator[dict]:
