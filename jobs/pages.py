@@ -172,6 +172,13 @@ class PagesJob(SparkJob):
             out.write.mode("overwrite").parquet(str(self.table_dir))
             bad.coalesce(1).write.mode("overwrite").parquet(str(self.rejects_dir))
 
+        self._count(rows, table, files)
+
+    def _count(self, rows, table, files: list[str]) -> None:
+        """The run record's counters from the written table and rejects, which reconcile: input rows
+        = selected + rejected = the slots filled + rejected; every input file with its rows and every
+        WARC file with the records read from it. Raises where they do not reconcile."""
+        spark = self.spark
         pages = spark.read.parquet(str(self.table_dir))
         n_input = rows.count()
         rejected = {
@@ -227,6 +234,13 @@ class PagesJob(SparkJob):
         for k, v in counters.items():
             self.record.count(k, v)
         self.record["outputs"] = {"pages": str(self.table_dir), "rejects": str(self.rejects_dir)}
+        self._print_counts(counters, selected, attempts)
+        if not counters["reconciles"]:
+            raise RuntimeError(f"counters do not reconcile: {counters}")
+
+    def _print_counts(self, counters: dict, selected: dict, attempts: dict) -> None:
+        n_input, n_rejected = counters["input_rows"], counters["rejected_rows"]
+        replaced, n_duplicate = counters["ok_by_replacement"], counters["duplicate_rows"]
         print(
             f"pages: {self.table_dir}  input rows {n_input} = selected {counters['selected_rows']} + rejected {n_rejected}\n"
             f"selected by status: {dict(sorted(selected.items()))}  (ok through a replacement: {replaced})\n"
@@ -239,8 +253,6 @@ class PagesJob(SparkJob):
             ),
             flush=True,
         )
-        if not counters["reconciles"]:
-            raise RuntimeError(f"counters do not reconcile: {counters}")
 
 
 def main(argv=None) -> int:
