@@ -7,7 +7,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from udfs.report.build import calibration_note, corrected_rates
+from udfs.report.sections.corrected_rates import corrected_rates
+from udfs.report.sections.run_table import calibration_note
 from udfs.runtime.judge_record import AgentRecord, AppliedThreshold, JudgeRecord, Origin, PassedOver
 
 

@@ -1,4 +1,4 @@
-"""The report's GraphCorrect section (udfs/report/build.py graph_correct): per source the triples
+"""The report's GraphCorrect section (udfs/report/sections/graph_correct.py): per source the triples
 corrected (the scores' n_corrected) beside Table 7's after-factuality count that holds them, five
 corrected triples as examples, and the line under Table 7 that says Table 7 counts them; on a
 constructed scores/triples table whose counts are known."""

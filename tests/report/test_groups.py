@@ -76,7 +76,8 @@ def test_judged_agents_are_corrected_where_the_judge_was_measured():
 
 
 def test_the_reports_sections_group_the_human_pages_by_generator_and_every_source_by_type():
-    from udfs.report.build import group_sections
+    from udfs.report.sections.by_generator import generator_table
+    from udfs.report.sections.by_type import type_tables
 
     rows = []
     for i in range(12):
@@ -99,16 +100,17 @@ def test_the_reports_sections_group_the_human_pages_by_generator_and_every_sourc
     rows.append({**rows[0], "page_key": "x", "status": "markup_error", "human_generator": "shopify"})
     con = duckdb.connect()
     con.register("scores", pa.Table.from_pylist(rows))
-    out = group_sections(con, list(rows[0]), None, 0.5)
+    out = generator_table(con, list(rows[0]), {}, 0.5)
     gen = out["generator"]
     assert gen["source"] == "human"
     assert [r[0] for r in gen["rows"]] == ["unknown", "yoast", f"{GR.OTHER}: wix"]
-    assert sum(f["pages"] for f in out["frames"]["by_generator"]) == 13  # the human pages with status ok
-    assert [t["source"] for t in out["types"]] == ["human", "m"]
-    assert {f["group"] for f in out["frames"]["by_type"]} == {"Organization", "Product"}
+    assert sum(f["pages"] for f in out["frame"]) == 13  # the human pages with status ok
+    types, frame = type_tables(con, {}, 0.5)
+    assert [t["source"] for t in types] == ["human", "m"]
+    assert {f["group"] for f in frame} == {"Organization", "Product"}
     # a run before the column: the table says why it is absent
-    old = group_sections(con, [c for c in rows[0] if c != "human_generator"], None, 0.5)
-    assert old["generator"] is None and "no human_generator column" in old["why_generator"]
+    old = generator_table(con, [c for c in rows[0] if c != "human_generator"], {}, 0.5)
+    assert old["generator"] is None and "no human_generator column" in old["why"]
 
 
 class _Block:

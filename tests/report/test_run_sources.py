@@ -1,6 +1,6 @@
 """The report's run table names the models of the run (the generators and the verdicts' models) as
 models, and the sources of stored markups (``--markups``: made elsewhere, judged here) as sources:
-a run that judged the paper's GPT-4 markups did not run GPT-4 (udfs/report/build.py run_sources).
+a run that judged the paper's GPT-4 markups did not run GPT-4 (udfs/report/sections/run_table.py run_sources).
 And its input's key, (page_key, source), is one row: scores with a key twice are refused."""
 
 from __future__ import annotations
