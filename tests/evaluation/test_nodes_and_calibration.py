@@ -14,7 +14,7 @@ from udfs.agents import verdicts as agents
 from udfs.agents.judge import build_judge
 from udfs.agents.questions import prompt_fingerprint
 from udfs.evaluation.evaluator import EvalConfig, _alive, _value_text, follow_nodes
-from udfs.runtime.config import load_config
+from udfs.runtime.config import ConfigError, load_config
 from udfs.runtime.judge_record import (
     CALIBRATION,
     COMMAND_LINE,
@@ -212,7 +212,6 @@ def test_the_calibration_gives_the_thresholds_only_where_it_matches_and_says_whe
         (judge(calibration=path, strategy="guided"), f"no entry m factuality guided shared_prefix in {path}"),
         (judge(calibration=path, verdict_models=("x",)), f"no entry x factuality direct shared_prefix in {path}"),
         (judge(calibration=path, verdict_models=()), "the verdict model is the service's default"),
-        (judge(calibration=str(tmp_path / "none.json")), "not found"),
         (judge(), "no calibration file configured"),
     ):
         assert thresholds(other) == (CONF.judge.fallback_threshold,) * 2 == (0.5, 0.5)
@@ -220,6 +219,9 @@ def test_the_calibration_gives_the_thresholds_only_where_it_matches_and_says_whe
         assert origin.kind == FALLBACK and origin.setting == "[judge] fallback_threshold"
         assert why in over[CALIBRATION] and not other.maps
         assert all(a.entry is None for a in other.record.agents.values())
+    # a calibration file named that is not there is an error naming it, never the fallback
+    with pytest.raises(ConfigError, match=f"calibration file {tmp_path / 'none.json'} not found"):
+        judge(calibration=str(tmp_path / "none.json"))
     # the default generator is the service's first model: named, it matches
     assert judge(calibration=path, verdict_models=(), served_model="m").threshold("factuality") == 0.31
     # an entry fitted on other prompts is not taken; one fitted on these is

@@ -105,13 +105,13 @@ def test_the_file_keeps_other_keys_and_a_judge_matches_its_entries(tmp_path):
     items = simulated_items(60)
     kw = dict(strategy="direct", layout="shared_prefix", seed=1, fit_fraction=0.5, ground_truth_sha256="x")
     a = cal.fit_entry(items, model="m", agent="factuality", **kw)
-    b = cal.fit_entry(items, model="m", agent="compliance", **kw)
+    b = cal.fit_entry(items, model="m", agent="compliance", **{**kw, "layout": "shared_prefix:ranged"})
     other = cal.fit_entry(items, model="n", agent="factuality", **kw)
     cal.write(path, [a, other])
     cal.write(path, [b, {**a, "threshold": 0.42}])
     doc = json.loads((tmp_path / "calibration.json").read_text())
     assert len(doc["entries"]) == 3 and doc["version"] == 1
-    layouts = {"factuality": "shared_prefix", "compliance": "shared_prefix"}
+    layouts = {"factuality": "shared_prefix", "compliance": "shared_prefix:ranged"}
     found = cal.match(path, ["m"], "direct", layouts, {})
     assert {ag: e["threshold"] for ag, e in found.entries.items()} == {"factuality": 0.42, "compliance": b["threshold"]}
     assert found.path == path and found.why == {}
@@ -119,10 +119,10 @@ def test_the_file_keeps_other_keys_and_a_judge_matches_its_entries(tmp_path):
     summary = cal.summary(found.entries["factuality"])
     assert summary["id"] == cal.entry_id(a) == "m factuality direct shared_prefix"
     assert summary["test"]["tp"] == a["test"]["tp"] and summary["ground_truth_sha256"] == "x"
-    # each agent matches on its own layout: another compliance layout, no compliance entry
-    partial = cal.match(path, ["m"], "direct", {**layouts, "compliance": "shared_prefix:ranged"}, {})
-    assert set(partial.entries) == {"factuality"}
-    assert partial.why == {"compliance": f"no entry m compliance direct shared_prefix:ranged in {path}"}
+    # each agent matches on its own layout: another factuality layout, no factuality entry
+    partial = cal.match(path, ["m"], "direct", {**layouts, "factuality": "shared_prefix:claim"}, {})
+    assert set(partial.entries) == {"compliance"}
+    assert partial.why == {"factuality": f"no entry m factuality direct shared_prefix:claim in {path}"}
     # an entry fitted on other prompts than the judge's is not taken, and said; one without a
     # fingerprint (fitted before they were recorded) is
     cal.write(path, [{**b, "prompts_sha256": "0" * 16}])
@@ -136,9 +136,10 @@ def test_the_file_keeps_other_keys_and_a_judge_matches_its_entries(tmp_path):
     for found, why in (
         (cal.match(path, ["m"], "fewshot", layouts, {}), "no entry m factuality fewshot shared_prefix"),
         (cal.match(path, [None], "direct", layouts, {}), "default"),
-        (cal.match(str(tmp_path / "none.json"), ["m"], "direct", layouts, {}), "not found"),
         (cal.match("", ["m"], "direct", layouts, {}), "no calibration file configured"),
     ):
         assert found.entries == {} and set(found.why) == {"factuality", "compliance"}
         assert why in found.why["factuality"]
+    with pytest.raises(ValueError, match="none.json not found"):  # a file named is there, never a fallback
+        cal.match(str(tmp_path / "none.json"), ["m"], "direct", layouts, {})
     assert cal.model_key(["a", "b"], "j") == "a+b judge:j" and cal.model_key(["a"], "j") == "a"

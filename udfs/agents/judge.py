@@ -89,7 +89,10 @@ def build_judge(
     (``JudgeConf`` field names) the command line gave; ``served_model``: the model that answers
     where ``conf.verdict_models`` names none (None: not known, so no entry can match);
     ``apply_calibration`` False (a calibration fits thresholds, it does not apply one): no entry is
-    taken, said so in the record."""
+    taken, said so in the record. The calibration file ``conf.calibration`` names is read through
+    ``udfs.scores.calibration.load_calibration``: one that breaks its schema, or a path that is not
+    a file, is a ConfigError naming it, never the fallback (a job's preflight checks it sooner with
+    ``check_calibration``)."""
     if conf.strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {conf.strategy!r}: one of {', '.join(STRATEGIES)}")
     questions = {

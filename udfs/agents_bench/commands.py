@@ -626,13 +626,17 @@ def calibrate(
     request cache before the model, so no item is asked twice). The entries (per model, agent,
     strategy and layout; the seed, fit fraction and the ground truth's sha256 with them) go to
     ``out/calibration.json``, and with ``install`` to ``calibration_file`` too (other keys there
-    kept; without it the report says how to install them); ``out/calibration.md`` is the test-split
+    kept; that file, where it exists, is checked before the run: one that is not a calibration file
+    is a ConfigError; without ``install`` the report says how to install them); ``out/calibration.md`` is the test-split
     table. ``run_kw``: :func:`run`'s other arguments."""
     from udfs.agents_bench.groundtruth import TASKS
     from udfs.scores import calibration as cal
 
     if not 0 < fit_fraction < 1:
         raise BenchInputError(f"--fit-fraction {fit_fraction}: must be between 0 and 1 (exclusive)")
+    path = project_file(calibration_file)
+    if install:  # the file the entries go into is checked before the run asks anything (ConfigError)
+        cal.load_calibration(path, missing_ok=True)
     report = run(ground_truth, out, cfg, tasks=tasks, limit=limit, seed=seed, **run_kw)
     gt = load_ground_truth(ground_truth)
     task_items = select_items(gt, tasks, limit, seed)
@@ -668,7 +672,6 @@ def calibrate(
                 prompts_sha256=cfg.judge.record.agents[agent].prompts_sha256,
             )
         )
-    path = project_file(calibration_file)
     written = out.write_text(
         "calibration.json", json.dumps({"version": cal.VERSION, "entries": entries}, indent=1) + "\n"
     )

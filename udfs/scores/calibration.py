@@ -24,9 +24,12 @@ and the calibration file that carries them to the evaluation.
   ``udfs.scores.correction``). Figures on the fit split are kept only as sizes: a threshold
   measured on the items it was fitted on is not a result.
 
-The file (JSON, :func:`write` / :func:`read`): ``{"version": 1, "entries": [...]}``, one entry per
-key, each with its threshold, knots, seed, fit fraction, ground-truth hash, fit and test sizes and
-test metrics. Writing replaces the entries of the keys written and keeps the others.
+The file (JSON, :func:`write` / :func:`load_calibration`): ``{"version": 1, "entries": [...]}``, one
+entry per key, each with its threshold, knots, seed, fit fraction, ground-truth hash, fit and test
+sizes and test metrics. Every reader reads it through :func:`load_calibration`, which checks it
+against one schema (:data:`ENTRY_FIELDS`) and refuses what breaks it with a ConfigError naming the
+file, the entry and the field; a path that does not exist is such an error, never a fallback.
+Writing replaces the entries of the keys written and keeps the others.
 :func:`match` picks the entries of one judge (its verdict models, strategy, questions and
 prompts) and says why an agent has none; ``udfs.agents.judge.build_judge`` applies them. Pure apart
 from reading and writing that file (through ``udfs.runtime.io.Folder``).
@@ -35,15 +38,19 @@ from reading and writing that file (through ``udfs.runtime.io.Folder``).
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import hashlib
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from udfs.runtime.config import ConfigError
 from udfs.runtime.io import Folder
-from udfs.runtime.paths import shown_path
+from udfs.runtime.paths import project_file, shown_path
 
 VERSION = 1
 AGENTS = ("factuality", "compliance")
@@ -251,15 +258,314 @@ def fit_entry(
 
 
 # ---- the file -----------------------------------------------------------------------------------
-def read(path: str) -> dict[str, Any]:
-    """The calibration file at ``path`` (``{"version", "entries"}``); a missing file is no entry."""
+FIX = (
+    'fix the file, or fit the entry again (jobs/agents_bench.py calibrate --install); --calibration "" runs without one'
+)
+FIX_FORMAT = 'write it in the format of conf/calibration.json, or give --calibration "" to run without one'
+REQUIRED = ("model", "agent", "strategy", "layout", "threshold")
+FIT_COUNTS = ("n", "groups", "positives")
+COUNTS = ("n", "positives", "negatives", "unanswered", "tp", "fp", "tn", "fn", "groups")
+RATES = ("precision", "recall", "f1", "sensitivity", "specificity", "balanced_accuracy", "auroc")
+# one model id: no space (an entry's id joins its parts with spaces) and no "+" (it joins voters)
+_MODEL_KEY = re.compile(r"[^\s+]+(?:\+[^\s+]+)*(?: judge:[^\s+]+)?")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration file as read and checked (:func:`load_calibration`): its entries, each a dict
+    with the fields :func:`fit_entry` writes. ``path``: the file ("" none)."""
+
+    path: str = ""
+    entries: tuple[dict[str, Any], ...] = ()
+    version: int = VERSION
+
+    def doc(self) -> dict[str, Any]:
+        return {"version": self.version, "entries": list(self.entries)}
+
+
+class _Constant:
+    """A JSON ``NaN``, ``Infinity`` or ``-Infinity`` token (which Python's json reads as floats
+    by default): kept as itself, so the field's check refuses it by name."""
+
+    def __init__(self, token: str):
+        self.token = token
+
+    def __repr__(self) -> str:
+        return self.token
+
+
+class _Bad(Exception):
+    """One field of the file that breaks the schema: what is wrong with it (the caller says where)."""
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "null" if value is None else repr(value)
+
+
+def _number(value: Any) -> bool:
+    """A finite JSON number: not a bool, a string, NaN or an infinity."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _unit(value: Any, *, null: bool = False) -> Any:
+    if (null and value is None) or (_number(value) and 0.0 <= value <= 1.0):
+        return value
+    raise _Bad(f"must be a finite number in [0, 1]{' or null' if null else ''}, not {_shown(value)}")
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise _Bad(f"must be a count (an integer >= 0), not {_shown(value)}")
+
+
+def _text(value: Any, *, null: bool = False) -> Any:
+    if (null and value is None) or (isinstance(value, str) and value.strip()):
+        return value
+    raise _Bad(f"must be a non-empty string{' or null' if null else ''}, not {_shown(value)}")
+
+
+def _keys(obj: Any, known: Sequence[str], what: str) -> dict[str, Any]:
+    """``obj`` as an object whose keys are all ``known``; an unknown one is named with the nearest
+    known key."""
+    if not isinstance(obj, dict):
+        raise _Bad(f"{what or 'it'} must be a JSON object, not {_shown(obj)}")
+    for k in obj:
+        if k not in known:
+            near = difflib.get_close_matches(k, known, n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(known)}"
+            raise _Bad(f"{what + ': ' if what else ''}unknown key {k!r} ({hint})")
+    return obj
+
+
+def _model(value: Any) -> str:
+    """An entry's model: the ids the service answered as (any id a service may serve, so its form
+    is checked, not a list of names; ``udfs.llm.model_files`` lists only the embedded models):
+    one id, or voters joined by "+" and " judge:" the one breaking ties (:func:`model_key`)."""
+    if not isinstance(value, str) or not _MODEL_KEY.fullmatch(value):
+        raise _Bad(
+            f'must be a model id without spaces, or several joined by "+" and " judge:<id>", not {_shown(value)}'
+        )
+    if " judge:" in value and "+" not in value:
+        raise _Bad(f"names a judge breaking ties for one model only: {value!r}")
+    return value
+
+
+def _choice(value: Any, known: Sequence[str]) -> str:
+    if value in known and isinstance(value, str):
+        return value
+    near = difflib.get_close_matches(str(value), known, n=1) if isinstance(value, str) else []
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    raise _Bad(f"must be one of {', '.join(known)}, not {_shown(value)}{hint}")
+
+
+def _layout(value: Any, agent: str) -> str:
+    """An entry's layout: :func:`layout_key` of known questions of ``agent`` (the registry,
+    ``udfs.agents.questions``) named as ``questions_key`` names them, with their gate."""
+    from udfs.agents.questions import REGISTRY, check_questions, questions_key
+
+    head, _, key = _text(value).partition(":")
+    if head != SHARED_PREFIX:
+        raise _Bad(f'must be "{SHARED_PREFIX}" or "{SHARED_PREFIX}:<questions>", not {_shown(value)}')
+    names, at, gate_text = (key or "plain").partition("@")
+    known = list(REGISTRY[agent])
+    for q in names.replace("^", "+").split("+"):
+        if q not in known:
+            near = difflib.get_close_matches(q, known, n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(known)}"
+            raise _Bad(f"names a question kind {q!r} that {agent} does not ask ({hint})")
+    try:
+        gate = float(gate_text) if at else 0.0
+        questions = check_questions(names.replace("^", "+").split("+"), agent)
+    except ValueError as exc:
+        raise _Bad(f"{value!r}: {exc}") from None
+    if not (math.isfinite(gate) and 0.0 <= gate <= 1.0):
+        raise _Bad(f"{value!r}: its gate must be a finite number in [0, 1]")
+    canonical = layout_key(questions_key(questions, agent, gate))
+    if canonical != value:
+        raise _Bad(f"{value!r} is not how these questions are named: {canonical!r}")
+    return value
+
+
+def _knots(value: Any) -> dict[str, list[float]]:
+    """The map: x and y of equal length, finite, x non-decreasing (``np.interp`` needs it), y
+    probabilities."""
+    knots = _keys(value, ("x", "y"), "knots")
+    x, y = knots.get("x", []), knots.get("y", [])
+    if not isinstance(x, list) or not isinstance(y, list) or len(x) != len(y):
+        raise _Bad("knots: x and y must be lists of the same length")
+    for axis, values in (("x", x), ("y", y)):
+        for i, v in enumerate(values):
+            if not _number(v) or (axis == "y" and not 0.0 <= v <= 1.0):
+                want = "a finite number in [0, 1]" if axis == "y" else "a finite number"
+                raise _Bad(f"knots {axis}[{i}] must be {want}, not {_shown(v)}")
+    if any(b < a for a, b in zip(x, x[1:])):
+        raise _Bad("knots x must not decrease")
+    return knots
+
+
+def _metrics(value: Any, what: str, *, tasks: bool) -> dict[str, Any]:
+    """Test-split figures (:func:`measure`): counts, rates in [0, 1] (null where undefined) and,
+    for the agent's figures, the same per task."""
+    m = _keys(value, (*COUNTS, *RATES, *(("tasks",) if tasks else ())), what)
+    for k, v in m.items():
+        try:
+            if k == "tasks":
+                for task, figures in _keys(v, list(v) if isinstance(v, dict) else (), f"{what} tasks").items():
+                    _metrics(figures, f"{what} tasks {task}", tasks=False)
+            else:
+                _count(v) if k in COUNTS else _unit(v, null=True)
+        except _Bad as exc:
+            raise _Bad(str(exc) if k == "tasks" else f"{what} {k} {exc}") from None
+    return m
+
+
+def _counts(value: Any, known: Sequence[str], what: str) -> dict[str, int]:
+    """What an entry was fitted on: counts of known names."""
+    counts = _keys(value, known, what)
+    for k, v in counts.items():
+        try:
+            _count(v)
+        except _Bad as exc:
+            raise _Bad(f"{what} {k} {exc}") from None
+    return counts
+
+
+ENTRY_FIELDS: dict[str, Any] = {
+    "model": _model,
+    "agent": lambda v: _choice(v, AGENTS),
+    "strategy": lambda v: _choice(v, _strategies()),
+    "layout": None,  # checked against the entry's agent (:func:`_layout`)
+    "threshold": _unit,
+    "knots": _knots,
+    "seed": lambda v: _count(v),
+    "fit_fraction": _unit,
+    "ground_truth_sha256": _text,
+    "prompts_sha256": lambda v: _text(v, null=True),
+    "fit": lambda v: _counts(v, FIT_COUNTS, "fit"),
+    "test": lambda v: _metrics(v, "test", tasks=True),
+    "created_at": _text,
+}
+
+
+def _strategies() -> tuple[str, ...]:
+    from udfs.agents.prompts import STRATEGIES
+
+    return STRATEGIES
+
+
+def check_entry(e: Any) -> dict[str, Any]:
+    """One entry against the schema (:data:`ENTRY_FIELDS`), or a ConfigError-to-be (``_Bad``)
+    saying which field is wrong and how."""
+    _keys(e, list(ENTRY_FIELDS), "")
+    missing = [k for k in REQUIRED if k not in e]
+    if missing:
+        raise _Bad(f"lacks {', '.join(missing)}")
+    for k in (k for k in ENTRY_FIELDS if k in e):  # the agent before the layout named for it
+        v = e[k]
+        try:
+            _layout(v, e["agent"]) if k == "layout" else ENTRY_FIELDS[k](v)
+        except _Bad as exc:
+            raise _Bad(f"{k} {exc}" if not str(exc).startswith(k) else str(exc)) from None
+    return e
+
+
+def _entry_name(k: int, e: Any) -> str:
+    try:
+        return f"entry {k} ({entry_id(e)})"
+    except (KeyError, TypeError):
+        return f"entry {k}"
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for k, _ in pairs:
+        if k in seen:
+            raise _Bad(f"key {k!r} is given twice in one object")
+        seen.add(k)
+    return dict(pairs)
+
+
+def parse_calibration(text: str, path: str) -> Calibration:
+    """The calibration file whose text is ``text`` (read from ``path``), checked against the
+    schema: ``{"version": 1, "entries": [...]}``, every entry's fields known and of their type,
+    its threshold a finite number in [0, 1] (JSON's NaN and Infinity tokens are refused, a string
+    is not a number), its knots and figures finite, its agent, strategy and question kinds the
+    registry's and its model an id's form (:func:`check_entry`); no two entries with one key.
+    Anything else is a ConfigError naming the file, the entry, the field and what to do."""
+    shown = shown_path(path)
+    try:
+        doc = json.loads(text, parse_constant=_Constant, object_pairs_hook=_pairs)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"calibration file {shown} is not JSON ({exc.msg}: line {exc.lineno} column {exc.colno}): {FIX_FORMAT}"
+        ) from None
+    except _Bad as exc:
+        raise ConfigError(f"calibration file {shown}: {exc}: {FIX}") from None
+    try:
+        _keys(doc, ("version", "entries"), "the file")
+        if doc.get("version", VERSION) != VERSION or isinstance(doc.get("version"), bool):
+            raise _Bad(f"version must be {VERSION}, not {_shown(doc.get('version'))}")
+        if not isinstance(doc.get("entries"), list):
+            raise _Bad(f"entries must be a list, not {_shown(doc.get('entries'))}")
+    except _Bad as exc:
+        raise ConfigError(f"calibration file {shown}: {exc}: {FIX}") from None
+    first: dict[tuple[str, ...], int] = {}
+    for k, e in enumerate(doc["entries"], 1):
+        try:
+            check_entry(e)
+        except _Bad as exc:
+            raise ConfigError(f"calibration file {shown}, {_entry_name(k, e)}: {exc}: {FIX}") from None
+        key = (*entry_key(e["model"], e["agent"], e["strategy"], e["layout"]),)
+        if key in first:
+            raise ConfigError(
+                f"calibration file {shown}, {_entry_name(k, e)}: the same key as entry {first[key]}: keep one of them"
+            )
+        first[key] = k
+    return Calibration(path, tuple(doc["entries"]), VERSION)
+
+
+def load_calibration(path: str, *, missing_ok: bool = False) -> Calibration:
+    """The calibration file at ``path`` (a local path or URL, as given), read and checked
+    (:func:`parse_calibration`): the one way every reader reads it. A path that does not exist is a
+    ConfigError naming it (never a fallback: ``[judge] calibration = ""`` is how a run goes
+    without one), unless ``missing_ok`` (a file about to be written): no entry. A directory, a
+    file that cannot be read or is not UTF-8 is a ConfigError naming it."""
+    shown = shown_path(path)
     f = Folder.of(path)
-    if not f.parent.isfile(f.name):
-        return {"version": VERSION, "entries": []}
-    doc = json.loads(f.parent.read_text(f.name))
-    if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
-        raise ValueError(f"{path}: not a calibration file (no entries list)")
-    return doc
+    try:
+        if f.isdir():
+            raise ConfigError(f'calibration file {shown} is a directory: name the JSON file in it, or "" for none')
+        if not f.isfile():
+            if missing_ok:
+                return Calibration(path)
+            raise ConfigError(
+                f"calibration file {shown} not found: name an existing file in --calibration "
+                '([judge] calibration), or "" to run without one'
+            )
+        text = f.read_text()
+    except OSError as exc:
+        raise ConfigError(f"calibration file {shown} cannot be read ({exc.strerror or exc}): check the path") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"calibration file {shown} is not UTF-8 text ({exc.reason}): {FIX_FORMAT}") from None
+    return parse_calibration(text, path)
+
+
+def check_calibration(setting: str) -> Calibration | None:
+    """The calibration file a ``[judge] calibration`` setting (or ``--calibration``) names,
+    resolved as :func:`udfs.agents.judge.build_judge` resolves it (from the project root), read
+    and checked: None for "" (no calibration). For a job's preflight, so a bad file is refused
+    before any model request; raises ConfigError."""
+    return load_calibration(project_file(setting)) if setting else None
+
+
+def read(path: str) -> dict[str, Any]:
+    """The calibration file at ``path`` as ``{"version", "entries"}`` (:func:`load_calibration`)."""
+    return load_calibration(path).doc()
 
 
 def sha256(path: str) -> str | None:
@@ -270,8 +576,10 @@ def sha256(path: str) -> str | None:
 
 
 def write(path: str, entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Add ``entries`` to the file at ``path``, replacing those with the same key; returns the file."""
-    doc = read(path)
+    """Add ``entries`` to the file at ``path`` (made where missing), replacing those with the
+    same key; returns the file. The file there and the result are checked
+    (:func:`parse_calibration`): a file the evaluation would refuse is not written."""
+    doc = load_calibration(path, missing_ok=True).doc()
     new = {entry_key(e["model"], e["agent"], e["strategy"], e["layout"]): e for e in entries}
     kept = [e for e in doc["entries"] if entry_key(e["model"], e["agent"], e["strategy"], e["layout"]) not in new]
     doc = {
@@ -280,8 +588,10 @@ def write(path: str, entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
             [*kept, *new.values()], key=lambda e: entry_key(e["model"], e["agent"], e["strategy"], e["layout"])
         ),
     }
+    text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
+    parse_calibration(text, path)
     f = Folder.of(path)
-    f.parent.write_text(f.name, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    f.parent.write_text(f.name, text)
     return doc
 
 
@@ -297,7 +607,9 @@ def summary(e: dict[str, Any]) -> dict[str, Any]:
         "id": entry_id(e),
         "seed": e.get("seed"),
         "ground_truth_sha256": e.get("ground_truth_sha256"),
-        "test": {k: e["test"].get(k) for k in ("n", "tp", "fn", "tn", "fp", "precision", "recall", "f1", "auroc")},
+        "test": {
+            k: (e.get("test") or {}).get(k) for k in ("n", "tp", "fn", "tn", "fp", "precision", "recall", "f1", "auroc")
+        },
     }
 
 
@@ -323,7 +635,8 @@ def match(
     """The entries of the file at ``path`` for these verdict models (``judge`` breaking their
     ties), strategy, and per agent its layout (:func:`layout_key` of its questions) and prompts'
     fingerprint. A model left to the service (None) matches nothing: its id is not known here. An
-    entry fitted on other prompts is not taken. ``path`` "": no file configured."""
+    entry fitted on other prompts is not taken. ``path`` "": no file configured; a path that is not
+    a calibration file (:func:`load_calibration`) is a ConfigError, never a fallback."""
     out = Match(path=path)
 
     def none(why: str) -> Match:
@@ -332,8 +645,7 @@ def match(
 
     if not path:
         return none("no calibration file configured")
-    if sha256(path) is None:
-        return none(f"calibration file {shown_path(path)} not found")
+    calibration = load_calibration(path)  # a path that is not a calibration file is an error, never a fallback
     if not models or any(m is None for m in models):
         return none(
             "the verdict model is the service's default, whose id this run does not know "
@@ -342,7 +654,7 @@ def match(
     key = model_key(list(models), judge)
     for agent in AGENTS:
         want = (key, agent, strategy, layouts[agent])
-        found = [e for e in read(path)["entries"] if (e["model"], e["agent"], e["strategy"], e["layout"]) == want]
+        found = [e for e in calibration.entries if (e["model"], e["agent"], e["strategy"], e["layout"]) == want]
         fresh = [e for e in found if not e.get("prompts_sha256") or e["prompts_sha256"] == prompts.get(agent)]
         if fresh:
             out.entries[agent] = fresh[0]
