@@ -43,9 +43,9 @@ RUN := PATH=$(CURDIR)/$(VENV)/bin:$$PATH SPARK_CONF_DIR=$(CURDIR)/conf
 demo: setup
 	$(RUN) spark-submit jobs/csets.py --input data/wdc --output $(OUT)/wdc
 	$(RUN) spark-submit jobs/sample.py --input $(OUT)/wdc/csets --output $(OUT)/wdc
+	$(RUN) spark-submit jobs/warc_index.py --input data/warc data/demo --warc-base data --output $(OUT)
 	$(RUN) spark-submit jobs/csets.py --input data/demo/quads --output $(OUT)
 	$(RUN) spark-submit jobs/sample.py --input $(OUT)/csets --output $(OUT)
-	$(RUN) spark-submit jobs/warc_index.py --input data/warc data/demo --warc-base data --output $(OUT)
 	$(RUN) spark-submit jobs/pages.py --input $(OUT)/samples --warc-index $(OUT)/warc_index --warc-base data --output $(OUT)
 	$(PY) -m udfs.llm.serving start
 	$(PY) jobs/evaluate.py --input $(OUT)/pages --output $(OUT) --limit $(PAGES); rc=$$?; \

@@ -32,7 +32,7 @@ from udfs.agents_bench.commands import load_ground_truth, select_items
 from udfs.runtime.config import load_config
 from udfs.runtime.io import Folder
 from udfs.runtime.paths import DEFAULT_CONF
-from udfs.scores import calibration as cal
+from udfs.agents import calibration as cal
 
 TASKS = ("intrinsic", "extrinsic")
 

@@ -51,7 +51,7 @@ from udfs.agents.judge import combined_score
 from udfs.agents_bench.groundtruth import GENERIC_PROPERTIES
 from udfs.schemaorg.markup import Literal, MarkupError, parse_markup
 from udfs.schemaorg.shapes import ABSOLUTE_URL, LITERAL_FAMILIES, build_model
-from udfs.scores import calibration as cal
+from udfs.agents import calibration as cal
 
 # Lexical forms as markup writes them, looser than the strict SHACL reading's (which also checks
 # the RDF datatype): JSON-LD numbers often come as strings ("224"), dates at ISO 8601's reduced

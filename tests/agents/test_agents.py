@@ -173,7 +173,7 @@ def test_factuality_prompt_shares_the_page_prefix():
 
 
 def test_factuality_questions_are_checked_and_named_in_the_fingerprint_and_the_calibration_key(tmp_path):
-    from udfs.scores import calibration as cal
+    from udfs.agents import calibration as cal
 
     assert check_questions([]) == ("plain",)
     for bad in (["plain", "plain"], ["plain", "shout"], ["plain", "says"]):

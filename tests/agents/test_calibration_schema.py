@@ -1,4 +1,4 @@
-"""The calibration file's schema (``udfs.scores.calibration.load_calibration``): every reader reads
+"""The calibration file's schema (``udfs.agents.calibration.load_calibration``): every reader reads
 it through one check, and a file that breaks it is refused with one line naming the file, the
 entry, the field and what to do, before any model is asked; a file named that is not there is an
 error, never the fallback. The shipped file passes and gives the thresholds it always gave."""
@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import ROOT, demo_pages_table
 from udfs.agents.judge import build_judge
 from udfs.runtime.config import ConfigError, load_config
-from udfs.scores import calibration as cal
+from udfs.agents import calibration as cal
 
 SHIPPED = (ROOT / "conf" / "calibration.json").read_text()
 # the default judge's factuality entry, as the file writes it (json.dumps(indent=1, sort_keys=True))

@@ -324,7 +324,8 @@ def test_job_names_a_cset_id_given_by_two_input_tables(spark, tmp_path, capsys):
     argv = ["--input", str(tmp_path / "crawl_a"), str(tmp_path / "crawl_b"), "--output", str(tmp_path), "--no-plots"]
     assert _run_job(argv) == 0
     assert (
-        "duplicate cset_id: 1 ids given by 2 rows, none drawn (rejects/sample/ names them)" in capsys.readouterr().err
+        # the job's own summary lines go to stdout, before the common block (udfs.runtime.closing)
+        "duplicate cset_id: 1 ids given by 2 rows, none drawn (rejects/sample/ names them)" in capsys.readouterr().out
     )
     c = json.loads((tmp_path / "samples" / "_run.json").read_text())["counters"]
     assert c["duplicate_cset_ids"] == 1 and c["rejects_by_reason"] == {S.DUPLICATE_CSET_ID: 2} and c["reconciles"]

@@ -442,7 +442,7 @@ def test_an_unrelated_calibration_entry_keeps_the_settings_hash_and_the_taken_en
     from udfs.evaluation.parts import settings_hash
     from udfs.runtime.config import load_config
     from udfs.runtime.paths import PROMPTS_DIR
-    from udfs.scores import calibration as cal
+    from udfs.agents import calibration as cal
 
     conf = load_config()
     path = str(tmp_path / "calibration.json")

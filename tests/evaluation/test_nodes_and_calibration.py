@@ -25,7 +25,7 @@ from udfs.runtime.judge_record import (
 )
 from udfs.runtime.paths import project_file, shown_path
 from udfs.schemaorg.markup import parse_markup, to_jsonld
-from udfs.scores import calibration as cal
+from udfs.agents import calibration as cal
 
 CONF = load_config()
 CONF_SHOWN = shown_path(CONF.path)  # conf/pipeline.toml, as records name it

@@ -189,3 +189,116 @@ def test_vllm_config_from_conf():
     kwargs = vllm_llm_config_kwargs(gpu)
     assert kwargs["accelerator_type"] == "H100" and "accelerator_config" not in kwargs
     assert kwargs["deployment_config"]["autoscaling_config"]["max_replicas"] == 4
+
+
+# ---- the service's state file: one per user and service, and stop ends only what start began
+# (no model: a sleeping process stands for the service's host process)
+
+
+@pytest.fixture
+def sleeper():
+    """``sleeper()`` starts a process that sleeps (killed at the end if still there)."""
+    import subprocess
+    import sys
+
+    procs = []
+
+    def start():
+        p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+def state_of(p, **changes):
+    import os
+
+    from udfs.runtime.lease import process_started
+
+    return {"url": "http://127.0.0.1:1/v1", "pid": p.pid, "pid_started": process_started(p.pid), "uid": os.getuid()} | (
+        changes
+    )
+
+
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("LLM4SCHEMA_MODEL_DIR", str(tmp_path / "models"))
+    return tmp_path
+
+
+def test_two_users_and_two_services_keep_their_own_state(state_dir, monkeypatch):
+    import os
+
+    from udfs.llm.serving.process import state_file
+
+    a, b = (load_serving_conf(overrides={"serving": {"port": p}}) for p in (8011, 8012))
+    mine = {state_file(a), state_file(b)}
+    monkeypatch.setattr(os, "getuid", lambda: 4242)
+    theirs = {state_file(a), state_file(b)}
+    assert len(mine | theirs) == 4 and all(p.parent == state_dir for p in mine | theirs)
+    assert state_file(a).name == "serving-state-u4242-127.0.0.1_8011.json"
+
+
+def test_stop_leaves_alone_what_its_start_did_not_begin(state_dir, sleeper):
+    import json
+    import os
+
+    from udfs.llm.serving.process import state_file, stop
+
+    conf = load_serving_conf(overrides={"serving": {"port": 8013}})
+    other = sleeper()
+    # another user's service on the same port, in the shared folder: not this user's state
+    theirs = state_file(conf).with_name(state_file(conf).name.replace(f"-u{os.getuid()}-", "-u4242-"))
+    theirs.write_text(json.dumps(state_of(other, uid=4242)))
+    assert stop(conf) == "not running"
+    # this user's state naming a pid that now belongs to another process (same pid, later start)
+    state_file(conf).write_text(json.dumps(state_of(other, pid_started="1")))
+    assert stop(conf) == f"not running (pid {other.pid} now belongs to another process: left alone)"
+    assert not state_file(conf).exists()
+    # a state file holding another uid under this user's name
+    state_file(conf).write_text(json.dumps(state_of(other, uid=4242)))
+    assert "not this user's" in stop(conf)
+    assert other.poll() is None and theirs.exists()  # alive, and the other user's state untouched
+    # what this user's start began: stopped
+    ours = sleeper()
+    state_file(conf).write_text(json.dumps(state_of(ours)))
+    assert stop(conf) == ""
+    assert ours.wait(timeout=30) == -15 and other.poll() is None and not state_file(conf).exists()
+
+
+def test_start_refuses_a_port_where_another_service_answers(state_dir, monkeypatch):
+    import http.server
+    import threading
+
+    from udfs.llm.serving import process
+    from udfs.llm.serving.process import start, state_file
+
+    def no_launch(*args, **kwargs):
+        raise AssertionError("start went on to launch a service")
+
+    monkeypatch.setattr(process.subprocess, "Popen", no_launch)
+
+    class Models(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"data": [{"id": "theirs"}]}')
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        conf = load_serving_conf(overrides={"serving": {"port": server.server_address[1]}})
+        with pytest.raises(RuntimeError, match=r"a service already answers at http://127.0.0.1:\d+/v1, not one"):
+            start(conf, "conf/serving.toml")
+        assert not state_file(conf).exists()
+    finally:
+        server.shutdown()

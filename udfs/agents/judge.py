@@ -68,7 +68,7 @@ from udfs.runtime.judge_record import (
 )
 from udfs.runtime.paths import project_file, shown_path
 from udfs.schemaorg.vocab import load_vocabulary
-from udfs.scores import calibration as cal
+from udfs.agents import calibration as cal
 
 GATED = (0.0, None, None)  # a text question not asked below the gate: it scores 0
 
@@ -90,7 +90,7 @@ def build_judge(
     where ``conf.verdict_models`` names none (None: not known, so no entry can match);
     ``apply_calibration`` False (a calibration fits thresholds, it does not apply one): no entry is
     taken, said so in the record. The calibration file ``conf.calibration`` names is read through
-    ``udfs.scores.calibration.load_calibration``: one that breaks its schema, or a path that is not
+    ``udfs.agents.calibration.load_calibration``: one that breaks its schema, or a path that is not
     a file, is a ConfigError naming it, never the fallback (a job's preflight checks it sooner with
     ``check_calibration``)."""
     if conf.strategy not in STRATEGIES:

@@ -404,7 +404,7 @@ def check_questions(questions: Sequence[str], agent: str = "factuality") -> tupl
 
 def questions_key(questions: Sequence[str], agent: str = "factuality", gate: float = 0.0) -> str:
     """How an agent's set of questions is named where its scores are kept (calibration layouts,
-    ``udfs.scores.calibration.layout_key``; benchmark result folders): the questions joined by "+"
+    ``udfs.agents.calibration.layout_key``; benchmark result folders): the questions joined by "+"
     ("plain" for none), and where factuality questions of both kinds are asked the text ones, "^"
     (and), then the property ones: ``plain+claim+extract^complies-ranged``; a factuality ``gate``
     after "@" where there is a text question for it to gate (``plain+claim^complies-ranged@0.2``). Scores of another combination are another
@@ -426,7 +426,7 @@ def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None, quest
     """A short sha256 of the messages an agent sends for a fixed probe claim with ``strategy``
     and each of the agent's ``questions`` (:meth:`Question.probe`): it changes whenever the
     instructions, the questions or their layout change, so a threshold calibrated on other prompts
-    is not taken for these (``udfs.scores.calibration.match``)."""
+    is not taken for these (``udfs.agents.calibration.match``)."""
     qs = check_questions(questions, agent)
     # the probe is a typed node of a named subject: a question that shows either changes the fingerprint
     claim = Claim("property", "value", "Thing", "Thing", ("name",), '"subject"')
@@ -439,79 +439,16 @@ def prompt_fingerprint(agent: str, strategy: str, prompts_dir: str | None, quest
 
 
 # ---- the judge's flags ------------------------------------------------------------------------
-def add_judge_arguments(group) -> None:
-    """The flags of ``[judge]`` (``udfs.runtime.config.JudgeConf``), the same on every job that
-    judges (a job lists "judge" in ``Job.shared_sections`` for their defaults); the questions'
-    choices and help are the registry's."""
-    from udfs.agents.prompts import STRATEGIES
-
-    group.add_argument("--strategy", choices=STRATEGIES, help="FactCheck verdict strategy")
-    group.add_argument(
-        "--factuality-questions",
-        nargs="+",
-        choices=list(FACTUALITY),
-        metavar="Q",
-        help="factuality questions asked of every claim, the text questions' scores averaged, and "
-        "where questions about the property ("
-        + ", ".join(q.name for q in FACTUALITY.values() if q.fits)
-        + ") are asked too, the geometric mean of that mean and theirs: "
-        + help_text("factuality"),
-    )
-    group.add_argument(
-        "--factuality-gate",
-        type=float,
-        help="the first factuality question about the text gates the others: they are asked only where it "
-        "scores at least this, and below it score 0 (0: every question asked of every claim); a calibration "
-        "entry is fitted for one gate",
-    )
-    group.add_argument(
-        "--compliance-questions",
-        nargs="+",
-        choices=list(COMPLIANCE),
-        metavar="Q",
-        help="compliance questions asked of every claim, their scores averaged: " + help_text("compliance"),
-    )
-    group.add_argument(
-        "--factuality-threshold",
-        type=_threshold,
-        metavar="T",
-        help='a claim is factual at this score or above; a number is used as written, "calibrated" takes the '
-        "calibration file's entry for this judge (else --fallback-threshold)",
-    )
-    group.add_argument(
-        "--compliance-threshold",
-        type=_threshold,
-        metavar="T",
-        help='a claim is compliant at this score or above; a number is used as written, "calibrated" takes the '
-        "calibration file's entry for this judge (else --fallback-threshold)",
-    )
-    group.add_argument(
-        "--fallback-threshold",
-        type=float,
-        help='the threshold of an agent left "calibrated" when no calibration entry applies',
-    )
-    group.add_argument(
-        "--verdict-models",
-        nargs="*",
-        help="models that judge; several: majority vote with "
-        "--judge-model breaking ties; empty: the first model the service lists",
-    )
-    group.add_argument("--judge-model", help='breaks ties between several --verdict-models ("": none)')
-    group.add_argument(
-        "--calibration",
-        help="calibration file (jobs/agents_bench.py calibrate writes entries for it): the "
-        "threshold and probability map of the entry for these verdict models, strategy, questions and "
-        'prompts, for an agent whose threshold is "calibrated"; "": none',
-    )
-
-
-def _threshold(text: str):
-    """argparse's type of a threshold flag: a number in [0, 1] or "calibrated"."""
-    import argparse
-
-    from udfs.runtime.config import ConfigError, threshold_value
-
-    try:
-        return threshold_value(text, "the threshold")
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def questions_help(kind: str) -> str:
+    """The help of the ``--factuality-questions`` or ``--compliance-questions`` flag (``kind``), from
+    this registry: how the agent combines the questions' scores, and each question with its line.
+    The setting itself, its default and choices are declared in ``udfs.runtime.config.JudgeConf``."""
+    if kind == "factuality":
+        return (
+            "factuality questions asked of every claim, the text questions' scores averaged, and "
+            "where questions about the property ("
+            + ", ".join(q.name for q in FACTUALITY.values() if q.fits)
+            + ") are asked too, the geometric mean of that mean and theirs: "
+            + help_text("factuality")
+        )
+    return "compliance questions asked of every claim, their scores averaged: " + help_text("compliance")

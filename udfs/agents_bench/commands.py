@@ -6,7 +6,7 @@ and calls one of them:
   task, verdicts written one part per batch (a killed run resumes from its parts), then metrics,
   threshold sweep, consensus alignment, summary and plot;
 * :func:`calibrate`: a run, then per agent the threshold and score-to-probability map fitted on a
-  fit split of the ground truth and measured on the rest (``udfs.scores.calibration``), written to
+  fit split of the ground truth and measured on the rest (``udfs.agents.calibration``), written to
   the calibration file the evaluation reads;
 * :func:`kappa`: Cohen's kappa of MeMR against human votes (``udfs.agents_bench.metrics``).
 
@@ -621,7 +621,7 @@ def calibrate(
     **run_kw: Any,
 ) -> Report:
     """Fit each agent's threshold and score-to-probability map on the fit split of the ground
-    truth and measure them on the test split (``udfs.scores.calibration``), from the verdict scores
+    truth and measure them on the test split (``udfs.agents.calibration``), from the verdict scores
     of a ``run`` of ``cfg`` (run first, here: it resumes from the parts already written and asks the
     request cache before the model, so no item is asked twice). The entries (per model, agent,
     strategy and layout; the seed, fit fraction and the ground truth's sha256 with them) go to
@@ -630,7 +630,7 @@ def calibrate(
     is a ConfigError; without ``install`` the report says how to install them); ``out/calibration.md`` is the test-split
     table. ``run_kw``: :func:`run`'s other arguments."""
     from udfs.agents_bench.groundtruth import TASKS
-    from udfs.scores import calibration as cal
+    from udfs.agents import calibration as cal
 
     if not 0 < fit_fraction < 1:
         raise BenchInputError(f"--fit-fraction {fit_fraction}: must be between 0 and 1 (exclusive)")

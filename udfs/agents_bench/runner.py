@@ -23,6 +23,7 @@ from udfs.agents import verdicts as agents
 from udfs.agents.judge import Judge
 from udfs.agents_bench import metrics as bm
 from udfs.agents_bench.groundtruth import TASKS
+from udfs.runtime.contracts import TableContract
 from udfs.runtime.io import Folder
 
 FACTUALITY_SCHEMA = pa.schema(
@@ -49,6 +50,18 @@ FACTUALITY_SCHEMA = pa.schema(
     ]
 )
 COMPLIANCE_SCHEMA = FACTUALITY_SCHEMA.append(pa.field("definition", pa.string()))
+# A ground truth's contract (udfs.runtime.contracts), from the schemas build writes: the claim and
+# its label are required (text too, for a factuality item: udfs.agents_bench.commands checks it
+# row by row, as a compliance item may leave it out); the rest, and a one-file ground truth's
+# agent column, typed where present. Key: (agent, item_id).
+GROUND_TRUTH = TableContract.of_schema(
+    "ground truth",
+    COMPLIANCE_SCHEMA,
+    required=("property", "value", "entity_type", "label", "kind"),
+    key=("item_id",),
+    writer="agents_bench.py build",
+    extra={"agent": pa.string()},
+)
 VERDICTS_SCHEMA = pa.schema(
     [
         ("agent", pa.string()),
@@ -133,6 +146,23 @@ ALIGNMENT_SCHEMA = pa.schema(
         ("alignment", pa.float64()),
         ("items", pa.int64()),
     ]
+)
+# What kappa reads of a votes table (made by people, CSV or Parquet): human_vote, and memr_choice or
+# both of memr_h and memr_l (numbers: float() reads an integer too); group and page of any type.
+# Key: (group, page).
+VOTES = TableContract(
+    "votes",
+    required={"human_vote": pa.string()},
+    optional={
+        "memr_choice": pa.string(),
+        "memr_h": (pa.float64(), pa.int64()),
+        "memr_l": (pa.float64(), pa.int64()),
+        "group": None,  # any type: read as its text
+        "page": None,
+    },
+    key=("group", "page"),
+    one_of=(("memr_choice",), ("memr_h", "memr_l")),
+    writer="a person (one row per page and group)",
 )
 KAPPA_SCHEMA = pa.schema(
     [

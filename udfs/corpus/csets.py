@@ -37,6 +37,7 @@ from pyspark.sql import types as T
 from udfs.corpus import nquads as N
 from udfs.corpus import scanner as jvm
 from udfs.runtime.config import CsetsConf
+from udfs.runtime.contracts import TableContract
 from udfs.runtime.rejects import raw_column
 from udfs.schemaorg.vocab import Vocabulary
 
@@ -57,6 +58,16 @@ CSETS_SCHEMA = T.StructType(
         T.StructField("n_domains", T.LongType(), False),
         T.StructField("sample_urls", T.ArrayType(T.StringType()), False),
     ]
+)
+# The csets/ table's contract (udfs.runtime.contracts), from CSETS_SCHEMA: the columns every reader
+# of a C-set needs are required (jobs/sample.py also requires its --features:
+# udfs.corpus.sampling.csets_contract); the counts are typed where present. Key: cset_id.
+CSETS = TableContract.of_schema(
+    "csets",
+    CSETS_SCHEMA,
+    required=("cset_id", "types", "properties", "sample_urls"),
+    key=("cset_id",),
+    writer="llm4schema-csets",
 )
 
 

@@ -20,14 +20,16 @@ Nothing here raises on a bad page: every failure is a row with a status of
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from udfs.corpus import generators
 from udfs.corpus import html as P
-from udfs.corpus.sampling import REPLACEMENT_TYPE
+from udfs.corpus.sampling import REPLACEMENT_TYPE, SAMPLES
 from udfs.corpus.warc import HTML_MIME_TYPES
+from udfs.runtime.contracts import TableContract
 from udfs.runtime.rejects import raw_column
 
 # The sample's columns a page row carries through (besides page_url, cset_id, types, properties).
@@ -85,6 +87,26 @@ PAGES_SCHEMA = T.StructType(
         T.StructField("slot", T.LongType()),
     ]
 )
+# The pages/ table's contract (udfs.runtime.contracts), from PAGES_SCHEMA: every column this writer
+# writes, and page_id (string), the key of pages imported from the paper (udfs.corpus.pset_tables,
+# whose schema is PAGES_SCHEMA and its own columns). Key: (slot, candidate_rank), one attempt.
+# jobs/evaluate.py reads it narrowed to its columns (udfs.evaluation.plan.pages_contract), the
+# report too: a reader's types are this writer's.
+PAGES = TableContract.of_schema(
+    "pages",
+    PAGES_SCHEMA,
+    required=tuple(PAGES_SCHEMA.names),
+    key=("slot", "candidate_rank"),
+    writer="llm4schema-pages (or llm4schema-import-pset)",
+    extra={"page_id": pa.string()},
+)
+# What jobs/pages.py reads of its --input: a samples/ table (udfs.corpus.sampling.SAMPLES), or any
+# table with a page_url column; the sample's columns it carries through (with_sample_columns) are
+# typed as the samples writer writes them where present; an int64 sample_rank or seed (a table
+# written from Python ints) is read too, as with_sample_columns casts them.
+SAMPLE_INPUT = SAMPLES.reading(
+    "page_url", *SAMPLE_KEYS.names, "cset_id", "types", "properties", "replacements", required=("page_url",)
+).accepting(sample_rank=pa.int64())
 NO_PAGE_URL = "row without page_url"
 # The key of an input row: a sample's draw is its feature, stratum and sample_rank; a row without
 # a sample_rank (a plain table of URLs) is its page_url within its feature and stratum (null ones

@@ -54,6 +54,7 @@ from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from udfs.runtime.contracts import TableContract
 from udfs.runtime.io import Folder
 from udfs.runtime.rejects import raw_column
 
@@ -93,6 +94,26 @@ SAMPLES_SCHEMA = T.StructType(
         T.StructField("replacements", REPLACEMENT_TYPE),
     ]
 )
+# The samples/ table's contract (udfs.runtime.contracts), from SAMPLES_SCHEMA: every column this
+# writer writes; key (feature, stratum, sample_rank), one draw. Its reader, jobs/pages.py, also
+# takes any table with a page_url column: udfs.corpus.fetch.SAMPLE_INPUT narrows it so.
+SAMPLES = TableContract.of_schema(
+    "samples",
+    SAMPLES_SCHEMA,
+    required=tuple(SAMPLES_SCHEMA.names),
+    key=("feature", "stratum", "sample_rank"),
+    writer="llm4schema-sample",
+)
+
+
+def csets_contract(features: list[str]) -> TableContract:
+    """What jobs/sample.py reads of its --input: the csets/ table (``udfs.corpus.csets.CSETS``)
+    with every sampled feature required too, a count column of that table typed as declared
+    (int64), another column of any type (``frame_reason`` makes a value that is not a finite
+    count >= 0 a reject reason)."""
+    from udfs.corpus.csets import CSETS
+
+    return CSETS.requiring(*features)
 
 
 class SampleError(ValueError):

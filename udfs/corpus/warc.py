@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import unquote, urlsplit
 
+import pyarrow as pa
 from warcio.archiveiterator import ArchiveIterator
 
+from udfs.runtime.contracts import TableContract
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
 
 FETCH_ERROR = "fetch_error"
@@ -39,6 +41,33 @@ HTML_MIME_TYPES = ("text/html", "application/xhtml+xml")
 WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz")
 # ... and the ones the index job reads: uncompressed ARC files too (scan_warc reads ARC version 1)
 ARCHIVE_SUFFIXES = (*WARC_SUFFIXES, ".arc")
+
+# The warc_index/ table's contract (udfs.runtime.contracts): Common Crawl's columnar index names,
+# which jobs/warc_index.py writes (its INDEX_SCHEMA) and jobs/pages.py --warc-index reads
+# (udfs.corpus.fetch.best_capture). Where a location is, required; what picks among captures of a
+# URL, optional. Common Crawl's own index reads as it is: its int32 offsets and lengths and int16
+# status widen, its fetch_time is a timestamp where ours is the record's WARC-Date text (the reader
+# casts either). Key: (warc_filename, warc_record_offset), one record.
+WARC_INDEX = TableContract(
+    "warc_index",
+    required={
+        "url": pa.string(),
+        "warc_filename": pa.string(),
+        "warc_record_offset": pa.int64(),
+        "warc_record_length": pa.int64(),
+    },
+    optional={
+        "fetch_time": (pa.string(), pa.timestamp("us", tz="UTC")),
+        # an int64 status too (index_warc's rows as Python ints): best_capture casts it
+        "fetch_status": (pa.int32(), pa.int64()),
+        "content_mime_type": pa.string(),
+        "content_charset": pa.string(),
+        "warc_record_type": pa.string(),
+        "content_digest": pa.string(),
+    },
+    key=("warc_filename", "warc_record_offset"),
+    writer="llm4schema-warc-index (or Common Crawl's columnar index)",
+)
 
 # The trust boundary of a WARC index: its warc_filename values come from a table anyone may have
 # built (or damaged), so a name is read only where --warc-base says files live.

@@ -25,12 +25,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from udfs.agents import generation, prompts
+from udfs.agents import calibration, generation, prompts
 from udfs.agents import verdicts as agents
 from udfs.agents.judge import Judge
 from udfs.runtime.config import ScoresConf
+from udfs.runtime.contracts import TableContract
 from udfs.schemaorg.markup import Entity, Literal, Markup, MarkupError, claim_text, parse_markup, to_jsonld
-from udfs.scores import calibration, matching
+from udfs.scores import matching
 from udfs.scores.keys import key_scores
 from udfs.scores.memr import memr
 
@@ -149,6 +150,16 @@ SCORES_SCHEMA = pa.schema(
         ("human_generator", pa.string()),  # as in triples/
         ("settings_hash", pa.string()),
     ]
+)
+# The scores/ table's contract (udfs.runtime.contracts), from SCORES_SCHEMA: a row names its page,
+# source and status; the counts and rates are typed where present (jobs/report.py also requires
+# the four counts of Table 7). Key: (page_key, source), one evaluation of a page by a source.
+SCORES = TableContract.of_schema(
+    "scores",
+    SCORES_SCHEMA,
+    required=("page_key", "page_url", "source", "status"),
+    key=("page_key", "source"),
+    writer="llm4schema-evaluate",
 )
 
 

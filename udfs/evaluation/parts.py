@@ -26,10 +26,11 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
 
+from udfs.runtime.errors import OutputError
 from udfs.runtime.io import Folder
 from udfs.runtime.paths import PROMPTS_DIR
 
@@ -162,13 +163,29 @@ class PartWriter:
         name = f"part-{self.digest[:HASH_CHARS]}-{self.writer_id}-{self.seq:05d}"
         schemas = {"markups": MARKUPS_SCHEMA, "triples": TRIPLES_SCHEMA, "scores": SCORES_SCHEMA}
         for t in TABLES:  # scores last, then the marker: a marker means the three files are whole
-            (self.root / t).write_parquet(f"{name}.parquet", to_table(self.rows[t], schemas[t]))
+            table = to_table(self.rows[t], schemas[t])
+            written(self.root / t, f"{name}.parquet", lambda f, n: f.write_parquet(n, table))
         marker = {"settings_hash": self.digest, "pages": self.pages, "rows": {t: len(self.rows[t]) for t in TABLES}}
-        (self.root / "scores" / MARKERS).write_text(f"{name}.json", json.dumps(marker))
+        written(self.root / "scores" / MARKERS, f"{name}.json", lambda f, n: f.write_text(n, json.dumps(marker)))
         self.seq += 1
         self.parts.append(name)
         self._reset()
         return name
+
+
+def written(folder: Folder, name: str, write: Callable[[Folder, str], Any]) -> None:
+    """``write(folder, name)``, a write of one file; a failure of the filesystem (no space left, a
+    file-size limit, a permission changed) is an ``OutputError`` naming the file and the OS's
+    reason. The write is atomic (``Folder``), so the failed file is not there: a part without its
+    marker is a leftover the next run removes (module docstring), and nothing half-written counts
+    as done."""
+    try:
+        write(folder, name)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write {folder / name}: {exc.strerror or exc}; free space there or raise the file-size "
+            "limit (ulimit -f), then run again: it resumes from the parts committed so far"
+        ) from exc
 
 
 def rejects_schema() -> pa.Schema:
@@ -185,4 +202,5 @@ def write_rejects(folder: Folder, name: str, rows: list[dict[str, Any]]) -> None
     if not rows:
         folder.rm(name)
         return
-    folder.write_parquet(name, pa.Table.from_pylist(rows, schema=rejects_schema()))
+    table = pa.Table.from_pylist(rows, schema=rejects_schema())
+    written(folder, name, lambda f, n: f.write_parquet(n, table))

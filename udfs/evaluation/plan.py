@@ -45,6 +45,7 @@ from typing import Any, Iterable, Iterator
 import pyarrow as pa
 
 from udfs.evaluation.evaluator import page_key
+from udfs.runtime.contracts import TableContract
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
 
 log = logging.getLogger("llm4schema.evaluate.plan")
@@ -61,7 +62,24 @@ PLAN_COLUMNS = (
     "human_markup",
     "text",
 )
+# What the evaluation reads of a page: the plan's columns and the workers'
+# (udfs.evaluation.runner.PAGE_COLUMNS); a page needs its URL and its text.
+READ_COLUMNS = (*PLAN_COLUMNS, "root_types", "judge_text", "generator")
+REQUIRED_COLUMNS = ("page_url", "text")
 BATCH_ROWS = 8192
+
+
+def pages_contract(pages: TableContract) -> TableContract:
+    """jobs/evaluate.py's contract on its --input: the pages/ table's own declaration
+    (``udfs.corpus.fetch.PAGES``, passed in: this package does not import the corpus one)
+    narrowed to ``READ_COLUMNS``, ``REQUIRED_COLUMNS`` required; the key is the page key's
+    columns (page_url, human_markup; ``page_id`` where the table has one). So what the evaluation
+    expects of a column is what the pages writer writes, by construction (and an int64
+    sample_rank, which the plan reads as int64 anyway)."""
+    contract = pages.reading(*READ_COLUMNS, required=REQUIRED_COLUMNS, key=("page_url", "human_markup"))
+    return contract.accepting(sample_rank=pa.int64())  # _usable reads it as int64 whatever its width
+
+
 # The text and markup a scan batch holds at most (a batch shrinks to fit, down to one row): a
 # Parquet row group of pages is often hundreds of MB of text, and reading it whole, or with the
 # dataset scanner's readahead, made the driver's memory grow with the input.

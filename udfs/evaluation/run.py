@@ -20,6 +20,7 @@ from typing import Any, Callable
 from udfs.evaluation.evaluator import EvalConfig
 from udfs.evaluation.parts import SettingsMismatch, committed, remove_leftovers, settings_hash, write_rejects
 from udfs.evaluation.plan import plan_pages
+from udfs.runtime.errors import Refused
 from udfs.runtime.io import Folder, local_state_dir
 from udfs.runtime.progress import Progress
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
@@ -30,7 +31,7 @@ TABLES = ("markups", "triples", "scores")
 RATES = ("answers", "verdicts", "prompt_tokens")
 
 
-class RunRefused(RuntimeError):
+class RunRefused(Refused):
     """The output holds results of other settings (give another output, or overwrite)."""
 
 

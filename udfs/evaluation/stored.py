@@ -41,11 +41,24 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from udfs.evaluation.plan import CONFLICT, NO_TEXT, NOT_OK
+from udfs.runtime.contracts import TableContract
 from udfs.runtime.io import Folder
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
 from udfs.schemaorg.markup import MarkupError, parse_markup
 
 KEYS = ("page_id", "page_url")  # the key column: the first of these the table has
+# The contract of a --markups table in Parquet (udfs.runtime.contracts; JSON Lines is read line
+# by line, each bad line a reject): source and markup, and one key column (KEYS), as text.
+# jobs/import_pset.py's stored_markups/ (udfs.corpus.pset_tables.STORED_MARKUPS_SCHEMA) is one.
+# Key: (page key, source).
+STORED_MARKUPS = TableContract(
+    "stored markups",
+    required={"source": pa.string(), "markup": pa.string()},
+    optional={k: pa.string() for k in KEYS},
+    key=("page_id", "source"),
+    one_of=tuple((k,) for k in KEYS),
+    writer="llm4schema-import-pset",
+)
 LOOKUP_SCHEMA = pa.schema([("page_key", pa.string()), ("source", pa.string()), ("markup", pa.string())])
 LOOKUP_ROWS = 1024  # rows per row group of the lookup file (a worker reads whole groups)
 BATCH_ROWS = 4096

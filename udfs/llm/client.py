@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import math
 import os
 import random
@@ -49,6 +50,7 @@ from typing import Any, Iterable, Sequence
 import httpx
 
 from udfs.llm.transport import AiohttpTransport, RequestFailed, Transport
+from udfs.runtime.errors import OutputError
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 # Parameters that change the answer, hence part of the cache key; anything else passed through
@@ -203,6 +205,13 @@ class RequestCache:
     holds SQLite's one write lock once per request, which serialises the workers sharing the file
     and costs a worker a tenth of its CPU. A killed process loses at most its unflushed answers,
     which a rerun asks again.
+
+    A cache that cannot be read or written (no space left, a file-size limit, a permission
+    changed: SQLite says only "disk I/O error") is an ``OutputError`` naming the file and SQLite's
+    reason. Opening, reading and ``flush``/``close`` raise it; a batch written by ``put`` that
+    fails keeps its answers (the request that got one still gets it), says so once in a warning
+    line, and ``flush``/``close`` raise it when the batch still cannot be written, so that a run
+    ends on it between its units of work instead of failing its pages one by one.
     """
 
     FLUSH_ROWS = 256
@@ -210,22 +219,35 @@ class RequestCache:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # Each put commits while the event loop waits: with WAL's default FULL sync that is an
-        # fsync per answer, which caps a worker's request rate at the disk's fsync rate. NORMAL
-        # still keeps every commit across a killed process (only a power loss can drop the last
-        # ones, which a rerun asks again).
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, request TEXT,"
-            " response TEXT, created REAL)"
-        )
-        self._db.commit()
         self._pending: dict[str, tuple[str, str | None, str, str, float]] = {}
         self._flushed = time.monotonic()
+        self._failed = False
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # Each put commits while the event loop waits: with WAL's default FULL sync that is an
+            # fsync per answer, which caps a worker's request rate at the disk's fsync rate. NORMAL
+            # still keeps every commit across a killed process (only a power loss can drop the last
+            # ones, which a rerun asks again).
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, request TEXT,"
+                " response TEXT, created REAL)"
+            )
+            self._db.commit()
+        except (sqlite3.Error, OSError) as exc:
+            raise self._error("cannot be opened", exc) from exc
+
+    def _error(self, what: str, exc: Exception) -> OutputError:
+        """The OutputError of ``exc``, met where the cache ``what`` (one line naming the file)."""
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        code = getattr(exc, "sqlite_errorname", None)
+        return OutputError(
+            f"the request cache {self.path} {what}: {reason}{f' ({code})' if code else ''}; free space on its "
+            "disk, raise the file-size limit (ulimit -f) or fix its permissions, or give --cache elsewhere"
+        )
 
     @staticmethod
     def encode(request: dict[str, Any]) -> str:
@@ -240,11 +262,14 @@ class RequestCache:
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             pending = self._pending.get(key)
-            row = (
-                (pending[3],)
-                if pending
-                else self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-            )
+            try:
+                row = (
+                    (pending[3],)
+                    if pending
+                    else self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+                )
+            except sqlite3.Error as exc:
+                raise self._error("cannot be read", exc) from exc
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, model: str | None, request_text: str, response_text: str) -> None:
@@ -252,7 +277,13 @@ class RequestCache:
             self._pending[key] = (key, model, request_text, response_text, time.time())
             if len(self._pending) < self.FLUSH_ROWS and time.monotonic() - self._flushed < self.FLUSH_S:
                 return
-            self._flush_locked()
+            try:
+                self._flush_locked()
+            except OutputError as exc:  # raised again by flush and close (class docstring)
+                self._flushed = time.monotonic()  # tried again a batch later, not at every answer
+                if not self._failed:
+                    logging.getLogger("llm4schema").warning("%s", exc)
+                self._failed = True
 
     def flush(self) -> None:
         """Write the answers held since the last flush."""
@@ -261,9 +292,17 @@ class RequestCache:
 
     def _flush_locked(self) -> None:
         if self._pending:
-            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", self._pending.values())
-            self._db.commit()
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", self._pending.values())
+                self._db.commit()
+            except sqlite3.Error as exc:
+                try:
+                    self._db.rollback()
+                except sqlite3.Error:
+                    pass  # the rollback's own failure says nothing more than the write's
+                raise self._error("cannot be written", exc) from exc
             self._pending.clear()
+            self._failed = False
         self._flushed = time.monotonic()
 
     def __len__(self) -> int:
@@ -273,8 +312,10 @@ class RequestCache:
 
     def close(self) -> None:
         with self._lock:
-            self._flush_locked()
-            self._db.close()
+            try:
+                self._flush_locked()
+            finally:
+                self._db.close()
 
 
 # --------------------------------------------------------------------------------------------

@@ -163,14 +163,14 @@ class Run:
 
     @cached_property
     def counting(self) -> str:
-        from udfs.report.sections.table7 import triple_counting
+        from udfs.report.counting import triple_counting
 
         return triple_counting(self.con)
 
     @cached_property
     def table7(self):
-        """Table 7 of these scores as a DataFrame (``udfs.report.sections.table7.frame``)."""
-        from udfs.report.sections.table7 import frame
+        """Table 7 of these scores as a DataFrame (``udfs.report.counting.frame``)."""
+        from udfs.report.counting import frame
 
         return frame(self.con, self.counting)
 

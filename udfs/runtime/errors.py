@@ -21,6 +21,12 @@ class UserError(Exception):
     what to do about it."""
 
 
+class Refused(UserError):
+    """A run refused before its work began, found by the job itself rather than its checks (an
+    output holding results of other settings): like a refusal in the checks, it leaves what is
+    there as it was, the earlier run's record included."""
+
+
 class OutputError(UserError):
     """An output location that cannot be written: named with the OS's reason."""
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from udfs.runtime.errors import UserError
+
 MANIFEST_SUFFIXES = (".manifest", ".paths", ".paths.gz", ".txt")
 _REMOTE_PREFIXES = (
     "s3://",
@@ -45,7 +47,7 @@ _REMOTE_PREFIXES = (
 )
 
 
-class InputError(ValueError):
+class InputError(UserError, ValueError):
     """A bad ``--input``: nothing matched, a path escapes its root, an unreadable manifest."""
 
 

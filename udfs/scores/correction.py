@@ -4,7 +4,7 @@ confidence interval over pages and over the judge's measured sensitivity and spe
 Convention. A verdict agent's "positive" class is the claim that passes: factual (factuality),
 compliant (compliance). Its **sensitivity** is P(judge says pass | the claim is true) and its
 **specificity** P(judge says reject | the claim is false), both measured on the calibration's test
-split (``udfs.scores.calibration``: tp, fn, tn, fp at the calibrated threshold). A corpus's
+split (``udfs.agents.calibration``: tp, fn, tn, fp at the calibrated threshold). A corpus's
 **observed rejection rate** r is the share of judged claims the judge rejected. With π the true
 share of false claims, r = π·spec + (1 - π)·(1 - sens), so
 

@@ -25,8 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "command",
         choices=["start", "stop", "status", "_host"],
-        help="start the service (in the background), stop it, or print what it serves "
-        "(_host: the background process itself)",
+        help="start the service (in the background), stop it (only what this user's start of this "
+        "host:port began), or print what it serves (_host: the background process itself)",
     )
     parser.add_argument(
         "--config",

@@ -1,12 +1,21 @@
 """The model service as a process: deploy the application and wait until it answers (``run_app``,
 ``wait_ready``), and the service's life as a command: ``start`` (onto an existing Ray cluster, or in a
-background host process that owns a local Ray instance), ``stop``, ``status``, with the state file
-(``serving-state.json`` beside the model cache: url, pid or cluster, log) that lets ``stop`` end exactly
-what ``start`` began.
+background host process that owns a local Ray instance), ``stop``, ``status``.
+
+``start`` keeps a state file beside the model cache (``~/.cache/llm4schema``, which several users
+of a machine may share through ``$XDG_CACHE_HOME`` or ``$LLM4SCHEMA_MODEL_DIR``), keyed by the user
+and the service: ``serving-state-u<uid>-<host>_<port>.json`` (and the host process's log
+``serving-u<uid>-<host>_<port>.log``), so that two users, or one user's two services on two ports,
+never read each other's state. It records the url, the host process's pid and start time
+(``udfs.runtime.lease.process_started``) and the uid, or the Ray cluster and app; ``stop`` ends a
+process only when all of these still match (a pid reused by another process, or a state file of
+another user, is left alone), so it stops exactly what its ``start`` began. ``start`` refuses when
+its own service still runs, or when something else already answers at the service's URL.
 """
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -16,6 +25,7 @@ from typing import Any
 
 from udfs.llm.serving.apps import build_app
 from udfs.llm.serving.config import ServingConfig, base_url
+from udfs.runtime.lease import process_alive, process_started
 from udfs.runtime.paths import PROJECT_ROOT
 
 
@@ -47,23 +57,43 @@ def wait_ready(url: str, wait_s: float = 600) -> dict[str, Any]:
     raise TimeoutError(f"{url} not ready after {wait_s:.0f} s: {last}")
 
 
-def _state_file() -> Path:
+def state_key(conf: ServingConfig) -> str:
+    """What tells one user's service from another's: ``u<uid>-<host>_<port>``."""
+    host = re.sub(r"[^A-Za-z0-9.-]+", "_", conf.serving.host)
+    return f"u{os.getuid()}-{host}_{conf.serving.port}"
+
+
+def state_file(conf: ServingConfig) -> Path:
+    """The state file of ``conf``'s service for this user (module docstring)."""
     from udfs.llm.model_files import cache_dir
 
-    return cache_dir().parent / "serving-state.json"
+    return cache_dir().parent / f"serving-state-{state_key(conf)}.json"
 
 
-def _read_state() -> dict[str, Any]:
-    path = _state_file()
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-def _alive(pid: int) -> bool:
+def _read_state(conf: ServingConfig) -> dict[str, Any]:
+    path = state_file(conf)
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except ValueError:
+        return {}  # a torn or foreign file: nothing this user's start recorded
+    return data if isinstance(data, dict) else {}
+
+
+def _ours(state: dict[str, Any]) -> str | None:
+    """Why the host process ``state`` records is not one this user's ``start`` began and still runs
+    (None: it is, and it runs)."""
+    pid = state.get("pid")
+    if not pid:
+        return "no process recorded"
+    if state.get("uid") != os.getuid():
+        return f"pid {pid} was recorded for uid {state.get('uid')}, not this user's (uid {os.getuid()})"
+    if not process_alive(pid):
+        return f"pid {pid} is gone"
+    if process_started(pid) != state.get("pid_started"):  # both None only where /proc is not
+        return f"pid {pid} now belongs to another process"
+    return None
 
 
 def start(conf: ServingConfig, conf_path: str | Path) -> str:
@@ -71,20 +101,28 @@ def start(conf: ServingConfig, conf_path: str | Path) -> str:
     this command exits); otherwise in a background host process that owns a local Ray instance,
     so that `stop` ends exactly what `start` began and nobody else's Ray."""
     url = base_url(conf)
-    state = _read_state()
-    if state.get("pid") and _alive(state["pid"]):
+    state = _read_state(conf)
+    if state.get("pid") and _ours(state) is None:
         raise RuntimeError(f"already running (pid {state['pid']}) at {state.get('url')}; stop it first")
-    _state_file().parent.mkdir(parents=True, exist_ok=True)
+    if _answers(url):
+        raise RuntimeError(
+            f"a service already answers at {url}, not one this user's start began: "
+            "give another --port, or stop it where it was started"
+        )
+    path = state_file(conf)
+    path.parent.mkdir(parents=True, exist_ok=True)
     if conf.serving.ray_address:
         import ray
 
         ray.init(address=conf.serving.ray_address, log_to_driver=False)
         run_app(conf)
-        _state_file().write_text(
-            json.dumps({"url": url, "ray_address": conf.serving.ray_address, "app": conf.serving.app_name})
+        path.write_text(
+            json.dumps(
+                {"url": url, "ray_address": conf.serving.ray_address, "app": conf.serving.app_name, "uid": os.getuid()}
+            )
         )
         return url
-    log_path = _state_file().with_name("serving.log")
+    log_path = path.with_name(f"serving-{state_key(conf)}.log")
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             [
@@ -106,7 +144,18 @@ def start(conf: ServingConfig, conf_path: str | Path) -> str:
             cwd=str(PROJECT_ROOT),
             env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
         )
-    _state_file().write_text(json.dumps({"url": url, "pid": proc.pid, "log": str(log_path)}))
+    path.write_text(
+        json.dumps(
+            {
+                "url": url,
+                "pid": proc.pid,
+                "pid_started": process_started(proc.pid),
+                "uid": os.getuid(),
+                "config": str(Path(conf_path).resolve()),
+                "log": str(log_path),
+            }
+        )
+    )
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -147,7 +196,10 @@ def host(conf: ServingConfig) -> None:
 
 
 def stop(conf: ServingConfig) -> str:
-    state = _read_state()
+    """End what this user's ``start`` of ``conf``'s service began (module docstring); what to tell
+    the user ("" when it stopped as asked)."""
+    path = state_file(conf)
+    state = _read_state(conf)
     if state.get("ray_address"):
         import ray
         from ray import serve
@@ -155,20 +207,31 @@ def stop(conf: ServingConfig) -> str:
         ray.init(address=state["ray_address"], log_to_driver=False)
         serve.delete(state.get("app", conf.serving.app_name))
         ray.shutdown()
-        _state_file().unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
         return f"deleted {state.get('app')} from {state['ray_address']}"
-    pid = state.get("pid")
-    if not pid or not _alive(pid):
-        _state_file().unlink(missing_ok=True)
-        return "not running"
+    why = _ours(state)
+    if why is not None:
+        path.unlink(missing_ok=True)
+        return "not running" if not state.get("pid") else f"not running ({why}: left alone)"
+    pid = state["pid"]
     os.kill(pid, 15)
     deadline = time.monotonic() + 90
-    while _alive(pid) and time.monotonic() < deadline:
+    while _ours(state) is None and time.monotonic() < deadline:
         time.sleep(0.5)
-    if _alive(pid):
+    if _ours(state) is None:
         os.kill(pid, 9)
-    _state_file().unlink(missing_ok=True)
+    path.unlink(missing_ok=True)
     return ""  # stopped as asked: nothing to say (the pid meant nothing to a reader)
+
+
+def _answers(url: str) -> bool:
+    """Whether an OpenAI-compatible service answers ``/models`` at ``url`` now."""
+    import httpx
+
+    try:
+        return httpx.get(f"{url}/models", timeout=3).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def status(conf: ServingConfig) -> dict[str, Any]:

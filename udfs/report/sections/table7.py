@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from udfs.evaluation.evaluator import HUMAN
 from udfs.report import paper
+from udfs.report.counting import counts_sql, frame, triple_counting  # noqa: F401 - table8 and build read them here
 from udfs.report.figures import data_uri, png_bytes, pyplot
 from udfs.report.sections import Part, graph_correct
 from udfs.report.values import cell, num
@@ -21,14 +22,6 @@ PER_RUN = True
 
 STAGES = ("triples_in", "after_validity", "after_factuality", "after_compliance")
 STAGE_TITLES = ("triples in", "after validity", "after factuality", "after compliance")
-# {c}: "" for the rows of triples/, "_paper" for the paper's counting (triple_counting)
-COUNTS_SQL = """
-    sum(n_triples{c})::BIGINT AS triples_in, sum(n_valid{c})::BIGINT AS after_validity,
-    sum(n_factual{c})::BIGINT AS after_factuality, sum(n_compliant{c})::BIGINT AS after_compliance,
-    round(1 - sum(n_compliant{c}) / nullif(sum(n_triples{c}), 0), 3) AS rejection_rate,
-    avg(memr_h) AS memr_h, avg(memr_l) AS memr_l, avg(key_f1) AS key_f1,
-    count(*) AS pages, count(memr_h) AS memr_pages
-"""
 MEMR_FOOTNOTES = {
     "human": "MeMR and key F1 compare a model's markup with the human markup: the human row has none "
     "(the human side of each comparison is MeMR h on the model's row).",
@@ -61,30 +54,6 @@ TABLE7_HEADER = [
     "paper",
     "key F1",
 ]
-
-
-def counts_sql(counting: str) -> str:
-    """The aggregate columns of Tables 7 and 8 over the scores, triples counted as ``counting`` says."""
-    return COUNTS_SQL.format(c="_paper" if counting == "paper" else "")
-
-
-def triple_counting(con) -> str:
-    """``paper`` when every scored page (status ok) of the DuckDB view ``scores`` carries the paper's
-    counting (a run in validity mode paper), else ``rows``: the key of :data:`COUNTINGS`."""
-    if "n_triples_paper" not in {r[0] for r in con.execute("DESCRIBE scores").fetchall()}:
-        return "rows"
-    missing, ok = con.execute(
-        "SELECT count(*) FILTER (WHERE n_triples_paper IS NULL), count(*) FROM scores WHERE status = 'ok'"
-    ).fetchone()
-    return "paper" if ok and not missing else "rows"
-
-
-def frame(con, counting: str = "rows"):
-    """Table 7 as a DataFrame from the DuckDB view ``scores``: per source, over the pages with
-    status ok, the human source first."""
-    return con.execute(f"""
-        SELECT source, {counts_sql(counting)} FROM scores WHERE status = 'ok'
-        GROUP BY source ORDER BY source = '{HUMAN}' DESC, source""").df()
 
 
 def kept(row: dict[str, Any], stage: str, lines: bool = False) -> str | list[str]:

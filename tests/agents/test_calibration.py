@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from udfs.scores import calibration as cal
+from udfs.agents import calibration as cal
 
 
 def test_the_threshold_is_the_middle_of_the_best_interval():
