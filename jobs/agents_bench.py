@@ -40,8 +40,7 @@ import argparse
 import logging
 import sys
 
-from udfs.agents.questions import add_judge_arguments
-from udfs.agents_bench.groundtruth import INTRINSIC_CHOICES, TASKS
+from udfs.agents_bench.runner import GROUND_TRUTH, VOTES
 from udfs.runtime.io import Folder, local_state_dir
 from udfs.runtime.job import Job
 
@@ -54,6 +53,9 @@ class AgentsBenchJob(Job):
     """Flags and wiring only: each subcommand is one step of ``udfs.agents_bench.commands``."""
 
     name = "agents_bench"
+    input_contracts = {
+        "input": lambda args: {"run": GROUND_TRUTH, "calibrate": GROUND_TRUTH, "kappa": VOTES}.get(args.command)
+    }
     table = "agents_bench"
     description = USAGE
     input_help = (
@@ -70,82 +72,44 @@ class AgentsBenchJob(Job):
             "on it, calibrate its thresholds on a fit split (figures on the test split), or compute "
             "MeMR's kappa against human votes",
         )
-        g = p.add_argument_group("build")
-        g.add_argument("--seed", type=int, help="seed of every choice (negatives, subsets)")
-        g.add_argument(
-            "--distant-max", type=float, help="two properties are semantically distant below this embedding cosine"
-        )
-        g.add_argument(
-            "--intrinsic",
-            choices=INTRINSIC_CHOICES,
-            help="intrinsic negatives: a seeded choice among the distant properties' values (distant), "
-            "or the authors' rule: the same kind of value, the furthest property name (paper)",
-        )
-        g.add_argument("--max-value-chars", type=int, help="longer values are rejected")
-        g.add_argument(
+        build, run = self.argument_group(p, "build"), self.argument_group(p, "run")
+        build.add_argument(
             "--keep-unstated",
             action=argparse.BooleanOptionalAction,
             default=False,
             help="positives also where the example text does not state the value verbatim",
         )
-        g = p.add_argument_group("run")
-        g.add_argument("--tasks", nargs="+", choices=list(TASKS), help="tasks benchmarked")
-        g.add_argument("--limit", type=int, help="items per task, half positive (0: all)")
-        g.add_argument(
-            "--held-out-after",
-            type=int,
-            help="run: judge a held-out sample, --limit items per task drawn from those that none of the "
-            "first N items per task of the agent's tasks is, nor shares its example text with (the items a "
-            "calibrate --limit N saw); 0: the first --limit items",
-        )
-        g.add_argument("--batch-size", type=int, help="items judged per results part")
-        g.add_argument(
+        run.add_argument(
             "--correct",
             action=argparse.BooleanOptionalAction,
             default=False,
             help="run: then GraphCorrect (the evaluation's --correct) on every factuality item the judge flagged, "
             "measured against the ground truth's true values: correction.parquet, a section of summary.md",
         )
-        g.add_argument(
+        run.add_argument(
             "--base-url",
             default="",
             help="OpenAI-compatible endpoint; default: $OPENAI_BASE_URL, else conf/serving.toml's service",
         )
-        g.add_argument(
+        run.add_argument(
             "--api-key",
             default=None,
             help="the endpoint's key, sent as a bearer token and never "
             "written (run record, logs, cache); default: $OPENAI_API_KEY",
         )
-        g.add_argument(
+        run.add_argument(
             "--cache",
             default="",
             help="request cache (SQLite); default <output>/cache/llm.sqlite, or for a remote --output "
             "(s3://...) a local folder: $LLM4SCHEMA_STATE_DIR or ~/.cache/llm4schema, one per root",
         )
-        g.add_argument("--timeout-s", type=float, help="per model request")
-        g.add_argument(
-            "--concurrency",
-            type=int,
-            help="requests in flight per model; 1 asks one claim at a time so latency_s is the time "
-            "of one verdict (with more, it includes the wait behind the others); more suits a "
-            "batching engine (vLLM on a GPU)",
-        )
-        g.add_argument(
+        run.add_argument(
             "--overwrite",
             action=argparse.BooleanOptionalAction,
             default=False,
             help="drop this configuration's earlier verdicts",
         )
-        add_judge_arguments(p.add_argument_group("run and calibrate: the judge (defaults: [judge])"))
-        g = p.add_argument_group("calibrate (and every run flag)")
-        g.add_argument(
-            "--fit-fraction",
-            type=float,
-            help="share of the example texts the threshold and "
-            "probability map are fitted on; the rest is the test split",
-        )
-        g.add_argument(
+        self.argument_group(p, "calibrate (and every run flag)").add_argument(
             "--install",
             action=argparse.BooleanOptionalAction,
             default=False,
@@ -201,7 +165,6 @@ class AgentsBenchJob(Job):
         configuration (and results folder) is the run's."""
         from udfs.agents.judge import build_judge
         from udfs.agents_bench.runner import VerdictConfig
-        from udfs.runtime.config import judge_of
 
         if models is None and getattr(self, "_verdicts", None) is not None:
             return self._verdicts
@@ -209,7 +172,7 @@ class AgentsBenchJob(Job):
         voters = models or a.verdict_models or ["default"]
         try:
             judge = build_judge(
-                judge_of(a),
+                self.sections["judge"],
                 config_file=self.config.path,
                 given=self.given,
                 served_model=voters[0],
@@ -246,7 +209,7 @@ class AgentsBenchJob(Job):
                 a.verdict_models or [first_model(url, timeout_s=30, api_key=a.api_key)]
             )
         except LLMError as exc:
-            self.fail(str(exc), code=1)
+            self.fail(str(exc))
         if len(self._verdicts.models) > 1 and not a.judge_model:
             log.warning("several models and no --judge-model: ties stay undecided (no verdict)")
         # SQLite needs a real disk: under a remote root the cache is a local folder (local_state_dir)

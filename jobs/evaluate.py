@@ -23,13 +23,16 @@ import logging
 import sys
 from pathlib import Path
 
-from udfs.agents.questions import add_judge_arguments
+from udfs.corpus.fetch import PAGES
+from udfs.evaluation.plan import pages_contract
+from udfs.evaluation.stored import STORED_MARKUPS
 from udfs.runtime.job import Job
 
 log = logging.getLogger("llm4schema.evaluate")
 
 
 class EvaluateJob(Job):
+    input_contracts = {"input": pages_contract(PAGES), "markups": STORED_MARKUPS}
     name = "evaluate"
     table = "scores"
     outputs = ("markups", "triples", "scores")
@@ -39,20 +42,6 @@ class EvaluateJob(Job):
     shared_sections = ("judge",)
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("--limit", type=int, help="pages evaluated at most, in --order (0: all)")
-        p.add_argument(
-            "--order",
-            choices=["sample", "shortest"],
-            help="which pages a --limit keeps: sample order (rank, feature, stratum), or shortest "
-            "text first (a bounded CPU demo)",
-        )
-        p.add_argument(
-            "--generators",
-            nargs="*",
-            help="model ids on the service that generate markup "
-            "(each is a source beside 'human'); empty: the first model the service lists. "
-            "With --markups, only when this flag is given: --markups alone generates nothing",
-        )
         p.add_argument(
             "--markups",
             default="",
@@ -68,33 +57,6 @@ class EvaluateJob(Job):
             action=argparse.BooleanOptionalAction,
             default=True,
             help="generate model markup; --no-generation judges the human markup only",
-        )
-        p.add_argument("--stages", nargs="+", help="agents run, in this order of the pipeline")
-        add_judge_arguments(p.add_argument_group("judge (defaults: [judge])"))
-        p.add_argument("--context-window", type=int, help="tokens per request (the served n_ctx)")
-        p.add_argument("--max-tokens", type=int, help="most tokens of one generated markup")
-        p.add_argument(
-            "--max-claims",
-            type=int,
-            help="distinct claims judged per markup and agent (0: all); the rest are recorded as not judged",
-        )
-        p.add_argument(
-            "--repeats",
-            type=int,
-            help="evaluate each page this many times (sources named source#1..N, generation seeded by the "
-            "repeat, each repeat's judge asking afresh); the report gives the mean over repeats and their spread",
-        )
-        p.add_argument(
-            "--temperature",
-            type=float,
-            help="generation's sampling temperature (0: greedy; above 0 each repeat draws its own markup)",
-        )
-        p.add_argument(
-            "--early-exit",
-            action=argparse.BooleanOptionalAction,
-            help="stop asking a claim's factuality questions once its verdict is decided (the same verdicts for "
-            "fewer requests; factual_score then combines the questions answered, factual_answers of them); "
-            "--no-early-exit asks every question of every claim, for full scores",
         )
         p.add_argument(
             "--correct",
@@ -120,30 +82,11 @@ class EvaluateJob(Job):
             help="bearer token for a hosted endpoint; default $OPENAI_API_KEY; never written to the run record or logs",
         )
         p.add_argument(
-            "--max-in-flight",
-            type=int,
-            help="model requests outstanding per worker and model (a quarter as many pages at once); "
-            "conf/serving-gpu.toml says what GPU replicas want",
-        )
-        p.add_argument(
-            "--part-pages",
-            type=int,
-            help="pages a worker takes at a time; their rows are committed together when they are done, "
-            "so a kill redoes at most these pages per worker (answers from the request cache)",
-        )
-        p.add_argument(
-            "--part-rows",
-            type=int,
-            help="a table's part is written once it holds this many rows (a page's rows stay in one part)",
-        )
-        p.add_argument(
             "--cache",
             default="",
             help="request cache (SQLite); default <output>/cache/llm.sqlite, or for a remote --output "
             "(s3://...) a local folder: $LLM4SCHEMA_STATE_DIR or ~/.cache/llm4schema, one per root",
         )
-        p.add_argument("--executor", choices=["ray", "local"], help="ray: Ray Data actors; local: this process")
-        p.add_argument("--workers", type=int, help="concurrent page evaluators (Ray actors)")
         p.add_argument("--ray-address", default="", help="existing Ray cluster; default: a local one")
         p.add_argument(
             "--overwrite",
@@ -151,7 +94,13 @@ class EvaluateJob(Job):
             default=False,
             help="drop earlier results instead of resuming (needed when they were made with other settings)",
         )
-        p.add_argument("--timeout-s", type=float, help="per model request")
+
+    def preflight(self) -> None:
+        """The base's checks, and the judge's calibration file read before any model request."""
+        from udfs.agents.calibration import check_calibration
+
+        check_calibration(self.args.calibration)
+        super().preflight()
 
     def eval_config(self, models: list[str], stored: list[str] = (), served: str | None = None):
         """The EvalConfig of this run: the flags (defaults: [evaluate], [judge]), the judge
@@ -162,11 +111,12 @@ class EvaluateJob(Job):
         verdict_models names none (its calibration entry applies)."""
         from udfs.agents.judge import build_judge
         from udfs.evaluation.evaluator import HUMAN, EvalConfig
-        from udfs.runtime.config import judge_of
 
         a, v = self.args, self.config.validity
         try:
-            judge = build_judge(judge_of(a), config_file=self.config.path, given=self.given, served_model=served)
+            judge = build_judge(
+                self.sections["judge"], config_file=self.config.path, given=self.given, served_model=served
+            )
             return EvalConfig(
                 stages=list(a.stages),
                 judge=judge,
@@ -195,7 +145,6 @@ class EvaluateJob(Job):
         from udfs.evaluation.plan import scan_pages
         from udfs.llm.client import LLMError, first_model
         from udfs.llm.serving.config import client_base_url
-        from udfs.runtime.config import judge_of
         from udfs.runtime.inputs import InputReport
         from udfs.runtime.io import parquet_dataset
 
@@ -209,7 +158,7 @@ class EvaluateJob(Job):
         try:
             models = [] if not generate else (a.generators or [first_model(url, timeout_s=30, api_key=api_key or None)])
         except LLMError as exc:
-            self.fail(str(exc), code=1)
+            self.fail(str(exc))
 
         report = InputReport()
         ds = parquet_dataset(a.input, report=report)
@@ -217,11 +166,15 @@ class EvaluateJob(Job):
         # The service's default model answers the verdicts when [judge] verdict_models names none,
         # generating or not: its id is what the calibration entries are keyed by.
         served = models[0] if generate and not a.generators else None
-        if served is None and not judge_of(a).verdict_models and {"factuality", "compliance"} & set(a.stages):
+        if (
+            served is None
+            and not self.sections["judge"].verdict_models
+            and {"factuality", "compliance"} & set(a.stages)
+        ):
             try:
                 served = first_model(url, timeout_s=30, api_key=api_key or None)
             except LLMError as exc:
-                self.fail(str(exc), code=1)
+                self.fail(str(exc))
         with tempfile.TemporaryDirectory(prefix="llm4schema-markups-") as tmp:
             with self.record.time("plan"):
                 scan = scan_pages(ds, index=bool(a.markups))
@@ -233,10 +186,10 @@ class EvaluateJob(Job):
                         a.markups, scan.index, Path(tmp) / "markups.parquet", reserved=tuple(models)
                     )
                     scan.index = None  # joined: the driver keeps only the plan's rows
-            self._evaluate(scan, found_markups, models, served, url, api_key)
+            return self._evaluate(scan, found_markups, models, served, url, api_key)
 
     def _evaluate(self, scan, found_markups, models: list[str], served: str | None, url: str, api_key: str) -> None:
-        from udfs.evaluation.run import RunOptions, RunRefused, evaluate_pages
+        from udfs.evaluation.run import RunOptions, evaluate_pages
 
         a = self.args
         cfg = self.eval_config(models, found_markups.sources if found_markups else [], served=served)
@@ -254,20 +207,20 @@ class EvaluateJob(Job):
             cache=a.cache,
             overwrite=a.overwrite,
         )
-        try:
-            evaluate_pages(
-                self.output_root,
-                self.rejects_dir,
-                self.record,
-                cfg,
-                scan,
-                found_markups,
-                opts,
-                markups_table=a.markups,
-                ray_run=self._ray,
-            )
-        except RunRefused as exc:
-            self.fail(str(exc))
+        from udfs.evaluation.outcome import evaluation_outcome
+
+        counters = evaluate_pages(
+            self.output_root,
+            self.rejects_dir,
+            self.record,
+            cfg,
+            scan,
+            found_markups,
+            opts,
+            markups_table=a.markups,
+            ray_run=self._ray,
+        )
+        return evaluation_outcome(counters, self.record.data, self.rejects_dir)
 
     def _ray(self, units: list[dict], ctor: dict, progress) -> list[dict]:
         from udfs.evaluation.runner import run_ray

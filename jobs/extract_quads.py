@@ -17,10 +17,12 @@ The logic is udfs/corpus/quads.py; this file is flags and wiring.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from udfs.corpus.quads import COUNTERS, extract_file, reconciles
 from udfs.corpus.warc import WARC_SUFFIXES
+from udfs.runtime.closing import Outcome
 from udfs.runtime.job import SparkJob
 from udfs.runtime.rejects import REJECTS_SCHEMA
 
@@ -32,22 +34,6 @@ class ExtractQuadsJob(SparkJob):
     description = __doc__
     input_help = "WARC files (.warc.gz, .warc), directories, globs or manifests listing them"
 
-    def add_arguments(self, p):
-        p.add_argument(
-            "--max-record-bytes",
-            type=int,
-            help="a WARC record larger than this decompressed is a reject row (its first bytes), never held whole",
-        )
-        p.add_argument("--max-html-bytes", type=int, help="pages larger than this are rejected, not parsed")
-        p.add_argument(
-            "--max-markup-chars", type=int, help="a JSON-LD block longer than this as JSON is rejected, not converted"
-        )
-        p.add_argument(
-            "--max-markup-nodes", type=int, help="a JSON-LD block with more JSON values is rejected, not converted"
-        )
-        p.add_argument("--time-limit-s", type=float, help="per page and step (HTML, JSON-LD, RDF) time limit")
-        p.add_argument("--reject-raw-chars", type=int, help="cut JSON-LD blocks to this many characters in rejects/")
-
     def run(self):
         a = self.args
         files = self.resolve_inputs(a.input, suffixes=WARC_SUFFIXES)
@@ -56,14 +42,7 @@ class ExtractQuadsJob(SparkJob):
         # an absolute path or a URL: the executors write the parts there (Folder)
         out_dir = self.table_dir.url
         items = list(enumerate(files))
-        limits = {
-            "max_html_bytes": a.max_html_bytes,
-            "max_record_bytes": a.max_record_bytes,
-            "max_markup_chars": a.max_markup_chars,
-            "max_markup_nodes": a.max_markup_nodes,
-            "reject_raw_chars": a.reject_raw_chars,
-            "time_limit_s": a.time_limit_s,
-        }
+        limits = dataclasses.asdict(self.settings)  # [extract_quads]: the page limits and the rejects' cut
         sc = self.spark.sparkContext
         results = sc.parallelize(items, max(1, len(items))).flatMap(lambda item: _tagged(item, out_dir, limits)).cache()
         with self.record.time("extract"):
@@ -82,13 +61,21 @@ class ExtractQuadsJob(SparkJob):
         totals["rejects_written"] = self.spark.read.parquet(str(self.rejects_dir)).count()
         # every input with the records it gave (and its quads, rejects, damage), adding up to records
         reads = {c["source"]: {k: c[k] for k in ("records", "quads", "file_errors")} for c in per_file}
-        totals["reconciles"] = reconciles(totals) and self.keep_reads(files, reads, "records", totals["records"])
-        for k, v in totals.items():
-            self.record.count(k, v)
         self.record["outputs"] = {"quads": out_dir, "rejects": str(self.rejects_dir)}
-        print(f"N-Quads: {out_dir}  " + "  ".join(f"{k} {v}" for k, v in totals.items()), flush=True)
-        if not totals["reconciles"]:
-            raise RuntimeError(f"counters do not reconcile: {totals}")
+        return Outcome(
+            counters=totals,
+            checks={
+                "every block and record is accounted for once": reconciles(totals),
+                "every input file's records add up to records": self.keep_reads(
+                    files, reads, "records", totals["records"]
+                ),
+            },
+            lines=[f"N-Quads: {out_dir}  " + "  ".join(f"{k} {v}" for k, v in totals.items())],
+            units="files",
+            given=len(files),
+            done=sum(1 for c in per_file if c["records"]),
+            failures={"no record read": sum(1 for c in per_file if not c["records"])},
+        )
 
 
 def _tagged(item, out_dir, limits):

@@ -12,10 +12,12 @@ selected; a run whose counters do not is an error.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 from udfs.corpus.html import PageConfig
 from udfs.corpus.pset import PsetError, open_pset
 from udfs.corpus.pset_tables import PsetImport
+from udfs.runtime.closing import Outcome
 from udfs.runtime.job import Job
 
 
@@ -29,23 +31,6 @@ class ImportPsetJob(Job):
     input_help = (
         "the paper's history bundle (pset-history.bundle, commits.tsv beside it) or a checkout of its repository"
     )
-
-    def add_arguments(self, p):
-        p.add_argument(
-            "--commit", help="an original commit of the paper's repository that touched its folder ('': the last)"
-        )
-        p.add_argument(
-            "--text",
-            choices=["paper", "project"],
-            help="text and judge_text: the paper's <id>.txt, or the project's extraction of the HTML ([pages] settings)",
-        )
-        p.add_argument("--cache", help="where a bundle is cloned once ('': under the system temp dir)")
-        p.add_argument(
-            "--per-stratum",
-            type=int,
-            help="a subset: this many pages per feature and stratum, shortest paper text first, with one markup per source (0: every page)",
-        )
-        p.add_argument("--reject-raw-chars", type=int, help="reject rows' raw is cut to this many characters")
 
     def run(self):
         a = self.args
@@ -72,15 +57,24 @@ class ImportPsetJob(Job):
             from udfs.evaluation.parts import write_rejects
 
             write_rejects(self.rejects_dir, "part-0.parquet", tables.rejects)
-        for k, v in tables.counters.items():
-            self.record.count(k, v)
         self.record["outputs"] = {
             "pages": str(self.table_dir),
             "stored_markups": str(stored_markups),
             "rejects": str(self.rejects_dir),
         }
-        if not tables.counters["reconciles"]:
-            raise RuntimeError(f"counters do not reconcile: {tables.counters}")
+        counters = {k: v for k, v in tables.counters.items() if k != "reconciles"}
+        return Outcome(
+            counters=counters,
+            checks={
+                "pages and every source's markups: listed = written + rejected + not selected": tables.counters[
+                    "reconciles"
+                ]
+            },
+            units="pages",
+            given=counters["pages_listed"] - counters["pages_not_selected"],
+            done=counters["pages_ok"],
+            failures=dict(Counter(str(r["reason"]) for r in tables.rejects)),
+        )
 
 
 def main(argv=None) -> int:

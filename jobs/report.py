@@ -5,6 +5,7 @@ tables as CSV and the Table 7 plot. The work: udfs/report/build.py.
 
     python jobs/report.py --input OUT/scores --output OUT          # pages from OUT/pages
     python jobs/report.py --input OUT/scores --output OUT --paper BUNDLE   # + the paper's pages
+    python jobs/report.py --input A/scores B/scores --output OUT --compare-settings  # each settings hash on its own
 """
 
 from __future__ import annotations
@@ -12,10 +13,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+from udfs.corpus.fetch import PAGES
+from udfs.evaluation.evaluator import SCORES
 from udfs.runtime.job import Job
 
 
 class ReportJob(Job):
+    input_contracts = {
+        "input": SCORES.requiring("n_triples", "n_valid", "n_factual", "n_compliant"),
+        "pages": PAGES.reading("page_url", "human_markup", "feature", "stratum", "status", "selected", "text_chars"),
+    }
     name = "report"
     table = "report"
     description = __doc__
@@ -30,9 +37,11 @@ class ReportJob(Job):
             "checkout): adds the section comparing the run with the paper's verdicts, counts and MeMR",
         )
         p.add_argument(
-            "--group-interval-width",
-            type=float,
-            help="per-generator and per-type tables: a group whose rates' intervals are wider is pooled as (other)",
+            "--compare-settings",
+            action=argparse.BooleanOptionalAction,
+            default=False,
+            help="scores of several settings hashes (several --input run folders): report each hash on its own "
+            "(the run table: a column per hash; every other table: one per hash); without it they are refused",
         )
 
     def run(self) -> None:
@@ -42,7 +51,12 @@ class ReportJob(Job):
         self.count_scores_rows()
         pages = Folder.of(self.args.pages) if self.args.pages else None
         report = build.build(
-            self.args.input, self.output_root, pages, self.args.paper, group_width=self.args.group_interval_width
+            self.args.input,
+            self.output_root,
+            pages,
+            self.args.paper,
+            group_width=self.args.group_interval_width,
+            compare=self.args.compare_settings,
         )
         page = build.write(report, self.table_dir)
         for name, df in report.frames.items():

@@ -12,49 +12,27 @@ import argparse
 import logging
 import sys
 
+from udfs.corpus import sample_counts as counts
 from udfs.corpus import sampling
 from udfs.runtime.inputs import local_name
-from udfs.runtime.io import Folder, fsspec_url
+from udfs.runtime.io import Folder
 from udfs.runtime.job import SparkJob
+from udfs.runtime.tables import parquet_rows
 
 log = logging.getLogger("llm4schema.sample")
 
 
-def parquet_rows(files: list[str]) -> dict[str, dict[str, int]]:
-    """``{file: {"rows": n}}`` for Parquet files (paths or URLs, ``s3a://`` included), from their
-    footers only: one small read per file. Files are named by ``local_name``."""
-    import fsspec
-    import pyarrow.parquet as pq
-
-    out = {}
-    for f in files:
-        with fsspec.open(fsspec_url(f), "rb") as fh:
-            out[local_name(f)] = {"rows": pq.ParquetFile(fh).metadata.num_rows}
-    return out
-
-
 class SampleJob(SparkJob):
+    input_contracts = {"input": lambda args: sampling.csets_contract(args.features)}
     name = "sample"
     table = "samples"
-    next_step = (
-        "llm4schema-pages --input {output}/samples --warc-index WARC_INDEX --output {output}"
-        "  (WARC_INDEX: Common Crawl's columnar index, or llm4schema-warc-index over your WARCs)"
-    )
+    # without a WARC index under the root, the index over your own WARC files comes first
+    next_step = "llm4schema-warc-index --input YOUR_WARC_FILES --warc-base YOUR_WARC_FOLDER --output {output}"
+    balances = counts.BALANCES
     description = __doc__
     input_help = "the csets/ table (one or more Parquet folders or files)"
 
     def add_arguments(self, parser):
-        parser.add_argument("--features", nargs="+", help="numeric csets columns, each sampled independently")
-        parser.add_argument("--strata", type=int, help="quantile strata per feature")
-        parser.add_argument("--per-stratum", type=int, help="C-sets drawn per stratum")
-        parser.add_argument("--seed", type=int, help="seed of the hash permutation")
-        parser.add_argument(
-            "--replacement-urls", type=int, help="replacement candidates from the drawn C-set's other sample URLs"
-        )
-        parser.add_argument(
-            "--replacement-csets", type=int, help="replacement candidates from undrawn C-sets of the same stratum"
-        )
-        parser.add_argument("--reject-raw-chars", type=int, help="raw row cut in rejects/")
         parser.add_argument(
             "--plots",
             action=argparse.BooleanOptionalAction,
@@ -106,8 +84,8 @@ class SampleJob(SparkJob):
         # every Parquet file of the table with its rows (from its footer), adding up to csets_in
         files = [local_name(f) for f in df.inputFiles()]
         self.record["inputs"] = {"files": len(files), "considered": files}
-        self.record.count(
-            "reconciles", self.keep_reads(files, parquet_rows(files), "rows", self.record["counters"]["csets_in"])
+        rows_add_up = self.keep_reads(
+            files, parquet_rows(files, local_name), "rows", self.record["counters"]["csets_in"]
         )
         self.record.count("rows_out", self.spark.read.parquet(str(self.table_dir)).count())
         for key, value in stats.items():
@@ -115,44 +93,35 @@ class SampleJob(SparkJob):
         self.record["histograms"] = list(result.histograms.values())
         if a.plots:
             with self.record.time("plots"):
-                rho = {k: v["rho"] for k, v in stats["spearman"].items()}
-                pngs = []
-                for f, hist in result.histograms.items():
-                    title = f"{f}, {self.record['counters']['csets_in_frame']} C-sets" + "".join(
-                        f", rho({k})={v:.3f}" for k, v in rho.items() if v is not None and f in k.split("~")
-                    )
-                    pngs.append(
-                        str(sampling.plot_histogram(hist, stats["bounds"][f], self.report_dir / f"hist_{f}.png", title))
-                    )
-                self.record["report"] = pngs
-        self._summary()
+                self.record["report"] = self._plots(result, stats)
+        return counts.outcome(self.record.data, rows_add_up)
 
-    def _summary(self):
-        r = self.record.data
-        lines = [
-            f"sample: {r['counters']['csets_in']} C-sets in, {r['counters']['csets_drawable']} drawable, "
-            f"{r['counters']['csets_rejected']} rejected, {r['counters']['rows_out']} sample rows"
-        ]
-        if r["counters"]["duplicate_cset_ids"]:
-            lines.append(
-                f"  duplicate cset_id: {r['counters']['duplicate_cset_ids']} ids given by "
-                f"{r['counters']['rejects_by_reason'][sampling.DUPLICATE_CSET_ID]} rows, none drawn "
-                "(rejects/sample/ names them)"
+    def _plots(self, result, stats) -> list[str]:
+        rho = {k: v["rho"] for k, v in stats["spearman"].items()}
+        pngs = []
+        for f, hist in result.histograms.items():
+            title = f"{f}, {self.record['counters']['csets_in_frame']} C-sets" + "".join(
+                f", rho({k})={v:.3f}" for k, v in rho.items() if v is not None and f in k.split("~")
             )
-        if r.get("empty_reason"):
-            lines.append(f"  empty sample: {r['empty_reason']}")
-        for f, bounds in r["bounds"].items():
-            lines.append(f"  {f}: bounds {bounds}")
-        for s in r["strata_sizes"]:
-            lines.append(
-                f"    {s['feature']}/{s['stratum']} ({s['lower']}, {s['upper']}]: "
-                f"population {s['population']}, drawable {s['drawable']}, drawn {s['drawn']}"
+            pngs.append(
+                str(sampling.plot_histogram(hist, stats["bounds"][f], self.report_dir / f"hist_{f}.png", title))
             )
-        for k, v in r["spearman"].items():
-            lines.append(f"  spearman {k}: {v['rho']}" + (f" ({v['reason']})" if v.get("reason") else ""))
-        for w in r["warnings"]:
-            lines.append(f"  warning: {w}")
-        print("\n".join(lines), file=sys.stderr)
+        return pngs
+
+    def next_command(self) -> str:
+        """The pages job over this sample: with the WARC index under the same root (and the
+        ``--warc-base`` its run record holds) when one is there, else with Common Crawl's."""
+        import json
+        import shlex
+
+        index = self.output_root / "warc_index"
+        if not index.exists("_run.json"):
+            return super().next_command()
+        base = json.loads(index.read_text("_run.json")).get("config", {}).get("warc_base") or ""
+        out = shlex.quote(str(self.args.output))
+        command = f"llm4schema-pages --input {out}/samples --warc-index {out}/warc_index --output {out}"
+        command += f" --warc-base {shlex.quote(base)}" if base else ""
+        return command + super().next_command().partition(f"--output {out}")[2]
 
 
 if __name__ == "__main__":

@@ -18,87 +18,24 @@ rejected, and read whole of any type).
 from __future__ import annotations
 
 import sys
-from collections import Counter
 
-from pyspark.sql import types as T
-
-from udfs.corpus.warc import ARCHIVE_SUFFIXES, WarcError, relative_name, scan_warc
+from udfs.corpus import warc_index as index
+from udfs.corpus.warc import ARCHIVE_SUFFIXES, relative_name
 from udfs.runtime.job import SparkJob
-from udfs.runtime.rejects import REJECTS_SCHEMA, reject_row
-
-INDEX_SCHEMA = T.StructType(
-    [
-        T.StructField("url", T.StringType()),
-        T.StructField("fetch_time", T.StringType()),
-        T.StructField("fetch_status", T.IntegerType()),
-        T.StructField("content_mime_type", T.StringType()),
-        T.StructField("content_charset", T.StringType()),
-        T.StructField("warc_filename", T.StringType()),
-        T.StructField("warc_record_offset", T.LongType()),
-        T.StructField("warc_record_length", T.LongType()),
-        T.StructField("warc_record_type", T.StringType()),
-        # base32 SHA-1 of the payload as archived (Common Crawl's content_digest), computed as it streams by
-        T.StructField("content_digest", T.StringType()),
-    ]
-)
-
-
-def _index_file(item):
-    """(kind, row) pairs for one file: ("row", index row) and ("reject", reject row) as the scan
-    finds them (a record over the bound, a member that is not one record), a ("reject", ...) for
-    damage that ends the file, and last ("read", what the file gave)."""
-    path, base, max_record_bytes, raw_chars = item
-    counts = {"row": 0, "reject": 0}
-    seen = Counter()
-    damaged = None
-    try:
-        for kind, row in scan_warc(
-            path, relative_name(path, base), max_record_bytes=max_record_bytes, raw_chars=raw_chars, seen=seen
-        ):
-            counts[kind] += 1
-            yield kind, row
-    except WarcError as exc:
-        damaged = exc.reason
-    except OSError as exc:
-        damaged = f"unreadable: {exc}"
-    if damaged is not None:
-        yield "reject", reject_row(path, None, damaged)
-    yield (
-        "read",
-        {
-            "source": path,
-            "records": counts["row"],
-            "records_rejected": counts["reject"],
-            "warc_records": sum(seen.values()),
-            "damaged": damaged,
-        },
-    )
+from udfs.runtime.rejects import REJECTS_SCHEMA
 
 
 class WarcIndexJob(SparkJob):
     name = "warc_index"
     table = "warc_index"
-    next_step = "llm4schema-pages --input {output}/samples --warc-index {output}/warc_index --output {output}"
+    next_step = (
+        "llm4schema-pages --input {output}/samples --warc-index {output}/warc_index --warc-base {warc_base} "
+        "--output {output}"
+    )
     description = __doc__
     input_help = (
         "WARC files (.warc.gz, .warc) or ARC files (.arc.gz, .arc), directories, globs or manifests listing them"
     )
-
-    def add_arguments(self, p):
-        p.add_argument(
-            "--warc-base",
-            help="store warc_filename relative to this folder or URL prefix "
-            "(pass the same --warc-base to jobs/pages.py); empty: absolute paths",
-        )
-        p.add_argument(
-            "--max-record-bytes",
-            type=int,
-            help="a record larger than this, decompressed, is a reject "
-            "row (its first bytes and the reason), not indexed; records are streamed, never held whole",
-        )
-        p.add_argument(
-            "--reject-raw-chars", type=int, help="cut a rejected record's sample to this many characters in rejects/"
-        )
 
     def run(self):
         a = self.args
@@ -112,13 +49,13 @@ class WarcIndexJob(SparkJob):
         self.clear_outputs()
         sc = self.spark.sparkContext
         items = [(f, base, a.max_record_bytes, a.reject_raw_chars) for f in files]
-        pairs = sc.parallelize(items, max(1, len(files))).flatMap(_index_file).cache()
-        rows = pairs.filter(lambda kv: kv[0] == "row").map(lambda kv: tuple(kv[1][c] for c in INDEX_SCHEMA.names))
+        pairs = sc.parallelize(items, max(1, len(files))).flatMap(index.index_file).cache()
+        rows = pairs.filter(lambda kv: kv[0] == "row").map(lambda kv: tuple(kv[1][c] for c in index.INDEX_SCHEMA.names))
         rejects = pairs.filter(lambda kv: kv[0] == "reject").map(
             lambda kv: tuple(kv[1][c] for c in REJECTS_SCHEMA.names)
         )
         with self.record.time("index"):
-            self.spark.createDataFrame(rows, INDEX_SCHEMA).coalesce(max(1, min(len(files), 64))).write.mode(
+            self.spark.createDataFrame(rows, index.INDEX_SCHEMA).coalesce(max(1, min(len(files), 64))).write.mode(
                 "overwrite"
             ).parquet(str(self.table_dir))
             self.spark.createDataFrame(rejects, REJECTS_SCHEMA).coalesce(1).write.mode("overwrite").parquet(
@@ -131,26 +68,27 @@ class WarcIndexJob(SparkJob):
             pairs.filter(lambda kv: kv[0] == "read").map(lambda kv: kv[1]).collect(), key=lambda r: r["source"]
         )
         pairs.unpersist()
-        # every input with the records it gave, its rejects and damage, adding up to the table's rows
-        per_file_adds_up = self.keep_reads(files, {r.pop("source"): r for r in reads}, "records", sum(counts.values()))
-        self.record.count("files", len(files))
-        self.record.count("records_indexed", sum(counts.values()))
-        for k, v in sorted(counts.items()):
-            self.record.count(f"records_{k}", v)
-        self.record.count("records_rejected", sum(r["records_rejected"] for r in reads))
-        self.record.count("files_with_unreadable_tail", sum(r["damaged"] is not None for r in reads))
-        self.record.count("files_outside_warc_base", len(outside))
-        self.record.count(
-            "reconciles",
-            per_file_adds_up
-            and n_rej == sum(r["records_rejected"] + (r["damaged"] is not None) for r in self.record["inputs"]["read"]),
-        )
         self.record["outputs"] = {"warc_index": str(self.table_dir), "rejects": str(self.rejects_dir)}
-        print(
+        result = index.outcome(counts, reads, n_rej, files, outside, self.keep_reads)
+        result.lines = [
             f"WARC index: {self.table_dir}  files {len(files)}  records {sum(counts.values())} {counts}  "
-            f"rejects {n_rej} ({self.rejects_dir})",
-            flush=True,
-        )
+            f"rejects {n_rej} ({self.rejects_dir})"
+        ]
+        return result
+
+    def next_command(self) -> str:
+        """The pages job over the sample under the same root, with this run's --warc-base; without
+        a sample there, N-Quads from the same WARC files, for the C-sets and a sample of your own."""
+        import shlex
+
+        out = shlex.quote(str(self.args.output))
+        if not (self.output_root / "samples").exists("_run.json"):
+            inputs = " ".join(shlex.quote(i) for i in self.args.input)
+            return (
+                f"llm4schema-extract-quads --input {inputs} --output {out}"
+                + super().next_command().partition(f"--output {out}")[2]
+            )
+        return super().next_command()
 
 
 def main(argv=None) -> int:

@@ -1,5 +1,5 @@
 """MkDocs hook: ``docs/configuration.md``'s marker becomes the configuration reference, generated
-from the typed configuration (udfs.runtime.reference), so the site never restates a default."""
+from the settings' declarations (udfs.runtime.reference), so the site never restates a default."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         return markdown
     pipeline = section_markdown(
         "`conf/pipeline.toml`",
-        "Each job reads its own section; a flag on the command line wins over the file (`--help` shows "
-        "the result), and `--config FILE` replaces the whole file.",
+        "Each job reads its own section (and `[judge]`, for the jobs that judge); each key is also the job's "
+        "flag `--key-with-dashes`. A flag on the command line wins over the file (`--help` shows the result); "
+        "`--config FILE` replaces the whole file, and a key or section it leaves out takes the default shown here.",
         pipeline_rows(),
         list(SECTIONS),
     )

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from experiments.judge_gate.gate import answered, f1s, gated_answers, per_question_arguments, replayed_judge
 from experiments.judge_order.judge_order import replay
-from udfs.agents.judge import Judge, combined_score
 from udfs.agents import calibration as cal
+from udfs.agents.judge import Judge, combined_score
 
 SUBSETS = (  # the text questions after plain; extract-other asks past extract-soft-all-near's answer
     ("claim", "extract-soft-all-near"),

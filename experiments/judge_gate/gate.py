@@ -26,13 +26,13 @@ from typing import Sequence
 
 import pyarrow.parquet as pq
 
+from udfs.agents import calibration as cal
 from udfs.agents.judge import GATED, Judge, build_judge, combined_score
 from udfs.agents.questions import FACTUALITY
 from udfs.agents_bench.commands import load_ground_truth, select_items
 from udfs.runtime.config import load_config
 from udfs.runtime.io import Folder
 from udfs.runtime.paths import DEFAULT_CONF
-from udfs.agents import calibration as cal
 
 TASKS = ("intrinsic", "extrinsic")
 

@@ -42,10 +42,10 @@ from experiments.judge_gate.gate import (
     per_question_arguments,
     replayed_judge,
 )
+from udfs.agents import calibration as cal
 from udfs.agents.prompts import fence, unfence
 from udfs.agents_bench.metrics import auroc
 from udfs.llm.client import LLMClient
-from udfs.agents import calibration as cal
 
 MOST_CHARS = 120  # a value's forced prefix; a longer value's line is scored without its end
 

@@ -46,12 +46,12 @@ import pyarrow.parquet as pq
 
 from experiments.judge_gate.gate import answered, f1s, gated_answers, per_question_arguments, replayed_judge
 from experiments.judge_order.judge_order import replay
+from udfs.agents import calibration as cal
 from udfs.agents import prompts
 from udfs.agents.judge import combined_score
 from udfs.agents_bench.groundtruth import GENERIC_PROPERTIES
 from udfs.schemaorg.markup import Literal, MarkupError, parse_markup
 from udfs.schemaorg.shapes import ABSOLUTE_URL, LITERAL_FAMILIES, build_model
-from udfs.agents import calibration as cal
 
 # Lexical forms as markup writes them, looser than the strict SHACL reading's (which also checks
 # the RDF datatype): JSON-LD numbers often come as strings ("224"), dates at ISO 8601's reduced

@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import ROOT, demo_pages_table
+from udfs.agents import calibration as cal
 from udfs.agents.judge import build_judge
 from udfs.runtime.config import ConfigError, load_config
-from udfs.agents import calibration as cal
 
 SHIPPED = (ROOT / "conf" / "calibration.json").read_text()
 # the default judge's factuality entry, as the file writes it (json.dumps(indent=1, sort_keys=True))

@@ -11,12 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import SERVED_MODEL_ID
 
+from udfs.agents import calibration as cal
 from udfs.agents.questions import prompt_fingerprint
 from udfs.agents_bench import commands
 from udfs.agents_bench.runner import VERDICTS_SCHEMA, to_table
 from udfs.runtime.io import Folder
 from udfs.runtime.judge_record import CALIBRATION, COMMAND_LINE, FALLBACK, read_judge
-from udfs.scores import calibration as cal
 
 TEXTS = 60
 

@@ -438,11 +438,11 @@ def test_an_unrelated_calibration_entry_keeps_the_settings_hash_and_the_taken_en
     was (its resume is not refused); the taken entry refitted to another threshold changes it."""
     import dataclasses
 
+    from udfs.agents import calibration as cal
     from udfs.agents.judge import build_judge
     from udfs.evaluation.parts import settings_hash
     from udfs.runtime.config import load_config
     from udfs.runtime.paths import PROMPTS_DIR
-    from udfs.agents import calibration as cal
 
     conf = load_config()
     path = str(tmp_path / "calibration.json")

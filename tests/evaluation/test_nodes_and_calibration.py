@@ -10,6 +10,7 @@ import dataclasses
 import pytest
 
 from tests.conftest import ROOT
+from udfs.agents import calibration as cal
 from udfs.agents import verdicts as agents
 from udfs.agents.judge import build_judge
 from udfs.agents.questions import prompt_fingerprint
@@ -25,7 +26,6 @@ from udfs.runtime.judge_record import (
 )
 from udfs.runtime.paths import project_file, shown_path
 from udfs.schemaorg.markup import parse_markup, to_jsonld
-from udfs.agents import calibration as cal
 
 CONF = load_config()
 CONF_SHOWN = shown_path(CONF.path)  # conf/pipeline.toml, as records name it

@@ -17,6 +17,7 @@ Each test adds a row to the fault table (what was injected, what survived, rows 
 
 import json
 import os
+import re
 import shutil
 import signal
 from pathlib import Path
@@ -163,16 +164,21 @@ def test_corrupt_gzip_is_rejected_with_its_reason_and_the_others_processed(spark
     )
 
 
-def test_corrupt_gzip_without_the_flag_stops_the_job_naming_the_file(spark, quads_with_a_corrupt_file, tmp_path):
+def test_corrupt_gzip_without_the_flag_stops_the_job_naming_the_file(
+    spark, quads_with_a_corrupt_file, tmp_path, capsys
+):
     from jobs.csets import CsetsJob
 
     _, mixed, corrupt = quads_with_a_corrupt_file
-    with pytest.raises(
-        Exception, match=rf"(?s)cannot read \S*{corrupt.name}: corrupt gzip .*Not in GZIP format"
-    ) as err:
+    with pytest.raises(SystemExit) as stop:
         CsetsJob(["--input", str(mixed), "--output", str(tmp_path / "strict")]).main()
-    assert not (tmp_path / "strict" / "csets" / "_run.json").exists()  # no run record claims success
-    reason = next(line for line in str(err.value).splitlines() if "cannot read" in line)
+    # a user error (issue 64): exit 2, one line naming the file, the run record saying it failed
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1 and "Traceback" not in err[0], err
+    assert re.search(rf"cannot read \S*{corrupt.name}: corrupt gzip .*Not in GZIP format", err[0]), err
+    record = json.loads((tmp_path / "strict" / "csets" / "_run.json").read_text())
+    assert record["status"].startswith("failed: cannot read")  # no run record claims success
+    reason = err[0]
     reason = reason[reason.index("cannot read") :].replace(str(corrupt.parent) + "/", "").strip()
     report(
         "corrupt gzip (no flag)",

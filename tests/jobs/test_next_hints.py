@@ -29,7 +29,9 @@ def run(argv: list[str]) -> str:
 
 def test_the_demos_hints_run_as_printed(tmp_path):
     out = str(tmp_path / "demo")
-    index_hint = run(["llm4schema-warc-index", "--input", "data/warc", "data/demo", "--warc-base", "data", "--output", out])
+    index_hint = run(
+        ["llm4schema-warc-index", "--input", "data/warc", "data/demo", "--warc-base", "data", "--output", out]
+    )
     # no sample under the root yet: the hint makes N-Quads of the same WARC files (your own crawl)
     assert shlex.split(index_hint)[:4] == ["llm4schema-extract-quads", "--input", "data/warc", "data/demo"]
     sample_cmd = run(["llm4schema-csets", "--input", "data/demo/quads", "--output", out])

@@ -214,7 +214,8 @@ def test_evaluate_with_the_service_down_says_so(tmp_path):
         "--base-url",
         "http://127.0.0.1:9/v1",
     )
-    line = assert_one_error_line(res, "evaluate.py", code=1)
+    # a missing service is an error the user can act on (#64): exit status 2, one line
+    line = assert_one_error_line(res, "evaluate.py")
     assert "http://127.0.0.1:9/v1" in line and "start the service" in line
 
 

@@ -1,9 +1,13 @@
-"""conf/pipeline.toml is the one home of every setting: read once into typed, frozen sections
-(udfs/runtime/config.py), every key read by something, each job's flags exactly its section's keys,
-a bad file a one-line error naming the key, and no default of a setting left in the code."""
+"""Each setting is declared once (udfs/runtime/config.py: name, type, range, default, help, section),
+and the TOML reader, the jobs' flags, the reference and the run record read that declaration: the
+file is read once into typed, frozen sections, every key read by something, each job's flags exactly
+its sections' settings, a shared key one declaration, every value (in a file or on a command line)
+checked before any work with a one-line error naming the file, section and key or the flag, and no
+default of a setting anywhere but its declaration."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import dataclasses
 import importlib
@@ -117,23 +121,25 @@ def test_the_judge_flags_default_to_the_judge_section_and_the_judge_says_where_a
     assert (j.args.factuality_threshold, j.args.compliance_threshold) == (0.4, 0.7)
     assert j.given == {"compliance_threshold"}
     model = "qwen2.5-coder-1.5b"  # the shipped calibration file's model: its entries match
-    judge = build_judge(C.judge_of(j.args), config_file=j.config.path, given=j.given, served_model=model).record
+    # the checked section is handed on as it is: the file's, the flag given in its place
+    assert j.sections["judge"] == dataclasses.replace(j.config.judge, compliance_threshold=0.7)
+    judge = build_judge(j.sections["judge"], config_file=j.config.path, given=j.given, served_model=model).record
     fact, comp = judge.agents["factuality"].threshold, judge.agents["compliance"].threshold
     assert (comp.value, comp.origin.kind, comp.origin.flag) == (0.7, "command_line", "--compliance-threshold")
     assert (fact.value, fact.origin.kind, fact.origin.file) == (0.4, "config_file", str(path))
     default = job_class(job)(head)
-    assert default.given == frozenset()
-    shipped = build_judge(C.judge_of(default.args), config_file=default.config.path, served_model=model).record
+    assert default.given == frozenset() and default.sections["judge"] is default.config.judge
+    shipped = build_judge(default.sections["judge"], config_file=default.config.path, served_model=model).record
     origin = shipped.agents["factuality"].threshold.origin
     assert origin.kind == "calibration" and origin.file == "conf/calibration.json" and model in origin.entry
     # "calibrated" on the command line takes the entry over a number in the file
     back = job_class(job)(head + ["--config", str(path), "--factuality-threshold", "calibrated"])
-    again = build_judge(C.judge_of(back.args), config_file=back.config.path, given=back.given, served_model=model)
+    again = build_judge(back.sections["judge"], config_file=back.config.path, given=back.given, served_model=model)
     assert again.record.agents["factuality"].threshold.origin.kind == "calibration"
     with pytest.raises(SystemExit):
         job_class(job)(head + ["--factuality-threshold", "sure"])
     twice = conf_with(tmp_path, job, add='strategy = "direct"')
-    with pytest.raises(ConfigError, match=r"\[" + job + r"\] has unknown key strategy"):
+    with pytest.raises(ConfigError, match=r"\[" + job + r"\] has unknown key strategy \("):
         load_config(twice)
 
 
@@ -145,16 +151,20 @@ def test_a_threshold_setting_is_a_number_in_0_1_or_calibrated(tmp_path):
         load_config(conf_with(tmp_path, "judge", replace=("compliance_threshold", "1"))).judge.compliance_threshold
         == 1.0
     )
-    for bad in ('"calibrate"', "1.5", "true"):
+    # a string holding a number is not a number: "0.3" is refused, not read as 0.3
+    for bad in ('"calibrate"', "1.5", "true", '"0.3"', "nan", "inf", "-0.2"):
         with pytest.raises(ConfigError, match=r"\[judge\] factuality_threshold must be a number in \[0, 1\]"):
             load_config(conf_with(tmp_path, "judge", replace=("factuality_threshold", bad)))
 
 
-def test_a_judge_settings_object_is_made_from_the_flags():
-    conf = load_config()
-    assert C.judge_of(conf.judge) == conf.judge
-    args = type("Args", (), {**C.as_defaults(conf.judge), "factuality_questions": ["plain"]})
-    assert C.judge_of(args) == dataclasses.replace(conf.judge, factuality_questions=("plain",))
+def test_the_jobs_checked_sections_are_the_files_with_the_given_flags_in_place():
+    """``Job.sections``: each of the job's sections as the file gives it (the same object where no
+    flag changed it), a given flag's value typed and checked in its place; ``args`` agrees."""
+    j = job_class("evaluate")(["--input", "x", "--output", "y", "--factuality-questions", "plain", "--limit", "7"])
+    assert j.sections["judge"] == dataclasses.replace(j.config.judge, factuality_questions=("plain",))
+    assert j.settings is j.sections["evaluate"] and j.settings == dataclasses.replace(j.config.evaluate, limit=7)
+    assert (j.args.limit, j.args.factuality_questions, j.given) == (7, ["plain"], {"limit", "factuality_questions"})
+    assert job_class("pages")(["--input", "x", "--output", "y"]).settings == load_config().pages
 
 
 def _attribute_names(folders: tuple[str, ...]) -> set[str]:
@@ -220,8 +230,20 @@ def test_the_validity_command_takes_its_defaults_from_the_conf(tmp_path):
 # ---- (b) a bad file is an error naming the key ---------------------------------------------------
 
 
-def test_a_missing_key_stops_a_real_job_with_one_line(tmp_path):
-    path = conf_with(tmp_path, "csets", drop="top")
+def test_a_file_may_leave_keys_and_sections_out_they_take_the_declared_defaults(tmp_path):
+    """The declaration holds the default: a --config file gives only what it changes."""
+    dropped = load_config(conf_with(tmp_path, "csets", drop="top"))
+    assert dropped.csets.top == C.CsetsConf().top == load_config().csets.top
+    own = tmp_path / "own.toml"
+    own.write_text("[pages]\nmax_html_bytes = 123\n")
+    job = job_class("pages")(["--input", "x", "--output", "y", "--config", str(own)])
+    assert job.args.max_html_bytes == job.settings.max_html_bytes == 123
+    assert job.settings == dataclasses.replace(C.PagesConf(), max_html_bytes=123)
+    assert load_config(own).judge == C.JudgeConf() == load_config().judge
+
+
+def test_a_bad_key_stops_a_real_job_with_one_line_before_any_work(tmp_path):
+    path = conf_with(tmp_path, "csets", add="topp = 3")
     run = subprocess.run(
         [
             sys.executable,
@@ -238,13 +260,14 @@ def test_a_missing_key_stops_a_real_job_with_one_line(tmp_path):
         text=True,
     )
     assert run.returncode == 2 and "Traceback" not in run.stderr
-    assert run.stderr.strip() == f"csets.py: error: {path}: [csets] is missing key top"
+    assert run.stderr.strip() == f"csets.py: error: {path}: [csets] has unknown key topp (did you mean top?)"
+    assert not (tmp_path / "out").exists()  # refused before anything was written
 
 
 def test_an_unknown_key_a_wrong_type_and_a_bad_choice_name_the_key(tmp_path, capsys):
     argv = ["--input", "x", "--output", str(tmp_path / "out"), "--config"]
     path = conf_with(tmp_path, "sample", add="colour = 'red'")
-    assert "[sample] has unknown key colour" in parse_error("sample", argv + [str(path)], capsys)
+    assert "[sample] has unknown key colour (known: " in parse_error("sample", argv + [str(path)], capsys)
     path = conf_with(tmp_path, "sample", replace=("strata", '"3"'))
     assert "[sample] strata must be an integer, not str '3'" in parse_error("sample", argv + [str(path)], capsys)
     path = conf_with(tmp_path, "sample", replace=("features", '["n_instances", 4]'))
@@ -253,53 +276,62 @@ def test_an_unknown_key_a_wrong_type_and_a_bad_choice_name_the_key(tmp_path, cap
     assert "[pages] microdata must be a boolean" in parse_error("sample", argv + [str(path)], capsys)
     path = conf_with(tmp_path, "evaluate", replace=("order", '"random"'))
     err = parse_error("evaluate", argv + [str(path)], capsys)
-    assert "[evaluate] order = 'random': 'random' is not one of 'sample', 'shortest'" in err
+    assert "[evaluate] order must be one of 'sample', 'shortest', not 'random'" in err
+    path = conf_with(tmp_path, "judge", replace=("factuality_questions", '["plain", "plane"]'))
+    err = parse_error("evaluate", argv + [str(path)], capsys)
+    assert "[judge] factuality_questions[1] must be one of 'plain', " in err and err.endswith("not 'plane'")
     # a section of another job or of the library is checked too: the file is read whole, once
-    path = conf_with(tmp_path, "scores", drop="bleu_max_order")
-    assert "[scores] is missing key bleu_max_order" in parse_error("warc_index", argv + [str(path)], capsys)
+    path = conf_with(tmp_path, "scores", replace=("bleu_max_order", "0"))
+    err = parse_error("warc_index", argv + [str(path)], capsys)
+    assert err.endswith("[scores] bleu_max_order must be an integer >= 1, not 0")
     path = tmp_path / "none.toml"
     assert f"{path}: no such configuration file" in parse_error("warc_index", argv + [str(path)], capsys)
     path.write_text("[csets\n")
     assert "not valid TOML" in parse_error("warc_index", argv + [str(path)], capsys)
 
 
-def test_unknown_and_missing_sections(tmp_path):
+def test_unknown_sections_name_the_nearest_and_missing_ones_take_their_defaults(tmp_path):
     text = DEFAULT_CONF.read_text()
-    (tmp_path / "extra.toml").write_text(text + "\n[colours]\nred = 1\n")
-    with pytest.raises(ConfigError, match=r"unknown section \[colours\]"):
+    (tmp_path / "extra.toml").write_text(text + "\n[widgets]\nred = 1\n")
+    with pytest.raises(ConfigError, match=r"unknown section \[widgets\] \(known: \[csets\], \[sample\], "):
         load_config(tmp_path / "extra.toml")
-    (tmp_path / "short.toml").write_text(text.replace("\n[report]\n", "\n"))
-    with pytest.raises(ConfigError, match=r"missing section \[report\]"):
-        load_config(tmp_path / "short.toml")
+    (tmp_path / "typo.toml").write_text("[judg]\nstrategy = 'direct'\n")
+    with pytest.raises(ConfigError, match=r"typo.toml: unknown section \[judg\] \(did you mean \[judge\]\?\)$"):
+        load_config(tmp_path / "typo.toml")
+    head, _, rest = text.partition("\n[report]\n")
+    (tmp_path / "short.toml").write_text(head + "\n[" + rest.partition("\n[")[2])
+    assert "[report]" not in (tmp_path / "short.toml").read_text()
+    assert load_config(tmp_path / "short.toml").report == C.ReportConf()
 
 
-def test_a_setting_flag_without_a_key_and_a_key_without_a_flag_are_errors():
+def test_a_jobs_setting_flags_are_derived_and_its_own_flags_state_their_defaults():
+    """A setting's flag comes from its declaration; a flag a job adds itself (``add_arguments``) is
+    not a setting and must state its default: one without is refused, naming where settings are
+    declared; a setting's flag written again is refused by argparse."""
     from udfs.runtime.job import Job
 
-    class Extra(Job):
+    class Bare(Job):
+        name = "warc_index"
+
+    class Undeclared(Job):
         name = "warc_index"
 
         def add_arguments(self, p):
-            p.add_argument("--warc-base")
-            p.add_argument("--max-record-bytes", type=int)
-            p.add_argument("--reject-raw-chars", type=int)
-            p.add_argument("--colour", help="a setting nobody put in the file")
+            p.add_argument("--colour", help="meant as a setting, declared nowhere")
 
-    class Fewer(Job):
+    class Again(Job):
         name = "warc_index"
 
         def add_arguments(self, p):
-            p.add_argument("--run-only", default="", help="not a setting: its default is in the code")
+            p.add_argument("--warc-base", default="", help="a setting written again")
 
     conf = load_config()
-    with pytest.raises(ConfigError, match=r"\[warc_index\] is missing key colour \(the default of --colour\)"):
-        Extra.__new__(Extra).build_parser(conf)
-    with pytest.raises(
-        ConfigError,
-        match=r"\[warc_index\] has keys max_record_bytes, reject_raw_chars, warc_base "
-        r"that no flag of warc_index.py takes",
-    ):
-        Fewer.__new__(Fewer).build_parser(conf)
+    parser = Bare.__new__(Bare).build_parser(conf)
+    assert set(parser.setting_dests) == {f.name for f in dataclasses.fields(C.WarcIndexConf)}
+    with pytest.raises(TypeError, match=r"--colour has no default: declare a setting in udfs/runtime/config.py"):
+        Undeclared.__new__(Undeclared).build_parser(conf)
+    with pytest.raises(argparse.ArgumentError, match="conflicting option string: --warc-base"):
+        Again.__new__(Again).build_parser(conf)
 
 
 def test_the_config_is_frozen_and_its_lists_are_tuples():
@@ -319,8 +351,8 @@ def test_help_shows_the_values_of_the_conf_file(tmp_path, capsys):
         job_class("sample")(["--help", "--config", str(path)])
     assert exc.value.code == 0
     out = capsys.readouterr().out
-    assert re.search(r"--per-stratum PER_STRATUM\s+C-sets drawn per stratum \(default:\s+17\)", out)
-    assert re.search(r"--strata STRATA\s+quantile strata per feature \(default:\s+3\)", out)
+    assert re.search(r"--per-stratum PER_STRATUM\s+C-sets drawn per stratum \(>= 1\) \(default:\s+17\)", out)
+    assert re.search(r"--strata STRATA\s+quantile strata per feature \(>= 1\) \(default:\s+3\)", out)
     with pytest.raises(SystemExit):
         job_class("evaluate")(["--help"])
     out = capsys.readouterr().out
@@ -385,8 +417,10 @@ def test_the_code_holds_no_default_of_a_setting():
         (groundtruth, "DEFAULT_MAX_VALUE_CHARS"),
     ]:
         assert not hasattr(module, name), f"{module.__name__}.{name}"
+    # a section's defaults are its declarations' (the declaration is their one home)
     for cls in C.SECTIONS.values():
-        _no_default(cls, [f.name for f in dataclasses.fields(cls)])
+        for f in dataclasses.fields(cls):
+            assert C.declaration(f) is not None and f.default == C.declaration(f).default, (cls, f.name)
     _no_default(
         EvalConfig,
         [
@@ -403,7 +437,8 @@ def test_the_code_holds_no_default_of_a_setting():
         ],
     )
     _no_default(runner.VerdictConfig, ["models", "judge"])
-    _no_default(html.PageConfig, [f.name for f in dataclasses.fields(html.PageConfig)])
+    # how a page is read is [pages] itself: no field (nor default) of its own
+    assert dataclasses.fields(html.PageConfig) == dataclasses.fields(C.PagesConf)
     _no_default(
         csets.CsetConfig, ["subject_scope", "sample_urls", "reject_raw_chars", "max_line_bytes", "strict_nquads"]
     )
@@ -445,3 +480,155 @@ def test_parse_section_and_describe_section_on_a_small_dataclass():
         C.ConfigKey("small", "env", "table of str", True, None, (), "variables"),
         C.ConfigKey("small", "size", "integer", False, 3, (), "how big"),
     ]
+
+
+# ---- (g) every value checked before any work, in a file and on a command line ----------------------
+
+# (section, key, value as TOML, the end of the one error line): NaN, inf, out of range, a string
+# where a number belongs, a bool where an integer belongs, an unknown key with the nearest named
+BAD_FILE_VALUES = [
+    (
+        "judge",
+        "factuality_threshold",
+        "nan",
+        'factuality_threshold must be a number in [0, 1] or "calibrated", not nan',
+    ),
+    ("judge", "factuality_gate", "1.7", "factuality_gate must be a number in [0, 1], not 1.7"),
+    ("judge", "fallback_threshold", "-inf", "fallback_threshold must be a finite number in [0, 1], not -inf"),
+    ("pages", "max_html_bytes", "-5", "max_html_bytes must be an integer >= 1, not -5"),
+    ("pages", "max_html_bytes", '"5000"', "max_html_bytes must be an integer, not str '5000'"),
+    ("pages", "max_html_bytes", "true", "max_html_bytes must be an integer, not bool True"),
+    ("pages", "time_limit_s", "inf", "time_limit_s must be a finite number > 0, not inf"),
+    ("evaluate", "temperature", "nan", "temperature must be a finite number in [0, 2], not nan"),
+    ("scores", "match_threshold", '"0.8"', "match_threshold must be a number, not str '0.8'"),
+]
+
+
+@pytest.mark.parametrize("section,key,value,message", BAD_FILE_VALUES)
+def test_a_bad_value_in_the_file_is_one_line_naming_file_section_and_key(
+    section, key, value, message, tmp_path, capsys
+):
+    path = conf_with(tmp_path, section, replace=(key, value))
+    argv = ["--input", "x", "--output", str(tmp_path / "out"), "--config", str(path)]
+    err = parse_error("evaluate", argv, capsys)
+    assert err == f"evaluate.py: error: {path}: [{section}] {message}"
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_key_names_the_nearest_known_one(tmp_path, capsys):
+    own = tmp_path / "own.toml"
+    own.write_text("[pages]\nmax_htm_bytes = 5\n")
+    err = parse_error("pages", ["--input", "x", "--output", "y", "--config", str(own)], capsys)
+    assert err == f"pages.py: error: {own}: [pages] has unknown key max_htm_bytes (did you mean max_html_bytes?)"
+    own.write_text("[judge]\nfactuality_treshold = 0.5\n")
+    err = parse_error("evaluate", ["--input", "x", "--output", "y", "--config", str(own)], capsys)
+    assert err.endswith("[judge] has unknown key factuality_treshold (did you mean factuality_threshold?)")
+
+
+# (job, flags, the end of the one error line): the flags' values are checked as the file's are
+BAD_FLAG_VALUES = [
+    (
+        "evaluate",
+        ["--factuality-threshold", "nan"],
+        '--factuality-threshold must be a number in [0, 1] or "calibrated", not nan',
+    ),
+    (
+        "evaluate",
+        ["--compliance-threshold", "1.7"],
+        '--compliance-threshold must be a number in [0, 1] or "calibrated", not 1.7',
+    ),
+    ("evaluate", ["--factuality-gate", "inf"], "--factuality-gate must be a finite number in [0, 1], not inf"),
+    ("evaluate", ["--limit", "-1"], "--limit must be an integer >= 0, not -1"),
+    ("evaluate", ["--timeout-s", "0"], "--timeout-s must be a number > 0, not 0.0"),
+    ("pages", ["--max-html-bytes", "abc"], "--max-html-bytes must be an integer, not 'abc'"),
+    ("pages", ["--max-html-bytes", "true"], "--max-html-bytes must be an integer, not 'true'"),
+    ("pages", ["--time-limit-s", "nan"], "--time-limit-s must be a finite number > 0, not nan"),
+    ("csets", ["--reject-raw-chars", "0"], "--reject-raw-chars must be an integer >= 1, not 0"),
+    ("agents_bench", ["run", "--fit-fraction", "1"], "--fit-fraction must be a number in (0, 1), not 1.0"),
+]
+
+
+@pytest.mark.parametrize("job,flags,message", BAD_FLAG_VALUES)
+def test_a_bad_flag_value_is_one_line_naming_the_flag(job, flags, message, tmp_path, capsys):
+    err = parse_error(job, ["--input", "x", "--output", str(tmp_path / "out"), *flags], capsys)
+    assert err == f"{job}.py: error: {message}"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_bad_flag_value_stops_a_real_job_before_any_work(tmp_path):
+    """As a user runs it: exit 2, one line on stderr, nothing written (the check is in the job's
+    constructor, before main: no Spark session, model request or output write comes first)."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "jobs" / "evaluate.py"), "--input", "x", "--output", str(tmp_path / "out")]
+        + ["--base-url", "http://127.0.0.1:9/v1", "--factuality-threshold", "nan"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.splitlines() == [
+        'evaluate.py: error: --factuality-threshold must be a number in [0, 1] or "calibrated", not nan'
+    ]
+    assert not (tmp_path / "out").exists()
+
+
+# ---- (h) one declaration per setting -------------------------------------------------------------
+
+# Keys of the same name in several sections that mean different things, each declared apart.
+DISTINCT = {
+    "seed": "[sample] orders C-sets; [agents_bench] draws the ground truth's negatives",
+    "limit": "[evaluate] pages; [agents_bench] items per task",
+    "per_stratum": "[sample] C-sets drawn; [import_pset] a subset of the paper's pages",
+}
+
+
+def test_a_key_several_sections_take_is_one_declaration():
+    by_key: dict[str, list[tuple[str, dataclasses.Field]]] = {}
+    for name, cls in C.SECTIONS.items():
+        for f in dataclasses.fields(cls):
+            by_key.setdefault(f.name, []).append((name, f))
+    shared = {k: v for k, v in by_key.items() if len(v) > 1}
+    assert set(shared) >= {"reject_raw_chars", "max_record_bytes", "max_html_bytes", "warc_base", "vocab"}
+    for key, uses in shared.items():
+        declarations = {id(f) for _, f in uses}
+        if key in DISTINCT:
+            assert len(declarations) == len(uses), key
+        else:
+            assert len(declarations) == 1, f"{key} is declared {len(declarations)} times: {[s for s, _ in uses]}"
+    # reject_raw_chars: six sections, one declaration object (RejectRows')
+    (rejects,) = [f for f in dataclasses.fields(C.RejectRows)]
+    uses = by_key["reject_raw_chars"]
+    assert len(uses) == 6 and all(f is rejects for _, f in uses)
+    assert {s for s, _ in uses} == {"csets", "sample", "warc_index", "extract_quads", "pages", "import_pset"}
+    # the page limits: [pages] and [extract_quads] take PageLimits' declarations
+    limits = {f.name: f for f in dataclasses.fields(C.PageLimits)}
+    for name in ("pages", "extract_quads"):
+        fields = {f.name: f for f in dataclasses.fields(C.SECTIONS[name])}
+        assert all(fields[k] is f for k, f in limits.items()), name
+
+
+def _page_config_calls() -> list[str]:
+    """Where the code calls ``PageConfig(...)`` (or ``P.PageConfig(...)``) directly."""
+    calls = []
+    for folder in ("udfs", "jobs", "testkit", "tests", "benchmarks", "experiments"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                if isinstance(node, ast.Call):
+                    f = node.func
+                    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+                    if name == "PageConfig":
+                        calls.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return calls
+
+
+def test_page_config_is_built_one_way_from_the_checked_section():
+    from jobs.pages import PagesJob
+    from udfs.corpus import html
+
+    assert _page_config_calls() == []  # only PageConfig.of builds one
+    job = PagesJob(["--input", "x", "--output", "y", "--max-html-bytes", "123", "--microdata"])
+    cfg = html.PageConfig.of(job.settings)
+    assert (cfg.max_html_bytes, cfg.microdata) == (123, True)
+    assert cfg == html.PageConfig.of(dataclasses.replace(load_config().pages, max_html_bytes=123, microdata=True))
+    assert cfg.generator_rules == str(ROOT / load_config().pages.generator_rules)
+    assert "PageConfig.of(self.settings)" in (ROOT / "jobs" / "pages.py").read_text(encoding="utf-8")

@@ -45,6 +45,7 @@ MODULES = {
     "udfs.scores.memr": ["human.jsonld", "model.jsonld"],
     "udfs.runtime.summary": ["out"],
     "udfs.llm.model_files": [],
+    "udfs.runtime.reference": ["--check"],
 }
 
 

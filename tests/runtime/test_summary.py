@@ -189,9 +189,9 @@ def test_the_summary_says_which_thresholds_decided_and_the_shipped_calibration_f
     says its thresholds, read from the judge's block; a verdict model it does not hold gets the
     fallback, a number in the configuration is "configured", and a threshold given on the command
     line is said so."""
+    from udfs.agents import calibration as cal
     from udfs.agents.judge import build_judge
     from udfs.runtime.config import load_config
-    from udfs.scores import calibration as cal
 
     conf = load_config()
     settings = conf.judge

@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from udfs.agents import calibration as cal
 from udfs.agents.evidence import missed_stated_value, other_stated_value
 from udfs.agents.prompts import STRATEGIES, fence, load_prompt, unfence
 from udfs.agents.questions import (
@@ -68,7 +69,6 @@ from udfs.runtime.judge_record import (
 )
 from udfs.runtime.paths import project_file, shown_path
 from udfs.schemaorg.vocab import load_vocabulary
-from udfs.agents import calibration as cal
 
 GATED = (0.0, None, None)  # a text question not asked below the gate: it scores 0
 

@@ -629,8 +629,8 @@ def calibrate(
     kept; that file, where it exists, is checked before the run: one that is not a calibration file
     is a ConfigError; without ``install`` the report says how to install them); ``out/calibration.md`` is the test-split
     table. ``run_kw``: :func:`run`'s other arguments."""
-    from udfs.agents_bench.groundtruth import TASKS
     from udfs.agents import calibration as cal
+    from udfs.agents_bench.groundtruth import TASKS
 
     if not 0 < fit_fraction < 1:
         raise BenchInputError(f"--fit-fraction {fit_fraction}: must be between 0 and 1 (exclusive)")

@@ -4,10 +4,13 @@ the summary of the largest C-sets."""
 
 from __future__ import annotations
 
+import re
+
 from pyspark.sql import functions as F
 
 from udfs.corpus import csets as C
 from udfs.runtime.closing import Outcome
+from udfs.runtime.inputs import InputError
 from udfs.runtime.rejects import REJECTS_SCHEMA
 
 # lines read = quads + triples of the default graph (which name no page) + rejected + skipped
@@ -17,6 +20,14 @@ BALANCES = (
         ("quads_parsed", "lines_default_graph", "lines_rejected", "lines_skipped_blank_or_comment"),
     ),
 )
+
+
+def unreadable_input(exc: Exception) -> Exception:
+    """What a failed read pass is to the user: an InputError naming the file the JVM scanner could
+    not read (without --ignore-corrupt-files), its one line from the task's trace; any other
+    failure as it is (a bug)."""
+    found = re.search(r"cannot read \S+: [^\n]*", str(exc))
+    return InputError(found.group(0).rstrip()) if found else exc
 
 
 def _strip(f: str) -> str:

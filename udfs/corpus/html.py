@@ -11,6 +11,7 @@ after a size check, so a pathological page costs one status row, not a hung work
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -859,40 +860,16 @@ def detect_language(text: str, max_chars: int = 20000) -> str | None:
 # ---- one page ------------------------------------------------------------------------------------
 
 
-@dataclass
-class PageConfig:
-    """How one page is read. The settings are conf/pipeline.toml's ``[pages]`` (through
-    jobs/pages.py's flags, or :meth:`of`): no default here."""
-
-    text_extractor: str
-    judge_text_extractor: str
-    max_html_bytes: int
-    max_text_chars: int
-    time_limit_s: float
-    max_markup_chars: int
-    max_markup_nodes: int
-    max_html_depth: int
-    microdata: bool
-    # the rules file of udfs/corpus/generators.py (its path as [pages] gives it: from the project root)
-    generator_rules: str
+class PageConfig(PagesConf):
+    """How one page is read: the ``[pages]`` settings (``udfs.runtime.config.PagesConf``, where each
+    is declared with its default and range: a new page limit is declared there and read here) with
+    ``generator_rules`` resolved to the rules file's path. Built one way, :meth:`of`."""
 
     @classmethod
     def of(cls, conf: PagesConf, **override: Any) -> "PageConfig":
-        """The config of a ``[pages]`` section, ``override`` replacing some of its values."""
-        values = {
-            f: getattr(conf, f)
-            for f in (
-                "text_extractor",
-                "judge_text_extractor",
-                "max_html_bytes",
-                "max_text_chars",
-                "time_limit_s",
-                "max_markup_chars",
-                "max_markup_nodes",
-                "max_html_depth",
-                "microdata",
-            )
-        }
+        """The config of a checked ``[pages]`` section (the job's, command line applied, or a file's),
+        ``override`` replacing some of its values."""
+        values = {f.name: getattr(conf, f.name) for f in dataclasses.fields(PagesConf)}
         values["generator_rules"] = project_file(conf.generator_rules)
         return cls(**{**values, **override})
 

@@ -23,6 +23,7 @@ import argparse
 import re
 import sys
 import typing
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 USAGE_ERROR = 2  # argparse's exit status for a usage error
 
@@ -133,4 +134,36 @@ class ArgumentParser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> typing.NoReturn:
-        super().error(redact(message, self._argv))
+        """A usage error in one line, as every error a user can cause (``--help`` shows the usage)."""
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {redact(message, self._argv)} (see --help)\n")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its secrets replaced by ``<redacted>``: the user and password before the host,
+    the value of each query parameter whose name looks like a secret's (key, token, auth...) or
+    whose value is shaped like a known key, a path segment shaped like a key; no fragment."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"{REDACTED}@{host}" if "@" in parts.netloc else host
+    query = [
+        (k, REDACTED if SECRET_FLAG_NAME.search(k) or SECRET_VALUE.match(v) else v)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    ]
+    path = "/".join(REDACTED if SECRET_VALUE.match(seg) else seg for seg in parts.path.split("/"))
+    return urlunsplit((parts.scheme, netloc, path, urlencode(query, safe="<>", quote_via=quote), ""))
+
+
+def redact_urls(value: typing.Any) -> typing.Any:
+    """``value`` (a run record's data: dicts, lists, strings) with every URL that carries a user,
+    a password or a query redacted by :func:`redact_url`, ``--flag=URL`` words included: a run
+    record is shared, its endpoint's credentials are not."""
+    if isinstance(value, dict):
+        return {k: redact_urls(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_urls(v) for v in value]
+    if isinstance(value, str) and "://" in value:
+        head, eq, url = value.partition("=") if value.startswith("--") else ("", "", value)
+        parts = urlsplit(url)
+        if parts.scheme and ("@" in parts.netloc or parts.query):
+            return head + eq + redact_url(url)
+    return value

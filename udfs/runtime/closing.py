@@ -80,7 +80,9 @@ def close(outcome: Outcome, balances: tuple[Balance, ...], record: Any) -> list[
     nothing: the caller writes the record first, then acts on it (:func:`ending`)."""
     counters = dict(outcome.counters)
     # counters the job's library counted into the record itself are reconciled too
-    failed = unbalanced({**record["counters"], **counters}, balances) + [f"check {name} fails" for name, ok in outcome.checks.items() if not ok]
+    failed = unbalanced({**record["counters"], **counters}, balances) + [
+        f"check {name} fails" for name, ok in outcome.checks.items() if not ok
+    ]
     counters["reconciles"] = not failed
     for k, v in counters.items():
         record.count(k, v)

@@ -2,9 +2,9 @@
 
 A job file holds a tiny subclass (in the manner of cc-pyspark): it declares its flags and wires
 library functions together. This module owns what all jobs share: the command line shape
-(``--input``, ``--output``, ``--config``), defaults from ``conf/pipeline.toml`` (read and checked by
-``udfs.runtime.config``: a flag without ``default=`` is a setting whose default is the job's section's
-key of the same name; ``self.config`` holds every section), the run record
+(``--input``, ``--output``, ``--config``), the settings' flags (derived from their declarations in
+``udfs.runtime.config``, defaults from ``--config``; all checked before ``main``: ``self.settings``
+is the job's checked section, ``self.config`` the whole file), the run record
 (``<table>/_run.json``: inputs, config, counters, times), the rejects location
 (``rejects/<job>/``) and, for Spark jobs, the session.
 """
@@ -12,6 +12,7 @@ key of the same name; ``self.config`` holds every section), the run record
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -25,9 +26,18 @@ from pathlib import Path
 from typing import Any
 
 from udfs.runtime import io as _io
-from udfs.runtime.cli import ArgumentParser, HelpFormatter, check_config_value, fail
-from udfs.runtime.config import Config, ConfigError, as_defaults, exit_on_config_error, load_config
-from udfs.runtime.inputs import InputError, InputReport, resolve_inputs
+from udfs.runtime.cli import ArgumentParser, HelpFormatter, check_config_value, fail, redact_urls
+from udfs.runtime.config import (
+    Config,
+    ConfigError,
+    as_defaults,
+    declaration,
+    exit_on_config_error,
+    flag_value,
+    load_config,
+)
+from udfs.runtime.errors import Refused, UserError, debugging
+from udfs.runtime.inputs import InputReport, resolve_inputs
 from udfs.runtime.io import Folder
 from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF
 
@@ -35,11 +45,12 @@ log = logging.getLogger("llm4schema")
 
 
 class _FromConf:
-    """The default of a flag declared without ``default=``: a setting, whose default is the key of
-    the same name in the job's section of the conf file (see ``Job.build_parser``)."""
+    """The default argparse gives a flag a job declares without ``default=``: a flag of a job's own
+    (``add_arguments``) must state its default, a setting is declared in ``udfs.runtime.config``
+    (``Job.build_parser`` refuses the flag, naming both)."""
 
     def __repr__(self) -> str:
-        return "<from the conf file>"
+        return "<no default>"
 
 
 FROM_CONF = _FromConf()
@@ -120,14 +131,24 @@ class RunRecord:
         """Write ``_run.json`` into ``folder`` (local or remote), atomically; returns its location."""
         self.data["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self.data["wall_s"] = round(time.monotonic() - self._t0, 3)
-        text = json.dumps(self.data, indent=2, sort_keys=False, default=str) + "\n"
+        text = json.dumps(redact_urls(self.data), indent=2, sort_keys=False, default=str) + "\n"
         return Folder.of(folder).write_text("_run.json", text)
 
 
 def setting_actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    """dest -> action of the parser's setting flags: the optional flags declared without
-    ``default=`` (argparse gave them ``FROM_CONF``), whose defaults the conf file holds."""
-    return {a.dest: a for a in parser._actions if a.option_strings and not a.required and a.default is FROM_CONF}
+    """dest -> action of the parser's setting flags: those ``Job.build_parser`` derived from the
+    declarations of the job's sections (``udfs.runtime.config.setting``)."""
+    return {a.dest: a for a in parser._actions if getattr(a, "section", None)}
+
+
+def _group(parser: argparse.ArgumentParser, title: str | None):
+    """The parser's argument group titled ``title`` (made when missing); the parser's own for None."""
+    if title is None:
+        return parser
+    for group in parser._action_groups:
+        if group.title == title:
+            return group
+    return parser.add_argument_group(title)
 
 
 class Job:
@@ -142,9 +163,14 @@ class Job:
     outputs: tuple[str, ...] = ()
     # The command to run next, shown when the job ends; ``{output}`` is --output.
     next_step: str = ""
+    # Counters that must add up, closed by the base class (udfs.runtime.closing): (total, parts).
+    balances: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # Sections besides ``[<name>]`` whose keys are settings of this job too (its flags' defaults),
     # each key in one section only: settings several jobs share, such as ``[judge]``.
     shared_sections: tuple[str, ...] = ()
+    # The tables the job reads, checked at start (udfs.runtime.contracts): a flag's dest -> the
+    # TableContract its files must meet, or a function of the parsed arguments giving it (or None).
+    input_contracts: dict[str, typing.Any] = {}
 
     def __init__(self, argv: list[str] | None = None):
         self.argv = list(sys.argv[1:] if argv is None else argv)
@@ -159,10 +185,14 @@ class Job:
         """Flags of the engine the job runs on (Spark, Ray); set by the engine's base class."""
 
     def parse_args(self, argv: list[str]) -> argparse.Namespace:
-        """Flags of ``argv`` over the defaults of ``[<name>]`` in ``--config``; the typed
-        configuration (every section) is kept as ``self.config``. A configuration error (or a
-        ``--config KEY=VALUE`` meant for Spark) is one line on stderr and exit status 2, like any
-        other usage error."""
+        """Flags of ``argv`` over the settings of ``--config`` (every key it leaves out: the declared
+        default), all checked before any work. Kept: the typed configuration file (every section) as
+        ``self.config``; this run's checked sections (the file's, each flag given replacing its key)
+        as ``self.sections`` (``[<name>]`` and the ``shared_sections``; the job's own also as
+        ``self.settings``), to be handed on as they are; the settings the command line gave, as
+        ``self.given``. A bad file or flag value (a string for a number, NaN, a number outside its
+        declared range, an unknown key, or a ``--config KEY=VALUE`` meant for Spark) is one line on
+        stderr and exit status 2, like any other usage error."""
         pre = ArgumentParser(add_help=False, allow_abbrev=False)
         pre.add_argument("--config", default=str(DEFAULT_CONF))
         known, _ = pre.parse_known_args(argv)
@@ -175,9 +205,9 @@ class Job:
         check_config_value(f"{self.name}.py", known.config)
         try:
             self.config = load_config(known.config)
-            parser = self.build_parser(self.config)
         except ConfigError as exc:
             exit_on_config_error(f"{self.name}.py", exc)
+        parser = self.build_parser(self.config)
         args = parser.parse_args(argv)
         # which settings the command line gave: argparse leaves a value already in the namespace
         # unless the flag is given, so a marker there that survives says "from the conf file"
@@ -185,15 +215,38 @@ class Job:
         given = parser.parse_args(argv, argparse.Namespace(**{d: unset for d in parser.setting_dests}))
         self.given = frozenset(d for d in parser.setting_dests if getattr(given, d) is not unset)
         self._setting_sections = parser.setting_sections
+        try:
+            self.sections = self._checked_sections(args, setting_actions(parser))
+        except ConfigError as exc:
+            exit_on_config_error(f"{self.name}.py", exc)
+        self.settings = self.sections[self.name]
         return args
 
+    def _checked_sections(self, args: argparse.Namespace, actions: dict[str, argparse.Action]) -> dict[str, Any]:
+        """Section name -> the file's section with every given flag's value, typed and checked as the
+        file's are (``udfs.runtime.config.flag_value``), in its place; ``args`` gets the typed
+        values too (lists as lists)."""
+        sections = {}
+        for name in (self.name, *self.shared_sections):
+            section = self.config.section(name)
+            changes = {
+                d: flag_value(type(section), d, getattr(args, d), actions[d].option_strings[0])
+                for d in sorted(self.given)
+                if self._setting_sections[d] == name
+            }
+            sections[name] = dataclasses.replace(section, **changes) if changes else section
+            for d, value in changes.items():
+                setattr(args, d, list(value) if isinstance(value, tuple) else value)
+        return sections
+
     def build_parser(self, config: Config) -> argparse.ArgumentParser:
-        """The job's command line. A flag declared without ``default=`` is a setting: its default
-        is the key of the same name (the flag's dest) in ``[<name>]`` or in one of
-        ``shared_sections``, and those sections together hold exactly those keys, each key in one
-        section: a setting flag without a key, a key without a flag, or a key in two of them is
-        a ConfigError (a flag that is not a setting, e.g. a path of one run or a switch, states its
-        default in code). ``--help`` shows the conf's values."""
+        """The job's command line: the shared flags, the engine's, one flag per setting of
+        ``[<name>]`` and of each of ``shared_sections``, derived from its declaration (name, type,
+        choices, help; its default is ``config``'s value, which ``--help`` shows), then the job's
+        own flags (``add_arguments``: what is not a setting, such as a path of one run or a
+        switch, each stating its default). A setting's flag is ``--`` and its key with dashes; a
+        shared section's flags are shown in a group of their own, a section's ``flag_groups`` puts
+        its flags in named groups."""
         parser = ArgumentParser(
             prog=f"{self.name}.py",
             description=self.description,
@@ -211,7 +264,7 @@ class Job:
         parser.add_argument(
             "--config",
             default=str(DEFAULT_CONF),
-            help="pipeline configuration (TOML); "
+            help="pipeline configuration (TOML; keys it leaves out take their declared defaults); "
             f"its [{self.name}] section gives this job's defaults (Spark settings: --spark-conf)",
         )
         parser.add_argument(
@@ -220,47 +273,69 @@ class Job:
             choices=["DEBUG", "INFO", "WARNING", "ERROR"],
             help="log messages of this level and above go to stderr",
         )
+        parser.add_argument(
+            "--debug",
+            action=argparse.BooleanOptionalAction,
+            default=False,
+            help="an error a user can act on also shows its traceback (as LLM4SCHEMA_DEBUG=1 does)",
+        )
         self.add_engine_arguments(parser)
+        sections = {}
+        for name in (self.name, *self.shared_sections):
+            for dest in self._add_setting_flags(parser, name, config.section(name)):
+                if dest in sections:  # a programming error: one home per setting
+                    raise TypeError(f"{dest} is a setting of both [{sections[dest]}] and [{name}]")
+                sections[dest] = name
         self.add_arguments(parser)
-        settings = setting_actions(parser)
         for action in parser._actions:
-            if action.default is FROM_CONF and action.dest not in settings:
+            if action.default is FROM_CONF:
+                if action.option_strings and not action.required:  # a programming error in a job file
+                    raise TypeError(
+                        f"{self.name}.py {action.option_strings[0]} has no default: declare a setting in "
+                        f"udfs/runtime/config.py's [{self.name}], or give the flag default="
+                    )
                 action.default = None  # required flags and positionals: always given
-        values = as_defaults(config.section(self.name))
-        sections = dict.fromkeys(values, self.name)
-        for shared in self.shared_sections:
-            for key, value in as_defaults(config.section(shared)).items():
-                if key in sections:
-                    raise ConfigError(
-                        f"{config.path}: [{shared}] {key} is also a key of [{sections[key]}]: "
-                        f"{self.name}.py takes a setting from one section only"
-                    )
-                values[key], sections[key] = value, shared
-        where = f"{config.path}: {' and '.join(f'[{s}]' for s in (self.name, *self.shared_sections))}"
-        missing = [a for d, a in settings.items() if d not in values]
-        if missing:
-            raise ConfigError(
-                f"{where} is missing key{'s' if len(missing) > 1 else ''} "
-                + ", ".join(f"{a.dest} (the default of {a.option_strings[-1]})" for a in missing)
-            )
-        extra = sorted(set(values) - set(settings))
-        if extra:
-            raise ConfigError(
-                f"{where} has key{'s' if len(extra) > 1 else ''} {', '.join(extra)} "
-                f"that no flag of {self.name}.py takes"
-            )
-        for dest, value in values.items():
-            choices = settings[dest].choices
-            for item in value if isinstance(value, list) else [value]:
-                if choices is not None and item not in choices:
-                    raise ConfigError(
-                        f"{config.path}: [{sections[dest]}] {dest} = {value!r}: {item!r} is not one of "
-                        f"{', '.join(map(repr, choices))}"
-                    )
-        parser.set_defaults(**values)
-        parser.setting_dests = tuple(settings)  # for checks: the keys [<name>] must hold
-        parser.setting_sections = sections  # dest -> the section its default came from
+        parser.setting_dests = tuple(sections)  # the settings this job's command line takes
+        parser.setting_sections = sections  # dest -> the section it is declared in
         return parser
+
+    @staticmethod
+    def argument_group(parser: argparse.ArgumentParser, title: str):
+        """The argument group ``title`` of ``parser``: the one a section's ``flag_groups`` made for its
+        settings, so that a job's own flags join them; made when missing."""
+        return _group(parser, title)
+
+    def _add_setting_flags(self, parser: argparse.ArgumentParser, name: str, section: Any) -> list[str]:
+        """One flag per setting declared in ``section`` (``[name]``), its default the section's value;
+        the flags of a shared section in a group of their own."""
+        hints = typing.get_type_hints(type(section))
+        groups = {k: title for title, keys in getattr(section, "flag_groups", {}).items() for k in keys}
+        shared = None if name == self.name else f"{name} (defaults: [{name}])"
+        for title in dict.fromkeys(groups.values()):  # shown in the order the section lists them
+            _group(parser, title)
+        dests = []
+        for f in dataclasses.fields(section):
+            s = declaration(f)
+            where = f" ({s.range_text()})" if s.range_text() else ""
+            kw: dict[str, Any] = {
+                "dest": f.name,
+                "help": s.help_text() + where,
+                "default": as_defaults(section)[f.name],
+            }
+            tp = hints[f.name]
+            if tp is bool:
+                kw["action"] = argparse.BooleanOptionalAction
+            elif typing.get_origin(tp) is tuple:
+                kw["nargs"] = s.nargs or "+"
+            if s.options() is not None:
+                kw["choices"] = list(s.options())
+            if s.metavar:
+                kw["metavar"] = s.metavar
+            title = groups.get(f.name, shared)
+            action = _group(parser, title).add_argument("--" + f.name.replace("_", "-"), **kw)
+            action.section = name
+            dests.append(f.name)
+        return dests
 
     # ---- layout --------------------------------------------------------------------------------
     @property
@@ -318,17 +393,78 @@ class Job:
     def run(self) -> None:  # pragma: no cover - hook
         raise NotImplementedError
 
-    def fail(self, message: str, code: int = 2) -> typing.NoReturn:
-        """Stop the job on bad input (a missing table, a service that does not answer): one line
-        ``<job>.py: error: <message>`` on stderr and exit status ``code``, no traceback."""
-        fail(f"{self.name}.py", message, code)
+    def fail(self, message: str) -> typing.NoReturn:
+        """Stop the job on something the user can act on (a bad input, a service that does not
+        answer): a UserError, which ``main`` ends on with one line ``<job>.py: error: <message>`` on
+        stderr and exit status 2, no traceback."""
+        raise UserError(message)
+
+    def preflight(self) -> None:
+        """Every boundary checked before any work, so a bad run is refused before it spends (no
+        Spark session, model request or output write comes before this): the input tables against
+        the contracts their writers declare, and the output root leased and writable. A fault is a
+        UserError (one line, exit status 2)."""
+        from udfs.runtime.contracts import check_inputs
+
+        check_inputs(self.args, self.input_contracts)
+        from udfs.runtime.lease import take_output_lease
+
+        self.lease = take_output_lease(self)
+
+    def release(self) -> None:
+        """Give back what ``preflight`` took (the output lease); runs whatever way the run ended."""
+        lease, self.lease = getattr(self, "lease", None), None
+        if lease is not None:
+            lease.release()
 
     def main(self) -> int:
-        logging.basicConfig(
-            level=getattr(logging, self.args.log_level),
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-            stream=sys.stderr,
-        )
+        """Run the job and close it: checks before any work (``preflight``), ``run``, then the
+        closing every job shares (``udfs.runtime.closing``). Its exit status: 0; 2 with one line on
+        stderr for an error the user can act on (``udfs.runtime.errors.UserError``: bad settings,
+        inputs, a held lease, an unwritable output, a missing service, a run in which nothing
+        succeeded); 1 for a bug, with its traceback and where the log file is."""
+        self._start_logging()
+        try:
+            self.preflight()
+            try:
+                self.log_path = self.job_log.start(self.args.output, self.name)
+                outcome = self.run()
+                if outcome is not None:
+                    self.close(outcome)
+                else:
+                    self.record["status"] = "ok"
+                    self.record.write(self.table_dir)
+                    self.print_summary()
+            except BaseException as exc:
+                self._record_failure(exc)
+                raise
+            finally:
+                self.release()
+        except UserError as exc:  # the user can act on it: one line, no traceback unless debugging
+            if debugging(self.argv):
+                log.error("traceback of the error below", exc_info=True)
+            else:
+                log.debug("traceback of the error below", exc_info=True)
+            fail(f"{self.name}.py", str(exc))
+        except Exception as exc:  # a bug: exit 1 with the traceback, Spark's trace in the log only
+            log.debug("internal error", exc_info=True)
+            self._report_bug(exc)
+            return 1
+        finally:
+            self.job_log.close()
+        return 0
+
+    def _start_logging(self) -> None:
+        """The console gets ``--log-level`` and above; the job's log file gets INFO and above (all
+        of it under ``--log-level DEBUG``) from the start of the run (``udfs.runtime.joblog``)."""
+        from udfs.runtime.joblog import FORMAT, JobLog
+
+        console = getattr(logging, self.args.log_level)
+        logging.basicConfig(level=min(console, logging.INFO), format=FORMAT, stream=sys.stderr)
+        for handler in logging.getLogger().handlers:
+            handler.setLevel(console)
+        self.job_log = JobLog(min(console, logging.INFO))
+        self.log_path = None
         # Libraries' INFO lines (py4j's connection closing, every HTTP request to the model service)
         # are about their plumbing, not the run; their warnings still show.
         if self.args.log_level != "DEBUG":
@@ -341,14 +477,51 @@ class Job:
         self.record["config"] = {
             k: (REDACTED if k in secret and v else v) for k, v in vars(self.args).items() if k not in judged
         }
+
+    def _record_failure(self, exc: BaseException) -> None:
+        """A run that stopped after its checks passed leaves a run record saying so (the next run
+        resumes or replaces it); where even that cannot be written, the log file has the error."""
+        if self.record.data.get("status", "").startswith("failed") or isinstance(exc, Refused):
+            return  # close() already wrote why; a refused run leaves the earlier record as it was
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        self.record["status"] = f"failed: {first}"
         try:
-            self.run()
-        except (InputError, ConfigError) as exc:  # bad input: one line, no traceback
-            self.fail(str(exc))
-        path = self.record.write(self.table_dir)
-        log.debug("run record: %s", path)  # the summary names the table folder that holds it
-        self.print_summary()
-        return 0
+            self.record.write(self.table_dir)
+        except Exception:
+            log.debug("the run record could not be written", exc_info=True)
+
+    def _report_bug(self, exc: Exception) -> None:
+        """A bug's report on stderr: the Python traceback with each exception's message cut to its
+        first line (a Spark error's message holds the JVM's whole trace, which goes to the log file
+        only), then where the log is."""
+        import traceback
+
+        lines = []
+        for line in traceback.format_exception(exc):
+            if not line.startswith("  ") and "\n" in line.rstrip("\n"):
+                line = line.split("\n", 1)[0] + " [...; the whole message is in the log file]\n"
+            lines.append(line)
+        sys.stderr.write("".join(lines))
+        where = self.log_path or "the log file was not started: the error happened before the run's checks passed"
+        print(f"{self.name}.py: internal error (a bug; please report it): the log is {where}", file=sys.stderr)
+
+    def close(self, outcome) -> None:
+        """Close a run from its Outcome (``udfs.runtime.closing``): counters reconciled against
+        ``balances``, the run record written, the job's lines, the summary with the ``next:`` hint,
+        and the last line when most units failed; then what the run must end on (a bug where the
+        counters do not reconcile, a user error where nothing succeeded)."""
+        from udfs.runtime.closing import close, ending, verdict_line
+
+        failed = close(outcome, self.balances, self.record)
+        self.record.write(self.table_dir)
+        if outcome.lines:
+            print("\n".join(outcome.lines), flush=True)
+        if not failed and not (outcome.given and outcome.done == 0):
+            self.print_summary()
+            last = verdict_line(outcome)
+            if last:
+                print(f"{self.name}: {last}", file=sys.stderr, flush=True)
+        ending(outcome, failed)
 
     def print_summary(self) -> None:
         """The end-of-run block on stderr (``udfs.runtime.summary.job_summary``): tables written
@@ -357,8 +530,22 @@ class Job:
 
         tables = [(t, self.output_root / t) for t in (self.outputs or (self.table,))]
         tables.append((f"rejects/{self.name}", self.rejects_dir))
-        step = self.next_step.format(output=self.args.output) if self.next_step else ""
-        print(job_summary(self.name, tables, self.record.data, step), file=sys.stderr, flush=True)
+        print(job_summary(self.name, tables, self.record.data, self.next_command()), file=sys.stderr, flush=True)
+
+    def next_command(self) -> str:
+        """The ``next:`` hint: ``next_step`` with ``{output}`` and this run's flags filled in
+        (``{warc_base}``...), each value quoted for a shell, and ``--config`` carried when this run
+        was given one, so that it runs as printed. A job whose next step depends on what the output
+        root holds overrides this."""
+        import shlex
+
+        if not self.next_step:
+            return ""
+        values = {k: shlex.quote(str(v)) for k, v in vars(self.args).items() if isinstance(v, (str, int, float))}
+        command = self.next_step.format(**{**values, "output": shlex.quote(str(self.args.output))})
+        if Path(self.args.config).resolve() != DEFAULT_CONF.resolve():
+            command += f" --config {shlex.quote(self.args.config)}"
+        return command
 
     @classmethod
     def cli(cls) -> int:
@@ -395,7 +582,8 @@ class SparkJob(Job):
     @property
     def spark(self):
         if self._spark is None:
-            self._spark = build_spark(self.name, self.args.master, self.args.spark_conf)
+            jvm_log = self.log_path.with_suffix(".jvm.log") if self.log_path else None
+            self._spark = build_spark(self.name, self.args.master, self.args.spark_conf, jvm_log=jvm_log)
             self.record["spark"] = {
                 "version": self._spark.version,
                 "master": self._spark.sparkContext.master,
@@ -426,8 +614,10 @@ def _submitted() -> dict[str, str]:
     return dict(SparkConf().getAll())
 
 
-def build_spark(app: str, master: str | None = None, extra: list[str] | None = None):
-    """One way to get a session: reuse the active one (tests, spark-submit) or build one."""
+def build_spark(app: str, master: str | None = None, extra: list[str] | None = None, jvm_log: Path | None = None):
+    """One way to get a session: reuse the active one (tests, spark-submit) or build one. A JVM
+    this starts logs in full to ``jvm_log`` (conf/log4j2.properties; the console gets one line a
+    message)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -452,9 +642,10 @@ def build_spark(app: str, master: str | None = None, extra: list[str] | None = N
         and "log4j2.configurationFile" not in java_opts
         and (CONF_DIR / "log4j2.properties").exists()
     ):
-        defaults["spark.driver.extraJavaOptions"] = (
-            f"{java_opts} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}"
-        ).strip()
+        java_opts = f"{java_opts} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}"
+        if jvm_log is not None:
+            java_opts += f" -Dllm4schema.log={jvm_log}"
+        defaults["spark.driver.extraJavaOptions"] = java_opts.strip()
     for key, value in defaults.items():
         if key not in submitted:
             builder = builder.config(key, value)

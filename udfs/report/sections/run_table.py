@@ -9,11 +9,10 @@ import datetime as dt
 import platform
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from udfs.evaluation.evaluator import HUMAN, source_repeat
 from udfs.report.sections import Part
-from udfs.runtime.cli import REDACTED, SECRET_FLAG_NAME, SECRET_VALUE
+from udfs.runtime.cli import redact_url
 from udfs.runtime.config import ConfigError
 from udfs.runtime.judge_record import read_judge
 
@@ -39,21 +38,6 @@ def run_sources(
         generators = set(ev["models"] or ())
         return sorted(generators | verdicts), sorted(others - generators)
     return sorted(others | verdicts), []
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its secrets replaced by ``<redacted>``: the user and password before the host,
-    the value of each query parameter whose name looks like a secret's (key, token, auth...) or
-    whose value is shaped like a known key, a path segment shaped like a key; no fragment."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    netloc = f"{REDACTED}@{host}" if "@" in parts.netloc else host
-    query = [
-        (k, REDACTED if SECRET_FLAG_NAME.search(k) or SECRET_VALUE.match(v) else v)
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    ]
-    path = "/".join(REDACTED if SECRET_VALUE.match(seg) else seg for seg in parts.path.split("/"))
-    return urlunsplit((parts.scheme, netloc, path, urlencode(query, safe="<>", quote_via=quote), ""))
 
 
 def served_models(record: dict[str, Any]) -> list[str]:
