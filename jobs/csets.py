@@ -23,7 +23,7 @@ from pyspark import StorageLevel
 from udfs.corpus import cset_counts as counts
 from udfs.corpus import csets as C
 from udfs.runtime.job import SparkJob
-from udfs.schemaorg.vocab import load_vocabulary, resolve_vocab_path
+from udfs.schemaorg.vocab import load_vocabulary
 
 
 class CsetsJob(SparkJob):
@@ -70,12 +70,7 @@ class CsetsJob(SparkJob):
                 "bytes": sum(os.path.getsize(f) for f in files if os.path.exists(f)),
             }
         )
-        self.record["vocabulary"] = {
-            "release": vocab.release,
-            "path": str(resolve_vocab_path(a.vocab)),
-            "types": len(vocab.classes),
-            "properties": len(vocab.properties),
-        }
+        self.record["vocabulary"] = counts.vocabulary_facts(vocab, a.vocab)
         spark = self.spark
         self.clear_outputs()
 

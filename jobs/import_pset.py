@@ -16,7 +16,7 @@ from collections import Counter
 
 from udfs.corpus.html import PageConfig
 from udfs.corpus.pset import PsetError, open_pset
-from udfs.corpus.pset_tables import PsetImport
+from udfs.corpus.pset_tables import LISTED_ADDS_UP, PsetImport
 from udfs.runtime.closing import Outcome
 from udfs.runtime.job import Job
 
@@ -62,14 +62,11 @@ class ImportPsetJob(Job):
             "stored_markups": str(stored_markups),
             "rejects": str(self.rejects_dir),
         }
-        counters = {k: v for k, v in tables.counters.items() if k != "reconciles"}
+        counters = dict(tables.counters)
+        listed_adds_up = counters.pop(LISTED_ADDS_UP)
         return Outcome(
             counters=counters,
-            checks={
-                "pages and every source's markups: listed = written + rejected + not selected": tables.counters[
-                    "reconciles"
-                ]
-            },
+            checks={"pages and every source's markups: listed = written + rejected + not selected": listed_adds_up},
             units="pages",
             given=counters["pages_listed"] - counters["pages_not_selected"],
             done=counters["pages_ok"],

@@ -15,6 +15,9 @@ import sys
 
 from udfs.corpus.fetch import PAGES
 from udfs.evaluation.evaluator import SCORES
+from udfs.runtime.closing import Outcome
+from udfs.runtime.inputs import InputReport
+from udfs.runtime.io import Folder, parquet_dataset
 from udfs.runtime.job import Job
 
 
@@ -44,11 +47,10 @@ class ReportJob(Job):
             "(the run table: a column per hash; every other table: one per hash); without it they are refused",
         )
 
-    def run(self) -> None:
+    def run(self) -> Outcome:
         from udfs.report import build
-        from udfs.runtime.io import Folder
 
-        self.count_scores_rows()
+        rows_add_up = self.count_scores_rows()
         pages = Folder.of(self.args.pages) if self.args.pages else None
         report = build.build(
             self.args.input,
@@ -59,25 +61,23 @@ class ReportJob(Job):
             compare=self.args.compare_settings,
         )
         page = build.write(report, self.table_dir)
-        for name, df in report.frames.items():
-            self.record.count(f"{name}_rows", len(df))
         self.record["report"] = str(page)
-        print(report.table7_text)
-        print(f"report: {page.local_path.resolve().as_uri() if page.is_local else page.url}")
+        return Outcome(
+            counters={f"{name}_rows": len(df) for name, df in report.frames.items()},
+            checks={"every scores file's rows add up to scores_rows": rows_add_up},
+            lines=[report.table7_text, f"report: {page.local_path.resolve().as_uri() if page.is_local else page.url}"],
+        )
 
-    def count_scores_rows(self) -> None:
+    def count_scores_rows(self) -> bool:
         """The run record's inputs: every scores file considered or skipped, and the rows of each
-        (from its footer), adding up to the rows of the scores table (``scores_rows``)."""
-        from udfs.runtime.inputs import InputReport
-        from udfs.runtime.io import parquet_dataset
-
+        (from its footer); whether they add up to the rows of the scores table (``scores_rows``)."""
         found = InputReport()
         ds = parquet_dataset(self.args.input, report=found)
         self.keep_inputs(found)
         reads = {f.path: {"rows": f.metadata.num_rows} for f in ds.get_fragments()}
         self.record["inputs"]["files"] = len(reads)
         self.record.count("scores_rows", ds.count_rows())
-        self.record.count("reconciles", self.keep_reads([], reads, "rows", self.record["counters"]["scores_rows"]))
+        return self.keep_reads([], reads, "rows", self.record["counters"]["scores_rows"])
 
 
 if __name__ == "__main__":

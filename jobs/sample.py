@@ -9,7 +9,6 @@ sizes, Spearman's rho; every input file with its rows, adding up to the C-sets r
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from udfs.corpus import sample_counts as counts
@@ -18,8 +17,6 @@ from udfs.runtime.inputs import local_name
 from udfs.runtime.io import Folder
 from udfs.runtime.job import SparkJob
 from udfs.runtime.tables import parquet_rows
-
-log = logging.getLogger("llm4schema.sample")
 
 
 class SampleJob(SparkJob):
@@ -93,20 +90,8 @@ class SampleJob(SparkJob):
         self.record["histograms"] = list(result.histograms.values())
         if a.plots:
             with self.record.time("plots"):
-                self.record["report"] = self._plots(result, stats)
+                self.record["report"] = counts.plots(result, stats, self.record["counters"], self.report_dir)
         return counts.outcome(self.record.data, rows_add_up)
-
-    def _plots(self, result, stats) -> list[str]:
-        rho = {k: v["rho"] for k, v in stats["spearman"].items()}
-        pngs = []
-        for f, hist in result.histograms.items():
-            title = f"{f}, {self.record['counters']['csets_in_frame']} C-sets" + "".join(
-                f", rho({k})={v:.3f}" for k, v in rho.items() if v is not None and f in k.split("~")
-            )
-            pngs.append(
-                str(sampling.plot_histogram(hist, stats["bounds"][f], self.report_dir / f"hist_{f}.png", title))
-            )
-        return pngs
 
     def next_command(self) -> str:
         """The pages job over this sample: with the WARC index under the same root (and the

@@ -101,3 +101,15 @@ def summary(table, counters: dict, top: int) -> list[str]:
             f"{text[:110] + ('...' if len(text) > 110 else '')}"
         )
     return out
+
+
+def vocabulary_facts(vocab, spec: str) -> dict:
+    """The run record's ``vocabulary``: the release the tokens were cleaned against."""
+    from udfs.schemaorg.vocab import resolve_vocab_path
+
+    return {
+        "release": vocab.release,
+        "path": str(resolve_vocab_path(spec)),
+        "types": len(vocab.classes),
+        "properties": len(vocab.properties),
+    }

@@ -55,6 +55,9 @@ PAPER_TEXT = "paper"  # text_extractor of a row whose text is the paper's <id>.t
 
 PageKey = tuple[str, int, str]  # (feature, stratum number, the paper's page id)
 
+# the counter that says whether pages and markups add up (listed = written + rejected + not selected)
+LISTED_ADDS_UP = "reconciles"
+
 
 def _pages_arrow_schema() -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -365,7 +368,7 @@ class PsetImport:
             c[f"markups_other_order_{source}"] = sum(m.source == source for m, _ in other_orders)
             c[f"markups_not_selected_{source}"] = not_selected
             ok = ok and listed == written + rejected + not_selected
-        c["reconciles"] = ok
+        c[LISTED_ADDS_UP] = ok
         return c
 
     def markup_row(self, m: Markup, reject_raw_chars: int) -> tuple[dict | None, dict | None]:

@@ -50,3 +50,16 @@ def summary(r: dict) -> list[str]:
     for w in r["warnings"]:
         lines.append(f"  warning: {w}")
     return lines
+
+
+def plots(result, stats: dict, counters: dict, report_dir) -> list[str]:
+    """The histogram of each feature with its strata's bounds and Spearman's rho, as PNGs in
+    ``report_dir`` (report/sample/); their locations."""
+    rho = {k: v["rho"] for k, v in stats["spearman"].items()}
+    pngs = []
+    for f, hist in result.histograms.items():
+        title = f"{f}, {counters['csets_in_frame']} C-sets" + "".join(
+            f", rho({k})={v:.3f}" for k, v in rho.items() if v is not None and f in k.split("~")
+        )
+        pngs.append(str(sampling.plot_histogram(hist, stats["bounds"][f], report_dir / f"hist_{f}.png", title)))
+    return pngs

@@ -348,3 +348,23 @@ def _unit_done(summary: dict[str, Any], i: int, n: int) -> None:
         len(summary["failed"]),
         ", ".join(summary["parts"]) or "none",
     )
+
+
+def init_ray(address: str = "") -> None:
+    """Join the Ray cluster at ``address`` ("": start a local one) unless this process already has;
+    the workers import the project from its checkout (the root on their PYTHONPATH)."""
+    import logging
+
+    import ray
+
+    from udfs.runtime.paths import PROJECT_ROOT
+
+    if not ray.is_initialized():
+        # Ray's INFO start-up lines say nothing a researcher acts on; warnings still show.
+        ray.init(
+            address=address or None,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}},
+        )
