@@ -106,7 +106,7 @@ class EvaluateJob(Job):
             opts = setup.run_options(a, url, key)
             counters = evaluate_pages(
                 self.output_root, self.rejects_dir, self.record, cfg, scan, found, opts, markups_table=a.markups,
-                ray_run=self._ray,
+                ray_run=self._ray, on_settings=lambda digest: self.lease.update(settings_hash=digest),
             )  # fmt: skip
         return evaluation_outcome(counters, self.record.data, self.rejects_dir)
 

@@ -68,14 +68,18 @@ def evaluate_pages(
     *,
     markups_table: str = "",
     ray_run: Callable[..., list[dict]] | None = None,
+    on_settings: Callable[[str], None] | None = None,
 ) -> dict[str, int]:
     """Evaluate the planned pages of ``scan`` (``udfs.evaluation.plan.scan_pages``) under ``root``
     with ``cfg``; ``found_markups``: the stored markups joined to the pages (``udfs.evaluation.
     stored.join_markups``; None: none), read from ``markups_table``. ``record``: the job's run
     record, which gets the evaluation's settings (the judge's block among them), the plan's and the
-    workers' counters; ``ray_run(units, ctor, progress)``: the Ray executor (``opts.executor`` "ray").
+    workers' counters; ``ray_run(units, ctor, progress)``: the Ray executor (``opts.executor`` "ray");
+    ``on_settings(hash)``: told the run's settings hash once it is known.
     Returns the counters. Raises :class:`RunRefused` when ``root`` holds results of other settings."""
     digest = record_settings(record, cfg, found_markups, opts)
+    if on_settings is not None:  # the output lease names the run's settings hash (udfs.runtime.lease)
+        on_settings(digest)
     found = resume(root, rejects, digest, opts.overwrite)
     lookup = None if found_markups is None else stored_lookup(root, rejects, record, found_markups, markups_table)
     with record.time("plan_select"):

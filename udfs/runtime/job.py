@@ -28,6 +28,7 @@ from typing import Any
 from udfs.runtime import io as _io
 from udfs.runtime.cli import ArgumentParser, HelpFormatter, check_config_value, fail, redact_urls
 from udfs.runtime.config import (
+    SECTIONS,
     Config,
     ConfigError,
     as_defaults,
@@ -219,15 +220,21 @@ class Job:
             self.sections = self._checked_sections(args, setting_actions(parser))
         except ConfigError as exc:
             exit_on_config_error(f"{self.name}.py", exc)
-        self.settings = self.sections[self.name]
+        self.settings = self.sections.get(self.name)
         return args
+
+    def _section_names(self) -> tuple[str, ...]:
+        """The sections whose settings are this job's flags: its own (a job may have none) and
+        ``shared_sections``."""
+        own = (self.name,) if self.name in SECTIONS else ()
+        return (*own, *self.shared_sections)
 
     def _checked_sections(self, args: argparse.Namespace, actions: dict[str, argparse.Action]) -> dict[str, Any]:
         """Section name -> the file's section with every given flag's value, typed and checked as the
         file's are (``udfs.runtime.config.flag_value``), in its place; ``args`` gets the typed
         values too (lists as lists)."""
         sections = {}
-        for name in (self.name, *self.shared_sections):
+        for name in self._section_names():
             section = self.config.section(name)
             changes = {
                 d: flag_value(type(section), d, getattr(args, d), actions[d].option_strings[0])
@@ -281,7 +288,7 @@ class Job:
         )
         self.add_engine_arguments(parser)
         sections = {}
-        for name in (self.name, *self.shared_sections):
+        for name in self._section_names():
             for dest in self._add_setting_flags(parser, name, config.section(name)):
                 if dest in sections:  # a programming error: one home per setting
                     raise TypeError(f"{dest} is a setting of both [{sections[dest]}] and [{name}]")
@@ -441,13 +448,12 @@ class Job:
             finally:
                 self.release()
         except UserError as exc:  # the user can act on it: one line, no traceback unless debugging
+            self.job_log.record_error(exc)
             if debugging(self.argv):
                 log.error("traceback of the error below", exc_info=True)
-            else:
-                log.debug("traceback of the error below", exc_info=True)
             fail(f"{self.name}.py", str(exc))
         except Exception as exc:  # a bug: exit 1 with the traceback, Spark's trace in the log only
-            log.debug("internal error", exc_info=True)
+            self.job_log.record_error(exc)
             self._report_bug(exc)
             return 1
         finally:

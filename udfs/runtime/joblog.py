@@ -52,6 +52,15 @@ class JobLog:
         self._handler, self.path = handler, path
         return path
 
+    def record_error(self, exc: BaseException) -> None:
+        """``exc`` with its traceback in the log file only (the console has its one line)."""
+        if self.path is None:
+            return
+        record = logging.LogRecord(
+            "llm4schema", logging.ERROR, "", 0, "the run ended on", (), (type(exc), exc, exc.__traceback__)
+        )
+        self._handler.handle(record)
+
     def close(self) -> None:
         logging.getLogger().removeHandler(self._handler)
         self._handler.close()
