@@ -452,7 +452,7 @@ class Job:
             if debugging(self.argv):
                 log.error("traceback of the error below", exc_info=True)
             fail(f"{self.name}.py", str(exc))
-        except Exception as exc:  # a bug: exit 1 with the traceback, Spark's trace in the log only
+        except Exception as exc:  # noqa: BLE001 - a bug: exit 1 with the traceback, the JVM's in the log only
             self.job_log.record_error(exc)
             self._report_bug(exc)
             return 1
