@@ -2,16 +2,12 @@
 
     python jobs/evaluate.py --input OUT/pages --output OUT [--limit N] [--generators qwen2.5-coder-1.5b]
 
-The driver plans the run from the input's small columns without holding the pages
-(``udfs.evaluation.plan``: dedup of pages sampled in several strata, ``--order``, ``--limit``,
-pages already done), then hands units of ``--part-pages`` pages to workers (Ray Data actors, or
-this process with ``--executor local``) that read their own rows, evaluate many pages at once
-with up to ``--max-in-flight`` model requests outstanding, and write each table in parts with a
-completion marker (``udfs.evaluation.runner``, ``udfs.evaluation.parts``). A killed run resumes:
-committed parts are kept, the parts in flight are redone with answers from the request cache
-(``<output>/cache/llm.sqlite``). The run is keyed by a hash of every setting that changes an
-answer; an output holding other settings' results is refused unless ``--overwrite``. ``--markups TABLE`` judges
-markups made elsewhere (docs/jobs/evaluate.md, "Judging stored markups").
+The driver plans the run from the input's small columns (``udfs.evaluation.plan``) and hands
+units of ``--part-pages`` pages to workers (Ray Data actors, or ``--executor local``) that write
+each table in parts with a completion marker: a killed run resumes, answers come from the request
+cache. The run is keyed by a hash of every setting that changes an answer; an output holding other
+settings' results is refused unless ``--overwrite``. ``--markups TABLE`` judges markups made
+elsewhere (docs/jobs/evaluate.md, "Judging stored markups").
 """
 
 from __future__ import annotations
@@ -78,6 +74,11 @@ class EvaluateJob(Job):
         """The EvalConfig of this run (``udfs.evaluation.setup.eval_config``)."""
         return setup.eval_config(self, models, list(stored), served)
 
+    def begin_writing(self, digest: str) -> None:
+        """The run's settings are known and its writing begins: the lease names the hash."""
+        self.writing = True
+        self.lease.update(settings_hash=digest)
+
     def run(self):
         from udfs.evaluation.outcome import evaluation_outcome
         from udfs.evaluation.plan import scan_pages
@@ -106,7 +107,7 @@ class EvaluateJob(Job):
             opts = setup.run_options(a, url, key)
             counters = evaluate_pages(
                 self.output_root, self.rejects_dir, self.record, cfg, scan, found, opts, markups_table=a.markups,
-                ray_run=self._ray, on_settings=lambda digest: self.lease.update(settings_hash=digest),
+                ray_run=self._ray, on_settings=self.begin_writing,
             )  # fmt: skip
         return evaluation_outcome(counters, self.record.data, self.rejects_dir)
 

@@ -40,10 +40,12 @@ the flag, the column and the rows.
 from __future__ import annotations
 
 import csv
+import glob
 import io
 import logging
+import os
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 
@@ -390,6 +392,18 @@ def flag_values(args, dest: str) -> list[str]:
     if not value:
         return []
     return [value] if isinstance(value, str) else [v for v in value if v]
+
+
+def check_paths(args, dests: Iterable[str]) -> None:
+    """Every local path a flag of ``dests`` names exists (a file, a folder, or a glob that matches):
+    an InputError naming the flag and the path otherwise, before any work. URLs and manifests are
+    the readers' to resolve."""
+    for dest in dests:
+        for spec in flag_values(args, dest):
+            if is_remote(spec) or spec.startswith("@") or glob.glob(spec) or os.path.exists(spec):
+                continue
+            flag = "--" + dest.replace("_", "-")
+            raise InputError(f"{flag} {spec}: no such file or folder; give a path that exists")
 
 
 def check_inputs(args, contracts: Mapping[str, Any]) -> None:

@@ -393,6 +393,7 @@ class Job:
     def clear_outputs(self) -> None:
         """Rerunning replaces this job's outputs and nothing else under the shared root, local
         or remote."""
+        self.writing = True
         for d in (self.table_dir, self.rejects_dir):
             d.rm()
 
@@ -411,7 +412,9 @@ class Job:
         Spark session, model request or output write comes before this): the input tables against
         the contracts their writers declare, and the output root leased and writable. A fault is a
         UserError (one line, exit status 2)."""
-        from udfs.runtime.contracts import check_inputs
+        from udfs.runtime.contracts import check_inputs, check_paths
+
+        check_paths(self.args, {"input", *self.input_contracts})
 
         check_inputs(self.args, self.input_contracts)
         from udfs.runtime.lease import take_output_lease
@@ -484,10 +487,15 @@ class Job:
             k: (REDACTED if k in secret and v else v) for k, v in vars(self.args).items() if k not in judged
         }
 
+    # Set once this run has changed its outputs (``clear_outputs``, or a job's own first write):
+    # a run that stops before that leaves the outputs, and their record, as they were.
+    writing = False
+
     def _record_failure(self, exc: BaseException) -> None:
-        """A run that stopped after its checks passed leaves a run record saying so (the next run
-        resumes or replaces it); where even that cannot be written, the log file has the error."""
-        if self.record.data.get("status", "").startswith("failed") or isinstance(exc, Refused):
+        """A run that stopped after it began changing its outputs leaves a run record saying so
+        (the next run resumes or replaces it); where even that cannot be written, the log file has
+        the error. One that stopped before leaves the earlier record as it was."""
+        if self.record.data.get("status", "").startswith("failed") or isinstance(exc, Refused) or not self.writing:
             return  # close() already wrote why; a refused run leaves the earlier record as it was
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         self.record["status"] = f"failed: {first}"
