@@ -18,7 +18,7 @@ def test_a_balance_that_does_not_hold_or_is_not_counted_is_named():
     ]
     # a balance cannot hold by omission
     assert unbalanced({"input_rows": 0, "selected_rows": 0}, BALANCES) == [
-        "input_rows: counters rejected_rows not counted"
+        "input_rows: counter rejected_rows not counted"
     ]
 
 
