@@ -204,7 +204,9 @@ def test_evaluate_with_a_missing_input_says_which(tmp_path):
 
 
 def test_evaluate_with_the_service_down_says_so(tmp_path):
-    # port 9 (discard) has no listener here: the service is down
+    # port 9 (discard) has no listener here: the service is down; the input path is there (a path
+    # that is not is refused first, before any request)
+    (tmp_path / "pages").mkdir()
     res = run(
         "jobs/evaluate.py",
         "--input",

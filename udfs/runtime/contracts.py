@@ -403,7 +403,7 @@ def check_paths(args, dests: Iterable[str]) -> None:
             if is_remote(spec) or spec.startswith("@") or glob.glob(spec) or os.path.exists(spec):
                 continue
             flag = "--" + dest.replace("_", "-")
-            raise InputError(f"{flag} {spec}: no such file or folder; give a path that exists")
+            raise InputError(f"{flag} {spec!r}: no such file or folder; give a path that exists")
 
 
 def check_inputs(args, contracts: Mapping[str, Any]) -> None:
