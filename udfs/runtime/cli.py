@@ -164,6 +164,11 @@ def redact_urls(value: typing.Any) -> typing.Any:
     if isinstance(value, str) and "://" in value:
         head, eq, url = value.partition("=") if value.startswith("--") else ("", "", value)
         parts = urlsplit(url)
-        if parts.scheme and ("@" in parts.netloc or parts.query):
+        secret_query = any(
+            SECRET_FLAG_NAME.search(k) or SECRET_VALUE.match(v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        )
+        # a URL without a secret stays byte for byte (a key may hold '?' as a character)
+        if parts.scheme and ("@" in parts.netloc or secret_query):
             return head + eq + redact_url(url)
     return value
