@@ -799,7 +799,11 @@ def test_wdc_extractor_lines_are_read_and_the_fifth_term_counted(spark, tmp_path
     assert json.loads((out4 / "csets" / "_run.json").read_text())["counters"]["fifth_term"] == {}
     # W3C N-Quads exactly: every line a reject naming the fifth term, nothing lost.
     (tmp_path / "strict").mkdir()
-    strict = run_job(spark, tmp_path / "strict", "--input", str(f), "--strict-nquads")
+    # every line rejected: a run in which nothing succeeded exits 2 (issue 64), its record says why
+    with pytest.raises(SystemExit) as stop:
+        run_job(spark, tmp_path / "strict", "--input", str(f), "--strict-nquads")
+    assert stop.value.code == 2
+    strict = tmp_path / "strict" / "out"
     c = json.loads((strict / "csets" / "_run.json").read_text())["counters"]
     assert (c["lines_read"], c["quads_parsed"], c["lines_rejected"], c["reconciles"]) == (19, 0, 19, True)
     assert c["rejected_by_reason"] == {N.REASON_FIFTH_TERM_STRICT: 19} and c["fifth_term"] == {}

@@ -181,7 +181,7 @@ def test_the_jobs_count_the_hidden_record_and_the_pages_job_reads_plain_records(
     pq.write_table(
         pa.Table.from_pylist([r for r in index if r["warc_filename"] == "plain.warc"]), tmp_path / "index.parquet"
     )
-    PagesJob(
+    job = PagesJob(
         [
             "--input",
             str(tmp_path / "samples"),
@@ -194,7 +194,12 @@ def test_the_jobs_count_the_hidden_record_and_the_pages_job_reads_plain_records(
             "--output",
             str(out),
         ]
-    ).main()
+    )
+    # the records carry no schema.org markup: every one is read, none is a usable page, and a run in
+    # which nothing succeeded exits 2 (issue 64); its table says why, row by row
+    with pytest.raises(SystemExit) as stop:
+        job.main()
+    assert stop.value.code == 2
     pages = pq.read_table(out / "pages").to_pylist()
     assert len(pages) == 16 and not [r["reason"] for r in pages if r["status"] in ("fetch_error", "not_found")]
     prun = json.loads((out / "pages" / "_run.json").read_text())

@@ -108,12 +108,15 @@ SAMPLES = TableContract.of_schema(
 
 def csets_contract(features: list[str]) -> TableContract:
     """What jobs/sample.py reads of its --input: the csets/ table (``udfs.corpus.csets.CSETS``)
-    with every sampled feature required too, a count column of that table typed as declared
-    (int64), another column of any type (``frame_reason`` makes a value that is not a finite
-    count >= 0 a reject reason)."""
+    with every sampled feature required too, a count column of that table as declared (int64) or
+    as a double, another column of any type: ``frame_reason`` makes a value that is not a finite
+    count >= 0 a reject row naming the C-set, so a table of doubles is read, not refused."""
+    import pyarrow as pa
+
     from udfs.corpus.csets import CSETS
 
-    return CSETS.requiring(*features)
+    contract = CSETS.requiring(*features)
+    return contract.accepting(**{f: pa.float64() for f in features if f in CSETS.columns})
 
 
 class SampleError(ValueError):
