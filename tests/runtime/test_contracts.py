@@ -383,7 +383,7 @@ def test_a_flag_given_a_function_gets_its_contract_from_the_arguments(tmp_path):
 
     csets(tmp_path, n_pages=None)
     args = argparse.Namespace(input=[str(tmp_path / "csets")], features=["n_pages"])
-    with pytest.raises(ContractError, match="no column n_pages \\(int64\\)"):
+    with pytest.raises(ContractError, match="no column n_pages \\(int64 or double\\)"):
         check_inputs(args, {"input": lambda a: csets_contract(a.features)})
     check_inputs(
         argparse.Namespace(input=args.input, features=["n_instances"]), {"input": lambda a: csets_contract(a.features)}
