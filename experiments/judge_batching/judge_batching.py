@@ -40,11 +40,11 @@ from udfs.agents.evidence import soft_answer_match
 from udfs.agents.judge import Judge, build_judge
 from udfs.agents.prompts import fence, load_prompt, plain_definition, unfence
 from udfs.agents.questions import COMPLIANCE, FACTUALITY, Claim
-from udfs.agents_bench.metrics import auroc
 from udfs.llm.client import LLMClient
 from udfs.runtime.config import load_config
 from udfs.runtime.paths import DEFAULT_CONF
 from udfs.schemaorg.vocab import load_vocabulary
+from udfs.scores.confusion import auroc
 
 FACTS_SYSTEM = (
     load_prompt("factuality_system").rsplit("\n", 1)[0]

@@ -25,9 +25,9 @@ from experiments.judge_batching.judge_batching import line_verdicts, numbered_gr
 from experiments.judge_gate.gate import answered, per_question_arguments
 from udfs.agents.prompts import load_prompt, plain_definition
 from udfs.agents.questions import FACTUALITY, Claim
-from udfs.agents_bench.metrics import auroc
 from udfs.llm.client import LLMClient
 from udfs.schemaorg.vocab import load_vocabulary
+from udfs.scores.confusion import auroc
 
 SYSTEM = (
     load_prompt("factuality_system").rsplit("\n", 1)[0]

@@ -44,8 +44,8 @@ from experiments.judge_gate.gate import (
 )
 from udfs.agents import calibration as cal
 from udfs.agents.prompts import fence, unfence
-from udfs.agents_bench.metrics import auroc
 from udfs.llm.client import LLMClient
+from udfs.scores.confusion import auroc
 
 MOST_CHARS = 120  # a value's forced prefix; a longer value's line is scored without its end
 

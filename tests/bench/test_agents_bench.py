@@ -22,6 +22,7 @@ from udfs.agents_bench.groundtruth import (
 from udfs.runtime.config import load_config
 from udfs.schemaorg.markup import Literal, parse_markup
 from udfs.schemaorg.vocab import load_vocabulary
+from udfs.scores import confusion as cm
 from udfs.scores.matching import embed, normalise
 
 # Cath's Cafe, a job posting, a run with two people, a gift shop (its text has an HTML entity),
@@ -241,25 +242,25 @@ def test_building_is_deterministic_for_a_seed(built, handful):
 def test_metrics_match_a_confusion_matrix_computed_by_hand():
     labels = [True] * 4 + [False] * 6
     preds = [True, True, True, False, True, False, False, False, False, None]
-    c = bm.confusion(labels, preds)
+    c = cm.confusion(labels, preds)
     assert (c.tp, c.fn, c.fp, c.tn, c.unanswered) == (3, 1, 1, 4, 1)
     assert c.precision == pytest.approx(3 / 4) and c.recall == pytest.approx(3 / 4)
     assert c.f1 == pytest.approx(0.75)
     assert c.f1_false == pytest.approx(2 * 4 / (2 * 4 + 1 + 1))  # 0.8
     assert c.balanced_accuracy == pytest.approx((3 / 4 + 4 / 5) / 2)
     # nothing predicted true: precision and F1 are 0, not an error
-    none = bm.confusion([True, False], [False, False])
+    none = cm.confusion([True, False], [False, False])
     assert (none.precision, none.f1, none.f1_false) == (0.0, 0.0, pytest.approx(2 / 3))
 
     scores = [0.9, 0.8, 0.4, 0.2, 0.6, 0.1, 0.3]
     y = [True, True, True, True, False, False, False]
-    at = bm.at_threshold(y, scores, 0.5)
+    at = cm.at_threshold(y, scores, 0.5)
     assert (at.tp, at.fn, at.fp, at.tn) == (2, 2, 1, 2)
     sweep = {s["threshold"]: s for s in bm.threshold_sweep(y, scores, [0.15, 0.5, 0.85])}
     assert (sweep[0.15]["tp"], sweep[0.15]["fp"]) == (4, 2) and (sweep[0.85]["tp"], sweep[0.85]["fp"]) == (1, 0)
     # AUROC: of the 12 (positive, negative) pairs the positive scores higher in 3 + 3 + 2 + 1
-    assert bm.auroc(y, scores) == pytest.approx(9 / 12)
-    assert bm.auroc([True, False], [0.5, 0.5]) == 0.5
+    assert cm.auroc(y, scores) == pytest.approx(9 / 12)
+    assert cm.auroc([True, False], [0.5, 0.5]) == 0.5
 
 
 def test_iqr_mean_and_consensus_alignment():

@@ -12,6 +12,7 @@ from scipy.stats import mannwhitneyu
 from sklearn.metrics import cohen_kappa_score
 
 from udfs.agents_bench import metrics as bm
+from udfs.scores import confusion as cm
 
 RNG = np.random.default_rng(20260)
 
@@ -35,9 +36,9 @@ def test_auroc_is_the_mann_whitney_probability(levels):
     pos = [s for y, s in zip(labels, scores) if y and s is not None]
     neg = [s for y, s in zip(labels, scores) if not y and s is not None]
     u = mannwhitneyu(pos, neg).statistic  # ties count half
-    assert bm.auroc(labels, scores) == pytest.approx(u / (len(pos) * len(neg)))
-    assert bm.auroc(labels, [float("nan") if s is None else s for s in scores]) == bm.auroc(labels, scores)
-    assert bm.auroc([True, True], [0.2, 0.9]) is None and bm.auroc([False], [0.1]) is None
+    assert cm.auroc(labels, scores) == pytest.approx(u / (len(pos) * len(neg)))
+    assert cm.auroc(labels, [float("nan") if s is None else s for s in scores]) == cm.auroc(labels, scores)
+    assert cm.auroc([True, True], [0.2, 0.9]) is None and cm.auroc([False], [0.1]) is None
 
 
 def test_the_precision_recall_curve_is_the_confusion_at_each_distinct_score():
@@ -46,7 +47,7 @@ def test_the_precision_recall_curve_is_the_confusion_at_each_distinct_score():
     distinct = sorted({s for s in scores if s is not None})
     assert [p["threshold"] for p in points] == distinct[: len(points)]
     for p in points:
-        c = bm.at_threshold(labels, scores, p["threshold"])  # the agents' rule: score >= threshold
+        c = cm.at_threshold(labels, scores, p["threshold"])  # the agents' rule: score >= threshold
         assert (p["precision"], p["recall"]) == (pytest.approx(c.precision), pytest.approx(c.recall))
     assert bm.precision_recall_points([False, False], [0.3, 0.7]) == []
 
@@ -84,7 +85,7 @@ def test_the_benchmark_plot_draws_the_full_curve(tmp_path):
 
     labels, scores = scored_items(120, 11)
     sweep = [{"task": "intrinsic", **s} for s in bm.threshold_sweep(labels, scores)]
-    c = bm.at_threshold(labels, scores, 0.5)
+    c = cm.at_threshold(labels, scores, 0.5)
     metrics = [{"task": "intrinsic", "precision": c.precision, "recall": c.recall}]
     curve = bm.precision_recall_points(labels, scores)
     assert 5 < len(curve) <= len({s for s in scores if s is not None})  # a point per distinct score

@@ -13,7 +13,7 @@ from tests.conftest import PSET_DATA, ROOT
 from udfs.corpus import generators as G
 from udfs.corpus.generators import Attribution
 from udfs.report import groups as GR
-from udfs.scores.correction import JudgeAccuracy
+from udfs.scores.confusion import Confusion
 
 
 def _units(group: str, pages: int, judged: int, rejected_at: tuple[int, int, int]) -> list[GR.Unit]:
@@ -61,7 +61,7 @@ def test_groups_with_wide_intervals_are_pooled_and_counts_reconcile():
 
 def test_judged_agents_are_corrected_where_the_judge_was_measured():
     units = _units("yoast", 30, 20, (2, 5, 1))
-    judge = {"factuality": JudgeAccuracy(tp=90, fn=10, tn=80, fp=20)}
+    judge = {"factuality": Confusion(tp=90, fn=10, tn=80, fp=20)}
     rates = {r.agent: r for r in GR.group_rates(units, judge)}
     fact = rates["factuality"]
     # Rogan-Gladen for the rejected class: (obs + sens - 1) / (sens + spec - 1)

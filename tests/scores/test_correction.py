@@ -5,7 +5,8 @@ interval; a judge whose verdicts do not depend on the truth is flagged."""
 import numpy as np
 import pytest
 
-from udfs.scores.correction import JudgeAccuracy, corrected_rate, corrected_rejection, rogan_gladen
+from udfs.scores.confusion import Confusion
+from udfs.scores.correction import corrected_rate, corrected_rejection, rogan_gladen
 
 
 def simulate(rng, pages, claims_per_page, false_share, sens, spec):
@@ -40,7 +41,7 @@ def test_the_estimate_recovers_a_known_share_within_its_interval(false_share, se
     # the judge's accuracy as a test split of 300 true and 300 false claims would measure it
     tp = int(rng.binomial(300, sens))
     tn = int(rng.binomial(300, spec))
-    judge = JudgeAccuracy(tp=tp, fn=300 - tp, tn=tn, fp=300 - tn)
+    judge = Confusion(tp=tp, fn=300 - tp, tn=tn, fp=300 - tn)
     c = corrected_rate(judged, rejected, judge)
     naive = sum(rejected) / sum(judged)
     assert c.low <= false_share <= c.high
@@ -50,23 +51,23 @@ def test_the_estimate_recovers_a_known_share_within_its_interval(false_share, se
 
 def test_a_judge_that_does_not_depend_on_the_truth_is_flagged():
     judged, rejected = [10, 10, 10], [5, 4, 6]
-    c = corrected_rate(judged, rejected, JudgeAccuracy(tp=50, fn=50, tn=50, fp=50))  # sens + spec = 1
+    c = corrected_rate(judged, rejected, Confusion(tp=50, fn=50, tn=50, fp=50))  # sens + spec = 1
     assert c.corrected is None and not c.resolved
     assert any("cannot resolve" in f for f in c.flags)
     assert c.observed == pytest.approx(0.5)
 
 
 def test_rates_outside_the_judges_range_and_wide_intervals_are_flagged():
-    judge = JudgeAccuracy(tp=90, fn=10, tn=80, fp=20)  # sens 0.9, spec 0.8: rates in [0.1, 0.8]
+    judge = Confusion(tp=90, fn=10, tn=80, fp=20)  # sens 0.9, spec 0.8: rates in [0.1, 0.8]
     c = corrected_rate([20] * 50, [1] * 50, judge)  # observed 0.05
     assert c.corrected == 0.0 and any("outside" in f for f in c.flags)
-    few = corrected_rate([2, 3], [1, 2], JudgeAccuracy(tp=3, fn=2, tn=3, fp=2))
+    few = corrected_rate([2, 3], [1, 2], Confusion(tp=3, fn=2, tn=3, fp=2))
     assert any("wider" in f or "cannot resolve" in f for f in few.flags) and not few.resolved
 
 
 def test_no_claims_and_bad_counts():
-    assert corrected_rate([0, 0], [0, 0], JudgeAccuracy(9, 1, 9, 1)).flags == ["no claim judged"]
-    lacking = corrected_rate([5], [1], JudgeAccuracy(9, 1, 0, 0))
+    assert corrected_rate([0, 0], [0, 0], Confusion(tp=9, fn=1, tn=9, fp=1)).flags == ["no claim judged"]
+    lacking = corrected_rate([5], [1], Confusion(tp=9, fn=1, tn=0, fp=0))
     assert lacking.corrected is None and "false claims" in lacking.flags[0]
     with pytest.raises(ValueError):
-        corrected_rate([1], [2], JudgeAccuracy(9, 1, 9, 1))
+        corrected_rate([1], [2], Confusion(tp=9, fn=1, tn=9, fp=1))

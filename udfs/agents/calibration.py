@@ -51,6 +51,7 @@ import numpy as np
 from udfs.runtime.config import ConfigError
 from udfs.runtime.io import Folder
 from udfs.runtime.paths import project_file, shown_path
+from udfs.scores.confusion import at_threshold, auroc, scored
 
 VERSION = 1
 AGENTS = ("factuality", "compliance")
@@ -88,20 +89,11 @@ def split_of(group: str, seed: int, fit_fraction: float) -> str:
 
 
 # ---- fitting ------------------------------------------------------------------------------------
-def _scored(labels: Sequence[bool], scores: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
-    pairs = [(bool(y), float(s)) for y, s in zip(labels, scores) if s is not None and s == s]
-    return np.array([y for y, _ in pairs], dtype=bool), np.array([s for _, s in pairs], dtype=float)
-
-
-def _f1(tp: int, fp: int, fn: int) -> float:
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-
-
 def fit_threshold(labels: Sequence[bool], scores: Sequence[float | None]) -> tuple[float, float]:
     """(threshold, its class-balanced F1 on these items): the highest F1 of the pass class with
     both classes weighted equally, ties to the middle (module docstring). Items without a score
     are left out; no positive: (0.5, 0.0); no negative: plain F1 (passing everything)."""
-    y, s = _scored(labels, scores)
+    y, s = scored(labels, scores)
     if not y.any():
         return 0.5, 0.0
     # each false item counts n_true / n_false times, so both classes weigh the same
@@ -131,7 +123,7 @@ def fit_threshold(labels: Sequence[bool], scores: Sequence[float | None]) -> tup
 def isotonic_fit(scores: Sequence[float | None], labels: Sequence[bool]) -> dict[str, list[float]]:
     """The knots of the isotonic (non-decreasing) regression of label on score, by the
     pool-adjacent-violators algorithm: ``{"x": [...], "y": [...]}`` (module docstring)."""
-    y, s = _scored(labels, scores)
+    y, s = scored(labels, scores)
     if not len(s):
         return {"x": [], "y": []}
     order = np.argsort(s, kind="stable")
@@ -165,38 +157,26 @@ def apply_map(knots: dict[str, list[float]] | None, score: float | None) -> floa
     return float(np.interp(float(score), knots["x"], knots["y"]))
 
 
-def auroc(labels: Sequence[bool], scores: Sequence[float | None]) -> float | None:
-    """P(a random true item scores above a random false one), ties half; None without both."""
-    y, s = _scored(labels, scores)
-    pos, neg = s[y], s[~y]
-    if not len(pos) or not len(neg):
-        return None
-    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return float(wins / (len(pos) * len(neg)))
-
-
 def measure(labels: Sequence[bool], scores: Sequence[float | None], threshold: float) -> dict[str, Any]:
     """The test-split figures at ``threshold``: sizes, confusion counts (pass class positive),
-    precision, recall, F1, sensitivity, specificity, AUROC; items without a score counted apart."""
-    y, s = _scored(labels, scores)
-    p = s >= threshold
-    tp, fp = int((p & y).sum()), int((p & ~y).sum())
-    fn, tn = int((~p & y).sum()), int((~p & ~y).sum())
+    precision, recall, F1, sensitivity, specificity, balanced accuracy, AUROC
+    (``udfs.scores.confusion``); items without a score counted apart."""
+    c = at_threshold(labels, scores, threshold)
     return {
-        "n": int(len(y)),
-        "positives": int(y.sum()),
-        "negatives": int((~y).sum()),
-        "unanswered": len(labels) - int(len(y)),
-        "tp": tp,
-        "fp": fp,
-        "tn": tn,
-        "fn": fn,
-        "precision": tp / (tp + fp) if tp + fp else 0.0,
-        "recall": tp / (tp + fn) if tp + fn else 0.0,
-        "f1": _f1(tp, fp, fn),
-        "sensitivity": tp / (tp + fn) if tp + fn else None,
-        "specificity": tn / (tn + fp) if tn + fp else None,
-        "balanced_accuracy": (tp / (tp + fn) + tn / (tn + fp)) / 2 if tp + fn and tn + fp else None,
+        "n": c.n,
+        "positives": c.tp + c.fn,
+        "negatives": c.tn + c.fp,
+        "unanswered": c.unanswered,
+        "tp": c.tp,
+        "fp": c.fp,
+        "tn": c.tn,
+        "fn": c.fn,
+        "precision": c.precision,
+        "recall": c.recall,
+        "f1": c.f1,
+        "sensitivity": c.sensitivity,
+        "specificity": c.specificity,
+        "balanced_accuracy": c.balanced_accuracy,
         "auroc": auroc(labels, scores),
     }
 

@@ -1,8 +1,7 @@
 """How far a verdict agent can be trusted: the metrics of the agents benchmark.
 
-* precision / recall / F1 of the "true" class (the paper's Tables 2 and 4), F1 of the "false" class
-  as well (FactCheck), balanced accuracy ((TPR + TNR) / 2), AUROC of the scores (scikit-learn's
-  ``roc_auc_score``: ties count half);
+* the confusion counts and rates of ``udfs.scores.confusion`` (one definition of precision, recall,
+  F1 of either class, sensitivity, specificity, balanced accuracy and AUROC for the whole project);
 * a threshold sweep (each threshold: a claim passes when its score >= threshold, the agents' rule)
   and the full precision-recall curve over every distinct score (scikit-learn's
   ``precision_recall_curve``, the same >= rule);
@@ -21,102 +20,16 @@ apart (``unanswered``) so a reader sees it, and left out of the confusion matrix
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from udfs.scores.confusion import at_threshold, is_nan, scored
+
 SIDES = ("human", "llm")
 TIE = "tie"
-
-
-@dataclass(frozen=True)
-class Confusion:
-    tp: int = 0
-    fp: int = 0
-    tn: int = 0
-    fn: int = 0
-    unanswered: int = 0
-
-    @property
-    def n(self) -> int:
-        return self.tp + self.fp + self.tn + self.fn
-
-    @staticmethod
-    def _f1(tp: int, fp: int, fn: int) -> float:
-        return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-
-    @property
-    def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
-
-    @property
-    def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
-
-    @property
-    def f1(self) -> float:
-        """F1 of the true class (= f1_true)."""
-        return self._f1(self.tp, self.fp, self.fn)
-
-    @property
-    def f1_true(self) -> float:
-        return self.f1
-
-    @property
-    def f1_false(self) -> float:
-        """F1 with "false" as the positive class: hits are true negatives."""
-        return self._f1(self.tn, self.fn, self.fp)
-
-    @property
-    def specificity(self) -> float:
-        return self.tn / (self.tn + self.fp) if self.tn + self.fp else 0.0
-
-    @property
-    def balanced_accuracy(self) -> float:
-        return (self.recall + self.specificity) / 2
-
-    @property
-    def accuracy(self) -> float:
-        return (self.tp + self.tn) / self.n if self.n else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.update(
-            n=self.n,
-            precision=self.precision,
-            recall=self.recall,
-            f1=self.f1,
-            f1_true=self.f1_true,
-            f1_false=self.f1_false,
-            balanced_accuracy=self.balanced_accuracy,
-            accuracy=self.accuracy,
-        )
-        return d
-
-
-def confusion(labels: Sequence[bool], predictions: Sequence[bool | None]) -> Confusion:
-    if len(labels) != len(predictions):
-        raise ValueError(f"{len(labels)} labels but {len(predictions)} predictions")
-    c = Counter()
-    for y, p in zip(labels, predictions):
-        if p is None:
-            c["unanswered"] += 1
-        elif y:
-            c["tp" if p else "fn"] += 1
-        else:
-            c["fp" if p else "tn"] += 1
-    return Confusion(**c)
-
-
-def at_threshold(labels: Sequence[bool], scores: Sequence[float | None], threshold: float) -> Confusion:
-    return confusion(labels, [None if s is None or _nan(s) else s >= threshold for s in scores])
-
-
-def _nan(x) -> bool:
-    return isinstance(x, float) and math.isnan(x)
 
 
 def threshold_sweep(
@@ -128,29 +41,12 @@ def threshold_sweep(
     return [{"threshold": t, **at_threshold(labels, scores, t).as_dict()} for t in thresholds]
 
 
-def _scored(labels: Sequence[bool], scores: Sequence[float | None]) -> tuple[np.ndarray, np.ndarray]:
-    """(labels, scores) of the items with a score (None and NaN: unanswered, left out)."""
-    pairs = [(bool(y), float(s)) for y, s in zip(labels, scores) if s is not None and not _nan(s)]
-    return np.array([y for y, _ in pairs], dtype=bool), np.array([s for _, s in pairs], dtype=float)
-
-
-def auroc(labels: Sequence[bool], scores: Sequence[float | None]) -> float | None:
-    """Probability that a random positive scores above a random negative (ties count half); None
-    when one class is missing."""
-    from sklearn.metrics import roc_auc_score
-
-    y, s = _scored(labels, scores)
-    if y.all() or not y.any():
-        return None
-    return float(roc_auc_score(y, s))
-
-
 def precision_recall_points(labels: Sequence[bool], scores: Sequence[float | None]) -> list[dict[str, float]]:
     """The precision-recall curve: one point per distinct score used as the threshold (a claim
     passes at score >= threshold), in increasing threshold order; empty without a positive."""
     from sklearn.metrics import precision_recall_curve
 
-    y, s = _scored(labels, scores)
+    y, s = scored(labels, scores)
     if not y.any():
         return []
     precision, recall, thresholds = precision_recall_curve(y, s)
@@ -179,7 +75,7 @@ class IQRMean:
 
 def iqr_mean(values: Iterable[float | None]) -> IQRMean:
     """Mean of the values inside [Q1 - 1.5 IQR, Q3 + 1.5 IQR] (None and NaN are not values)."""
-    vs = sorted(v for v in values if v is not None and not _nan(v))
+    vs = sorted(v for v in values if v is not None and not is_nan(v))
     if not vs:
         return IQRMean(None, 0, 0, None, None)
     q1, q3 = (float(q) for q in np.quantile(np.asarray(vs, dtype=float), [0.25, 0.75]))
@@ -198,7 +94,7 @@ def consensus_alignment(
         if d is None:
             continue
         for model, score in (vs or {}).items():
-            if score is None or _nan(score):
+            if score is None or is_nan(score):
                 continue
             answered[model] += 1
             agree[model] += (score >= threshold) == d

@@ -25,6 +25,7 @@ from udfs.agents_bench import metrics as bm
 from udfs.agents_bench.groundtruth import TASKS
 from udfs.runtime.contracts import TableContract
 from udfs.runtime.io import Folder
+from udfs.scores.confusion import auroc, confusion
 
 FACTUALITY_SCHEMA = pa.schema(
     [
@@ -106,6 +107,8 @@ METRICS_SCHEMA = pa.schema(
         ("f1", pa.float64()),
         ("f1_true", pa.float64()),
         ("f1_false", pa.float64()),
+        ("sensitivity", pa.float64()),
+        ("specificity", pa.float64()),
         ("balanced_accuracy", pa.float64()),
         ("accuracy", pa.float64()),
         ("auroc", pa.float64()),
@@ -531,7 +534,7 @@ def task_metrics(
     scores = [r["score"] for r in rows]
     # The configured decision (``passed``) is what the agent did; for one model it equals
     # score >= threshold, for a vote it is the majority / judge's decision.
-    c = bm.confusion(labels, [r["passed"] if r["score"] is not None else None for r in rows])
+    c = confusion(labels, [r["passed"] if r["score"] is not None else None for r in rows])
     sweep = bm.threshold_sweep(labels, scores)
     best = max(sweep, key=lambda s: (s["f1"], -abs(s["threshold"] - threshold)))
     measured = [r for r in rows if r["requests"] and not r["from_cache"]]
@@ -551,7 +554,7 @@ def task_metrics(
         "positives": sum(labels),
         "negatives": len(labels) - sum(labels),
         **c.as_dict(),
-        "auroc": bm.auroc(labels, scores),
+        "auroc": auroc(labels, scores),
         "best_threshold": best["threshold"],
         "best_f1": best["f1"],
         "latency_iqr_mean_s": lat.mean,

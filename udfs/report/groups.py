@@ -26,7 +26,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from udfs.scores.correction import BOOTSTRAP_DRAWS, CI_LEVEL, SEED, JudgeAccuracy, corrected_rate
+from udfs.scores.confusion import Confusion
+from udfs.scores.correction import BOOTSTRAP_DRAWS, CI_LEVEL, SEED, corrected_rate
 
 OTHER = "(other)"
 STAGES = ("triples_in", "after_validity", "after_factuality", "after_compliance")
@@ -126,7 +127,7 @@ def observed_interval(
     return rate, min(low, w_low), max(high, w_high)
 
 
-def group_rates(units: Sequence[Unit], accuracy: dict[str, JudgeAccuracy]) -> list[Rate]:
+def group_rates(units: Sequence[Unit], accuracy: dict[str, Confusion]) -> list[Rate]:
     """Every agent's rate over ``units`` (``AGENTS``); ``accuracy``: the judge's measured accuracy
     per judged agent (an agent without one is not corrected, and says so)."""
     out = []
@@ -146,14 +147,12 @@ def group_rates(units: Sequence[Unit], accuracy: dict[str, JudgeAccuracy]) -> li
     return out
 
 
-def _row(group: str, units: Sequence[Unit], accuracy: dict[str, JudgeAccuracy]) -> GroupRow:
+def _row(group: str, units: Sequence[Unit], accuracy: dict[str, Confusion]) -> GroupRow:
     counts = [sum(u.counts[i] for u in units) for i in range(len(STAGES))]
     return GroupRow(group, len(units), counts, group_rates(units, accuracy))
 
 
-def group_table(
-    units: Iterable[Unit], width: float, accuracy: dict[str, JudgeAccuracy] | None = None
-) -> list[GroupRow]:
+def group_table(units: Iterable[Unit], width: float, accuracy: dict[str, Confusion] | None = None) -> list[GroupRow]:
     """The rows of the groups of ``units`` whose every interval is at most ``width`` wide, most
     pages first, then ``OTHER`` pooling the rest (module docstring)."""
     accuracy = accuracy or {}

@@ -33,6 +33,8 @@ from typing import Sequence
 
 import numpy as np
 
+from udfs.scores.confusion import Confusion
+
 # The method's own constants (not settings of a run: changing them changes what "resolvable" means).
 CI_LEVEL = 0.95
 BOOTSTRAP_DRAWS = 2000
@@ -60,25 +62,6 @@ def corrected_rejection(observed_rejection: float, sensitivity: float, specifici
     return rogan_gladen(observed_rejection, specificity, sensitivity)
 
 
-@dataclass(frozen=True)
-class JudgeAccuracy:
-    """The judge's confusion counts on a test split, pass class positive: tp (true claim passed),
-    fn (true claim rejected), tn (false claim rejected), fp (false claim passed)."""
-
-    tp: int
-    fn: int
-    tn: int
-    fp: int
-
-    @property
-    def sensitivity(self) -> float | None:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
-
-    @property
-    def specificity(self) -> float | None:
-        return self.tn / (self.tn + self.fp) if self.tn + self.fp else None
-
-
 @dataclass
 class Corrected:
     """A corrected rejection rate: the observed one, the estimate (None when it cannot be had), the
@@ -103,7 +86,7 @@ class Corrected:
 def corrected_rate(
     judged: Sequence[int],
     rejected: Sequence[int],
-    judge: JudgeAccuracy,
+    judge: Confusion,
     *,
     draws: int = BOOTSTRAP_DRAWS,
     level: float = CI_LEVEL,

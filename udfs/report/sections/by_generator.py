@@ -22,15 +22,15 @@ COUNTS = "n_triples, n_valid, n_factual, n_compliant"
 
 def judge_accuracy(record: dict[str, Any] | None) -> dict[str, Any]:
     """The judge's measured accuracy per agent (the test split of the calibration entry it applied;
-    ``udfs.scores.correction.JudgeAccuracy``), for the agents that took one."""
-    from udfs.scores.correction import JudgeAccuracy
+    ``udfs.scores.confusion.Confusion``), for the agents that took one."""
+    from udfs.scores.confusion import Confusion
 
     judge = read_judge(record)
     out = {}
     for agent, r in (judge.agents if judge else {}).items():
         if r.entry is not None:
             test = r.entry.get("test") or {}
-            out[agent] = JudgeAccuracy(*(int(test.get(k) or 0) for k in ("tp", "fn", "tn", "fp")))
+            out[agent] = Confusion(**{k: int(test.get(k) or 0) for k in ("tp", "fn", "tn", "fp")})
     return out
 
 

@@ -23,7 +23,8 @@ _COUNTS = ("n_valid", "n_factual", "n_compliant")
 def _rate(source: str, agent: str, counts: list[tuple], entry: dict[str, Any] | None) -> dict[str, Any]:
     """One row: ``agent``'s observed rejection rate over the pages' ``counts`` and, where the
     applied calibration ``entry`` measured the judge, the corrected rate and its interval."""
-    from udfs.scores.correction import CI_LEVEL, JudgeAccuracy, corrected_rate
+    from udfs.scores.confusion import Confusion
+    from udfs.scores.correction import CI_LEVEL, corrected_rate
 
     before, after = _JUDGED[agent]
     i, j = _COUNTS.index(before), _COUNTS.index(after)
@@ -45,7 +46,7 @@ def _rate(source: str, agent: str, counts: list[tuple], entry: dict[str, Any] | 
         row["why"] = "no calibration matched this agent: the judge's errors are not measured"
     elif n:
         test = entry.get("test") or {}
-        accuracy = JudgeAccuracy(*(int(test.get(k) or 0) for k in ("tp", "fn", "tn", "fp")))
+        accuracy = Confusion(**{k: int(test.get(k) or 0) for k in ("tp", "fn", "tn", "fp")})
         c = corrected_rate(judged, rejected, accuracy)
         if c.corrected is not None:
             row["corrected"] = f"{c.corrected:.1%}"
