@@ -73,6 +73,10 @@ class Findings:
     unknown_types: set[tuple[str, str]] = field(default_factory=set)  # (subject, type)
     not_allowed: set[tuple[str, str, str]] = field(default_factory=set)  # (subject, property, type)
     bad_values: set[tuple[str, str, tuple]] = field(default_factory=set)  # (subject, property, value key)
+    # schema.org's Action annotations (``query-input``): (subject, property, value key) -> why it is
+    # read as one (valid) or why it is not a PropertyValueSpecification (invalid); the schemaorg
+    # reading only (:func:`action_annotations`)
+    annotations: dict[tuple[str, str, tuple], tuple[bool, str]] = field(default_factory=dict)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Findings) and self.__dict__ == other.__dict__
@@ -158,6 +162,10 @@ def verdicts(markup: Markup, findings: Findings, model: ShapeModel, strict: bool
                     rule, reason, cause = 1, f"{t} is retired from schema.org (the attic)", RETIRED
                 else:
                     rule, reason, cause = 1, f"{t} is not a schema.org type", UNDEFINED_TYPE
+            elif (s, p, v.key()) in findings.annotations:
+                ok, reason = findings.annotations[(s, p, v.key())]
+                if not ok:
+                    rule, cause = 3, DATATYPE if vk == "literal" else VALUE_TYPE
             elif (s, p, t) in findings.not_allowed and not _definers(findings, ent, p):
                 if p in retired:
                     rule, reason, cause = (
@@ -229,6 +237,80 @@ def retired_terms(release: str) -> frozenset[str]:
     )
 
 
+# ---- schema.org's Action annotations ---------------------------------------------------------------
+# https://schema.org/docs/actions.html: "<property>-input" / "<property>-output" on an Action
+# annotate the action's property <property> with a PropertyValueSpecification, or with its text
+# shorthand ("required name=search_term_string"), whose words are the HTML form attributes below.
+ANNOTATION = re.compile(r"^(?P<property>[A-Za-z][A-Za-z0-9]*)-(?P<direction>input|output)$")
+SHORTHAND_FLAGS = frozenset({"required", "readonly", "multiple"})
+SHORTHAND_KEYS = frozenset({"name", "maxlength", "minlength", "pattern", "min", "max", "step", "value"})
+PROPERTY_VALUE_SPECIFICATION = "PropertyValueSpecification"
+
+
+def shorthand_problem(text: str) -> str | None:
+    """Why ``text`` is not the text shorthand of a PropertyValueSpecification (None: it is): words
+    separated by spaces, each a flag (``required``) or ``key=value`` with a form attribute's name."""
+    words = text.split()
+    if not words:
+        return "an empty shorthand"
+    for w in words:
+        key, eq, value = w.partition("=")
+        if eq and key.lower() in SHORTHAND_KEYS and value:
+            continue
+        if not eq and w.lower() in SHORTHAND_FLAGS:
+            continue
+        return f"{w[:40]!r} is not a word of the PropertyValueSpecification shorthand"
+    return None
+
+
+def _is_a(model: ShapeModel, t: str, ancestor: str) -> bool:
+    """Whether entity type ``t`` is ``ancestor`` or one of its subtypes."""
+    seen, todo = set(), [t]
+    while todo:
+        u = todo.pop()
+        if u == ancestor:
+            return True
+        if u not in seen:
+            seen.add(u)
+            todo.extend(model.supertypes.get(u, ()))
+    return False
+
+
+def action_annotations(markup: Markup, f: Findings, model: ShapeModel) -> Findings:
+    """``f`` with schema.org's Action annotations read as such (the schemaorg reading): a value of
+    ``<property>-input`` or ``<property>-output`` that an engine found undefined on an entity one
+    of whose types is an Action defining ``<property>`` is valid when it is a
+    PropertyValueSpecification (an entity of that type, or its text shorthand), and invalid, with
+    the reason, otherwise. Other findings are left as they are."""
+    ents = markup.entities
+    for s, ent, types, p, v, vk, _shown in _values(markup):
+        m = ANNOTATION.match(p)
+        if m is None or not any((s, p, t) in f.not_allowed for t in types):
+            continue
+        base = m["property"]
+        actions = [t for t in types if t and _is_a(model, t, "Action") and base in model.allowed.get(t, ())]
+        if not actions:
+            continue
+        if vk == "literal":
+            why = shorthand_problem(v.text) if isinstance(v.value, str) else "not text"
+        elif vk == "entity" and PROPERTY_VALUE_SPECIFICATION in (ents[v.id].types or []):
+            why = None
+        else:
+            why = "not a PropertyValueSpecification"
+        if why is None:
+            f.annotations[(s, p, v.key())] = (
+                True,
+                f"schema.org Action annotation of {base} on {actions[0]} (a PropertyValueSpecification)",
+            )
+        else:
+            f.annotations[(s, p, v.key())] = (
+                False,
+                f"{p}, an Action annotation of {base}, expects a PropertyValueSpecification or its text "
+                f"shorthand; got {why}",
+            )
+    return f
+
+
 def removal_verdicts(markup: Markup, removed: dict[tuple, Removal], model: ShapeModel) -> list[Verdict]:
     """One verdict per triple of ``markup.triples()``: invalid exactly when ``removed`` holds it."""
     out = []
@@ -251,6 +333,8 @@ def cleaned(markup: Markup, f: Findings) -> dict | None:
 
     def keep(s: str, p: str, v: Value) -> bool:
         ent = ents[s]
+        if (s, p, v.key()) in f.annotations:
+            return f.annotations[(s, p, v.key())][0]
         if not ent.types:
             return s not in f.untyped
         if (s, p, v.key()) in f.bad_values:

@@ -7,7 +7,15 @@ import functools
 from typing import Sequence
 
 from udfs.agents.validity.engines import ENGINES, CompiledChecker, PyShaclChecker
-from udfs.agents.validity.findings import MODES, Findings, ValidityResult, cleaned, removal_verdicts, verdicts
+from udfs.agents.validity.findings import (
+    MODES,
+    Findings,
+    ValidityResult,
+    action_annotations,
+    cleaned,
+    removal_verdicts,
+    verdicts,
+)
 from udfs.agents.validity.paper import paper_removals
 from udfs.schemaorg.markup import Markup, parse_markup, to_jsonld
 from udfs.schemaorg.shapes import build_model
@@ -61,6 +69,7 @@ class ValidityAgent:
                 )
             return out
         for m, f in zip(parsed, self.findings_many(parsed)):
+            f = action_annotations(m, f, self.model)
             vs = verdicts(m, f, self.model, self.strict)
             out.append(ValidityResult(m, vs, cleaned(m, f)))
         return out
