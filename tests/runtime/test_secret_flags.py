@@ -102,7 +102,7 @@ def test_an_installed_command_does_not_echo_a_mistyped_key(script, monkeypatch, 
     for part in attr.split("."):
         entry = getattr(entry, part)
     monkeypatch.setattr(sys, "argv", [script, *REQUIRED.get(script, JOB_ARGS), *SECRET_ARGS])
-    monkeypatch.setenv("SPARK_CONF_DIR", str(CONF_DIR))  # a Spark job's cli() sets it for its JVM
+    monkeypatch.setenv("SPARK_CONF_DIR", str(CONF_DIR))  # build_spark sets it for the JVM it starts
     with pytest.raises(SystemExit) as stop:
         entry()
     out, err = capsys.readouterr()

@@ -583,14 +583,6 @@ class SparkJob(Job):
             help="extra Spark setting, repeatable (also read: conf/spark-defaults.conf)",
         )
 
-    @classmethod
-    def cli(cls) -> int:
-        """As ``Job.cli``; the JVM it starts reads the project's conf/ (log4j2.properties,
-        spark-defaults.conf) as under ``SPARK_CONF_DIR=conf spark-submit``, unless the caller set
-        SPARK_CONF_DIR itself."""
-        os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
-        return super().cli()
-
     _spark = None
 
     @property
@@ -659,6 +651,8 @@ def build_spark(app: str, master: str | None = None, extra: list[str] | None = N
         java_opts = f"{java_opts} -Dlog4j2.configurationFile={CONF_DIR / 'log4j2.properties'}"
         if jvm_log is not None:
             java_opts += f" -Dllm4schema.log={jvm_log}"
+            # conf/spark-env.sh puts the JVM's start-up notice in the same file
+            os.environ["LLM4SCHEMA_JVM_LOG"] = str(jvm_log)
         defaults["spark.driver.extraJavaOptions"] = java_opts.strip()
     for key, value in defaults.items():
         if key not in submitted:
@@ -674,6 +668,11 @@ def build_spark(app: str, master: str | None = None, extra: list[str] | None = N
             fail(f"{app}.py", f"--spark-conf {kv!r}: expected KEY=VALUE")
         builder = builder.config(key, value)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        # the JVM this process starts reads the project's conf/ (log4j2.properties,
+        # spark-defaults.conf, spark-env.sh) as under `SPARK_CONF_DIR=conf spark-submit`, unless
+        # the caller named a folder of its own
+        os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
     return spark
