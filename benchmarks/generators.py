@@ -25,6 +25,7 @@ from pathlib import Path
 
 from udfs.corpus import generators as G
 from udfs.corpus import html as P
+from udfs.corpus.encoding import decode_html
 from udfs.runtime.cli import ArgumentParser
 from udfs.runtime.paths import CONF_DIR, DATA_DIR, PROJECT_ROOT
 
@@ -94,7 +95,7 @@ def rules_of_kinds(path: str, kinds: list[str]) -> G.GeneratorRules:
 
 def attribute(payload: bytes, content_type: str | None, rules: G.GeneratorRules) -> list[G.Attribution]:
     """The attributions of a page's JSON-LD blocks, extracted as ``udfs.corpus.html.process_html`` does."""
-    html = P.decode_html(payload, content_type)
+    html = decode_html(payload, content_type)
     tree = P.html_tree(html)
     blocks = P.jsonld_blocks(html, tree)
     found = G.attribute_page(html, tree.root, P.jsonld_scripts(tree.root), rules, blocks)

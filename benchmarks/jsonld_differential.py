@@ -1,7 +1,8 @@
 """The JSON-LD reader on real markup, model-free: a reader of another checkout and a maintained processor
 beside today's, and every difference counted by class.
 
-    .venv/bin/python benchmarks/jsonld_differential.py --baseline /work/baseline [--examples 3]
+    git archive <commit> | tar -x -C /tmp/baseline
+    .venv/bin/python benchmarks/jsonld_differential.py --baseline /tmp/baseline [--examples 3]
 
 Markups (each one JSON-LD document):
 
@@ -18,9 +19,10 @@ Three readings of each markup:
 
 * **today**: ``udfs.schemaorg.markup.parse_markup`` of this checkout;
 * **baseline**: the same function of the checkout given by ``--baseline`` (run in a subprocess with
-  that checkout first on ``PYTHONPATH``), e.g. the commit before the reader changed;
+  that checkout first on ``PYTHONPATH``; nothing here edits ``sys.path``: today's ``udfs`` is the one
+  ``make setup`` installs), e.g. the commit before the reader changed;
 * **maintained**: rdflib's JSON-LD parser (``rdflib.plugins.parsers.jsonld``) with the bundled
-  schema.org context (``udfs.corpus.html.with_bundled_contexts``: nothing is fetched), the markup's
+  schema.org context (``with_bundled_contexts``: nothing is fetched), the markup's
   base IRI left unset; a markup without ``@context`` gets schema.org's, as the reader reads it.
 
 Readings are compared as RDF triples: a reader's are every triple of its entities (relative IRIs
@@ -49,12 +51,11 @@ import tempfile
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import rdflib
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # after PYTHONPATH: the --baseline subprocess reads that checkout's udfs
 
 SHARED = ROOT.parent / "shared" / "data"
 PSET_BUNDLE = SHARED / "llm4schemaorg-pset"
@@ -72,7 +73,8 @@ def corpus() -> list[tuple[str, str, object]]:
     from warcio.archiveiterator import ArchiveIterator
 
     from testkit.markup_corpus import extruct_markups
-    from udfs.corpus.html import decode_html, jsonld_blocks
+    from udfs.corpus.encoding import decode_html
+    from udfs.corpus.html import jsonld_blocks
     from udfs.corpus.pset import open_pset, results_rows
 
     out: list[tuple[str, str, object]] = []
@@ -187,12 +189,68 @@ def _double(value: float) -> str:
     return f"{mantissa}0E{int(exponent)}" if mantissa.endswith(".") else f"{mantissa}E{int(exponent)}"
 
 
+class RemoteContextError(ValueError):
+    pass
+
+
+def with_bundled_contexts(node: Any) -> Any:
+    """A copy of a JSON-LD tree whose schema.org context references are the bundled context.
+
+    Any other remote reference (a URL context, ``@import``) raises RemoteContextError: rdflib
+    would otherwise fetch it, and page content never makes us fetch anything.
+    """
+    from udfs.schemaorg.namespace import context_document, is_schema_context_url
+    from udfs.schemaorg.vocab import DEFAULT_RELEASE
+
+    def ctx_value(ctx: Any) -> Any:
+        if isinstance(ctx, str):
+            if is_schema_context_url(ctx):
+                return context_document(DEFAULT_RELEASE)
+            raise RemoteContextError(f"remote @context not fetched: {ctx[:200]}")
+        if isinstance(ctx, list):
+            return [ctx_value(c) for c in ctx]
+        if isinstance(ctx, dict):
+            if "@import" in ctx:
+                raise RemoteContextError(f"@import of a remote context not fetched: {str(ctx['@import'])[:200]}")
+            return {k: copy_tree(v) for k, v in ctx.items()}
+        return ctx
+
+    def copy_tree(n: Any) -> Any:
+        if isinstance(n, dict):
+            return {k: (ctx_value(v) if k == "@context" else copy_tree(v)) for k, v in n.items()}
+        if isinstance(n, list):
+            return [copy_tree(x) for x in n]
+        return n
+
+    return copy_tree(node)
+
+
+_NOT_A_NODE = ("@value", "@list", "@set", "@id", "id", "@graph")
+
+
+def label_blank_nodes(tree: Any) -> Any:
+    """Every node object without an identifier given the blank-node id ``_:b<n>``, document order
+    (rdflib's own blank-node ids are random; the reader's are these)."""
+    counter = iter(range(1 << 62))
+
+    def visit(n: Any) -> Any:
+        if isinstance(n, dict):
+            out = {k: (v if k == "@context" else visit(v)) for k, v in n.items()}
+            if not any(k in n for k in _NOT_A_NODE):
+                out["@id"] = f"_:b{next(counter)}"
+            return out
+        if isinstance(n, list):
+            return [visit(x) for x in n]
+        return n
+
+    return visit(tree)
+
+
 def maintained_triples(data: object) -> dict:
     """rdflib's JSON-LD parser on ``data`` (bundled schema.org context; no @context: schema.org's)."""
     import rdflib
     from rdflib.plugins.parsers.jsonld import to_rdf
 
-    from udfs.corpus.html import RemoteContextError, label_blank_nodes, with_bundled_contexts
     from udfs.schemaorg.namespace import SCHEMA_CONTEXT_URL, SCHEMA_NS, SCHEMA_NS_RE
 
     items = data if isinstance(data, list) else [data]

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from udfs.corpus import html as P
+from udfs.corpus import text as T
 from udfs.corpus import warc as W
 from udfs.runtime.cli import ArgumentParser
 from udfs.runtime.config import load_config
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{'read record (range, gunzip, warcio)':<38} {n / read_cpu:>12,.0f} {1000 * read_cpu / n:>12.2f} {n / read_wall:>13,.0f}"
     )
-    for extractor in P.TEXT_EXTRACTORS:
+    for extractor in T.TEXT_EXTRACTORS:
         cfg = P.PageConfig.of(load_config().pages, text_extractor=extractor)
         statuses: dict[str, int] = {}
         cpu0, wall0 = time.process_time(), time.perf_counter()

@@ -2,7 +2,8 @@
 
 Writes ``warc_index/``: one row per response or revisit record, with Common Crawl's columnar index
 names (``url``, ``fetch_time``, ``fetch_status``, ``content_mime_type``, ``warc_filename``,
-``warc_record_offset``, ``warc_record_length``), so ``jobs/pages.py`` reads your own crawl exactly
+``warc_record_offset``, ``warc_record_length``, ``content_truncated``: a record's
+``WARC-Truncated`` value), so ``jobs/pages.py`` reads your own crawl exactly
 as it reads Common Crawl; ARC files (version 1, ``.arc``, ``.arc.gz``) are read too, each record
 under warcio's WARC names. ``warc_filename`` is relative to ``--warc-base`` when the file is under
 it (give the same base to the pages job: it reads only what lies inside it). One file = one task;

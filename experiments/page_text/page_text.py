@@ -4,13 +4,13 @@ text_extractor`` and ``judge_text_extractor``.
     .venv/bin/python experiments/page_text/page_text.py [--microdata] [--budget-tokens N] [--pages]
 
 Pages: every HTML response record of the bundled WARC files, read the way jobs/pages.py reads
-them (``udfs.corpus.warc.read_record``, ``udfs.corpus.html.decode_html``), in two corpora: the
+them (``udfs.corpus.warc.read_record``, ``udfs.corpus.encoding.decode_html``), in two corpora: the
 demo corpus (data/demo/extruct-samples.warc.gz, the extruct sample pages ``make demo`` evaluates)
 and the Common Crawl records (data/warc/). A page counts when its readable JSON-LD blocks (with
 ``--microdata`` also its microdata items) hold at least one literal value; its values are the
 distinct literal texts of those markups (HTML entities decoded, at most 200 characters).
 
-For each text extractor of ``udfs.corpus.html.TEXT_EXTRACTORS`` the table gives how many values
+For each text extractor of ``udfs.corpus.text.TEXT_EXTRACTORS`` the table gives how many values
 the text states:
 
 * found: as a whole word sequence after the ground truth's normalisation (case, spacing;
@@ -39,7 +39,9 @@ from pathlib import Path
 
 from udfs.agents_bench.groundtruth import mentions
 from udfs.corpus import html as P
+from udfs.corpus import text as T
 from udfs.corpus import warc as W
+from udfs.corpus.encoding import decode_html
 from udfs.schemaorg.markup import Literal, parse_markup
 
 ROOT = Path(__file__).resolve().parents[2]  # the project root
@@ -70,7 +72,7 @@ def html_pages(paths) -> list[tuple[str, str]]:
             ):
                 continue
             rec = W.read_record(str(path), row["warc_record_offset"], row["warc_record_length"], max_record_bytes=LIMIT)
-            out.append((row["url"], P.decode_html(rec.payload, rec.content_type)))
+            out.append((row["url"], decode_html(rec.payload, rec.content_type)))
     return out
 
 
@@ -132,7 +134,7 @@ def extraction_cpu_ms(pages, extractors, repeat: int = 2) -> dict[str, float]:
         t0 = time.process_time()
         for _ in range(repeat):
             for _, html in pages:
-                P.extract_texts(html, xs)
+                T.extract_texts(html, xs)
         out[name] = (time.process_time() - t0) / repeat / max(1, len(pages)) * 1000
     return out
 
@@ -150,7 +152,7 @@ def measure(pages, extractors, tokenizer, budget: int, microdata: bool, per_page
         n_pages += 1
         line = []
         for x in extractors:
-            text = P.extract_text(html, x)
+            text = T.extract_text(html, x)
             head = head_tokens(tokenizer, text, budget)
             r = rows[x]
             found = sum(mentions(text, v) for v in values)
@@ -189,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     budget = args.budget_tokens or budget_tokens(
         tok, conf.evaluate.context_window, build_judge(conf.judge, config_file=conf.path)
     )
-    extractors = list(P.TEXT_EXTRACTORS)
+    extractors = list(T.TEXT_EXTRACTORS)
     print(
         f"values: literal values of the pages' JSON-LD{' and microdata' if args.microdata else ''}; "
         f"budget: first {budget} tokens (cl100k_base)\n"

@@ -252,6 +252,7 @@ def check(payload: bytes, content_type: str, cfg) -> tuple[dict[str, Any], str |
     """The job's row for one page, the first discrepancy with the reference (None: none) and
     whether a difference was explained by the row."""
     from udfs.corpus import html as P
+    from udfs.corpus.encoding import decode_html
 
     row = P.process_html(payload, content_type, None, cfg)
     if row["status"] == P.PARSE_ERROR:
@@ -260,7 +261,7 @@ def check(payload: bytes, content_type: str, cfg) -> tuple[dict[str, Any], str |
         return row, None, True
     if row["status"] == P.OK and not (row["text"] or "").strip() and "empty text" not in (row["reason"] or ""):
         return row, f"empty success: ok, text_chars {row['text_chars']}, reason {row['reason']!r}", False
-    html = P.decode_html(payload, content_type)
+    html = decode_html(payload, content_type)
     blocks = P.jsonld_blocks(html)
     ref, ref_text = reference_blocks(payload, content_type)
     explained = False

@@ -1,6 +1,6 @@
 """html5lib's character-encoding tests (``../shared/data/conformance/html5lib-tests/encoding/``: every
 ``*.dat`` file, ``#data`` / ``#encoding`` blocks) against the pages job's choice of character set,
-``udfs.corpus.html.sniff_encoding`` (what ``decode_html`` decodes a page with).
+``udfs.corpus.encoding.sniff_encoding`` (what ``decode_html`` decodes a page with).
 
 Names are compared as the WHATWG Encoding standard gives them (``get_encoding``): the label a test
 expects and the encoding the job chooses are both mapped to the standard's name, so ``ISO-8859-1``
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from udfs.corpus import html as P
+from udfs.corpus import encoding as E
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT.parent / "shared" / "data" / "conformance" / "html5lib-tests" / "encoding"
@@ -58,9 +58,9 @@ def _cases():
 @pytest.mark.skipif(not SUITE.is_dir(), reason=f"html5lib's encoding tests are not at {SUITE}")
 @pytest.mark.parametrize("data, expected", _cases())
 def test_html5lib_encoding(data, expected):
-    want = P.get_encoding(expected)
+    want = E.get_encoding(expected)
     assert want is not None, f"{expected!r} is no label of the Encoding standard"
-    assert P.sniff_encoding(data, None, SUITE_DEFAULT).encoding == want
+    assert E.sniff_encoding(data, None, SUITE_DEFAULT).encoding == want
 
 
 @pytest.mark.skipif(not SUITE.is_dir(), reason=f"html5lib's encoding tests are not at {SUITE}")
@@ -84,12 +84,12 @@ META_2 = b'<!DOCTYPE html><html><head><meta charset="iso-8859-2"><title>t</title
         (META_2, "text/html", "iso-8859-2", "meta"),
         (b"\xef\xbb\xbf" + META_2, "text/html; charset=iso-8859-2", "utf-8", "bom"),  # a BOM wins over both
         (b"\xff\xfe<\x00p\x00>\x00", "text/html; charset=utf-8", "utf-16le", "bom"),
-        (b"<p>\xc3\xa8</p>", "text/html", P.UNDECLARED_ENCODING, "default"),
-        (b"<p>\xc3\xa8</p>", None, P.UNDECLARED_ENCODING, "default"),
+        (b"<p>\xc3\xa8</p>", "text/html", E.UNDECLARED_ENCODING, "default"),
+        (b"<p>\xc3\xa8</p>", None, E.UNDECLARED_ENCODING, "default"),
     ],
 )
 def test_the_transport_layer_comes_before_the_page_and_a_bom_before_both(payload, content_type, encoding, source):
-    assert P.sniff_encoding(payload, content_type, P.UNDECLARED_ENCODING) == P.CharsetChoice(encoding, source)
+    assert E.sniff_encoding(payload, content_type, E.UNDECLARED_ENCODING) == E.CharsetChoice(encoding, source)
 
 
 def test_a_declaration_past_the_prescan_is_found_in_the_head_not_in_the_body():
@@ -98,20 +98,20 @@ def test_a_declaration_past_the_prescan_is_found_in_the_head_not_in_the_body():
     markup, the text of a script included: this page was read as koi8-r)."""
     pad = b"<!-- " + b"x" * 2000 + b" -->"
     head = b"<html><head>" + pad + b'<script>var m = "<meta charset=koi8-r>";</script><meta charset="iso-8859-2">'
-    assert P.sniff_encoding(head + b"</head><body>x</body></html>", None, "utf-8") == P.CharsetChoice(
+    assert E.sniff_encoding(head + b"</head><body>x</body></html>", None, "utf-8") == E.CharsetChoice(
         "iso-8859-2", "meta"
     )
     # a comment ends at "-->", not at its first ">": a <meta> inside it is not one
     commented = b'<html><head><!-- a > b <meta charset="koi8-r"> --><meta charset="iso-8859-2"></head></html>'
-    assert P.sniff_encoding(commented, None, "utf-8") == P.CharsetChoice("iso-8859-2", "meta")
+    assert E.sniff_encoding(commented, None, "utf-8") == E.CharsetChoice("iso-8859-2", "meta")
     body = b"<html><head></head><body>" + pad + b'<p>x</p><meta charset="iso-8859-2"></body></html>'
-    assert P.sniff_encoding(body, None, "utf-8") == P.CharsetChoice("utf-8", "default")
+    assert E.sniff_encoding(body, None, "utf-8") == E.CharsetChoice("utf-8", "default")
 
 
 def test_the_page_text_is_decoded_with_the_choice():
-    assert P.decode_html(META_2, "text/html").endswith("<body>\u010d</body></html>")  # 0xE8 in ISO-8859-2
-    assert P.decode_html(META_2, "text/html; charset=windows-1252").endswith("<body>\u00e8</body></html>")
-    assert P.decode_html(b"\xef\xbb\xbf<p>\xc3\xa8</p>", None) == "<p>\u00e8</p>"  # the BOM is not text
+    assert E.decode_html(META_2, "text/html").endswith("<body>\u010d</body></html>")  # 0xE8 in ISO-8859-2
+    assert E.decode_html(META_2, "text/html; charset=windows-1252").endswith("<body>\u00e8</body></html>")
+    assert E.decode_html(b"\xef\xbb\xbf<p>\xc3\xa8</p>", None) == "<p>\u00e8</p>"  # the BOM is not text
 
 
 # ---- real pages: the job's choice against html5lib's own ---------------------------------------------------
@@ -145,7 +145,7 @@ def _html5lib_encoding(payload: bytes, content_type: str | None) -> str:
 
     m = re.search(r"charset=\"?([^;\s\"]+)", content_type or "")
     parser = html5lib.HTMLParser(namespaceHTMLElements=False)
-    parser.parse(payload, transport_encoding=m.group(1) if m else None, likely_encoding=P.UNDECLARED_ENCODING)
+    parser.parse(payload, transport_encoding=m.group(1) if m else None, likely_encoding=E.UNDECLARED_ENCODING)
     return parser.tokenizer.stream.charEncoding[0].name
 
 
@@ -153,11 +153,11 @@ def _check_real(pages):
     differ = [
         (name, got, ref)
         for name, data, ctype in pages
-        if (got := P.sniff_encoding(data, ctype, P.UNDECLARED_ENCODING).encoding)
+        if (got := E.sniff_encoding(data, ctype, E.UNDECLARED_ENCODING).encoding)
         != (ref := _html5lib_encoding(data, ctype))
     ]
     assert differ == []
-    return {P.sniff_encoding(d, c, P.UNDECLARED_ENCODING).source for _, d, c in pages}
+    return {E.sniff_encoding(d, c, E.UNDECLARED_ENCODING).source for _, d, c in pages}
 
 
 def test_real_pages_get_html5libs_encoding():

@@ -38,6 +38,7 @@ from pathlib import Path
 import pytest
 
 from udfs.corpus import html as P
+from udfs.corpus.encoding import decode_html
 from udfs.runtime.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,7 +109,7 @@ def test_w3c_jsonld_in_html(test):
     content_type = option.get("contentType", "text/html")
     base = option.get("base", _manifest()["baseIri"] + path)
     row = P.process_html(payload, content_type, None, CFG)
-    blocks = P.jsonld_blocks(P.decode_html(payload, content_type))
+    blocks = P.jsonld_blocks(decode_html(payload, content_type))
     # the row carries the documents of the blocks the extraction read, in page order
     assert [json.loads(m) for m in row["markups"]] == [b.data for b in blocks if b.data is not None]
     target = _target_position(payload, fragment) if fragment else None

@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from jobs.csets import CsetsJob
 from udfs.corpus import csets as C
 from udfs.corpus import nquads as N
+from udfs.runtime import lines as L
 from udfs.runtime.config import load_config
 
 RDF_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
@@ -241,8 +242,17 @@ QUAD_RE = re.compile(
 
 
 def _groups(m):
-    """The regex's terms as EntityPageScan.terms gives them: an absent term is empty."""
-    return [t or "" for t in m.groups()] if m else None
+    """The regex's terms as EntityPageScan.terms gives them: an absent term is empty; None where
+    the regex fails or a term holds an escape that is no Unicode scalar value (a lone surrogate,
+    above U+10FFFF: udfs.runtime.lines, whose rules the scanner keeps)."""
+    if not m:
+        return None
+    try:
+        for t in m.groups():
+            L.unescape_uchars(t or "")
+    except L.LineError:
+        return None
+    return [t or "" for t in m.groups()]
 
 
 TRICKY = [
@@ -650,7 +660,7 @@ def _oracle(raw: bytes) -> str:
     except UnicodeDecodeError:
         return "reject"
     m = QUAD_RE.match(text)
-    if not m:
+    if _groups(m) is None:
         return "reject"
     return "triple" if m.group(4) is None else "quad+fifth" if m.group(5) else "quad"
 

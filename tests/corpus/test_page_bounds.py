@@ -13,6 +13,7 @@ import pytest
 
 from tests.schemaorg.test_markup_bounds import operations
 from udfs.corpus import html as P
+from udfs.corpus.wdc_quads import jsonld_to_quads
 from udfs.runtime.config import load_config
 from udfs.schemaorg import markup as M
 
@@ -115,10 +116,12 @@ def test_reading_a_page_of_many_roots_grows_linearly():
     assert large <= 5 * small, (small, large)
 
 
-@pytest.mark.parametrize("step", [P.with_bundled_contexts, P.label_blank_nodes])
-def test_preparing_a_block_for_rdf_grows_linearly(step):
-    """The copies made before a block goes to rdflib (contexts bundled, blank nodes labelled), with
-    a context on every node: at most 5x the work for 4x the nodes."""
+def test_a_block_to_quads_grows_linearly():
+    """A block to WDC-style quads (udfs/corpus/wdc_quads.py: read, then written as lines), with a
+    context on every node: at most 5x the work for 4x the nodes."""
+
+    def step(doc):
+        return jsonld_to_quads(doc, "http://t.example/page")
 
     def make(n):
         return {

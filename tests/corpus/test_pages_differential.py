@@ -14,6 +14,7 @@ import pytest
 
 from testkit.fuzz import pages as Z
 from udfs.corpus import html as P
+from udfs.corpus.encoding import decode_html
 from udfs.runtime.config import load_config
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "html" / "extruct-samples"
@@ -82,7 +83,7 @@ def test_block_after_the_html_end_tag_is_read():
     """libxml2 drops everything after </html>; HTML5 parsers put it in the body (before: 1 block)."""
     extra = b'<script type="application/ld+json">{"@context": "https://schema.org", "@type": "Thing", "name": "late"}</script>'
     page = CREATIVE.read_bytes() + extra + b"<p>after the end</p>"
-    blocks = P.jsonld_blocks(P.decode_html(page, "text/html"))
+    blocks = P.jsonld_blocks(decode_html(page, "text/html"))
     assert [b.data.get("name") for b in blocks] == [None, "late"]
     assert [b.raw for b in blocks] == Z.reference_blocks(page, "text/html")[0]
     # an end tag inside a script's text is not a tag: left as it is

@@ -9,7 +9,7 @@ import json
 import pytest
 from conftest import ROOT, SCHEMAORG
 
-from udfs.corpus.html import RemoteContextError, jsonld_to_quads, with_bundled_contexts
+from udfs.corpus.wdc_quads import jsonld_to_quads
 from udfs.schemaorg.markup import MarkupError, parse_markup, to_jsonld
 from udfs.schemaorg.namespace import (
     SCHEMA_CONTEXT_URL,
@@ -75,7 +75,6 @@ def test_schema_org_context_spellings_are_read_with_the_bundled_context(ctx):
     [ent] = markup.entities.values()
     # the bundled context's coercion ("image" takes an IRI) shows the context was applied
     assert ent.types == ["Recipe"] and type(ent.properties["image"][0]).__name__ == "Ref"
-    assert with_bundled_contexts(doc)["@context"] is context_document(DEFAULT_RELEASE)
     quads = jsonld_to_quads(doc, "https://example.org/page")
     assert any(f"<{SCHEMA_NS}name>" in q for q in quads)
 
@@ -86,8 +85,8 @@ def test_other_context_urls_are_refused_by_every_reader(ctx):
     doc = {"@context": ctx, "@type": "Recipe", "name": "Pie"}
     with pytest.raises(MarkupError, match="not fetched"):
         parse_markup(doc)
-    with pytest.raises(RemoteContextError, match="not fetched"):
-        with_bundled_contexts(doc)
+    with pytest.raises(MarkupError, match="not fetched"):
+        jsonld_to_quads(doc, "https://example.org/page")
 
 
 def test_written_markup_uses_the_namespace_constants():

@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT
 
 from testkit.markup_corpus import real_markups
-from udfs.corpus.html import jsonld_to_quads
+from udfs.corpus.wdc_quads import jsonld_to_quads
 from udfs.schemaorg.markup import MarkupError, parse_markup
 from udfs.scores.memr import TYPE_PREDICATE, main, memr, object_counts
 

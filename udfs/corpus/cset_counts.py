@@ -89,7 +89,9 @@ def summary(table, counters: dict, top: int) -> list[str]:
         f"{counters['lines_skipped_blank_or_comment']:,}; "
         f"pages {counters['pages']:,}; entities {counters['entities_before_cleaning']:,} -> "
         f"{counters['entities_after_cleaning']:,}; sets {counters['sets_before_cleaning']:,} -> "
-        f"{counters['sets_after_cleaning']:,} after cleaning",
+        f"{counters['sets_after_cleaning']:,} after cleaning"
+        # a byte order mark is no line: said here, since lines_read does not show it
+        + (f"; byte order marks skipped {counters['byte_order_marks']:,}" if counters.get("byte_order_marks") else ""),
         f"top {len(rows)} C-sets by instances:",
         f"{'instances':>9} {'pages':>6} {'domains':>7} {'props':>5}  tokens",
     ]

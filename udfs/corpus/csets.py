@@ -36,6 +36,7 @@ from pyspark.sql import types as T
 
 from udfs.corpus import nquads as N
 from udfs.corpus import scanner as jvm
+from udfs.runtime import lines as L
 from udfs.runtime.config import CsetsConf
 from udfs.runtime.contracts import TableContract
 from udfs.runtime.rejects import raw_column
@@ -116,6 +117,8 @@ def entity_pages(
     first characters; a fifth term under ``cfg.strict_nquads``), ``skip`` (blank and comment lines,
     one row per file), ``file`` (lines read, one row per file), ``default_graph`` (triples without
     a graph term: valid N-Quads, but no page, hence no entity; one row per file that has them),
+    ``byte_order_mark`` (n 1: the file began with a UTF-8 byte order mark, skipped; one that starts a
+    later line is a reject, as is an escape that is no Unicode scalar value: udfs/runtime/lines.py),
     ``fifth_term`` (k1 a value of WDC's fifth term, k2 the file, n_lines its lines; past
     ``FIFTH_TERM_VALUES`` distinct values in a file the rest are counted as ``(other values)``)
     and, with ``ignore_corrupt``, ``damage`` (a file that broke off part-way, a damaged later gzip
@@ -134,6 +137,9 @@ def entity_pages(
             N.REASON_UNDECODABLE,
             N.REASON_TOO_LONG,
             N.REASON_FIFTH_TERM_STRICT,
+            L.REASON_BOM_INSIDE,
+            L.REASON_SURROGATE,
+            L.REASON_ABOVE_MAX,
         ]
     )
     paths = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.java.lang.String, len(files))
@@ -224,14 +230,16 @@ _PER_FILE = {
     "default_graph": "default_graph",
     "skip": "skipped",
     "file_graphs": "graphs",
+    "byte_order_mark": "byte_order_marks",
 }
-_PER_FILE_COUNTS = ("lines", "quads", "default_graph", "rejected", "skipped", "graphs")
+_PER_FILE_COUNTS = ("lines", "quads", "default_graph", "rejected", "skipped", "graphs", "byte_order_marks")
 
 
 def per_file(t: DataFrame) -> dict[str, dict[str, int]]:
     """What each input file gave: ``{file: {"lines", "quads", "default_graph", "rejected",
-    "skipped", "graphs"}}``, where lines = quads + default_graph + rejected + skipped, and graphs is
-    the distinct graph terms (pages) of its quads. A few small rows per file: safe to collect at
+    "skipped", "graphs", "byte_order_marks"}}``, where lines = quads + default_graph + rejected +
+    skipped, graphs is the distinct graph terms (pages) of its quads and byte_order_marks 1 when the
+    file began with one (skipped: no line holds it). A few small rows per file: safe to collect at
     10^4 files."""
     kind = F.col("kind")
     rows = (
@@ -316,6 +324,7 @@ def counters(t: DataFrame, n_csets: int, clean: bool) -> dict:
     c = t.agg(
         total("skip"),
         total("default_graph"),
+        total("byte_order_mark"),
         total("count", "entities"),
         total("count", "entities_kept"),
         total("count", "quad_lines"),
@@ -335,6 +344,8 @@ def counters(t: DataFrame, n_csets: int, clean: bool) -> dict:
         "lines_default_graph_why": DEFAULT_GRAPH_WHY,
         "lines_rejected": lines_reject,
         "lines_skipped_blank_or_comment": lines_skip,
+        # files that began with a UTF-8 byte order mark, skipped (no line holds it)
+        "byte_order_marks": int(c["byte_order_mark"]),
         "lines_read_by_kind_sum": lines_quad + lines_default + lines_reject + lines_skip,
         "fifth_term": fifth_terms(t),
         "rejected_by_reason": dict(sorted(reasons.items())),

@@ -6,7 +6,8 @@ columns it lacks, as nulls) is a *slot*; its candidates are the sampled page (``
 0) and then the sample's replacement candidates in the sample's order (``candidates``; a
 replacement that is another slot's sampled page in the same stratum is dropped, a page fills one
 slot). Each candidate is looked up in a WARC index (``best_capture``: one capture per URL, an
-HTML 200 response first), its record read by byte range and its HTML processed
+HTML 200 response first; URLs compared in their normal form, ``udfs.corpus.urls``, each row
+keeping its own spelling in ``page_url``), its record read by byte range and its HTML processed
 (``fetch_page``, rules in ``udfs/corpus/html.py`` and ``udfs/corpus/warc.py``); a slot's candidates
 are tried in order until one is ``ok`` (``process_partition``). ``selected`` marks the one row per
 slot that stands for it: the usable page, or the last failed attempt. An input row without a page
@@ -28,6 +29,7 @@ from pyspark.sql import types as T
 from udfs.corpus import generators
 from udfs.corpus import html as P
 from udfs.corpus.sampling import REPLACEMENT_TYPE, SAMPLES
+from udfs.corpus.urls import normal_url_column
 from udfs.corpus.warc import HTML_MIME_TYPES
 from udfs.runtime.contracts import TableContract
 from udfs.runtime.rejects import raw_column
@@ -56,6 +58,10 @@ PAGES_SCHEMA = T.StructType(
         T.StructField("selected", T.BooleanType()),
         T.StructField("status", T.StringType()),
         T.StructField("reason", T.StringType()),
+        # the capture holds less than the page (WARC-Truncated, a body short of its Content-Length
+        # or a chunked body cut): True; a capture read or indexed whole: False; null: not known.
+        # Such a page is judged only under [pages] judge_truncated, else its status is truncated.
+        T.StructField("truncated", T.BooleanType()),
         T.StructField("warc_filename", T.StringType()),
         T.StructField("warc_record_offset", T.LongType()),
         T.StructField("warc_record_length", T.LongType()),
@@ -88,14 +94,14 @@ PAGES_SCHEMA = T.StructType(
     ]
 )
 # The pages/ table's contract (udfs.runtime.contracts), from PAGES_SCHEMA: every column this writer
-# writes, and page_id (string), the key of pages imported from the paper (udfs.corpus.pset_tables,
+# writes (truncated optional: tables written before it read as they are), and page_id (string), the key of pages imported from the paper (udfs.corpus.pset_tables,
 # whose schema is PAGES_SCHEMA and its own columns). Key: (slot, candidate_rank), one attempt.
 # jobs/evaluate.py reads it narrowed to its columns (udfs.evaluation.plan.pages_contract), the
 # report too: a reader's types are this writer's.
 PAGES = TableContract.of_schema(
     "pages",
     PAGES_SCHEMA,
-    required=tuple(PAGES_SCHEMA.names),
+    required=tuple(n for n in PAGES_SCHEMA.names if n != "truncated"),
     key=("slot", "candidate_rank"),
     writer="llm4schema-pages (or llm4schema-import-pset)",
     extra={"page_id": pa.string()},
@@ -138,12 +144,14 @@ def with_sample_columns(df: DataFrame) -> DataFrame:
 def split_slots(rows: DataFrame, source: str, raw_chars: int) -> tuple[DataFrame, DataFrame]:
     """``rows`` (with a ``slot`` id) as (slots, rejects): a row whose page URL is null or blank is
     a reject (``NO_PAGE_URL``), and so is each of the rows with a page URL that share one key
-    (``SLOT_KEY``; ``DUPLICATE_DRAW`` or ``DUPLICATE_URL``): which of them is the draw cannot be
+    (``SLOT_KEY``, or without a sample rank the page URL's normal form ``udfs.corpus.urls.
+    normal_url``; ``DUPLICATE_DRAW`` or ``DUPLICATE_URL``): which of them is the draw cannot be
     told, so none is fetched. A reject row: ``source``, position = its slot id, the row as JSON cut
     to ``raw_chars``."""
     has_url = F.col("page_url").isNotNull() & (F.trim(F.col("page_url")) != "")
     ranked = F.col("sample_rank").isNotNull()
-    key = [*SLOT_KEY, F.when(~ranked, F.col("page_url"))]
+    # without a sample rank, two spellings of one URL (udfs.corpus.urls) are one page
+    key = [*SLOT_KEY, F.when(~ranked, normal_url_column(F.col("page_url")))]
     # counted over the rows with a URL: a row without one is a reject of its own, not a draw
     n = F.count(F.when(has_url, F.lit(1))).over(Window.partitionBy(*key))
     reason = (
@@ -166,8 +174,8 @@ def split_slots(rows: DataFrame, source: str, raw_chars: int) -> tuple[DataFrame
 
 def candidates(slots: DataFrame, limit: int) -> DataFrame:
     """One row per (slot, candidate): the sampled page (rank 0), then up to ``limit`` replacements
-    in the sample's order. A replacement that is another slot's sampled page in the same stratum is
-    dropped: a page fills one slot."""
+    in the sample's order. A replacement that is another slot's sampled page in the same stratum
+    (the same URL in its normal form, ``udfs.corpus.urls``) is dropped: a page fills one slot."""
     own = F.array(F.struct(F.lit(0).alias("rank"), F.col("cset_id"), F.col("page_url"), F.col("types")))
     spare = (
         F.slice(
@@ -184,14 +192,14 @@ def candidates(slots: DataFrame, limit: int) -> DataFrame:
     exploded = slots.select(
         "*", F.posexplode(F.concat(own.cast(REPLACEMENT_TYPE), spare)).alias("candidate_rank", "cand")
     ).drop("replacements")
-    primaries = slots.select("feature", "stratum", F.col("page_url").alias("_primary"))
+    primaries = slots.select("feature", "stratum", normal_url_column(F.col("page_url")).alias("_primary"))
     dup = (
         exploded.alias("c")
         .join(
             primaries.alias("p"),
             F.col("c.feature").eqNullSafe(F.col("p.feature"))
             & F.col("c.stratum").eqNullSafe(F.col("p.stratum"))
-            & (F.col("c.cand.page_url") == F.col("p._primary")),
+            & (normal_url_column(F.col("c.cand.page_url")) == F.col("p._primary")),
             "left_semi",
         )
         .where(F.col("candidate_rank") > 0)
@@ -211,12 +219,17 @@ def candidates(slots: DataFrame, limit: int) -> DataFrame:
 
 
 def best_capture(index: DataFrame) -> DataFrame:
-    """One index row per URL: an HTML 200 capture first, then the latest, then a fixed order."""
+    """One index row per page: an HTML 200 capture first, then the latest, then a fixed order.
+    Captures whose URLs have one normal form (``udfs.corpus.urls.normal_url``: ``http://Example.
+    com:80/a`` and ``http://example.com/a``) are one page's; ``url_key`` is that form (the join
+    key), ``url`` the chosen capture's own URL as the index wrote it."""
     rtype: Column = F.col("warc_record_type") if "warc_record_type" in index.columns else F.lit("response")
-    w = Window.partitionBy("url").orderBy(
+    w = Window.partitionBy("url_key").orderBy(
         F.desc(F.col("_rtype") == "response"),
         F.desc(F.col("fetch_status") == 200),
         F.desc(F.col("content_mime_type").isin(*HTML_MIME_TYPES)),
+        # a whole capture before a truncated one (content_truncated, Common Crawl's column)
+        F.desc(F.col("content_truncated").isNull()),
         F.desc("fetch_time"),
         "warc_filename",
         "warc_record_offset",
@@ -229,6 +242,7 @@ def best_capture(index: DataFrame) -> DataFrame:
         "fetch_status",
         "content_mime_type",
         "fetch_time",
+        "content_truncated",
     ]
     idx = index.withColumn("_rtype", rtype).select(
         *[F.col(c) if c in index.columns else F.lit(None).alias(c) for c in cols], "_rtype"
@@ -237,12 +251,14 @@ def best_capture(index: DataFrame) -> DataFrame:
     idx = idx.withColumn("fetch_time", F.col("fetch_time").cast("timestamp"))
     return (
         idx.where(F.col("url").isNotNull())
+        .withColumn("url_key", normal_url_column(F.col("url")))
         .withColumn("_n", F.row_number().over(w))
         .where("_n = 1")
         .drop("_n", "_rtype")
         .withColumn("warc_record_offset", F.col("warc_record_offset").cast("long"))
         .withColumn("warc_record_length", F.col("warc_record_length").cast("long"))
         .withColumn("fetch_status", F.col("fetch_status").cast("int"))
+        .withColumn("content_truncated", F.col("content_truncated").cast("string"))
     )
 
 
@@ -276,14 +292,27 @@ def fetch_page(row: dict, warc_base: str | None, cfg: P.PageConfig, max_record_b
     if row["warc_filename"] is None:
         out.update(status=P.NOT_FOUND, reason="page URL not in the WARC index")
         return out
+    indexed_cut = row.get("content_truncated")
+    out["truncated"] = True if indexed_cut is not None else None
+    if indexed_cut is not None and not cfg.judge_truncated:
+        # the index says so (Common Crawl's content_truncated): the record is not read
+        out.update(
+            status=P.TRUNCATED, reason=f"WARC-Truncated: {indexed_cut or '(empty)'} (from the WARC index); not read"
+        )
+        return out
     try:
         location = W.join_location(warc_base, row["warc_filename"])
         rec = W.read_record(
             location, int(row["warc_record_offset"]), int(row["warc_record_length"]), max_record_bytes=max_record_bytes
         )
-        W.html_record_check(rec, row["page_url"])
+        # the record must be the capture the index located (its URL as the index wrote it)
+        W.html_record_check(rec, row.get("capture_url") or row["page_url"])
     except W.WarcError as exc:
         out.update(status=exc.status, reason=exc.reason)
+        return out
+    out["truncated"] = rec.truncated is not None or indexed_cut is not None
+    if rec.truncated is not None and not cfg.judge_truncated:
+        out.update(status=P.TRUNCATED, reason=f"{rec.truncated}: the record holds part of the page; not judged")
         return out
     try:
         found = P.process_html(rec.payload, rec.content_type, row["types"], cfg)
@@ -328,12 +357,14 @@ def fetch_pages(
     max_record_bytes: int,
 ) -> DataFrame:
     """The ``pages/`` rows (``PAGES_SCHEMA``) of ``slots``: candidates located in ``index`` (a
-    WARC index table), each slot's candidates fetched in rank order by one task (``partitions``
-    tasks), until one is ok."""
+    WARC index table; a candidate's URL and a capture's are compared in their normal form,
+    ``udfs.corpus.urls``, the row keeping the candidate's own), each slot's candidates fetched in
+    rank order by one task (``partitions`` tasks), until one is ok."""
     spark = slots.sparkSession
-    located = candidates(slots, replacements).join(
-        best_capture(index).withColumnRenamed("url", "page_url"), "page_url", "left"
-    )
+    # joined on the URLs' normal form; page_url stays the sample's, capture_url is the index's
+    # (what the record's target URI must be)
+    cands = candidates(slots, replacements).withColumn("url_key", normal_url_column(F.col("page_url")))
+    located = cands.join(best_capture(index).withColumnRenamed("url", "capture_url"), "url_key", "left").drop("url_key")
     ordered = located.repartition(partitions, "slot").sortWithinPartitions("slot", "candidate_rank")
     names = PAGES_SCHEMA.names
     out = ordered.rdd.mapPartitions(lambda it: process_partition(it, warc_base, cfg, max_record_bytes)).map(

@@ -11,6 +11,10 @@ accepted grammar). The scanner itself names the lines that are not UTF-8, the li
 bytes, and a valid line may hold U+FFFD too) and a fifth term under ``strict_nquads``; the reason
 of any other line it rejects is computed here, on the rejected lines only, so its cost does not
 matter.
+
+The rules of a line as extractors write it (a byte order mark, UCHAR surrogate pairs, escapes
+that are no Unicode scalar value) are udfs/runtime/lines.py's, which the scanner keeps: it gives
+those reasons itself.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from udfs.runtime import lines as L
+
 # Reasons a line is rejected, most specific first.
-REASON_UNDECODABLE = "undecodable bytes (invalid UTF-8)"
+REASON_UNDECODABLE = L.REASON_UNDECODABLE
 REASON_TOO_LONG = "line longer than max_line_bytes"
 REASON_TRUNCATED = "truncated line (no terminating ' .')"
 REASON_QUOTES = "unbalanced quotes"

@@ -41,6 +41,7 @@ import pyarrow as pa
 from udfs.corpus import html as P
 from udfs.corpus.fetch import PAGES_SCHEMA
 from udfs.corpus.pset import PSET, SOURCES, PsetError, PsetSource, results_rows
+from udfs.corpus.text import detect_language
 from udfs.runtime.progress import Progress
 from udfs.runtime.rejects import reject_row
 
@@ -456,7 +457,7 @@ class PsetImport:
         if text_from == "paper":
             text, judge_text, extractors = page.paper_text, page.paper_text, (PAPER_TEXT, PAPER_TEXT)
             status, reason = P.OK, None
-            language = P.detect_language(page.paper_text)
+            language = detect_language(page.paper_text)
         else:
             text, judge_text = found["text"], found["judge_text"]
             extractors = (cfg.text_extractor, cfg.judge_text_extractor)

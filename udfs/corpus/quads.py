@@ -4,10 +4,11 @@ without a job.
 ``extract_file`` reads every HTML response of one WARC file, extracts its JSON-LD blocks and writes
 them as N-Quads the way WebDataCommons publishes them (``<s> <p> o <page-url>   .``: the page URL
 is the graph term, page-scoped blank nodes, ``http://schema.org/`` IRIs), one gzip part per input
-file, ready for ``jobs/csets.py``. JSON-LD is converted by rdflib with the bundled schema.org
-context (``udfs/corpus/html.py``); no context is ever fetched. The part is byte-reproducible: the
-same input gives the same bytes (gzip mtime 0, no name in the header), and it appears whole when
-the file is done (``udfs.runtime.io.Folder.open``), local or remote.
+file, ready for ``jobs/csets.py``. A block's quads are the RDF view of the JSON-LD reader that
+evaluation uses (``udfs/corpus/wdc_quads.py``), the page URL its base; no context is ever
+fetched. The part is byte-reproducible: the same input gives the same bytes (gzip mtime 0, no
+name in the header), and it appears whole when the file is done
+(``udfs.runtime.io.Folder.open``), local or remote.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from warcio.archiveiterator import ArchiveIterator
-
 from udfs.corpus import html as P
-from udfs.corpus.warc import HTML_MIME_TYPES, WarcError, WarcRecord, gzip_members
+from udfs.corpus.encoding import decode_html
+from udfs.corpus.warc import BAD_RECORD, HTML_MIME_TYPES, OVER_BOUND, RECORD, WarcRecord, archive_iterator, walk_archive
+from udfs.corpus.wdc_quads import jsonld_to_quads
 from udfs.runtime.io import Folder
 from udfs.runtime.rejects import reject_row
 
@@ -72,20 +74,23 @@ def extract_file(
     ("reject", row) items (``udfs.runtime.rejects`` rows: source the file, position the record's
     offset) and then one ("counters", dict of ``COUNTERS``).
 
-    Never raises on bad content, and the work per record is bounded as in the pages job: a gzip
-    member is streamed and held only up to ``max_record_bytes`` decompressed (a larger one is a
-    reject with its first bytes; a file written as one gzip member of many records is bounded as
-    a whole, Common Crawl's files hold one record per member); a page over ``max_html_bytes``,
-    unreadable HTML, a block over ``max_markup_nodes`` JSON values or ``max_markup_chars``
-    characters as JSON (refused before it is converted), a block that is not JSON-LD or not
-    convertible and a member that is not a WARC record are reject rows with their reason; every
-    step of a page (decoding, extraction, the bounds check and conversion) runs under
-    ``time_limit_s``. Damage after which the next record cannot be found (a member cut short, a
-    corrupt deflate stream, bytes that are not gzip where a member should start, a plain WARC
-    that breaks off) is a reject row naming the file and the offset where the readable part
-    ends, and ``file_errors``: never a silent end; the quads read before it are kept. A
-    rejected block's text is ``raw``, cut to ``reject_raw_chars``. Counters reconcile
-    (``reconciles``)."""
+    Never raises on bad content, and the work per record is bounded as in the pages job. The file
+    is walked by the WARC index's walker (``udfs.corpus.warc.walk_archive``), with its damage
+    rules: a gzip member is streamed and held only up to ``max_record_bytes`` decompressed, an
+    uncompressed record read only up to it (a larger one is a reject with its first bytes,
+    ``records_over_max_bytes``; a file written as one gzip member of many whole records is bounded
+    as a whole, Common Crawl's files hold one record per member); a record whose declared length
+    disagrees with its framing (a plain WARC that breaks off inside one included) is a reject,
+    ``records_unreadable`` and ``file_errors``; damage that is no record (a member cut short, a
+    corrupt deflate stream, bytes that are not gzip where a member should start, bytes between
+    records) is a reject naming the file and the offset, and ``file_errors``; the walk goes on at
+    the next record, as the index's does, so the index and this job give one damaged file one
+    verdict. A page over ``max_html_bytes``, unreadable HTML, a block over ``max_markup_nodes``
+    JSON values or ``max_markup_chars`` characters as JSON (refused before it is converted), a
+    block that is not JSON-LD or not convertible and a record warcio cannot parse are reject rows
+    with their reason; every step of a page (decoding, extraction, the bounds check and
+    conversion) runs under ``time_limit_s``. A rejected block's text is ``raw``, cut to
+    ``reject_raw_chars``. Counters reconcile (``reconciles``)."""
     import fsspec
 
     counts = dict.fromkeys(COUNTERS, 0)
@@ -101,13 +106,7 @@ def extract_file(
         gzip.GzipFile(filename="", mode="wb", fileobj=raw_out, mtime=0, compresslevel=6) as gz,
         io.TextIOWrapper(gz, encoding="utf-8", newline="\n") as out,
     ):
-        page = _Pages(path, out, counts, rejects, limits)
-        magic = fh.read(2)
-        fh.seek(0)
-        if magic == b"\x1f\x8b":
-            _read_members(fh, path, page)
-        else:
-            _read_plain(fh, path, page)
+        _walk(fh, path, _Pages(path, out, counts, rejects, limits))
     for r in rejects:
         yield ("reject", r)
     yield ("counters", counts)
@@ -123,90 +122,59 @@ class _Limits:
     time_limit_s: float
 
 
-def _read_members(fh, path: str, page: "_Pages") -> None:
-    """A gzipped WARC, member by member (``gzip_members``: streamed, bounded, damage raised)."""
+def _walk(fh, path: str, page: "_Pages") -> None:
+    """The records of the file, step by step as ``walk_archive`` finds them (its rules, its
+    rejects), each counted once: a framed record goes to ``page``."""
     lim, counts = page.limits, page.counts
-    readable_to = 0  # the end of the last whole member: where damage starts
-    try:
-        for m in gzip_members(fh, lim.max_record_bytes, path, head_bytes=4 * lim.raw_chars):
-            readable_to = m.offset + m.length
-            if m.data is None:
-                counts["records"] += 1
-                counts["records_over_max_bytes"] += 1
-                page.reject(
-                    m.offset,
-                    f"record at offset {m.offset} ({m.length} bytes compressed) inflates to "
-                    f"{m.size} bytes, over max_record_bytes={lim.max_record_bytes}; not read",
-                    m.head,
-                )
-                continue
-            it = iter(ArchiveIterator(io.BytesIO(m.data)))
-            while True:
-                try:
-                    rec = next(it, None)
-                except Exception as exc:  # noqa: BLE001 - warcio's errors for bytes that are not a WARC record
-                    counts["records"] += 1
-                    counts["records_unreadable"] += 1
-                    page.reject(
-                        m.offset,
-                        f"gzip member at offset {m.offset} is not a WARC record: "
-                        f"{type(exc).__name__}: {str(exc)[:300]}",
-                        m.data[: 4 * lim.raw_chars],
-                    )
-                    break
-                if rec is None:
-                    break
-                page(rec, m.offset)
-    except WarcError as exc:
-        counts["file_errors"] += 1
-        page.reject(readable_to, f"{exc.reason}; the records before offset {readable_to} were read")
-
-
-def _read_plain(fh, path: str, page: "_Pages") -> None:
-    """An uncompressed WARC, read by warcio (payloads read only up to the page bound)."""
-    it = ArchiveIterator(fh)
-    try:
-        for rec in it:
-            if rec.length is None and rec.format.startswith("warc"):  # Content-Length is mandatory
-                page.counts["records"] += 1
-                page.counts["records_unreadable"] += 1
-                page.counts["file_errors"] += 1
-                offset = it.get_record_offset()
-                page.reject(
-                    offset,
-                    f"{path}: unreadable after offset {offset}: the record there has no "
-                    "Content-Length (its headers are cut or damaged)",
-                )
-                continue
-            page(rec, None, it)
-            it.read_to_end(rec)
-            if _left(rec) and not page.cut_reported:  # a record the page step did not read, cut short
-                page.counts["file_errors"] += 1
-                page.reject(it.get_record_offset(), _cut_reason(path, it.get_record_offset(), rec))
-    except Exception as exc:  # noqa: BLE001 - a cut or corrupt file: keep what was read, say where it broke
-        page.counts["file_errors"] += 1
-        page.reject(
-            it.offset,
-            f"{path}: unreadable after offset {it.offset}: {type(exc).__name__}: "
-            f"{str(exc)[:300]}; the records before it were read",
-        )
-
-
-def _left(rec) -> int:
-    """Bytes of the record's declared length the file did not hold (0: the record is whole)."""
-    return max(0, getattr(rec.raw_stream, "limit", 0) or 0)
-
-
-def _cut_reason(path: str, offset: int, rec) -> str:
-    return (
-        f"{path}: unreadable after offset {offset}: the record there is cut (the file ends {_left(rec)} bytes "
-        "before the record does); the records before it were read"
+    steps = walk_archive(
+        fh, path, path, max_record_bytes=lim.max_record_bytes, raw_chars=lim.raw_chars, skipped="not read"
     )
+    for step in steps:
+        if step.kind == RECORD:
+            _read_step(step, page)
+            continue
+        page.rejects.append(step.reject)
+        if step.kind == OVER_BOUND:
+            counts["records"] += 1
+            counts["records_over_max_bytes"] += 1
+            continue
+        counts["file_errors"] += 1
+        if step.kind == BAD_RECORD:  # a record, unreadable; other damage is bytes that are no record
+            counts["records"] += 1
+            counts["records_unreadable"] += 1
+
+
+def _read_step(step, page: "_Pages") -> None:
+    """The records warcio parses from one framed step (one record; a gzip member of a file
+    compressed as one stream: several), each to ``page`` at the step's offset."""
+    counts, lim = page.counts, page.limits
+    it = iter(archive_iterator(io.BytesIO(step.data)))
+    while True:
+        try:
+            rec = next(it, None)
+        except Exception as exc:  # noqa: BLE001 - warcio's errors for bytes that are not a WARC record
+            counts["records"] += 1
+            counts["records_unreadable"] += 1
+            what = (
+                f"gzip member at offset {step.offset}" if step.compressed else f"{step.label} at offset {step.offset}"
+            )
+            page.reject(
+                step.offset,
+                f"{what} is not a WARC record: {type(exc).__name__}: {str(exc)[:300]}",
+                step.data[: 4 * lim.raw_chars],
+            )
+            return
+        if rec is None:
+            return
+        page(rec, step.offset)
 
 
 def _check_and_convert(data: Any, url: str, index: int, max_nodes: int, max_chars: int) -> tuple[str | None, list[str]]:
-    """(why the block is over a bound, or None; its quads). The bounds are checked before any
-    conversion, each at a cost bounded by the bound or linear in the block."""
+    """(why the block is over a bound, or None; its quads: ``udfs.corpus.wdc_quads``, the RDF view
+    of the reader evaluation uses). The bounds are checked before any conversion, each at a cost
+    bounded by the bound or linear in the block. Raises where the block cannot be converted: a
+    ValueError or MarkupError from the reader, and a ValueError for a string that holds a lone
+    surrogate (JSON's ``"\\ud800"``), which is no Unicode scalar value and has no UTF-8 form."""
     from udfs.schemaorg.markup import count_json_values
 
     if count_json_values(data, max_nodes) > max_nodes:
@@ -214,7 +182,16 @@ def _check_and_convert(data: Any, url: str, index: int, max_nodes: int, max_char
     size = len(json.dumps(data, ensure_ascii=False))
     if size > max_chars:
         return f"block {index}: markup of {size} characters over max_markup_chars={max_chars}", []
-    return None, P.jsonld_to_quads(data, url, block_index=index)
+    lines = jsonld_to_quads(data, url, block_index=index)
+    for line in lines:
+        bad = _LONE_SURROGATE.search(line)
+        if bad:
+            # checked here, not when the part is written: a failed write would end the whole file
+            raise ValueError(f"a string holds the lone surrogate U+{ord(bad.group()):04X}, no Unicode scalar value")
+    return None, lines
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Pages:
@@ -222,15 +199,14 @@ class _Pages:
 
     def __init__(self, path, out, counts, rejects, limits: _Limits):
         self.path, self.out, self.counts, self.rejects, self.limits = path, out, counts, rejects, limits
-        self.cut_reported = False
 
     def reject(self, offset, reason: str, raw=None) -> None:
         self.rejects.append(
             reject_row(self.path, offset, reason, raw, raw_chars=self.limits.raw_chars if raw is not None else None)
         )
 
-    def __call__(self, rec, offset: int | None, it=None) -> None:
-        """``offset``: the record's (its gzip member's); None: ask ``it`` once the payload is read."""
+    def __call__(self, rec, offset: int) -> None:
+        """``offset``: the record's (its gzip member's), framed whole by the walker."""
         counts, lim = self.counts, self.limits
         counts["records"] += 1
         http = rec.http_headers
@@ -250,25 +226,17 @@ class _Pages:
         except Exception as exc:  # noqa: BLE001 - a payload that cannot be de-chunked or decoded
             counts["records_unreadable"] += 1
             self.reject(
-                offset if it is None else it.get_record_offset(),
+                offset,
                 f"{url}: record payload unreadable: {type(exc).__name__}: {str(exc)[:300]}",
             )
             return
-        if offset is None:
-            offset = it.get_record_offset()  # only after the read: asking earlier empties the stream
-            if _left(rec):  # a plain WARC that ends inside this record: its page is not whole
-                counts["records_unreadable"] += 1
-                counts["file_errors"] += 1
-                self.cut_reported = True
-                self.reject(offset, _cut_reason(self.path, offset, rec))
-                return
         if len(payload) > lim.max_html_bytes:
             counts["skipped_oversized"] += 1
             self.reject(offset, f"{url}: page larger than max_html_bytes={lim.max_html_bytes}")
             return
         counts["html_responses"] += 1
         try:
-            html = P.run_with_time_limit(P.decode_html, lim.time_limit_s, "decoding", payload, ctype)
+            html = P.run_with_time_limit(decode_html, lim.time_limit_s, "decoding", payload, ctype)
             blocks = P.run_with_time_limit(P.jsonld_blocks, lim.time_limit_s, "JSON-LD extraction", html)
         except Exception as exc:  # noqa: BLE001 - a page whose HTML cannot be read is a reject row
             self.reject(offset, f"{url}: HTML not readable: {exc}")

@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 from warcio.archiveiterator import ArchiveIterator
+from warcio.recordloader import ArcWarcRecordLoader
 
 from udfs.runtime.contracts import TableContract
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
@@ -64,6 +65,9 @@ WARC_INDEX = TableContract(
         "content_charset": pa.string(),
         "warc_record_type": pa.string(),
         "content_digest": pa.string(),
+        # the record's WARC-Truncated value (length, time, disconnect, unspecified; null: whole), as
+        # Common Crawl's index names it: the pages job skips such a capture without reading it
+        "content_truncated": pa.string(),
     },
     key=("warc_filename", "warc_record_offset"),
     writer="llm4schema-warc-index (or Common Crawl's columnar index)",
@@ -97,6 +101,8 @@ class WarcRecord:
     content_type: str | None  # the HTTP Content-Type header as sent
     payload: bytes
     headers: dict[str, str] = field(default_factory=dict)
+    # why the record holds less than the page (``truncation``): None when it holds it whole
+    truncated: str | None = None
 
     @property
     def mime_type(self) -> str | None:
@@ -236,10 +242,82 @@ def gunzip_member(data: bytes, max_bytes: int) -> bytes:
     return out
 
 
+class _RecordLoader(ArcWarcRecordLoader):
+    """warcio's record loader, reading the HTTP headers of a record whose target URI's scheme is
+    written in any case: warcio reads them only after a URI starting ``http:`` or ``https:``,
+    compared case-sensitively, where RFC 3986 (3.1) makes the scheme case-insensitive, so
+    ``HTTP://EXAMPLE.COM/a`` was a record without an HTTP status. The URI itself stays as written."""
+
+    def load_http_headers(self, rec_type, uri, stream, length):
+        scheme, sep, rest = (uri or "").partition(":")
+        if sep and scheme.lower() in ("http", "https") and scheme not in ("http", "https"):
+            uri = scheme.lower() + sep + rest
+        return super().load_http_headers(rec_type, uri, stream, length)
+
+
+def archive_iterator(stream, **kwargs) -> ArchiveIterator:
+    """warcio's ``ArchiveIterator`` over ``stream`` (its keyword arguments), with the loader that
+    reads HTTP headers whatever the case of the scheme (``_RecordLoader``): every record the
+    project parses goes through here."""
+    it = ArchiveIterator(stream, **kwargs)
+    it.loader = _RecordLoader(verify_http=kwargs.get("verify_http", False), arc2warc=kwargs.get("arc2warc", False))
+    return it
+
+
+def truncation(warc_truncated: str | None, http, body: bytes, payload: bytes) -> str | None:
+    """Why a response record holds less than its page, or None: a ``WARC-Truncated`` header (any
+    value: ``length``, ``time``, ``disconnect``, ``unspecified``; the reason names the header), an
+    HTTP body shorter than its own ``Content-Length`` (compared only where the body is stored as
+    sent: no ``Transfer-Encoding``, no ``Content-Encoding`` but ``identity``), or a chunked body
+    (``Transfer-Encoding: chunked``) that ends before its last, zero-size chunk. ``body``: the
+    HTTP body as archived; ``payload``: as warcio decoded it (de-chunked), which a chunked body
+    that warcio reads past a cut (it stops quietly) shows no sign of."""
+    if warc_truncated is not None:
+        return f"WARC-Truncated: {warc_truncated.strip() or '(empty)'}"
+    if http is None:
+        return None
+    te = (http.get_header("Transfer-Encoding") or "").strip().lower()
+    ce = (http.get_header("Content-Encoding") or "").strip().lower()
+    declared = (http.get_header("Content-Length") or "").strip()
+    if not te and ce in ("", "identity") and declared.isdigit() and len(body) < int(declared):
+        return f"HTTP body {len(body)} bytes of Content-Length {int(declared)}"
+    if te == "chunked":
+        return _chunked_cut(body)
+    return None
+
+
+def _chunked_cut(body: bytes) -> str | None:
+    """Why the chunked ``body`` ends before its last chunk, or None (whole, or not chunk-framed at
+    all: a body stored de-chunked under its old header, which warcio then reads as it is)."""
+    pos = n = 0
+    while True:
+        if pos >= len(body) and n:
+            return f"chunked HTTP body ends after {n} chunks ({len(body)} bytes), before its last, zero-size chunk"
+        eol = body.find(b"\r\n", pos, pos + 64)
+        if eol < 0:
+            return None
+        size_text = body[pos:eol].split(b";", 1)[0].strip()
+        try:
+            size = int(size_text, 16)
+        except ValueError:
+            return None
+        if size == 0:
+            return None
+        start = eol + 2
+        if start + size > len(body):
+            return (
+                f"chunked HTTP body ends inside its chunk {n + 1}: {len(body) - start} of its {size} bytes, "
+                f"{len(body)} bytes in all"
+            )
+        pos = start + size + 2
+        n += 1
+
+
 def parse_record(raw: bytes) -> WarcRecord:
-    """The first WARC record in ``raw`` (uncompressed bytes), with its HTTP payload de-chunked."""
+    """The first WARC record in ``raw`` (uncompressed bytes), with its HTTP payload de-chunked and
+    its ``truncated`` reason (``truncation``)."""
     try:
-        it = ArchiveIterator(io.BytesIO(raw), no_record_parse=False, arc2warc=True)
+        it = archive_iterator(io.BytesIO(raw), no_record_parse=False, arc2warc=True)
         rec = next(iter(it), None)
         if rec is None:
             raise WarcError(FETCH_ERROR, "no WARC record at this offset")
@@ -250,6 +328,9 @@ def parse_record(raw: bytes) -> WarcRecord:
             code = http.get_statuscode()
             status = int(code) if code and code.isdigit() else None
             ctype = http.get_header("Content-Type")
+        # the body as archived, then decoded from those bytes: its length is what it holds
+        body = rec.raw_stream.read()
+        rec.raw_stream = io.BytesIO(body)
         payload = rec.content_stream().read()
         headers = dict(rec.rec_headers.headers)
         return WarcRecord(
@@ -259,6 +340,7 @@ def parse_record(raw: bytes) -> WarcRecord:
             content_type=ctype,
             payload=payload,
             headers=headers,
+            truncated=truncation(rec.rec_headers.get_header("WARC-Truncated"), http, body, payload),
         )
     except WarcError:
         raise
@@ -495,6 +577,7 @@ INDEX_COLUMNS = (
     "warc_record_length",
     "warc_record_type",
     "content_digest",
+    "content_truncated",
 )
 # Compressed bytes read per call, and decompressed bytes produced per call: what one step of the
 # scan holds besides the record it keeps (at most max_record_bytes).
@@ -644,7 +727,55 @@ def _row(rec, name: str) -> dict:
         "warc_record_length": None,
         "warc_record_type": rec.rec_type,
         "content_digest": None,
+        # the WARC-Truncated value as written (length, time, disconnect, unspecified), as Common
+        # Crawl's columnar index gives it
+        "content_truncated": rec.rec_headers.get_header("WARC-Truncated"),
     }
+
+
+# ---- one walker: where the records of a file are, and what is damage ---------------------------
+
+RECORD, OVER_BOUND, BAD_RECORD, DAMAGE = "record", "over_bound", "bad_record", "damage"
+
+
+@dataclass
+class Step:
+    """One step of ``walk_archive``. ``kind``: ``RECORD`` (``data`` holds a framed record: a gzip
+    member's content, or an uncompressed record's own bytes), ``OVER_BOUND`` (a record larger than
+    ``max_record_bytes``, never held), ``BAD_RECORD`` (a record whose declared length disagrees
+    with its framing, or a gzip member that is not one record) or ``DAMAGE`` (bytes that are not a
+    record: a damaged gzip member, bytes between records); all but ``RECORD`` carry their
+    ``reject`` row. ``offset``/``length``: the bytes in the file (a gzip member's, or the record
+    and the line breaks after it); ``compressed``: a gzip member; ``label``: "record" or "ARC
+    record"; ``head``: the first bytes; ``several``: a gzip member holding several whole records
+    (each framed), which a byte-range read cannot read: the reason why, else None."""
+
+    kind: str
+    offset: int
+    length: int
+    compressed: bool
+    head: bytes
+    data: bytes | None = None
+    reject: dict | None = None
+    label: str = "record"
+    several: str | None = None
+
+
+def walk_archive(
+    fh, path: str, name: str, *, max_record_bytes: int, raw_chars: int, skipped: str = "not indexed"
+) -> Iterator[Step]:
+    """The records of the WARC or ARC file open as ``fh`` (seekable; ``path`` its location, which
+    rejects name as their source, ``name`` the one their reasons say), one ``Step`` each, with one
+    set of damage rules: the one walker the index (``scan_warc``) and ``extract_quads``
+    (``udfs.corpus.quads``) both read. ``skipped`` ends a reject's reason ("not indexed", "not
+    read"). warcio parses what a ``RECORD`` step holds; the rules are ``scan_warc``'s."""
+    magic = fh.read(5)
+    fh.seek(0)
+    # the first bytes say which; when they are damaged, the name does
+    if magic[:2] == b"\x1f\x8b" or (magic != b"WARC/" and path.endswith(".gz")):
+        yield from _walk_gzip(fh, name, path, max_record_bytes, raw_chars, skipped)
+    else:
+        yield from _walk_plain(fh, name, path, max_record_bytes, raw_chars, skipped)
 
 
 def scan_warc(
@@ -664,7 +795,8 @@ def scan_warc(
     is read the same way, its records under warcio's WARC names (``arc2warc``: a response with
     ``WARC-Target-URI`` and ``WARC-Date``), its Archive-length checked as a Content-Length is
     (``arc_framing``: the block, then one line feed), a bad one a reject;
-    ``content_digest`` the base32 SHA-1 of the payload as archived. ``seen`` (when given) counts
+    ``content_digest`` the base32 SHA-1 of the payload as archived; ``content_truncated`` the
+    record's ``WARC-Truncated`` value (null: none). ``seen`` (when given) counts
     every record read, by WARC-Type, indexed or not.
 
     Every record's declared Content-Length is checked against its framing (``record_framing``,
@@ -680,26 +812,41 @@ def scan_warc(
     (``_next_arc_header``). Damage to the gzip framing (a cut or corrupt member, a bad checksum, bytes
     that are not gzip) is a reject row too, spanning the bytes up to the next offset where a gzip
     member starts and inflates (``gzip_members`` with ``resync``), and the scan goes on there.
-    Memory: a record is held only up to ``max_record_bytes`` (a gzip member is streamed).
+    Memory: a record is held only up to ``max_record_bytes`` (a gzip member is streamed). The
+    walking and its rules are ``walk_archive``'s.
     """
     import fsspec
 
     name = warc_filename or path
     seen = Counter() if seen is None else seen
     with fsspec.open(path, "rb") as fh:
-        magic = fh.read(5)
-        fh.seek(0)
-        # the first bytes say which; when they are damaged, the name does
-        if magic[:2] == b"\x1f\x8b" or (magic != b"WARC/" and path.endswith(".gz")):
-            yield from _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen)
-        else:
-            yield from _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen)
+        for step in walk_archive(fh, path, name, max_record_bytes=max_record_bytes, raw_chars=raw_chars):
+            if step.kind != RECORD:
+                yield "reject", step.reject
+                continue
+            try:
+                if step.several:
+                    raise ValueError(step.several)
+                yield from _record_items(step.data, name, step.offset, step.length, seen)
+            except Exception as exc:  # noqa: BLE001 - warcio's errors for a record it cannot parse
+                yield "reject", _unreadable(step, path, name, exc, raw_chars)
+
+
+def _unreadable(step: Step, path: str, name: str, exc: Exception, raw_chars: int) -> dict:
+    """The reject row of a framed record (``step``) that warcio cannot read as one record."""
+    if step.compressed:
+        reason = (
+            f"gzip member at offset {step.offset} is not one WARC or ARC record: {type(exc).__name__}: {str(exc)[:300]}"
+        )
+    else:
+        reason = f"{name}: {step.label} at offset {step.offset} is not readable: {type(exc).__name__}: {str(exc)[:300]}"
+    return reject_row(path, step.offset, reason, step.head, raw_chars=raw_chars)
 
 
 def _record_items(data: bytes, name: str, offset: int, length: int, seen: Counter) -> Iterator[tuple[str, dict]]:
     """The row of the one record ``data`` holds (framing already checked), if it is indexed."""
     # arc2warc: an ARC record's URL and date under the WARC names the index reads
-    it = iter(ArchiveIterator(io.BytesIO(data), arc2warc=True))
+    it = iter(archive_iterator(io.BytesIO(data), arc2warc=True))
     rec = next(it, None)
     if rec is None:
         raise ValueError("no WARC record in it")
@@ -715,57 +862,64 @@ def _record_items(data: bytes, name: str, offset: int, length: int, seen: Counte
         yield "row", row
 
 
-def _scan_gzip(fh, name, path, max_record_bytes, raw_chars, seen):
+def _several_records(data: bytes, path: str) -> bool:
+    """Whether ``data`` (a gzip member's content that is not one record) is several whole records,
+    each framed by the plain walker's rules: a file compressed as one gzip stream."""
+    steps = _walk_plain(io.BytesIO(data), path, path.removesuffix(".gz"), len(data), 1, "")
+    n = 0
+    for step in steps:
+        if step.kind != RECORD:
+            return False
+        n += 1
+    return n > 1
+
+
+def _walk_gzip(fh, name, path, max_record_bytes, raw_chars, skipped):
     size = fh.seek(0, 2)
     fh.seek(0)
     for m in gzip_members(fh, max_record_bytes, name, head_bytes=4 * raw_chars, resync=True):
         if m.damage is not None:
             after = m.offset + m.length
-            yield (
-                "reject",
-                reject_row(
-                    path,
-                    m.offset,
-                    f"{m.damage}; {m.length} bytes skipped to "
-                    + (f"the next gzip member at offset {after}" if after < size else "the end of the file")
-                    + "; not indexed",
-                    m.head,
-                    raw_chars=raw_chars,
-                ),
+            reason = (
+                f"{m.damage}; {m.length} bytes skipped to "
+                + (f"the next gzip member at offset {after}" if after < size else "the end of the file")
+                + f"; {skipped}"
+            )
+            yield Step(
+                DAMAGE, m.offset, m.length, True, m.head, reject=_reject(path, m.offset, reason, m.head, raw_chars)
             )
             continue
         if m.data is None:
-            yield (
-                "reject",
-                reject_row(
-                    path,
-                    m.offset,
-                    f"record at offset {m.offset} ({m.length} bytes compressed) "
-                    f"inflates to {m.size} bytes, over max_record_bytes={max_record_bytes}; "
-                    "not indexed",
-                    m.head,
-                    raw_chars=raw_chars,
-                ),
+            reason = (
+                f"record at offset {m.offset} ({m.length} bytes compressed) "
+                f"inflates to {m.size} bytes, over max_record_bytes={max_record_bytes}; {skipped}"
+            )
+            yield Step(
+                OVER_BOUND, m.offset, m.length, True, m.head, reject=_reject(path, m.offset, reason, m.head, raw_chars)
             )
             continue
         try:
             one_record(m.data, "the member")
-            yield from _record_items(m.data, name, m.offset, m.length, seen)
-        except Exception as exc:  # noqa: BLE001 - framing and warcio's errors for a member that is not one record
-            yield (
-                "reject",
-                reject_row(
-                    path,
-                    m.offset,
-                    f"gzip member at offset {m.offset} is not one WARC or ARC record: {type(exc).__name__}: "
-                    f"{str(exc)[:300]}",
-                    m.head,
-                    raw_chars=raw_chars,
-                ),
+        except ValueError as exc:
+            if str(exc).startswith("more than one record") and _several_records(m.data, path):
+                yield Step(RECORD, m.offset, m.length, True, m.head, data=m.data, several=str(exc))
+                continue
+            reason = (
+                f"gzip member at offset {m.offset} is not one WARC or ARC record: {type(exc).__name__}: "
+                f"{str(exc)[:300]}"
             )
+            yield Step(
+                BAD_RECORD, m.offset, m.length, True, m.head, reject=_reject(path, m.offset, reason, m.head, raw_chars)
+            )
+            continue
+        yield Step(RECORD, m.offset, m.length, True, m.head, data=m.data)
 
 
-def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
+def _reject(path, offset, reason, raw, raw_chars) -> dict:
+    return reject_row(path, offset, reason, raw, raw_chars=raw_chars)
+
+
+def _walk_plain(fh, name, path, max_record_bytes, raw_chars, skipped):
     size = fh.seek(0, 2)
     pos = 0
     arc = None  # an ARC file, told by its first record (filedesc://), or by its name when that is damaged
@@ -783,20 +937,21 @@ def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
             header_len, block_len = arc_framing(head) if arc else record_framing(head)
         except ValueError as exc:
             nxt = _next_arc_header(fh, pos, size) if arc else _next_version_line(fh, pos + 1, size)
-            yield (
-                "reject",
-                reject_row(
-                    path,
-                    pos,
-                    (
-                        f"{name}: {kind} at offset {pos}: {exc}; not indexed, skipped to the next record at offset {nxt}"
-                        if (_arc_header(head) if arc else _VERSION_LINE.match(head))
-                        else f"{name}: bytes at offset {pos} ({nxt - pos} up to the next record) are not a readable "
-                        f"{'ARC' if arc else 'WARC'} record: {exc}; skipped to offset {nxt}"
-                    ),
-                    head,
-                    raw_chars=raw_chars,
-                ),
+            is_record = _arc_header(head) if arc else _VERSION_LINE.match(head)
+            reason = (
+                f"{name}: {kind} at offset {pos}: {exc}; {skipped}, skipped to the next record at offset {nxt}"
+                if is_record
+                else f"{name}: bytes at offset {pos} ({nxt - pos} up to the next record) are not a readable "
+                f"{'ARC' if arc else 'WARC'} record: {exc}; skipped to offset {nxt}"
+            )
+            yield Step(
+                BAD_RECORD if is_record else DAMAGE,
+                pos,
+                nxt - pos,
+                False,
+                head,
+                reject=_reject(path, pos, reason, head, raw_chars),
+                label=kind,
             )
             pos = nxt
             continue
@@ -815,73 +970,37 @@ def _scan_plain(fh, name, path, max_record_bytes, raw_chars, seen):
         except _NoSeparator:
             # the next version line right at the block's end: the separator missing, or a length
             # that swallowed it; the record after is whole and read
-            yield (
-                "reject",
-                reject_row(
-                    path,
-                    pos,
-                    f"{name}: record at offset {pos} declares Content-Length {block_len}, and no line break "
-                    f"separates its block from the next record at offset {end}: the length counts the "
-                    "separator, or the separator is missing; not indexed",
-                    head,
-                    raw_chars=raw_chars,
-                ),
+            reason = (
+                f"{name}: record at offset {pos} declares Content-Length {block_len}, and no line break "
+                f"separates its block from the next record at offset {end}: the length counts the "
+                f"separator, or the separator is missing; {skipped}"
             )
+            yield Step(BAD_RECORD, pos, end - pos, False, head, reject=_reject(path, pos, reason, head, raw_chars))
             pos = end
             continue
         except ValueError as exc:
             nxt = _next_arc_header(fh, pos, size) if arc else _next_version_line(fh, pos + 1, size)
-            yield (
-                "reject",
-                reject_row(
-                    path,
-                    pos,
-                    f"{name}: {kind} at offset {pos} declares {length_field} {block_len}, and {exc}; "
-                    f"not indexed, skipped to the next record at offset {nxt}",
-                    head,
-                    raw_chars=raw_chars,
-                ),
+            reason = (
+                f"{name}: {kind} at offset {pos} declares {length_field} {block_len}, and {exc}; "
+                f"{skipped}, skipped to the next record at offset {nxt}"
+            )
+            yield Step(
+                BAD_RECORD, pos, nxt - pos, False, head, reject=_reject(path, pos, reason, head, raw_chars), label=kind
             )
             pos = nxt
             continue
         nxt = end + after
-        yield from _plain_record(
-            fh, name, path, kind, head, pos, end, nxt, block_len, max_record_bytes, raw_chars, seen
-        )
-        pos = nxt
-
-
-def _plain_record(fh, name, path, kind, head, pos, end, nxt, block_len, max_record_bytes, raw_chars, seen):
-    """One framed record of an uncompressed file (bytes ``pos`` to ``end``, the next record at
-    ``nxt``): its items, or a reject where its block is over ``max_record_bytes`` or unreadable."""
-    if block_len > max_record_bytes:
-        yield (
-            "reject",
-            reject_row(
-                path,
-                pos,
+        if block_len > max_record_bytes:
+            reason = (
                 f"{kind} at offset {pos} has a {block_len}-byte block, over max_record_bytes={max_record_bytes}; "
-                "not indexed",
-                head,
-                raw_chars=raw_chars,
-            ),
-        )
-        return
-    fh.seek(pos)
-    data = fh.read(end - pos)
-    try:
-        yield from _record_items(data, name, pos, nxt - pos, seen)
-    except Exception as exc:  # noqa: BLE001 - warcio's errors for a block it cannot parse
-        yield (
-            "reject",
-            reject_row(
-                path,
-                pos,
-                f"{name}: {kind} at offset {pos} is not readable: {type(exc).__name__}: {str(exc)[:300]}",
-                head[:raw_chars],
-                raw_chars=raw_chars,
-            ),
-        )
+                f"{skipped}"
+            )
+            yield Step(OVER_BOUND, pos, nxt - pos, False, head, reject=_reject(path, pos, reason, head, raw_chars))
+        else:
+            fh.seek(pos)
+            data = fh.read(end - pos)
+            yield Step(RECORD, pos, nxt - pos, False, head[:raw_chars], data=data, label=kind)
+        pos = nxt
 
 
 def index_warc(path: str, warc_filename: str | None = None, *, max_record_bytes: int | None = None) -> Iterator[dict]:
@@ -922,6 +1041,10 @@ __all__ = [
     "read_record",
     "html_record_check",
     "scan_warc",
+    "walk_archive",
+    "Step",
+    "archive_iterator",
+    "truncation",
     "index_warc",
     "relative_name",
     "INDEX_COLUMNS",

@@ -29,6 +29,8 @@ INDEX_SCHEMA = T.StructType(
         T.StructField("warc_record_type", T.StringType()),
         # base32 SHA-1 of the payload as archived (Common Crawl's content_digest), computed as it streams by
         T.StructField("content_digest", T.StringType()),
+        # the record's WARC-Truncated value (null: none), as Common Crawl's columnar index names it
+        T.StructField("content_truncated", T.StringType()),
     ]
 )
 

@@ -148,6 +148,9 @@ SCORES_SCHEMA = pa.schema(
         ("factuality_chunks", pa.int64()),
         ("wall_s", pa.float64()),
         ("human_generator", pa.string()),  # as in triples/
+        # the page's WARC record is cut (pages/ truncated, judged under [pages] judge_truncated):
+        # its text ends where the record does; null for a page without the column
+        ("truncated", pa.bool_()),
         ("settings_hash", pa.string()),
     ]
 )
@@ -369,6 +372,7 @@ class PageEvaluator:
                 "reason": None,
                 "root_types": types,
                 "human_generator": human_generator,
+                "truncated": page.get("truncated"),
             }
             scores[source] = score
             out["scores"].append(score)

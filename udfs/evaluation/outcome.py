@@ -17,6 +17,7 @@ LEFT_OUT = (
     "ambiguous_page_id_rows",
     "conflicting_text_rows",
     "duplicate_rows",
+    "pages_same_html",
     "over_limit",
     "already_scored",
     "no_stored_markup",
@@ -39,8 +40,16 @@ def evaluation_outcome(counters: dict[str, Any], record: dict, rejects: Folder) 
     failures: Counter = Counter()
     if counters["failed"] and rejects.exists("failed.parquet"):
         failures.update(str(r) for r in rejects.read("failed.parquet", columns=["reason"]).column("reason").to_pylist())
+    lines = []
+    if same := counters.get("pages_same_html"):
+        lines.append(
+            f"pages_same_html: {same} pages hold the same HTML and human markup as a page judged in this run, "
+            "under another URL: judged once, not counted again (rejects/evaluate/same_html.parquet names the "
+            "judged page of each, same_page_as)"
+        )
     return Outcome(
         counters={},  # evaluate_pages counted them into the record
+        lines=lines,
         checks=checks,
         units="pages",
         given=planned,

@@ -23,9 +23,19 @@ cannot say which row is meant, so none of their usable rows is evaluated. They a
 and given as reject rows (``Plan.rejects``); a stored markup naming such a page is a reject of its
 own (``CONFLICT``, ``udfs.evaluation.stored``).
 
+One page under several URLs. Pages (page keys) whose rows hold the same HTML (``html_sha256``),
+the same human markup (the block the C-set route selected: one HTML can carry several entities,
+drawn for different C-sets, and those are different pages to judge) and the same text are one
+page: the first in the run's order is judged, each other is counted in ``pages_same_html`` and
+given as a row that points to it (``Plan.same_html``: its URL and key, ``same_page_as`` the judged
+page's key), so that no rate counts it twice. ``http://example.com/a``, ``http://Example.com/a``
+and ``http://example.com/a/`` captured with one HTML are judged once. A row without an
+``html_sha256`` (an input that is not a pages/ table) is never merged this way, and neither is a
+run over stored markups (``only``): there each stored markup is judged as given.
+
 The counters reconcile: ``input_rows`` = ``not_ok_or_not_selected`` + ``no_text`` +
-``ambiguous_page_id_rows`` + ``conflicting_text_rows`` + ``duplicate_rows`` + ``over_limit`` +
-``already_scored`` + the pages planned (which the run then splits into evaluated and failed); a
+``ambiguous_page_id_rows`` + ``conflicting_text_rows`` + ``duplicate_rows`` + ``pages_same_html``
++ ``over_limit`` + ``already_scored`` + the pages planned (which the run then splits into evaluated and failed); a
 run restricted to some pages (``only``: the pages a table of stored markups names,
 ``udfs.evaluation.stored``) counts the usable rows of the other pages as ``no_stored_markup``.
 
@@ -61,10 +71,11 @@ PLAN_COLUMNS = (
     "stratum",
     "human_markup",
     "text",
+    "html_sha256",
 )
 # What the evaluation reads of a page: the plan's columns and the workers'
 # (udfs.evaluation.runner.PAGE_COLUMNS); a page needs its URL and its text.
-READ_COLUMNS = (*PLAN_COLUMNS, "root_types", "judge_text", "generator")
+READ_COLUMNS = (*PLAN_COLUMNS, "root_types", "judge_text", "generator", "truncated")
 REQUIRED_COLUMNS = ("page_url", "text")
 BATCH_ROWS = 8192
 
@@ -110,8 +121,12 @@ ROWS_SCHEMA = pa.schema(
         ("text_len", pa.int64()),
         ("page_id", pa.string()),  # the input's page_id column, where it has one
         ("text_hash", pa.string()),  # of the text: rows of one page must agree on it
+        ("html_sha256", pa.string()),  # the input's, where it has one: one HTML under several URLs
+        ("markup_hash", pa.string()),  # of the human markup (none: the hash of "")
     ]
 )
+# What a page left out for holding the same HTML as a judged one names (Plan.same_html).
+SAME_HTML = "same HTML, human markup and text as page {key} ({url}), judged in this run: not judged again"
 
 
 @dataclass
@@ -129,13 +144,16 @@ class Plan:
     row), ``file`` indexing ``files``; ``no_text`` the (page_url, page_key) of usable rows with
     no text, for the rejects; ``rejects`` the usable rows left out because their key names no
     single page (``udfs.runtime.rejects`` rows: the file, the row, the reason, the keys as raw);
-    ``counters`` as the module docstring says."""
+    ``same_html`` the pages left out because a judged page holds the same HTML, markup and text
+    (one dict each: page_key, page_url, file, row, html_sha256, ``same_page_as`` the judged page's
+    key, ``same_page_url`` its URL); ``counters`` as the module docstring says."""
 
     files: list[InputFile]
     todo: pa.Table
     no_text: list[tuple[str, str]] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     rejects: list[dict[str, Any]] = field(default_factory=list)
+    same_html: list[dict[str, Any]] = field(default_factory=list)
 
     def units(self, pages_per_unit: int, *, spread: bool = False) -> Iterator[dict[str, Any]]:
         """The todo pages in units of at most ``pages_per_unit``, each a plain dict
@@ -339,10 +357,12 @@ def plan_pages(
     con = duckdb.connect()
     con.register("rows", rows)
     pages = con.sql(f"""
-        SELECT page_key, page_url, file, row FROM rows
+        SELECT * FROM rows
         QUALIFY row_number() OVER (PARTITION BY page_key ORDER BY {by}) = 1
         ORDER BY {by}""").to_arrow_table()
     c["duplicate_rows"] = rows.num_rows - pages.num_rows
+    pages, same_html = _same_html(con, pages, by) if only is None else (pages, [])
+    c["pages_same_html"] = len(same_html)
     c["over_limit"] = max(0, pages.num_rows - limit) if limit else 0
     if limit:
         pages = pages.slice(0, limit)
@@ -358,7 +378,29 @@ def plan_pages(
         no_text=scan.no_text,
         counters=c,
         rejects=scan.rejects,
+        same_html=same_html,
     )
+
+
+def _same_html(con, pages: pa.Table, by: str) -> tuple[pa.Table, list[dict[str, Any]]]:
+    """``pages`` (one row per page key, in the run's order ``by``) less the pages that hold the
+    same HTML, human markup and text as an earlier one (module docstring), and those pages, each
+    naming the judged one."""
+    import pyarrow.compute as pc
+
+    con.register("pages", pages)
+    ranked = con.sql(f"""
+        SELECT *, CASE WHEN html_sha256 IS NULL THEN NULL ELSE first_value(page_key) OVER w END AS same_page_as,
+               CASE WHEN html_sha256 IS NULL THEN NULL ELSE first_value(page_url) OVER w END AS same_page_url
+        FROM pages
+        WINDOW w AS (PARTITION BY html_sha256, markup_hash, text_hash ORDER BY {by})
+        ORDER BY {by}""").to_arrow_table()
+    judged = pc.fill_null(pc.equal(ranked["same_page_as"], ranked["page_key"]), True)
+    others = ranked.filter(pc.invert(judged))
+    same = others.select(
+        ["page_key", "page_url", "file", "row", "html_sha256", "same_page_as", "same_page_url"]
+    ).to_pylist()
+    return ranked.filter(judged).select(pages.schema.names), same
 
 
 def _usable(
@@ -431,6 +473,8 @@ def _usable(
             pc.take(text_len, idx).cast(pa.int64()),
             pa.array([page_ids[i] for i in keep], pa.string()),
             pa.array([_digest(t) for t in pc.take(text, idx).to_pylist()], pa.string()),
+            col("html_sha256", pa.string()),
+            pa.array([_digest(markups[i] or "") for i in keep], pa.string()),
         ],
         schema=ROWS_SCHEMA,
     )

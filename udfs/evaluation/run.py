@@ -4,14 +4,15 @@
 earlier run with the same settings committed (and refuses an output of other settings), plans
 the pages (``udfs.evaluation.plan``), hands units of pages to the workers (this process, or Ray
 Data actors: ``udfs.evaluation.runner``), writes the rejects of the pages that could not be
-evaluated, and records the counters, which reconcile (input rows = not ok + no text + duplicates +
-over the limit + already scored + evaluated + failed; with stored markups, each row of the markups
+evaluated, and records the counters, which reconcile (input rows = not ok + no text + duplicates + pages
+holding a judged page's HTML under another URL + over the limit + already scored + evaluated + failed; with stored markups, each row of the markups
 table is accounted for per source, :func:`count_markups`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import shutil
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any, Callable
 
 from udfs.evaluation.evaluator import EvalConfig
 from udfs.evaluation.parts import SettingsMismatch, committed, remove_leftovers, settings_hash, write_rejects
-from udfs.evaluation.plan import plan_pages
+from udfs.evaluation.plan import SAME_HTML, plan_pages
 from udfs.runtime.errors import Refused
 from udfs.runtime.io import Folder, local_state_dir
 from udfs.runtime.progress import Progress
@@ -97,6 +98,9 @@ def evaluate_pages(
     write_rejects(rejects, "no_text.parquet", [reject_row(u, None, "page has no text") for u, _ in plan.no_text])
     # rows whose key names no single page (a page_id of several pages, a page of several texts)
     write_rejects(rejects, "duplicate_keys.parquet", plan.rejects)
+    # a page that holds a judged page's HTML and markup under another URL: a row pointing to it
+    # (same_page_as in its raw), so that it is judged and counted once
+    write_rejects(rejects, "same_html.parquet", same_html_rows(plan))
     n = plan.todo.num_rows
     log.info(
         "%d pages to evaluate (%d already scored) against %s, sources %s, settings %s",
@@ -123,6 +127,23 @@ def evaluate_pages(
         record.count(k, v)
     log.info("counters: %s", c)
     return c
+
+
+def same_html_rows(plan) -> list[dict[str, Any]]:
+    """The plan's pages left out for holding a judged page's HTML (``Plan.same_html``) as rows of
+    the rejects contract: the input file and row, the reason naming the judged page, and as raw
+    the page's URL and key, ``html_sha256`` and ``same_page_as`` (the judged page's key) and
+    ``same_page_url``, in JSON."""
+    return [
+        reject_row(
+            plan.files[r["file"]].url,
+            r["row"],
+            SAME_HTML.format(key=r["same_page_as"], url=r["same_page_url"]),
+            json.dumps({k: v for k, v in r.items() if k not in ("file", "row")}, ensure_ascii=False),
+            raw_chars=FIXED_RAW_CHARS,
+        )
+        for r in plan.same_html
+    ]
 
 
 def record_settings(record, cfg: EvalConfig, found_markups, opts: RunOptions) -> str:
@@ -172,6 +193,7 @@ def stored_lookup(root: Folder, rejects: Folder, record, found_markups, markups_
         "key": found_markups.key,
         "content_hash": found_markups.digest,
         "lookup": lookup.url,
+        "byte_order_marks": found_markups.byte_order_marks,
     }
     return lookup
 

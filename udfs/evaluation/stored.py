@@ -41,6 +41,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from udfs.evaluation.plan import CONFLICT, NO_TEXT, NOT_OK
+from udfs.runtime import lines as L
 from udfs.runtime.contracts import TableContract
 from udfs.runtime.io import Folder
 from udfs.runtime.rejects import FIXED_RAW_CHARS, reject_row
@@ -79,7 +80,8 @@ class StoredMarkups:
     """What ``join_markups`` found: the key column used, the table's files, the lookup file
     (local path) and its content hash, the sources kept (``human`` among them when the table
     replaces human markups), the page keys with a kept markup (sorted), per-source counts of rows
-    read, kept and rejected, and the reject rows (``udfs.runtime.rejects`` contract)."""
+    read, kept and rejected, the reject rows (``udfs.runtime.rejects`` contract) and the JSON Lines
+    files that began with a byte order mark."""
 
     key: str
     files: list[str]
@@ -91,6 +93,7 @@ class StoredMarkups:
     kept: dict[str, int] = field(default_factory=dict)
     rejected: dict[str, int] = field(default_factory=dict)
     rejects: list[dict[str, Any]] = field(default_factory=list)
+    byte_order_marks: int = 0  # JSON Lines files that began with one (skipped: udfs.runtime.lines)
 
 
 def markup_files(spec: str) -> list[str]:
@@ -123,10 +126,10 @@ def _key_of(files: list[str]) -> str:
     with Folder(first).open("", "rb") as fh:
         if first.endswith(".jsonl"):
             names: set[str] = set()
-            for line in fh:
+            for _, line in L.Lines(fh):
                 try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError:
+                    obj = json.loads(L.decode(line))
+                except (json.JSONDecodeError, L.LineError):
                     continue
                 if isinstance(obj, dict):
                     names = set(obj)
@@ -145,23 +148,30 @@ def _text(v: Any) -> str | None:
     return None if v is None else v if isinstance(v, str) else str(v)
 
 
-def _stream(files: list[str], key: str) -> Iterator[pa.RecordBatch]:
+def _stream(files: list[str], key: str, found: StoredMarkups | None = None) -> Iterator[pa.RecordBatch]:
     """The table's rows as ``_STREAM`` batches: ``_file`` its file's index, ``_row`` the row
-    number in the file (JSON Lines: the line number, from 1), ``_bad`` why a line was unreadable."""
+    number in the file (JSON Lines: the line number, from 1), ``_bad`` why a line was unreadable.
+    A JSON Lines file is read by ``udfs.runtime.lines``' rules: a byte order mark as its first
+    bytes skipped (counted in ``found.byte_order_marks``); a line that is not UTF-8, starts with a
+    later U+FEFF or holds a lone surrogate escape (``"\\uD800"``) is a row with that reason."""
     import pyarrow.parquet as pq
 
     for i, url in enumerate(files):
         with Folder(url).open("", "rb") as fh:
             if url.endswith(".jsonl"):
                 cols: dict[str, list] = {n: [] for n in _STREAM.names}
-                for n, line in enumerate(fh, start=1):
+                lines = L.Lines(fh)
+                for n, line in lines:
                     if not line.strip():
                         continue
                     bad = None
                     try:
-                        obj = json.loads(line)
-                    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                        obj = json.loads(L.decode(line))
+                        L.check_scalar_values(obj)
+                    except json.JSONDecodeError as exc:
                         obj, bad = {}, f"line is not JSON: {exc}"
+                    except L.LineError as exc:
+                        obj, bad = {}, exc.reason
                     if not isinstance(obj, dict):
                         obj, bad = {}, bad or "line is not a JSON object"
                     for c, v in (("k", obj.get(key)), ("source", obj.get("source")), ("markup", obj.get("markup"))):
@@ -174,6 +184,8 @@ def _stream(files: list[str], key: str) -> Iterator[pa.RecordBatch]:
                         cols = {c: [] for c in _STREAM.names}
                 if cols["_row"]:
                     yield pa.record_batch([cols[c] for c in _STREAM.names], schema=_STREAM)
+                if found is not None:
+                    found.byte_order_marks += lines.byte_order_marks
                 continue
             pf = pq.ParquetFile(fh)
             names = pf.schema_arrow.names
@@ -216,7 +228,7 @@ def join_markups(spec: str, index: pa.Table, lookup: Path, *, reserved: tuple[st
     con = duckdb.connect()
     con.execute(f"SET temp_directory = '{lookup.parent / 'duckdb-spill'}'")
     con.register("pages", index)
-    con.register("m", pa.RecordBatchReader.from_batches(_STREAM, _stream(files, key)))
+    con.register("m", pa.RecordBatchReader.from_batches(_STREAM, _stream(files, key, out)))
     # one row per key of the pages: how many pages it names, and the best state of its rows (a
     # page sampled in several strata is one page key with several input rows)
     rel = con.sql(f"""
@@ -241,8 +253,11 @@ def join_markups(spec: str, index: pa.Table, lookup: Path, *, reserved: tuple[st
                 if why is None:
                     try:
                         parse_markup(r["markup"])
+                        _check_escapes(r["markup"])
                     except MarkupError as exc:
                         why = f"markup does not parse: {exc.reason}"
+                    except L.LineError as exc:
+                        why = f"markup: {exc.reason}"
                 if why is not None:
                     out.rejected[src] = out.rejected.get(src, 0) + 1
                     raw = json.dumps({key: r["k"], "source": r["source"], "markup": r["markup"]}, ensure_ascii=False)
@@ -269,6 +284,19 @@ def join_markups(spec: str, index: pa.Table, lookup: Path, *, reserved: tuple[st
         )
     out.digest = digest.hexdigest()
     return out
+
+
+def _check_escapes(markup: str) -> None:
+    """LineError when the markup's own JSON escapes a lone surrogate (``"\\ud800"`` inside the
+    JSON-LD text, which the table's JSON decoded only once): udfs.runtime.lines' rule for every
+    JSON the project reads. A markup that is no JSON was refused by parse_markup already."""
+    if "\\u" not in markup:
+        return
+    try:
+        value = json.loads(markup)
+    except ValueError:
+        return
+    L.check_scalar_values(value)
 
 
 def _rejected(r: dict[str, Any], key: str) -> str | None:

@@ -151,7 +151,8 @@ class Run:
         check_one_row_per_key(self.con, self.ds)
         self.strata, self.strata_note = strata, strata_note
         self.con.register("strata", strata)
-        self.score_rows = self.ds.to_table(columns=["page_key", "source", "status"]).to_pydict()
+        cols = ["page_key", "source", "status", *(["truncated"] if "truncated" in self.ds.schema.names else [])]
+        self.score_rows = self.ds.to_table(columns=cols).to_pydict()
         self.triples_note = None if triples is not None else "triples/ not found under the output root"
         self.triples = [
             {k: v for k, v in r.items() if k != "settings_hash"}

@@ -543,6 +543,7 @@ def human_generators(src: PsetSource, documents: list[dict[str, Any]], commit: s
     has no value to trace."""
     from udfs.corpus import generators as G
     from udfs.corpus import html as P
+    from udfs.corpus.encoding import decode_html
     from udfs.runtime.config import load_config
     from udfs.runtime.paths import project_file
 
@@ -558,7 +559,7 @@ def human_generators(src: PsetSource, documents: list[dict[str, Any]], commit: s
         except (PsetError, ValueError):
             out[d["document_id"]] = None
             continue
-        html = P.decode_html(page)
+        html = decode_html(page)
         tree = P.html_tree(html)
         blocks = P.jsonld_blocks(html, tree)
         found = G.attribute_page(html, tree.root, P.jsonld_scripts(tree.root), rules, blocks)

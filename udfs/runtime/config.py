@@ -368,7 +368,7 @@ class PagesConf(RejectRows, PageLimits, WarcBase):
         "extractor of the text generation reads (text)",
         doc="The text generation reads (the `text` column): trafilatura (main text, default), html2text (the "
         "paper's choice: the whole page as text) or main+rest (main text, then the page's other lines).",
-        choices=_names("udfs.corpus.html", "TEXT_EXTRACTORS"),
+        choices=_names("udfs.corpus.text", "TEXT_EXTRACTORS"),
     )
     judge_text_extractor: str = setting(
         "main+rest",
@@ -376,7 +376,7 @@ class PagesConf(RejectRows, PageLimits, WarcBase):
         doc="The text factuality judges against (the `judge_text` column), same choices. main+rest states "
         "as many of the human markup's values as the whole page, in fewer tokens, main content first "
         '(experiments/page_text; docs/results/pages.md "Which text states what the human markup says").',
-        choices=_names("udfs.corpus.html", "TEXT_EXTRACTORS"),
+        choices=_names("udfs.corpus.text", "TEXT_EXTRACTORS"),
     )
     microdata: bool = setting(
         False,
@@ -402,6 +402,14 @@ class PagesConf(RejectRows, PageLimits, WarcBase):
         "(and 2048 is its limit with huge_tree, how the JSON-LD is read), so a deeper page would be `ok` "
         'with its text or markup silently lost (docs/jobs/pages.md "Limits").',
         ge=1,
+    )
+    judge_truncated: bool = setting(
+        False,
+        "judge a capture that holds part of its page (WARC-Truncated, a body short of its length)",
+        doc="Judge a capture that holds part of its page: a WARC record marked WARC-Truncated (any reason; "
+        "Common Crawl's index: content_truncated), an HTTP body shorter than its Content-Length, a chunked "
+        "body cut before its last chunk. Off (default): such a capture is a `truncated` row with its reason "
+        "and the next candidate is tried; on: it is judged, its pages/ and scores/ rows flagged `truncated`.",
     )
     partitions: int = setting(0, "tasks for fetching and extraction (0: Spark's default parallelism)", ge=0)
 

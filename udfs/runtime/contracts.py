@@ -288,8 +288,11 @@ def _read_columns(path: str) -> FileColumns | None:
     from udfs.runtime.io import Folder
 
     if path.endswith(".csv"):
+        from udfs.runtime.lines import Lines
+
         with Folder(path).open("", "rb") as fh:
-            first = fh.readline().decode("utf-8-sig", errors="replace")
+            # the header line by the one line reader's rules: a leading byte order mark is no column's
+            first = next(iter(Lines(fh)), (1, b""))[1].decode("utf-8", errors="replace")
         names = next(csv.reader(io.StringIO(first)), [])
         if not [n for n in names if n.strip()]:
             raise ContractError(f"{path}: a CSV file without a header line; its first line must name the columns")

@@ -48,6 +48,12 @@ import org.apache.spark.sql.types.StructType;
  * (kind {@code reject:<reason>}); the reason of any other rejected line is computed in Spark SQL
  * on the (few) rejected lines: see udfs/corpus/nquads.py.
  *
+ * <p>Lines as extractors write them (udfs/runtime/lines.py has the same rules, for every reader of
+ * the project): a byte order mark as a file's first bytes is skipped and counted (a
+ * {@code byte_order_mark} row), one that starts any later line is a reject with its reason; a
+ * {@code \\uD83D\\uDE00} surrogate pair is the one code point it encodes; an escape of any other
+ * surrogate, or of a value above U+10FFFF, is a reject whose reason names the escape.
+ *
  * <p>Input: file paths, one per partition, read in order. Output rows: {@link #SCHEMA}.
  */
 public final class EntityPageScan implements Serializable {
@@ -59,7 +65,8 @@ public final class EntityPageScan implements Serializable {
 
     public static final StructType SCHEMA = new StructType()
             // quad | page | reject[:reason] | skip | file | file_quads | file_graphs | default_graph
-            // | fifth_term (k1 the term, k2 the file, n its lines) | damage
+            // | fifth_term (k1 the term, k2 the file, n its lines) | damage | byte_order_mark (n 1: the
+            // file began with one)
             .add("kind", DataTypes.StringType, false)
             .add("k1", DataTypes.StringType, false)         // quad: entity; page: its URL; others: file
             .add("k2", DataTypes.StringType, false)         // quad: page URL; reject: line number
@@ -75,7 +82,8 @@ public final class EntityPageScan implements Serializable {
     private final boolean clean;
     private final boolean pageScope;
     // type not schema, type unknown, property not schema, property unknown; undecodable line, line too long;
-    // a fifth term under strict
+    // a fifth term under strict; a byte order mark inside the file; an escape of a surrogate, of a value
+    // above U+10FFFF ("{escape}" the escape as written): udfs/runtime/lines.py's texts
     private final String[] reasons;
     private final long maxLineBytes;
     private final int sampleBytes;
@@ -166,6 +174,7 @@ public final class EntityPageScan implements Serializable {
         private EntityPage current;  // the entity of the line before's subject on this page
         private long lineNo;
         private long skipped;
+        private boolean byteOrderMark;  // this file began with one
         private boolean finished;
 
         Scanner(Iterator<String> files, Map<String, String> hadoopConf, boolean ignoreCorrupt) {
@@ -192,6 +201,7 @@ public final class EntityPageScan implements Serializable {
                     if (reader.next()) {
                         line();
                     } else {
+                        byteOrderMark = reader.byteOrderMark();
                         closeReader();
                         endFile();
                     }
@@ -213,6 +223,7 @@ public final class EntityPageScan implements Serializable {
                 throw new RuntimeException("cannot read " + file + ": " + why
                         + " (--ignore-corrupt-files keeps the lines before the damage and names the file in rejects)", e);
             }
+            if (reader != null) byteOrderMark = reader.byteOrderMark();
             try {
                 closeReader();
             } catch (IOException ignored) {
@@ -252,8 +263,12 @@ public final class EntityPageScan implements Serializable {
                 reject(reasons[4], reader.text());
                 return;
             }
+            if (to - from >= 3 && b[from] == (byte) 0xef && b[from + 1] == (byte) 0xbb && b[from + 2] == (byte) 0xbf) {
+                reject(reasons[7], reader.text());
+                return;
+            }
             if (!q.parse(b, from, to)) {
-                reject(null, reader.text());
+                reject(q.badEscape < 0 ? null : notScalar(q.text(q.badEscape, q.badEscapeEnd)), reader.text());
                 return;
             }
             if (q.x0 >= 0) {
@@ -320,6 +335,12 @@ public final class EntityPageScan implements Serializable {
             fifthCount[0]++;
         }
 
+        /** Why the escape {@code escape} (as written) is refused: reasons[8] or [9], by its value. */
+        private String notScalar(String escape) {
+            boolean above = Long.parseLong(escape.substring(2), 16) > Character.MAX_CODE_POINT;
+            return reasons[above ? 9 : 8].replace("{escape}", escape);
+        }
+
         /** A rejected line: its reason given here, or (null) computed in Spark SQL from the line. */
         private void reject(String reason, String text) {
             out.add(RowFactory.create(reason == null ? "reject" : "reject:" + reason, file, Long.toString(lineNo), 1L,
@@ -365,6 +386,8 @@ public final class EntityPageScan implements Serializable {
             if (defaultGraph > 0) {
                 out.add(RowFactory.create("default_graph", file, "", defaultGraph, "", "", null, null, group(file)));
             }
+            if (byteOrderMark) out.add(RowFactory.create("byte_order_mark", file, "", 1L, "", "", null, null, group(file)));
+            byteOrderMark = false;
             for (var en : fifth.entrySet()) {
                 out.add(RowFactory.create("fifth_term", en.getKey(), file, en.getValue()[0], "", "", null, null, group(file)));
             }
@@ -603,8 +626,8 @@ public final class EntityPageScan implements Serializable {
     }
 
     /** An IRI's {@code \\uXXXX} and {@code \\UXXXXXXXX} escapes decoded (the parser let no other
-     * backslash through); a code point that is not a character (a lone surrogate, above U+10FFFF)
-     * is kept escaped. */
+     * backslash through), a {@code \\uD83D\\uDE00} surrogate pair to its one code point; an escape
+     * that is no Unicode scalar value (the parser rejects its line) is kept as written. */
     static String unescape(String iri) {
         int i = iri.indexOf('\\');
         if (i < 0) return iri;
@@ -612,18 +635,38 @@ public final class EntityPageScan implements Serializable {
         while (i < iri.length()) {
             char c = iri.charAt(i);
             int digits = c != '\\' || i + 1 >= iri.length() ? 0 : iri.charAt(i + 1) == 'u' ? 4 : iri.charAt(i + 1) == 'U' ? 8 : 0;
-            if (digits > 0 && i + 2 + digits <= iri.length()) {
-                long cp = Long.parseLong(iri.substring(i + 2, i + 2 + digits), 16);
-                if (cp <= Character.MAX_CODE_POINT && !(cp >= 0xd800 && cp <= 0xdfff)) {
-                    out.appendCodePoint((int) cp);
-                    i += 2 + digits;
+            long cp = digits > 0 ? hex(iri, i + 2, i + 2 + digits) : -1;
+            int next = i + 2 + digits;
+            if (digits == 4 && cp >= 0xd800 && cp <= 0xdbff && next + 1 < iri.length() && iri.charAt(next) == '\\'
+                    && iri.charAt(next + 1) == 'u') {
+                long low = hex(iri, next + 2, next + 6);
+                if (low >= 0xdc00 && low <= 0xdfff) {
+                    out.appendCodePoint((int) (0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00)));
+                    i = next + 6;
                     continue;
                 }
+            }
+            if (cp >= 0 && cp <= Character.MAX_CODE_POINT && !(cp >= 0xd800 && cp <= 0xdfff)) {
+                out.appendCodePoint((int) cp);
+                i = next;
+                continue;
             }
             out.append(c);
             i++;
         }
         return out.toString();
+    }
+
+    /** The hex number {@code s[from, to)}, or -1 when it is out of {@code s} or not all hex digits. */
+    static long hex(String s, int from, int to) {
+        if (to > s.length()) return -1;
+        long v = 0;
+        for (int k = from; k < to; k++) {
+            int d = Character.digit(s.charAt(k), 16);
+            if (d < 0) return -1;
+            v = v * 16 + d;
+        }
+        return v;
     }
 
     /** {@code <https://www.schema.org/name>} -> {@code name}; empty outside the schema.org namespace. */
@@ -648,6 +691,9 @@ public final class EntityPageScan implements Serializable {
         // since most quads repeat the subject and page of the line before. g0 < 0: no graph term
         // (the default graph); x0 < 0: no fifth term.
         int s0, s1, p0, p1, o0, o1, g0, g1, x0, x1;
+        // [badEscape, badEscapeEnd): the escape that made parse fail, being no Unicode scalar value
+        // (badEscape -1: the line failed for another reason, or parsed)
+        int badEscape, badEscapeEnd;
         byte[] b;
         private int n;  // the line's end in b
 
@@ -675,6 +721,7 @@ public final class EntityPageScan implements Serializable {
             b = bytes;
             n = to;
             g0 = g1 = x0 = x1 = -1;
+            badEscape = badEscapeEnd = -1;
             int i = spaces(from);
             int j = subject(i);
             if (j < 0) return false;
@@ -829,9 +876,31 @@ public final class EntityPageScan implements Serializable {
             return i;
         }
 
-        /** {@code \\uXXXX} or {@code \\UXXXXXXXX} at i; the index after it, or -1. */
+        /** {@code \\uXXXX} or {@code \\UXXXXXXXX} at i, naming a Unicode scalar value, or a high
+         * and a low surrogate as two {@code \\u} escapes (one code point); the index after it, or
+         * -1 (an escape that is no scalar value then in {@link #badEscape}). */
         private int uchar(int i) {
-            if (i + 1 >= n) return -1;
+            int end = hexEscape(i);
+            if (end < 0) return -1;
+            long cp = value(i + 2, end);
+            if (end - i == 6 && cp >= 0xd800 && cp <= 0xdbff && end + 1 < n && b[end + 1] == 'u') {
+                int lowEnd = hexEscape(end);
+                if (lowEnd >= 0) {
+                    long low = value(end + 2, lowEnd);
+                    if (low >= 0xdc00 && low <= 0xdfff) return lowEnd;
+                }
+            }
+            if ((cp >= 0xd800 && cp <= 0xdfff) || cp > Character.MAX_CODE_POINT) {
+                badEscape = i;
+                badEscapeEnd = end;
+                return -1;
+            }
+            return end;
+        }
+
+        /** The end of the backslash escape of 4 ({@code u}) or 8 ({@code U}) hex digits at i, or -1. */
+        private int hexEscape(int i) {
+            if (i + 1 >= n || b[i] != '\\') return -1;
             byte k = b[i + 1];
             int digits = k == 'u' ? 4 : k == 'U' ? 8 : -1;
             if (digits < 0 || i + 2 + digits > n) return -1;
@@ -839,6 +908,12 @@ public final class EntityPageScan implements Serializable {
                 if (!isHex(b[d])) return -1;
             }
             return i + 2 + digits;
+        }
+
+        private long value(int from, int to) {
+            long v = 0;
+            for (int d = from; d < to; d++) v = v * 16 + Character.digit(b[d], 16);
+            return v;
         }
 
         private static boolean isAlpha(byte c) {

@@ -29,7 +29,8 @@ import org.apache.hadoop.io.compress.CompressionCodecFactory;
  * character is ASCII) and decodes only the terms it keeps. A {@code .gz} file goes through
  * {@link GzipMembers} (zlib, every member of a multi-member file checked: the JDK's GZIPInputStream
  * takes a damaged later member for the end of the file), other codecs through Hadoop's factory by
- * extension. A line ends at LF; a CR before it is dropped.
+ * extension. A line ends at LF; a CR before it is dropped. A UTF-8 byte order mark as the file's
+ * first bytes is skipped ({@link #byteOrderMark}), as udfs/runtime/lines.py does.
  *
  * <p>A line longer than {@code maxLineBytes} (without its terminator) is not buffered: the reader
  * keeps its first {@code sampleBytes} and skips to the next LF, so one line cannot exhaust a
@@ -43,6 +44,7 @@ final class LineReader implements Closeable {
     private int pos, end;
     private int lineStart, lineEnd;
     private boolean eof, nonAscii;
+    private boolean started, byteOrderMark;
     private final long maxLine;
     private final int sampleBytes;
     private boolean tooLong;
@@ -98,6 +100,9 @@ final class LineReader implements Closeable {
     int start() { return lineStart; }
     int end() { return lineEnd; }
 
+    /** Whether the file began with a UTF-8 byte order mark (EF BB BF), which no line holds. */
+    boolean byteOrderMark() { return byteOrderMark; }
+
     /** Whether the current line has a byte outside ASCII (then it may not be valid UTF-8). */
     boolean nonAscii() { return nonAscii; }
 
@@ -124,6 +129,16 @@ final class LineReader implements Closeable {
     /** Advances to the next line (without its terminator); false at the end of the file. */
     boolean next() throws IOException {
         tooLong = false;
+        if (!started) {
+            // A byte order mark as the file's first bytes is no part of line 1 (udfs/runtime/lines.py):
+            // skipped and told by byteOrderMark(). Anywhere else it is a character of its line.
+            started = true;
+            while (end - pos < 3 && !eof) fill();
+            if (end - pos >= 3 && buf[pos] == (byte) 0xef && buf[pos + 1] == (byte) 0xbb && buf[pos + 2] == (byte) 0xbf) {
+                pos += 3;
+                byteOrderMark = true;
+            }
+        }
         int scanned = pos;
         long high = 0;  // the line's bytes or'ed: bit 7 of a byte set when one is outside ASCII
         while (true) {
