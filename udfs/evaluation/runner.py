@@ -33,8 +33,9 @@ log = logging.getLogger("llm4schema.evaluate")
 
 # The columns a page is evaluated from, each when the input has it (judge_text: the text the
 # factuality agent judges against, when pages/ keeps one apart; generator: who wrote the human
-# markup, carried to every row of the page).
-PAGE_COLUMNS = ("page_url", "text", "human_markup", "root_types", "judge_text", "generator")
+# markup, carried to every row of the page; truncated: its WARC record is cut, judged under
+# [pages] judge_truncated, carried to its scores rows).
+PAGE_COLUMNS = ("page_url", "text", "human_markup", "root_types", "judge_text", "generator", "truncated")
 # Model requests one page keeps busy, on average, while it is evaluated: a worker evaluates
 # max_in_flight / PAGE_REQUESTS pages at once (at least one). The embedded CPU engine (4 in
 # flight) then takes one page at a time, all its requests sharing the page's prefix in the
@@ -290,6 +291,7 @@ def run_ray(
     ``poll_s`` seconds; the summaries as the units finish."""
     import ray
 
+    from udfs.runtime.joblog import native_lines_to_log
     from udfs.runtime.progress import quiet_ray_data
 
     quiet_ray_data()
@@ -324,10 +326,11 @@ def run_ray(
     poller = threading.Thread(target=poll, name="evaluate-progress", daemon=True)
     poller.start()
     try:
-        for batch in ds.iter_batches(batch_size=None, prefetch_batches=0, batch_format="numpy"):
-            for s in batch["summary"]:
-                out.append(json.loads(str(s)))
-                _unit_done(out[-1], len(out), len(units))
+        with native_lines_to_log():
+            for batch in ds.iter_batches(batch_size=None, prefetch_batches=0, batch_format="numpy"):
+                for s in batch["summary"]:
+                    out.append(json.loads(str(s)))
+                    _unit_done(out[-1], len(out), len(units))
     finally:
         stop.set()
         poller.join()
@@ -357,14 +360,19 @@ def init_ray(address: str = "") -> None:
 
     import ray
 
+    from udfs.runtime.joblog import adopt_library_logger
     from udfs.runtime.paths import PROJECT_ROOT
 
     if not ray.is_initialized():
-        # Ray's INFO start-up lines say nothing a researcher acts on; warnings still show.
+        adopt_library_logger("ray")
+        # Ray's start-up lines and notices (its token authentication, say) say nothing a
+        # researcher acts on: without Ray's own handler they reach the job's logging, whose
+        # console keeps a library's errors only (udfs.runtime.joblog.ConsoleFilter).
         ray.init(
             address=address or None,
             include_dashboard=False,
             log_to_driver=False,
+            configure_logging=False,
             logging_level=logging.WARNING,
             runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}},
         )

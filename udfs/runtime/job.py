@@ -40,7 +40,7 @@ from udfs.runtime.config import (
 from udfs.runtime.errors import Refused, UserError, debugging
 from udfs.runtime.inputs import InputReport, resolve_inputs
 from udfs.runtime.io import Folder
-from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF
+from udfs.runtime.paths import CONF_DIR, DEFAULT_CONF, PROJECT_ROOT
 
 log = logging.getLogger("llm4schema")
 
@@ -466,19 +466,31 @@ class Job:
     def _start_logging(self) -> None:
         """The console gets ``--log-level`` and above; the job's log file gets INFO and above (all
         of it under ``--log-level DEBUG``) from the start of the run (``udfs.runtime.joblog``)."""
-        from udfs.runtime.joblog import FORMAT, JobLog
+        from udfs.runtime.joblog import FORMAT, ConsoleFilter, JobLog
 
         console = getattr(logging, self.args.log_level)
         logging.basicConfig(level=min(console, logging.INFO), format=FORMAT, stream=sys.stderr)
-        for handler in logging.getLogger().handlers:
+        console_handlers = list(logging.getLogger().handlers)
+        for handler in console_handlers:
             handler.setLevel(console)
         self.job_log = JobLog(min(console, logging.INFO))
         self.log_path = None
         # Libraries' INFO lines (py4j's connection closing, every HTTP request to the model service)
-        # are about their plumbing, not the run; their warnings still show.
+        # are about their plumbing, not the run; their warnings go to the log file only
+        # (ConsoleFilter), Python warnings among them; --log-level DEBUG shows everything.
+        logging.captureWarnings(True)
         if self.args.log_level != "DEBUG":
             for noisy in ("py4j", "httpx"):
                 logging.getLogger(noisy).setLevel(logging.WARNING)
+            # the handlers that write to the terminal (not a test runner's capture, not a file)
+            consoles = [
+                h
+                for h in console_handlers
+                if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) in (sys.stderr, sys.stdout)
+            ]
+            for handler in consoles:
+                if not any(isinstance(f, ConsoleFilter) for f in handler.filters):
+                    handler.addFilter(ConsoleFilter(str(PROJECT_ROOT)))
         secret = {f.lstrip("-").replace("-", "_") for f in SECRET_FLAGS}
         # the judge's settings are the judge's block, each applied value once with its origin
         # (udfs.agents.judge): not repeated here as configured

@@ -12,13 +12,99 @@ starts before the job knows its output root, that file is ``$TMPDIR/llm4schema-s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import logging.handlers
+import os
+import re
+import sys
+import threading
 from pathlib import Path
 
 from udfs.runtime.io import local_state_dir
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# Loggers whose records are the run's own; any other logger is a library's.
+PROJECT_LOGGERS = ("llm4schema", "udfs", "jobs", "shapes", "__main__", "root")
+
+
+# A line native code logs in glog's format ("[2026-12-08 01:24:19,325 E 8320 8320] core_worker.cc:2465:
+# ..."): Ray's C++ core worker writes its notices so, straight to the process's stderr.
+NATIVE_LINE = re.compile(rb"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [IWEF] \d+ \d+\] ")
+
+
+@contextlib.contextmanager
+def native_lines_to_log(logger: str = "ray.core"):
+    """While open, the lines that native code writes to this process's stderr in glog's format go
+    to the job's log file (``logger``, at WARNING: ``ConsoleFilter`` keeps them off the console);
+    every other byte written to stderr, Python's own included, passes through unchanged. Ray's
+    core worker prints, for instance, one line per Ray Data actor saying that its constructor
+    arguments are in the object store: true of every Ray Data actor, and nothing a user can act on.
+    Only processes started while it is open inherit the pipe: open it after ``ray.init``."""
+    log = logging.getLogger(logger)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def forward() -> None:
+        held = b""  # a partial line that may be a native one
+        while chunk := os.read(read_end, 1 << 16):
+            lines = (held + chunk).split(b"\n")
+            held = lines.pop()
+            for line in lines:
+                if NATIVE_LINE.match(line):
+                    log.warning("%s", line.decode("utf-8", "replace"))
+                else:
+                    os.write(saved, line + b"\n")
+            if held and not held.startswith(b"["):
+                os.write(saved, held)
+                held = b""
+        if held:
+            os.write(saved, held)
+
+    thread = threading.Thread(target=forward, name="native-stderr", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)  # closes the pipe's last write end: the thread reads to its end
+        thread.join(timeout=10)
+        os.close(read_end)
+        os.close(saved)
+
+
+def adopt_library_logger(name: str) -> None:
+    """Let library ``name``'s records reach the job's logging (its log file, and the console
+    through ``ConsoleFilter``) instead of the stderr handler the library installs for itself (Ray
+    does, at import, and stops their propagation)."""
+    lib = logging.getLogger(name)
+    for handler in list(lib.handlers):
+        lib.removeHandler(handler)
+    lib.propagate = True
+
+
+class ConsoleFilter(logging.Filter):
+    """What reaches the console: the project's own records, and a library's errors. A library's
+    warnings and notices (rdflib's parser warnings, Ray's and pydantic's deprecation and actor
+    notices, Python ``warnings`` raised inside a library, captured as ``py.warnings``) are
+    about its plumbing, which the user cannot act on: they go to the job's log file only. A Python
+    warning raised by the project's own code stays on the console."""
+
+    def __init__(self, project_dir: str):
+        super().__init__()
+        self.project_dir = project_dir
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            return True
+        name = record.name
+        if name == "py.warnings":
+            where = str(record.args[0] if record.args else record.msg)
+            return where.startswith(self.project_dir) and "site-packages" not in where.split(":", 1)[0]
+        return any(name == p or name.startswith(p + ".") for p in PROJECT_LOGGERS)
 
 
 class JobLog:
