@@ -1,8 +1,8 @@
 """Every ``next:`` hint runs as printed (issue 64): the demo's chain over its bundled WARC files and
 N-Quads, each job after the first run from the previous job's hint alone, as a user copies it.
 The WARC index comes first, as in ``make demo``, so the sample's hint can carry the index and its
-``--warc-base``: the pages it names are fetched (every row ``ok``), which fails where a hint
-leaves ``--warc-base`` out (every row ``not_found``: the index's names are relative to it)."""
+``--warc-base``: the pages it names are found and read (no row ``not_found``), which fails where a
+hint leaves ``--warc-base`` out (every row ``not_found``: the index's names are relative to it)."""
 
 import json
 import os
@@ -39,7 +39,12 @@ def test_the_demos_hints_run_as_printed(tmp_path):
     assert "--warc-base data" in pages_cmd, pages_cmd
     evaluate_cmd = run(shlex.split(pages_cmd))
     pages = json.loads((Path(out) / "pages" / "_run.json").read_text())
-    assert pages["counters"]["selected_ok"] == pages["counters"]["input_rows"] > 0, pages["counters"]
+    c = pages["counters"]
+    # every page found and read: none not_found (what a hint without --warc-base gives); the two
+    # draws of the demo's untyped {data} C-set (issue 65: a block without @context is read in
+    # schema.org, docs/results/conformance.md) have no type to match, so they are no_matching_markup
+    assert c.get("selected_not_found", 0) == 0 and c["selected_ok"] > 0, c
+    assert c["selected_ok"] + c.get("selected_no_matching_markup", 0) == c["input_rows"], c
     # the evaluation needs the model service, which its hint starts first
     serve, evaluate = evaluate_cmd.split(" && ")
     assert shlex.split(serve) == ["llm4schema-serve", "start"]
