@@ -90,7 +90,7 @@ def test_a_markup_over_the_size_limit_is_a_reason_and_never_read(parsed):
 def test_markup_reading_runs_under_the_time_limit(monkeypatch):
     """A markup reading that does not end is cut by the page's time limit: a parse_error row."""
 
-    def endless(blocks, cset_types):
+    def endless(blocks, cset_types, *rest):
         end = time.monotonic() + 120
         while time.monotonic() < end:  # stands for a reading that never finishes
             pass

@@ -83,6 +83,10 @@ PAGES_SCHEMA = T.StructType(
         T.StructField("human_markup", T.StringType()),
         T.StructField("root_types", T.ArrayType(T.StringType())),
         T.StructField("matched_block", T.IntegerType()),
+        # which branch of the main-entity rule (conf/main_entity.toml) chose human_markup when no
+        # C-set types were given: mainEntity, mainEntityOfPage, most specific, first typed root;
+        # null on the C-set route and when nothing was chosen. Optional: tables written before it.
+        T.StructField("main_entity_rule", T.StringType()),
         # who wrote the human markup's block, and what said so (udfs/corpus/generators.py; null:
         # no human markup; "unknown": no rule of [pages] generator_rules matched)
         T.StructField("generator", T.StringType()),
@@ -101,7 +105,7 @@ PAGES_SCHEMA = T.StructType(
 PAGES = TableContract.of_schema(
     "pages",
     PAGES_SCHEMA,
-    required=tuple(n for n in PAGES_SCHEMA.names if n != "truncated"),
+    required=tuple(n for n in PAGES_SCHEMA.names if n not in ("truncated", "main_entity_rule")),
     key=("slot", "candidate_rank"),
     writer="llm4schema-pages (or llm4schema-import-pset)",
     extra={"page_id": pa.string()},
@@ -282,6 +286,7 @@ def fetch_page(row: dict, warc_base: str | None, cfg: P.PageConfig, max_record_b
                 "human_markup",
                 "root_types",
                 "matched_block",
+                "main_entity_rule",
             )
         }
     )
@@ -315,7 +320,7 @@ def fetch_page(row: dict, warc_base: str | None, cfg: P.PageConfig, max_record_b
         out.update(status=P.TRUNCATED, reason=f"{rec.truncated}: the record holds part of the page; not judged")
         return out
     try:
-        found = P.process_html(rec.payload, rec.content_type, row["types"], cfg)
+        found = P.process_html(rec.payload, rec.content_type, row["types"], cfg, row["page_url"])
     except Exception as exc:  # noqa: BLE001 - a bug or an unforeseen page: this row says so, the task goes on
         out.update(status=P.PARSE_ERROR, reason=f"extraction failed: {type(exc).__name__}: {str(exc)[:300]}")
         return out

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from udfs.corpus import generators
+from udfs.corpus import main_entity as ME
 from udfs.corpus.encoding import decode_html
 from udfs.corpus.text import detect_language, extract_texts
 from udfs.runtime.config import PagesConf
@@ -284,6 +285,9 @@ class Selection:
     root_types: list[str] = field(default_factory=list)
     block_index: int | None = None
     types_seen: list[list[str]] = field(default_factory=list)
+    # the branch of the main-entity rule that chose human_markup (MAIN_ENTITY_BRANCHES); None on
+    # the C-set route or when nothing was chosen
+    main_entity_rule: str | None = None
 
 
 def check_block(
@@ -349,13 +353,20 @@ def _entity_types_under(root_markup, block_markup, seen_iris: set[str] | None = 
     return out
 
 
-def select_markup(blocks: list[JsonLdBlock], cset_types: list[str] | None) -> Selection:
+def select_markup(
+    blocks: list[JsonLdBlock],
+    cset_types: list[str] | None,
+    page_url: str | None = None,
+    rule: ME.MainEntityRule | None = None,
+) -> Selection:
     """The root entity whose markup holds an entity typed exactly as the C-set (the paper keeps
     the markup containing the C-set and evaluates its first-level entity).
 
-    With no C-set types (a plain table of URLs) the first root entity with a schema.org type is
-    kept. Blocks with an error are skipped; the first match in document order wins. The root keeps
-    its block's ``@context`` so it reads the same on its own.
+    With no C-set types (a plain table of URLs) the page's main entity is kept, chosen by ``rule``
+    (:func:`select_main_entity`; default: conf/main_entity.toml), ``page_url`` the page's address
+    it may name; on the C-set route neither is read. Blocks with an error are skipped; the first
+    match in document order wins. The root keeps its block's ``@context`` so it reads the same on
+    its own.
 
     The work is linear in the size of the blocks: a block's context is read once for all its
     roots, each IRI entity is followed once per block (a root that reaches one already followed
@@ -365,6 +376,8 @@ def select_markup(blocks: list[JsonLdBlock], cset_types: list[str] | None) -> Se
     from udfs.schemaorg.markup import MarkupError, parse_markup
 
     want = sorted(set(cset_types)) if cset_types else None
+    if want is None:
+        return select_main_entity(blocks, page_url, rule)
     sel = Selection()
     seen_types: set[tuple[str, ...]] = set()
     for block in blocks:
@@ -388,10 +401,7 @@ def select_markup(blocks: list[JsonLdBlock], cset_types: list[str] | None) -> Se
                 if types and tuple(types) not in seen_types:
                     seen_types.add(tuple(types))
                     sel.types_seen.append(types)
-                if want is not None:
-                    found = found or types == want
-                else:
-                    found = found or any("://" not in t for t in types)
+                found = found or types == want
             if found:
                 sel.human_markup = doc
                 sel.root_types = sorted(set(m.entities[m.roots[0]].types))
@@ -409,6 +419,55 @@ def _readable_roots(data: Any) -> Iterator[dict]:
         yield from root_documents(data)
     except MarkupError:
         return
+
+
+# ---- the entity a page is about (no C-set types: udfs/corpus/main_entity.py) ---------------------
+
+
+def select_main_entity(blocks: list[JsonLdBlock], page_url: str | None, rule: ME.MainEntityRule | None) -> Selection:
+    """The page's main entity, with no C-set types: the first branch of ``rule`` (default:
+    :func:`udfs.corpus.main_entity.load_main_entity_rule`) that finds one decides, and the selection says which in
+    ``main_entity_rule``. The kept markup is the chosen entity's document: a root as the block
+    writes it (its nested subtree with it) with the block's ``@context``, or, for a main entity
+    the WebPage node nests under ``mainEntity``, that nested object with the context. Blocks with
+    an error are skipped. ``types_seen`` is filled as on the C-set route."""
+    from udfs.schemaorg.markup import MarkupError, parse_markup
+
+    rule = rule or ME.load_main_entity_rule()
+    sel = Selection()
+    seen_types: set[tuple[str, ...]] = set()
+    roots: list[ME.Root] = []
+    for block in blocks:
+        if block.error is not None or block.data is None:
+            continue
+        try:
+            whole = parse_markup(block.data)
+        except (MarkupError, RecursionError):
+            whole = None
+        contexts: dict = {}
+        followed: set[str] = set()
+        for doc in _readable_roots(block.data):
+            try:
+                m = parse_markup(doc, contexts=contexts)
+            except (MarkupError, RecursionError):
+                continue
+            if not m.roots:
+                continue
+            typed = False
+            for types in _entity_types_under(m, whole, followed):
+                if types and tuple(types) not in seen_types:
+                    seen_types.add(tuple(types))
+                    sel.types_seen.append(types)
+                typed = typed or any("://" not in t for t in types)
+            roots.append(ME.Root(block.index, doc, m, typed))
+    chosen = ME.choose(roots, page_url, rule)
+    if chosen is not None:
+        root, doc, types, branch = chosen
+        sel.human_markup = doc
+        sel.root_types = sorted(set(types))
+        sel.block_index = root.block_index
+        sel.main_entity_rule = branch
+    return sel
 
 
 # ---- one page ------------------------------------------------------------------------------------
@@ -429,9 +488,10 @@ class PageConfig(PagesConf):
 
 
 def process_html(
-    payload: bytes, content_type: str | None, cset_types: list[str] | None, cfg: PageConfig
+    payload: bytes, content_type: str | None, cset_types: list[str] | None, cfg: PageConfig, page_url: str | None = None
 ) -> dict[str, Any]:
-    """The ``pages/`` columns that come from the HTML, with ``status`` and ``reason``."""
+    """The ``pages/`` columns that come from the HTML, with ``status`` and ``reason``; ``page_url``
+    (the page's address, when known) is what a ``mainEntityOfPage`` may name (:func:`select_main_entity`)."""
     out: dict[str, Any] = {
         "status": None,
         "reason": None,
@@ -446,6 +506,7 @@ def process_html(
         "human_markup": None,
         "root_types": None,
         "matched_block": None,
+        "main_entity_rule": None,
         **generators.empty_columns(),
     }
     if len(payload) > cfg.max_html_bytes:
@@ -476,7 +537,9 @@ def process_html(
         except Exception as exc:  # noqa: BLE001 - extruct's errors on a page's microdata are recorded, its JSON-LD kept
             out["markup_errors"].append(f"microdata not extracted: {type(exc).__name__}: {str(exc)[:200]}")
     try:
-        markups, sel = run_with_time_limit(read_markups, cfg.time_limit_s, "markup reading", blocks, cset_types, cfg)
+        markups, sel = run_with_time_limit(
+            read_markups, cfg.time_limit_s, "markup reading", blocks, cset_types, cfg, page_url
+        )
     except ExtractionTimeout as exc:
         out.update(status=PARSE_ERROR, reason=str(exc))
         return out
@@ -486,6 +549,13 @@ def process_html(
         out["human_markup"] = json.dumps(sel.human_markup, ensure_ascii=False)[: cfg.max_markup_chars]
         out["root_types"] = sel.root_types
         out["matched_block"] = sel.block_index
+        out["main_entity_rule"] = sel.main_entity_rule
+    # A page whose every block is unreadable (a parse_error, _page_status) still has a generator:
+    # its first block's, read from the HTML around the block as for a readable one, so the share
+    # of unreadable markup can be told per generator.
+    attributed = sel.block_index
+    if attributed is None and blocks and not any(b.error is None and b.data is not None for b in blocks):
+        attributed = blocks[0].index
     try:
         out.update(
             run_with_time_limit(
@@ -496,7 +566,7 @@ def process_html(
                 tree.root,
                 jsonld_scripts(tree.root),
                 blocks,
-                sel.block_index,
+                attributed,
                 cfg,
             )
         )
@@ -561,7 +631,7 @@ def _page_status(out, blocks, sel, cset_types, cfg: PageConfig, text, judge_text
 
 
 def read_markups(
-    blocks: list[JsonLdBlock], cset_types: list[str] | None, cfg: PageConfig
+    blocks: list[JsonLdBlock], cset_types: list[str] | None, cfg: PageConfig, page_url: str | None = None
 ) -> tuple[list[str], Selection]:
     """Every block checked (``check_block`` under ``cfg``'s markup limits) and the human markup
     selected: the ``markups`` column (each block as JSON; a block over the node limit is its raw
@@ -582,7 +652,7 @@ def read_markups(
         text = json.dumps(b.data, ensure_ascii=False, sort_keys=False)
         check_block(b, max_chars=cfg.max_markup_chars, serialized=text)
         markups.append(text[: cfg.max_markup_chars])
-    return markups, select_markup(blocks, cset_types)
+    return markups, select_markup(blocks, cset_types, page_url)
 
 
 # ---- microdata (optional) ---------------------------------------------------------------------------

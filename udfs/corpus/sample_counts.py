@@ -6,8 +6,15 @@ from __future__ import annotations
 from udfs.corpus import sampling
 from udfs.runtime.closing import Outcome
 
-# every C-set read is drawable or rejected with its reason
-BALANCES = (("csets_in", ("csets_drawable", "csets_rejected")),)
+# every C-set read is drawable or rejected with its reason; drawn or never drawn, with the reason
+# (udfs.corpus.sampling.never_drawn); every page of the input drawn or never drawn, with the reason
+BALANCES = (
+    ("csets_in", ("csets_drawable", "csets_rejected")),
+    ("csets_in", ("csets_drawn", "csets_never_drawn_stratum_full", "csets_never_drawn_not_drawable")),
+    ("csets_never_drawn", ("csets_never_drawn_stratum_full", "csets_never_drawn_not_drawable")),
+    ("pages_in", ("pages_drawn", "pages_never_drawn")),
+    ("pages_never_drawn", tuple(f"pages_never_drawn_{k}" for k in sampling.PAGE_NEVER_DRAWN)),
+)
 
 
 def outcome(record: dict, rows_add_up: bool) -> Outcome:
@@ -31,6 +38,17 @@ def summary(r: dict) -> list[str]:
         f"sample: {c['csets_in']} C-sets in, {c['csets_drawable']} drawable, "
         f"{c['csets_rejected']} rejected, {c['rows_out']} sample rows"
     ]
+    lines.append(
+        f"  never drawn: {c['pages_never_drawn']} of {c['pages_in']} pages, {c['csets_never_drawn']} of "
+        f"{c['csets_in']} C-sets (stratum full {c['csets_never_drawn_stratum_full']}, "
+        f"not drawable {c['csets_never_drawn_not_drawable']})"
+    )
+    if c["pages_never_drawn"]:
+        lines.append(
+            f"    pages never drawn: {c['pages_never_drawn_other_page_of_cset']} another page of their drawn C-set "
+            f"taken, {c['pages_never_drawn_stratum_full']} stratum full, "
+            f"{c['pages_never_drawn_not_drawable']} in no drawable C-set"
+        )
     if c["duplicate_cset_ids"]:
         lines.append(
             f"  duplicate cset_id: {c['duplicate_cset_ids']} ids given by "

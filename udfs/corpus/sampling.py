@@ -36,6 +36,17 @@ C-sets are dealt round-robin (stratum rank ``per_stratum + i``, ``2 * per_stratu
 draw ``i``), so no two draws share a replacement C-set and taking the next candidate is still a
 uniform draw from the stratum.
 
+What was never drawn. A C-set of the input is drawn (its row in ``samples/`` for at least one
+feature), or never drawn for one of two reasons: its stratum was full (it is drawable, but
+``per_stratum`` C-sets ranked before it in every feature's stratum) or it is not drawable (a
+reject, with its reason). So ``csets_in = csets_drawn + csets_never_drawn_stratum_full +
+csets_never_drawn_not_drawable``. A page is a distinct sample URL of the input's C-sets; it is
+drawn when it is the ``page_url`` of a drawn row, else never drawn because another page of a
+drawn C-set holding it was taken (``other_page_of_cset``), else because every drawable C-set
+holding it found its stratum full (``stratum_full``), else because no C-set holding it is
+drawable (``not_drawable``). So ``pages_in = pages_drawn + pages_never_drawn`` and the never drawn
+pages add up over those three reasons (``never_drawn``).
+
 Spearman's rho between two features: average ranks for ties (the same per-value running sums),
 then Pearson's correlation of the ranks, summed exactly in Spark over the whole frame (so rho is
 identical, to the last bit, whatever the partitioning).
@@ -519,6 +530,65 @@ def assemble(
     return out
 
 
+# Why a page of the input was never drawn (``never_drawn``), in the order a page is given one.
+PAGE_NEVER_DRAWN = ("other_page_of_cset", "stratum_full", "not_drawable")
+
+
+def never_drawn(prepared: DataFrame, pool: DataFrame | None, per_stratum: int) -> dict[str, int]:
+    """The C-sets and pages of the input drawn and never drawn, with the reason (the module
+    docstring): counters ``csets_drawn``, ``csets_never_drawn`` (``_stratum_full``,
+    ``_not_drawable``), ``pages_in``, ``pages_drawn`` and ``pages_never_drawn`` (one counter per
+    reason of :data:`PAGE_NEVER_DRAWN`). ``prepared``: :func:`prepare`'s rows; ``pool``: the
+    features' ranked pools (:func:`draw`), None when nothing could be drawn. One aggregate for the
+    C-sets and one for the pages: nothing is collected but the counts."""
+    spark = prepared.sparkSession
+    if pool is None:
+        drawn = spark.createDataFrame([], "cset_id string, page_url string")
+    else:
+        drawn = pool.where(F.col("pos") <= per_stratum).select("cset_id", F.col("urls")[0].alias("page_url"))
+    drawn_ids = drawn.select("cset_id").distinct().withColumn("_drawn", F.lit(True))
+    drawn_pages = drawn.select("page_url").distinct().withColumn("_page_drawn", F.lit(True))
+    # a duplicate cset_id is never drawable, so a drawn id names one row of the input
+    per_cset = prepared.select("cset_id", "urls", F.col("reject_reason").isNull().alias("_drawable")).join(
+        drawn_ids, "cset_id", "left"
+    )
+    per_cset = per_cset.withColumn("_drawn", F.coalesce(F.col("_drawn"), F.lit(False))).persist()
+    c = per_cset.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.col("_drawn").cast("long")).alias("drawn"),
+        F.sum((F.col("_drawable") & ~F.col("_drawn")).cast("long")).alias("full"),
+        F.sum((~F.col("_drawable")).cast("long")).alias("not_drawable"),
+    ).first()
+    pages = (
+        per_cset.select(F.explode("urls").alias("page_url"), "_drawn", "_drawable")
+        .groupBy("page_url")
+        .agg(
+            F.max(F.col("_drawn").cast("int")).alias("in_drawn"),
+            F.max(F.col("_drawable").cast("int")).alias("in_drawable"),
+        )
+        .join(drawn_pages, "page_url", "left")
+    )
+    why = (
+        F.when(F.col("_page_drawn"), F.lit("drawn"))
+        .when(F.col("in_drawn") == 1, F.lit(PAGE_NEVER_DRAWN[0]))
+        .when(F.col("in_drawable") == 1, F.lit(PAGE_NEVER_DRAWN[1]))
+        .otherwise(F.lit(PAGE_NEVER_DRAWN[2]))
+    )
+    by_why = {r["why"]: r["n"] for r in pages.groupBy(why.alias("why")).agg(F.count(F.lit(1)).alias("n")).collect()}
+    per_cset.unpersist()
+    out = {
+        "csets_drawn": int(c["drawn"] or 0),
+        "csets_never_drawn": int(c["full"] or 0) + int(c["not_drawable"] or 0),
+        "csets_never_drawn_stratum_full": int(c["full"] or 0),
+        "csets_never_drawn_not_drawable": int(c["not_drawable"] or 0),
+        "pages_in": sum(by_why.values()),
+        "pages_drawn": by_why.get("drawn", 0),
+        "pages_never_drawn": sum(v for k, v in by_why.items() if k != "drawn"),
+    }
+    out.update({f"pages_never_drawn_{k}": by_why.get(k, 0) for k in PAGE_NEVER_DRAWN})
+    return out
+
+
 @dataclass
 class SampleResult:
     samples: DataFrame
@@ -653,6 +723,7 @@ def sample_csets(
     stats["spearman"] = _spearman_entries(frame, features, counts, dist, n_frame)
 
     spark = df.sparkSession
+    pool = None
     if pools:
         pool = pools[0]
         for p in pools[1:]:
@@ -660,6 +731,7 @@ def sample_csets(
         samples = assemble(pool, per_stratum, replacement_urls, seed, strata)
     else:
         samples = spark.createDataFrame([], SAMPLES_SCHEMA)
+    stats["counters"].update(never_drawn(prepared, pool, per_stratum))
     samples = samples.select(*[F.col(fld.name).cast(fld.dataType) for fld in SAMPLES_SCHEMA.fields])
     return SampleResult(
         samples=samples, rejects=rejects(prepared, source, reject_raw_chars), stats=stats, histograms=histograms
