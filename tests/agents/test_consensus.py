@@ -213,9 +213,12 @@ def test_majority_vote_on_real_claims_keeps_every_vote_and_ties_go_to_the_judge(
 
 
 def _page() -> dict:
+    """The page's first typed root, its MusicEvent (not the MusicGroup the main-entity rule keeps)."""
     from udfs.corpus.html import PageConfig, process_html
+    from udfs.corpus.main_entity import FIRST_TYPED_ROOT_ONLY
 
-    return process_html(PAGE.read_bytes(), "text/html", None, PageConfig.of(load_config().pages))
+    cfg = PageConfig.of(load_config().pages)
+    return process_html(PAGE.read_bytes(), "text/html", None, cfg, main_entity=FIRST_TYPED_ROOT_ONLY)
 
 
 @pytest.mark.model

@@ -57,13 +57,16 @@ def data_counters(record: dict) -> dict:
 
 
 def make_pages(folder: Path, rels: list[str]) -> Path:
-    """A pages/ table of real demo pages, built with the pages job's own extraction."""
+    """A pages/ table of real demo pages, built with the pages job's own extraction, each page's
+    first typed root entity (``FIRST_TYPED_ROOT_ONLY``, as the rehearsal's figures were made)."""
     from udfs.corpus.html import PageConfig, process_html
+    from udfs.corpus.main_entity import FIRST_TYPED_ROOT_ONLY
     from udfs.runtime.config import load_config
 
     rows = []
+    cfg = PageConfig.of(load_config().pages)
     for rel in rels:
-        out = process_html((SAMPLES / rel).read_bytes(), "text/html", None, PageConfig.of(load_config().pages))
+        out = process_html((SAMPLES / rel).read_bytes(), "text/html", None, cfg, main_entity=FIRST_TYPED_ROOT_ONLY)
         assert out["status"] == "ok" and out["text"].strip(), rel
         rows.append(
             {

@@ -488,10 +488,17 @@ class PageConfig(PagesConf):
 
 
 def process_html(
-    payload: bytes, content_type: str | None, cset_types: list[str] | None, cfg: PageConfig, page_url: str | None = None
+    payload: bytes,
+    content_type: str | None,
+    cset_types: list[str] | None,
+    cfg: PageConfig,
+    page_url: str | None = None,
+    main_entity: ME.MainEntityRule | None = None,
 ) -> dict[str, Any]:
     """The ``pages/`` columns that come from the HTML, with ``status`` and ``reason``; ``page_url``
-    (the page's address, when known) is what a ``mainEntityOfPage`` may name (:func:`select_main_entity`)."""
+    (the page's address, when known) is what a ``mainEntityOfPage`` may name, ``main_entity`` the
+    rule that picks the page's entity without C-set types (None: conf/main_entity.toml's;
+    :func:`select_main_entity`)."""
     out: dict[str, Any] = {
         "status": None,
         "reason": None,
@@ -538,7 +545,7 @@ def process_html(
             out["markup_errors"].append(f"microdata not extracted: {type(exc).__name__}: {str(exc)[:200]}")
     try:
         markups, sel = run_with_time_limit(
-            read_markups, cfg.time_limit_s, "markup reading", blocks, cset_types, cfg, page_url
+            read_markups, cfg.time_limit_s, "markup reading", blocks, cset_types, cfg, page_url, main_entity
         )
     except ExtractionTimeout as exc:
         out.update(status=PARSE_ERROR, reason=str(exc))
@@ -631,7 +638,11 @@ def _page_status(out, blocks, sel, cset_types, cfg: PageConfig, text, judge_text
 
 
 def read_markups(
-    blocks: list[JsonLdBlock], cset_types: list[str] | None, cfg: PageConfig, page_url: str | None = None
+    blocks: list[JsonLdBlock],
+    cset_types: list[str] | None,
+    cfg: PageConfig,
+    page_url: str | None = None,
+    main_entity: ME.MainEntityRule | None = None,
 ) -> tuple[list[str], Selection]:
     """Every block checked (``check_block`` under ``cfg``'s markup limits) and the human markup
     selected: the ``markups`` column (each block as JSON; a block over the node limit is its raw
@@ -652,7 +663,7 @@ def read_markups(
         text = json.dumps(b.data, ensure_ascii=False, sort_keys=False)
         check_block(b, max_chars=cfg.max_markup_chars, serialized=text)
         markups.append(text[: cfg.max_markup_chars])
-    return markups, select_markup(blocks, cset_types, page_url)
+    return markups, select_markup(blocks, cset_types, page_url, main_entity)
 
 
 # ---- microdata (optional) ---------------------------------------------------------------------------

@@ -264,3 +264,8 @@ def choose(roots: list[Root], page_url: str | None, rule: MainEntityRule) -> tup
         if chosen is not None:
             return (*chosen, branch)
     return None
+
+
+# The selection before the rule (and the paper's fixtures' pages): the first root whose markup
+# holds a schema.org-typed entity, whatever it is.
+FIRST_TYPED_ROOT_ONLY = MainEntityRule(branches=(FIRST_TYPED_ROOT,), furniture=frozenset(), furniture_with_subtypes=())
