@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from udfs.corpus import fetch, generators
 from udfs.corpus import html as P
+from udfs.corpus.main_entity import load_main_entity_rule
 from udfs.corpus.page_counts import BALANCES, page_outcome
 from udfs.corpus.warc import WARC_INDEX
 from udfs.runtime.job import SparkJob
@@ -42,12 +43,14 @@ class PagesJob(SparkJob):
     balances = BALANCES
 
     def preflight(self) -> None:
-        """The pages' settings that name files (the generator rules) and the index, before the
-        base's checks: a bad rules file fails the run here, not every page in its task."""
+        """The pages' settings that name files (the generator rules, the main-entity rule) and the
+        index, before the base's checks: a bad rules file fails the run here, not every page in
+        its task."""
         if not self.args.warc_index:
             self.fail("--warc-index is required (or [pages] warc_index in the conf)")
         self.page_config = P.PageConfig.of(self.settings)
         generators.load_rules(self.page_config.generator_rules)
+        load_main_entity_rule()
         super().preflight()
 
     def run(self):

@@ -192,3 +192,22 @@ def test_pages_contract_has_the_rule_column_optional():
 
     assert "main_entity_rule" in PAGES_SCHEMA.names
     assert "main_entity_rule" in PAGES.optional and "main_entity_rule" not in PAGES.required
+
+
+def test_the_pages_job_refuses_a_bad_rule_file_before_any_work(tmp_path, monkeypatch, capsys):
+    """A rule file the loader refuses stops the pages job in its preflight: one line, exit 2,
+    nothing under the output (not one parse_error row per page, after Spark's work)."""
+    from jobs.pages import PagesJob
+
+    bad = tmp_path / "main_entity.toml"
+    bad.write_text('branches = ["mainEntity", "nonsense"]\n')
+    monkeypatch.setattr(ME, "MAIN_ENTITY_RULE_FILE", str(bad))
+    urls = tmp_path / "urls.csv"
+    urls.write_text("page_url\nhttp://extruct-samples.example/songkick/elysianfields_1.html\n")
+    out = tmp_path / "out"
+    argv = ["--input", str(urls), "--warc-index", str(urls), "--output", str(out)]
+    with pytest.raises(SystemExit) as stop:
+        PagesJob(argv).main()
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "main_entity.toml: branches must name" in err, err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
