@@ -373,13 +373,27 @@ def select_markup(
     from an earlier root finds nothing new there: that root did not match), and the types seen are
     a set beside their list.
     """
-    from udfs.schemaorg.markup import MarkupError, parse_markup
 
     want = sorted(set(cset_types)) if cset_types else None
     if want is None:
         return select_main_entity(blocks, page_url, rule)
     sel = Selection()
-    seen_types: set[tuple[str, ...]] = set()
+    for block, doc, m, under in _roots(blocks, sel):
+        if want in under:
+            sel.human_markup = doc
+            sel.root_types = sorted(set(m.entities[m.roots[0]].types))
+            sel.block_index = block.index
+            return sel
+    return sel
+
+
+def _roots(blocks: list[JsonLdBlock], sel: Selection) -> Iterator[tuple[JsonLdBlock, dict, Any, list[list[str]]]]:
+    """Each readable root of the blocks without an error, in document order: (its block, its
+    document, its markup, the types of the entities under it, IRI references followed); each
+    types list not seen before is added to ``sel.types_seen``, before the root is yielded."""
+    from udfs.schemaorg.markup import MarkupError, parse_markup
+
+    seen_types = {tuple(t) for t in sel.types_seen}
     for block in blocks:
         if block.error is not None or block.data is None:
             continue
@@ -396,18 +410,12 @@ def select_markup(
                 continue
             if not m.roots:
                 continue
-            found = False
-            for types in _entity_types_under(m, whole, followed):
+            under = list(_entity_types_under(m, whole, followed))
+            for types in under:
                 if types and tuple(types) not in seen_types:
                     seen_types.add(tuple(types))
                     sel.types_seen.append(types)
-                found = found or types == want
-            if found:
-                sel.human_markup = doc
-                sel.root_types = sorted(set(m.entities[m.roots[0]].types))
-                sel.block_index = block.index
-                return sel
-    return sel
+            yield block, doc, m, under
 
 
 def _readable_roots(data: Any) -> Iterator[dict]:
@@ -431,35 +439,12 @@ def select_main_entity(blocks: list[JsonLdBlock], page_url: str | None, rule: ME
     writes it (its nested subtree with it) with the block's ``@context``, or, for a main entity
     the WebPage node nests under ``mainEntity``, that nested object with the context. Blocks with
     an error are skipped. ``types_seen`` is filled as on the C-set route."""
-    from udfs.schemaorg.markup import MarkupError, parse_markup
-
     rule = rule or ME.load_main_entity_rule()
     sel = Selection()
-    seen_types: set[tuple[str, ...]] = set()
-    roots: list[ME.Root] = []
-    for block in blocks:
-        if block.error is not None or block.data is None:
-            continue
-        try:
-            whole = parse_markup(block.data)
-        except (MarkupError, RecursionError):
-            whole = None
-        contexts: dict = {}
-        followed: set[str] = set()
-        for doc in _readable_roots(block.data):
-            try:
-                m = parse_markup(doc, contexts=contexts)
-            except (MarkupError, RecursionError):
-                continue
-            if not m.roots:
-                continue
-            typed = False
-            for types in _entity_types_under(m, whole, followed):
-                if types and tuple(types) not in seen_types:
-                    seen_types.add(tuple(types))
-                    sel.types_seen.append(types)
-                typed = typed or any("://" not in t for t in types)
-            roots.append(ME.Root(block.index, doc, m, typed))
+    roots = [
+        ME.Root(block.index, doc, m, any("://" not in t for types in under for t in types))
+        for block, doc, m, under in _roots(blocks, sel)
+    ]
     chosen = ME.choose(roots, page_url, rule)
     if chosen is not None:
         root, doc, types, branch = chosen
